@@ -1,0 +1,313 @@
+package alloc
+
+import (
+	"math"
+	"runtime"
+	"sync"
+)
+
+// core is one solve's working state over a validated Problem.
+type core struct {
+	elems []Element
+	obj   Objective
+	freq  []float64 // warm start in, result out
+
+	// Capped hosts get dense indices k so that per-pass accumulators scale
+	// with the number of capped hosts only.
+	capOf []int32   // host → k, or −1 when the host has no cap
+	caps  []float64 // k → c_h
+	hosts []int32   // k → host
+
+	nUncapped  int       // active elements (λ > 0, w > 0) on no capped host
+	hostActive []int     // k → active elements on the host
+	hostKeyMax []float64 // k → max w/λ over the host's active elements
+	keyMax     float64   // max w/λ over all active elements
+
+	workers int
+	passes  int     // full evaluation passes so far (Solution.Iterations)
+	acc     []accum // one per worker
+	tot     accum   // acc summed in worker order after each pass
+}
+
+// accum holds one worker's sums for a pass.
+type accum struct {
+	s, d, fw   float64   // uncapped elements: Σf, Σ f·el, Σ w·F
+	hs, hd, hf []float64 // the same per capped host
+	// Freshness only: the nearest give-up thresholds w/λ on either side of
+	// the multiplier, the smallest among elements still fetched and the
+	// largest among those given up (see rootFinder).
+	up, down   float64
+	hup, hdown []float64
+	aw, w      float64 // metrics pass: Σ w·A, Σ w
+	given      int     // metrics pass: active elements with f = 0
+}
+
+func newAccum(nCap int) accum {
+	return accum{
+		hs: make([]float64, nCap), hd: make([]float64, nCap), hf: make([]float64, nCap),
+		hup: make([]float64, nCap), hdown: make([]float64, nCap),
+	}
+}
+
+func (a *accum) reset() {
+	a.s, a.d, a.fw, a.aw, a.w, a.given = 0, 0, 0, 0, 0, 0
+	a.up, a.down = math.Inf(1), 0
+	clear(a.hs)
+	clear(a.hd)
+	clear(a.hf)
+	for k := range a.hup {
+		a.hup[k], a.hdown[k] = math.Inf(1), 0
+	}
+}
+
+// newCore validates p and scans it once for the per-host structure.
+func newCore(p Problem, freq []float64) (*core, error) {
+	if err := validate(p); err != nil {
+		return nil, err
+	}
+	c := &core{elems: p.Elements, obj: p.Objective, freq: freq, capOf: make([]int32, len(p.HostCaps))}
+	for h, cp := range p.HostCaps {
+		c.capOf[h] = -1
+		if cp > 0 && !math.IsInf(cp, 1) {
+			c.capOf[h] = int32(len(c.caps))
+			c.caps = append(c.caps, cp)
+			c.hosts = append(c.hosts, int32(h))
+		}
+	}
+	nCap := len(c.caps)
+	c.hostActive = make([]int, nCap)
+	c.hostKeyMax = make([]float64, nCap)
+	for _, e := range p.Elements {
+		if e.Rate == 0 || e.Weight == 0 {
+			continue
+		}
+		key := e.Weight / e.Rate
+		c.keyMax = max(c.keyMax, key)
+		if e.Host >= 0 {
+			if k := c.capOf[e.Host]; k >= 0 {
+				c.hostActive[k]++
+				c.hostKeyMax[k] = max(c.hostKeyMax[k], key)
+				continue
+			}
+		}
+		c.nUncapped++
+	}
+	c.workers = max(1, min(runtime.GOMAXPROCS(0), (len(p.Elements)+chunk-1)/chunk))
+	c.acc = make([]accum, c.workers)
+	for w := range c.acc {
+		c.acc[w] = newAccum(nCap)
+	}
+	c.tot = newAccum(nCap)
+	return c, nil
+}
+
+// chunk is the unit of work handed to a worker; partial sums are kept per
+// chunk so that rounding error grows with chunk + n/chunk, not n.
+const chunk = 1 << 14
+
+// parallel runs body over [0, n) in chunks, chunk j on worker j mod W, and
+// returns when every worker has finished.
+func (c *core) parallel(body func(w, lo, hi int)) {
+	n := len(c.elems)
+	nchunks := (n + chunk - 1) / chunk
+	W := c.workers
+	run := func(w int) {
+		for j := w; j < nchunks; j += W {
+			body(w, j*chunk, min(n, (j+1)*chunk))
+		}
+	}
+	if W <= 1 {
+		run(0)
+		return
+	}
+	var wg sync.WaitGroup
+	for w := 1; w < W; w++ {
+		wg.Go(func() { run(w) })
+	}
+	run(0)
+	wg.Wait()
+}
+
+// pass evaluates the elements at their multipliers and writes c.freq and
+// c.tot. Uncapped elements use mu and are skipped unless uncapped is set;
+// elements on capped host k use hostMul[k] and are skipped when it is
+// negative. wantF adds the weighted freshness sums. acc is the relative
+// accuracy asked of each element's inner solve.
+func (c *core) pass(mu float64, hostMul []float64, uncapped, wantF bool, acc float64) {
+	c.passes++
+	for w := range c.acc {
+		c.acc[w].reset()
+	}
+	c.parallel(func(w, lo, hi int) {
+		a := &c.acc[w]
+		var s, d, fw float64
+		up, down := math.Inf(1), 0.0
+		elems, freq := c.elems[lo:hi], c.freq[lo:hi]
+		for i, e := range elems {
+			if e.Rate == 0 || e.Weight == 0 {
+				freq[i] = 0
+				continue
+			}
+			k := int32(-1)
+			if e.Host >= 0 {
+				k = c.capOf[e.Host]
+			}
+			m := mu
+			if k >= 0 {
+				m = hostMul[k]
+				if m < 0 {
+					continue
+				}
+			} else if !uncapped {
+				continue
+			}
+			var f, el float64
+			if c.obj == Freshness {
+				f, el = freshFreq(e.Rate, e.Weight, m, freq[i], acc)
+				// Compare w/λ with the running extremes by multiplying,
+				// dividing only on the rare update.
+				if k >= 0 {
+					if f > 0 {
+						if e.Weight < a.hup[k]*e.Rate {
+							a.hup[k] = e.Weight / e.Rate
+						}
+					} else if e.Weight > a.hdown[k]*e.Rate {
+						a.hdown[k] = e.Weight / e.Rate
+					}
+				} else if f > 0 {
+					if e.Weight < up*e.Rate {
+						up = e.Weight / e.Rate
+					}
+				} else if e.Weight > down*e.Rate {
+					down = e.Weight / e.Rate
+				}
+			} else {
+				f, el = ageFreq(e.Rate, e.Weight, m, freq[i], acc)
+			}
+			freq[i] = f
+			var fr float64
+			if wantF && f > 0 {
+				fr = e.Weight * fixedFreshness(e.Rate/f)
+			}
+			if k >= 0 {
+				a.hs[k] += f
+				a.hd[k] += f * el
+				a.hf[k] += fr
+			} else {
+				s += f
+				d += f * el
+				fw += fr
+			}
+		}
+		a.s += s
+		a.d += d
+		a.fw += fw
+		a.up = min(a.up, up)
+		a.down = max(a.down, down)
+	})
+	c.reduce()
+}
+
+func (c *core) reduce() {
+	c.tot.reset()
+	for w := range c.acc {
+		a := &c.acc[w]
+		c.tot.s += a.s
+		c.tot.d += a.d
+		c.tot.fw += a.fw
+		c.tot.aw += a.aw
+		c.tot.w += a.w
+		c.tot.given += a.given
+		c.tot.up = min(c.tot.up, a.up)
+		c.tot.down = max(c.tot.down, a.down)
+		for k := range a.hs {
+			c.tot.hs[k] += a.hs[k]
+			c.tot.hd[k] += a.hd[k]
+			c.tot.hf[k] += a.hf[k]
+			c.tot.hup[k] = min(c.tot.hup[k], a.hup[k])
+			c.tot.hdown[k] = max(c.tot.hdown[k], a.hdown[k])
+		}
+	}
+}
+
+// metrics fills sol.Freshness, sol.Age, sol.GivenUp and sol.Iterations from
+// c.freq.
+func (c *core) metrics(sol *Solution) {
+	for w := range c.acc {
+		c.acc[w].reset()
+	}
+	c.parallel(func(w, lo, hi int) {
+		a := &c.acc[w]
+		var fw, aw, tw float64
+		given := 0
+		for i, e := range c.elems[lo:hi] {
+			if e.Weight == 0 {
+				continue
+			}
+			f := c.freq[lo+i]
+			tw += e.Weight
+			if e.Rate == 0 {
+				fw += e.Weight
+				continue
+			}
+			if f == 0 {
+				given++
+				aw = math.Inf(1)
+				continue
+			}
+			fw += e.Weight * FixedOrder.Freshness(e.Rate, f)
+			aw += e.Weight * FixedOrder.Age(e.Rate, f)
+		}
+		a.fw += fw
+		a.aw += aw
+		a.w += tw
+		a.given += given
+	})
+	c.reduce()
+	sol.GivenUp = c.tot.given
+	sol.Iterations = c.passes
+	sol.Freshness, sol.Age = 1, 0
+	if c.tot.w > 0 {
+		sol.Freshness = c.tot.fw / c.tot.w
+		sol.Age = c.tot.aw / c.tot.w
+	}
+}
+
+// trimRamp removes excess from Σ f by shrinking, in proportion, the
+// frequencies of the elements that lie on their give-up ramp at multiplier
+// mu (uncapped elements, and those of capped host k with hostMul[k] ≥ 0).
+// Within float64 resolution of μ their marginal value equals μ whatever
+// their frequency between 0 and the ramp's top, so any split is optimal.
+func (c *core) trimRamp(mu float64, hostMul []float64, excess float64) {
+	onRamp := func(i int) bool {
+		e := c.elems[i]
+		if e.Rate == 0 || e.Weight == 0 || c.freq[i] == 0 {
+			return false
+		}
+		m := mu
+		if e.Host >= 0 {
+			if k := c.capOf[e.Host]; k >= 0 {
+				m = hostMul[k]
+				if m < 0 {
+					return false
+				}
+			}
+		}
+		return 1-m*e.Rate/e.Weight <= rampWidth
+	}
+	ramp := 0.0
+	for i := range c.elems {
+		if onRamp(i) {
+			ramp += c.freq[i]
+		}
+	}
+	if !(excess > 0 && ramp > 0) {
+		return
+	}
+	scale := max(ramp-excess, 0) / ramp
+	for i := range c.elems {
+		if onRamp(i) {
+			c.freq[i] *= scale
+		}
+	}
+}

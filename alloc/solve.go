@@ -1,0 +1,613 @@
+package alloc
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Objective selects what the optimal allocation optimises.
+type Objective int
+
+const (
+	// Freshness maximises the weighted fixed-order freshness Σ w_i F_i.
+	Freshness Objective = iota
+	// Age minimises the weighted fixed-order age Σ w_i A_i.
+	Age
+)
+
+func (o Objective) String() string {
+	switch o {
+	case Freshness:
+		return "freshness"
+	case Age:
+		return "age"
+	}
+	return fmt.Sprintf("Objective(%d)", int(o))
+}
+
+// Element is one page (the paper's database element e_i).
+type Element struct {
+	// Rate is the Poisson change rate λ_i (changes per unit time), finite
+	// and ≥ 0. An element with Rate 0 never goes stale and gets f = 0.
+	Rate float64
+	// Weight is the importance w_i (paper §8), finite and ≥ 0. An element
+	// with Weight 0 does not count and gets f = 0.
+	Weight float64
+	// Host indexes Problem.HostCaps, or is −1 when the element is subject
+	// to no politeness cap.
+	Host int32
+}
+
+// Problem is a budgeted allocation problem: choose f_i ≥ 0 with Σ f_i =
+// Budget (and Σ_{i∈h} f_i ≤ HostCaps[h] for every capped host h) that
+// optimises Objective.
+type Problem struct {
+	Elements []Element
+	// Budget B is the total number of fetches per unit time, finite, ≥ 0.
+	Budget float64
+	// HostCaps[h] is the politeness cap c_h of host h in fetches per unit
+	// time (DESIGN.md §3.2). A value ≤ 0 or +Inf means "no cap"; NaN is an
+	// error.
+	HostCaps  []float64
+	Objective Objective
+}
+
+// Solution is an allocation and what it achieves.
+type Solution struct {
+	// Freq[i] is the synchronisation frequency f_i of Elements[i].
+	Freq []float64
+	// Mu is the multiplier μ of the budget constraint: the marginal gain
+	// (of weighted freshness, or of weighted age reduction) of one more
+	// fetch per unit time. It is 0 when the budget could not be absorbed
+	// (Unabsorbed > 0) and +Inf when Budget is 0. Uniform and Proportional
+	// leave it 0.
+	Mu float64
+	// HostNu[h] is the multiplier ν_h ≥ 0 of host h's cap, so that the
+	// elements of a capped host see μ+ν_h instead of μ. It is 0 for hosts
+	// whose cap does not bind. nil for Uniform and Proportional.
+	HostNu []float64
+	// GivenUp counts the elements with positive rate and weight that get
+	// f = 0: under the freshness objective those that change too fast to
+	// be worth fetching at all, μλ_i/w_i ≥ 1 (paper §5.3, Table 5's e_5).
+	GivenUp int
+	// CappedHosts counts the hosts whose cap binds.
+	CappedHosts int
+	// Unabsorbed is the part of the budget no element can take because
+	// every element that would benefit sits on a capped host (Σ caps <
+	// Budget), or because no element has positive rate and weight. Then
+	// Σ f_i = Budget − Unabsorbed.
+	Unabsorbed float64
+	// Freshness and Age are the collection's weighted fixed-order
+	// freshness and age (CollectionFreshness, CollectionAge). Age is +Inf
+	// when any element that changes is never fetched.
+	Freshness, Age float64
+	// Iterations counts the passes over all elements that the solve made
+	// (outer multiplier evaluations plus per-host cap solves). A cold
+	// Solve of more than 2^18 elements first solves a 2^16-element sample
+	// to get its starting μ; those cheap passes are not counted.
+	Iterations int
+}
+
+// Solve returns the allocation of p.Budget that maximises the weighted
+// freshness (or minimises the weighted age) under the fixed-order policy,
+// subject to the host caps. See the package documentation for the
+// optimality conditions.
+//
+// Method. For a multiplier m every element's frequency is an independent
+// scalar root (g(r) = mλ/w or a(r) = mλ²/w), and the total S(m) = Σ f_i(m) is
+// decreasing, so Solve finds μ with S(μ) = B by a safeguarded Newton
+// iteration on ln S against ln μ. That pair is nearly linear (S ∝ μ^{−1/2}
+// for slowly changing elements, μ^{−1/3} under age) and the derivative is
+// analytic: d ln f_i/d ln m = −y/(r g'(r)) (resp. a'), so a pass costs one
+// inner solve per element and the outer iteration converges quadratically.
+// Each inner solve is warm-started from the element's frequency in the
+// previous pass, so later passes take one Halley step. A cold start on
+// large inputs first solves a strided sample to get a μ good to ~1e−3.
+// Passes are spread over GOMAXPROCS goroutines in fixed interleaved chunks
+// (deterministic sums; all goroutines are joined before a pass returns).
+//
+// Caps. A host's total S_h(m) is decreasing too, so host h binds exactly
+// when S_h(μ) > c_h, i.e. when μ < μ_h* where S_h(μ_h*) = c_h; its elements
+// then use μ_h* = μ + ν_h. The outer iteration therefore uses
+// Σ_h min(S_h(μ), c_h): a capped host contributes exactly c_h and the
+// budget it cannot take is spread over the others by the same KKT
+// condition (not pro rata). μ_h* is solved only for the hosts that bind,
+// all of them simultaneously, one pass per Newton round. If even μ → 0
+// cannot place the budget (every benefiting element is on a capped host
+// and Σ c_h < B), every such host is filled to its cap, μ = 0 and the rest
+// is reported in Solution.Unabsorbed.
+//
+// Solve returns an error naming the offending element or host for
+// negative, NaN or infinite rates and weights, a bad host index, a NaN
+// cap, or a negative, NaN or infinite budget.
+func Solve(p Problem) (Solution, error) {
+	freq := make([]float64, len(p.Elements))
+	c, err := newCore(p, freq)
+	if err != nil {
+		return Solution{}, err
+	}
+	return c.solve(p.Budget, nil)
+}
+
+// Solver keeps the state of a solved Problem so that it can be re-solved
+// cheaply after the change-rate or weight estimates move: the next Solve
+// starts from the previous multipliers μ and μ_h* and from each element's
+// previous frequency, so a small change costs two or three passes of one
+// Halley step each instead of a cold solve. A Solver is not safe for
+// concurrent use.
+type Solver struct {
+	p      Problem   // private copy: callers' slices are not modified
+	freq   []float64 // previous frequencies: the warm start
+	mu     float64
+	hostMu []float64 // previous μ + ν_h per host
+	warm   bool
+}
+
+// NewSolver returns a Solver for p. It copies p.Elements and p.HostCaps,
+// so the caller may reuse them; nothing is validated until Solve.
+func NewSolver(p Problem) *Solver {
+	p.Elements = slices.Clone(p.Elements)
+	p.HostCaps = slices.Clone(p.HostCaps)
+	return &Solver{p: p, freq: make([]float64, len(p.Elements))}
+}
+
+// SetRate sets the change rate of element i. It panics if i is out of
+// range; an invalid rate is reported by the next Solve.
+func (s *Solver) SetRate(i int, rate float64) { s.p.Elements[i].Rate = rate }
+
+// SetWeight sets the weight of element i. It panics if i is out of range.
+func (s *Solver) SetWeight(i int, w float64) { s.p.Elements[i].Weight = w }
+
+// SetBudget sets the budget for the next Solve.
+func (s *Solver) SetBudget(b float64) { s.p.Budget = b }
+
+// Solve solves the current problem, warm-started from the previous
+// successful Solve if there was one. The returned Freq is a fresh slice
+// owned by the caller.
+func (s *Solver) Solve() (Solution, error) {
+	c, err := newCore(s.p, s.freq)
+	if err != nil {
+		return Solution{}, err
+	}
+	var w *warmStart
+	if s.warm {
+		w = &warmStart{mu: s.mu, hostMu: s.hostMu}
+	}
+	sol, err := c.solve(s.p.Budget, w)
+	if err != nil {
+		s.warm = false
+		clear(s.freq)
+		return Solution{}, err
+	}
+	s.mu = sol.Mu
+	s.hostMu = make([]float64, len(sol.HostNu))
+	for h, nu := range sol.HostNu {
+		if nu > 0 {
+			s.hostMu[h] = sol.Mu + nu
+		}
+	}
+	s.warm = sol.Mu > 0 && !math.IsInf(sol.Mu, 1)
+	sol.Freq = slices.Clone(s.freq)
+	return sol, nil
+}
+
+type warmStart struct {
+	mu     float64
+	hostMu []float64 // by host index; 0 = unknown
+}
+
+// validate checks p and returns an error naming the first offending value.
+func validate(p Problem) error {
+	if p.Objective != Freshness && p.Objective != Age {
+		return fmt.Errorf("alloc: unknown objective %v", p.Objective)
+	}
+	if !(p.Budget >= 0) || math.IsInf(p.Budget, 1) {
+		return fmt.Errorf("alloc: budget %v: must be finite and non-negative", p.Budget)
+	}
+	for h, c := range p.HostCaps {
+		if math.IsNaN(c) {
+			return fmt.Errorf("alloc: host %d: cap is NaN", h)
+		}
+	}
+	nh := int32(len(p.HostCaps))
+	for i, e := range p.Elements {
+		if !(e.Rate >= 0) || math.IsInf(e.Rate, 1) {
+			return fmt.Errorf("alloc: element %d: rate %v: must be finite and non-negative", i, e.Rate)
+		}
+		if !(e.Weight >= 0) || math.IsInf(e.Weight, 1) {
+			return fmt.Errorf("alloc: element %d: weight %v: must be finite and non-negative", i, e.Weight)
+		}
+		if e.Host < -1 || e.Host >= nh {
+			return fmt.Errorf("alloc: element %d: host %d out of range [-1, %d)", i, e.Host, nh)
+		}
+	}
+	return nil
+}
+
+// errNoConvergence is wrapped when a root search runs out of iterations,
+// which indicates inputs at the edge of float64 range.
+var errNoConvergence = errors.New("alloc: multiplier search did not converge")
+
+// maxRounds bounds every root search; with Newton steps and bisection
+// fallback a search needs ~5 rounds, ~60 in the worst (pure bisection) case.
+const maxRounds = 200
+
+// solve runs the full algorithm described on Solve. c.freq is used as the
+// warm start and receives the result.
+func (c *core) solve(budget float64, warm *warmStart) (Solution, error) {
+	sol := Solution{Freq: c.freq, HostNu: make([]float64, len(c.capOf))}
+	nCap := len(c.caps)
+	capTot := 0.0
+	for k := range nCap {
+		if c.hostActive[k] > 0 {
+			capTot += c.caps[k]
+		}
+	}
+	active := c.nUncapped
+	for _, n := range c.hostActive {
+		active += n
+	}
+
+	switch {
+	case budget == 0 || active == 0:
+		clear(c.freq)
+		sol.Mu = math.Inf(1)
+		if active == 0 {
+			sol.Unabsorbed = budget
+		}
+		c.metrics(&sol)
+		return sol, nil
+	case c.nUncapped == 0 && capTot <= budget:
+		// Every benefiting element is on a capped host and the caps cannot
+		// take the budget: μ = 0, every such host at its cap.
+		sol.Mu = 0
+		sol.Unabsorbed = budget - capTot
+		rfs := make([]rootFinder, nCap)
+		t0 := c.heuristic(capTot)
+		for k := range rfs {
+			rfs[k] = newRootFinder(c.caps[k], t0)
+			if warm != nil && warm.hostMu[c.hosts[k]] > 0 {
+				rfs[k].t = math.Log(warm.hostMu[c.hosts[k]])
+			}
+			c.boundAbove(&rfs[k], k)
+			rfs[k].done = c.hostActive[k] == 0
+		}
+		if err := c.solveHosts(rfs); err != nil {
+			return Solution{}, err
+		}
+		c.finishHosts(&sol, rfs)
+		c.metrics(&sol)
+		return sol, nil
+	}
+
+	// Outer search for μ on S̃(μ) = U(μ) + Σ_h min(S_h(μ), c_h).
+	var t0 float64
+	if warm != nil {
+		t0 = math.Log(warm.mu)
+	} else {
+		t0 = c.initialGuess(budget)
+	}
+	rf := newRootFinder(budget, t0)
+	if c.obj == Freshness {
+		// Above the largest w/λ every element is given up: S̃ = 0.
+		rf.hi, rf.phihi = math.Log(c.keyMax), math.Inf(-1)
+	}
+	hostMul := make([]float64, nCap)
+	for !rf.done {
+		if rf.n >= maxRounds {
+			return Solution{}, fmt.Errorf("%w (budget %v, μ ≈ %v)", errNoConvergence, budget, math.Exp(rf.t))
+		}
+		mu := math.Exp(rf.t)
+		for k := range hostMul {
+			hostMul[k] = mu
+		}
+		c.pass(mu, hostMul, true, false, rf.acc)
+		S, D := c.tot.s, c.tot.d
+		up, down := c.tot.up, c.tot.down
+		for k := range nCap {
+			if hs := c.tot.hs[k]; hs > c.caps[k] {
+				S += c.caps[k]
+			} else {
+				S += hs
+				D += c.tot.hd[k]
+				up, down = min(up, c.tot.hup[k]), max(down, c.tot.hdown[k])
+			}
+		}
+		rf.observe(S, D, math.Log(up), math.Log(down))
+	}
+	mu := math.Exp(rf.t)
+	if rf.fill {
+		for k := range hostMul {
+			hostMul[k] = mu
+		}
+		c.pass(mu, hostMul, true, false, fullAcc)
+		S := c.tot.s
+		for k := range nCap {
+			S += min(c.tot.hs[k], c.caps[k])
+			if c.tot.hs[k] > c.caps[k] {
+				hostMul[k] = -1 // binding: its elements are redone below
+			}
+		}
+		c.trimRamp(mu, hostMul, S-budget)
+	}
+	sol.Mu = mu
+
+	// Hosts that bind at μ: solve S_h(μ_h*) = c_h for all of them at once.
+	rfs := make([]rootFinder, nCap)
+	for k := range rfs {
+		rfs[k].done = true
+		hs := c.tot.hs[k]
+		if !(hs > c.caps[k]*(1+rootTol)) {
+			continue
+		}
+		rfs[k] = newRootFinder(c.caps[k], rf.t)
+		rfs[k].lo, rfs[k].philo = rf.t, math.Log(hs/c.caps[k])
+		c.boundAbove(&rfs[k], k)
+		// A Newton step from the outer pass's own evaluation at μ costs
+		// nothing; a warm μ_h* from the previous solve is usually closer.
+		rfs[k].observe(hs, c.tot.hd[k], math.Log(c.tot.hup[k]), math.Log(c.tot.hdown[k]))
+		if warm != nil {
+			if wm := math.Log(warm.hostMu[c.hosts[k]]); wm > rfs[k].lo && wm < rfs[k].hi {
+				rfs[k].t = wm
+			}
+		}
+	}
+	if err := c.solveHosts(rfs); err != nil {
+		return Solution{}, err
+	}
+	c.finishHosts(&sol, rfs)
+	c.metrics(&sol)
+	return sol, nil
+}
+
+// boundAbove sets the upper bracket of host k's search under the freshness
+// objective: above the host's largest w/λ all its elements are given up.
+func (c *core) boundAbove(rf *rootFinder, k int) {
+	if c.obj == Freshness && c.hostKeyMax[k] > 0 {
+		rf.hi, rf.phihi = math.Log(c.hostKeyMax[k]), math.Inf(-1)
+	}
+}
+
+// finishHosts records ν_h for the hosts whose search ran.
+func (c *core) finishHosts(sol *Solution, rfs []rootFinder) {
+	for k := range rfs {
+		if rfs[k].n == 0 {
+			continue // not capped
+		}
+		sol.CappedHosts++
+		sol.HostNu[c.hosts[k]] = max(math.Exp(rfs[k].t)-sol.Mu, 0)
+	}
+}
+
+// initialGuess returns a starting ln μ for a cold solve. For large inputs
+// it solves a strided sample of 2^16 elements with the budget and caps
+// scaled down; its μ is within about 1/√(2^16) of the full one, which
+// leaves two or three full Newton passes. Smaller inputs use heuristic.
+func (c *core) initialGuess(budget float64) float64 {
+	const sample = 1 << 16
+	n := len(c.elems)
+	if n <= 4*sample {
+		return c.heuristic(budget)
+	}
+	stride := n / sample
+	m := n / stride
+	scale := float64(m) / float64(n)
+	sub := Problem{
+		Elements:  make([]Element, m),
+		Budget:    budget * scale,
+		HostCaps:  make([]float64, len(c.capOf)),
+		Objective: c.obj,
+	}
+	for j := range m {
+		sub.Elements[j] = c.elems[j*stride+stride/2]
+	}
+	for h, k := range c.capOf {
+		if k >= 0 {
+			sub.HostCaps[h] = c.caps[k] * scale
+		}
+	}
+	sc, err := newCore(sub, make([]float64, m))
+	if err == nil {
+		sc.workers = c.workers
+		if sol, err := sc.solve(sub.Budget, nil); err == nil && sol.Mu > 0 && !math.IsInf(sol.Mu, 1) {
+			return math.Log(sol.Mu)
+		}
+	}
+	return c.heuristic(budget)
+}
+
+// heuristic guesses ln μ as the mean, over up to 4096 evenly spaced active
+// elements, of the log-multiplier at which each would be given the uniform
+// share budget/active of the budget.
+func (c *core) heuristic(budget float64) float64 {
+	active := c.nUncapped
+	for _, n := range c.hostActive {
+		active += n
+	}
+	fbar := budget / float64(max(active, 1))
+	step := max(len(c.elems)/4096, 1)
+	var sum float64
+	var cnt int
+	for i := 0; i < len(c.elems); i += step {
+		e := c.elems[i]
+		if e.Rate == 0 || e.Weight == 0 {
+			continue
+		}
+		r := e.Rate / fbar
+		ex := math.Exp(-r)
+		var m float64
+		if c.obj == Freshness {
+			m = e.Weight / e.Rate * gFunc(r, ex)
+		} else {
+			m = e.Weight / e.Rate / e.Rate * aFunc(r, ex)
+		}
+		if lm := math.Log(m); !math.IsInf(lm, 0) && !math.IsNaN(lm) {
+			sum += lm
+			cnt++
+		}
+	}
+	if cnt == 0 {
+		return 0
+	}
+	return sum / float64(cnt)
+}
+
+// rootTol is the relative accuracy of every sum the searches match:
+// Σ f_i = B and Σ_{i∈h} f_i = c_h hold to 1e−11 relative, well inside the
+// 1e−9 the design asks for and above float64 summation noise.
+const rootTol = 1e-11
+
+// tMin and tMax bound ln μ so that e^t stays a normal float64.
+const (
+	tMin = -700.0
+	tMax = 700.0
+)
+
+// rootFinder solves S(e^t) = target for t = ln μ, where S is positive,
+// continuous and decreasing, from evaluations of S and D = −dS/d ln μ.
+//
+// It takes Newton steps on φ(t) = ln S − ln target, which is close to
+// linear in t, inside a bracket that every evaluation narrows. The slope
+// used is the larger of the tangent D/S and the secant through the
+// previous evaluation. The secant matters under the freshness objective:
+// an element's f falls to 0 at its give-up threshold only like 1/ln, so
+// the tangent sum sees only the elements already near their threshold and
+// misses the flux of elements that cross it within a step (about 1/ln N of
+// the slope, 7% at N = 10⁶), which would make plain Newton converge only
+// linearly.
+//
+// The same effect makes S steep but continuous at each threshold (the
+// give-up ramp, a relative width of 1e−9 in μ). Newton cannot see a ramp
+// from outside it, so when the root lies on one it would bisect some 30
+// times. Each evaluation therefore also reports the nearest thresholds on
+// either side (up, down); once the bracket holds a single threshold, the
+// search evaluates the ends of its ramp and then interpolates on it, which
+// is exact because S is linear there.
+//
+// Otherwise it bisects when Newton leaves the bracket or stops converging
+// fast, and expands geometrically while no bracket is known.
+type rootFinder struct {
+	target float64
+	t      float64 // the point to evaluate next (the answer once done)
+	acc    float64 // inner-solve accuracy to use at t
+	lo, hi float64 // φ(lo) > 0 > φ(hi)
+	philo  float64
+	phihi  float64
+	loUp   float64 // ln of the first threshold above lo
+	hiDown float64 // ln of the last threshold at or below hi
+	tPrev  float64 // previous evaluation, for the secant
+	phPrev float64
+	newton bool // the step to t was a Newton step
+	n      int  // evaluations so far
+	done   bool
+	fill   bool // done, but S(t) > target must be trimmed (see observe)
+}
+
+func newRootFinder(target, t0 float64) rootFinder {
+	return rootFinder{
+		target: target,
+		t:      min(max(t0, tMin), tMax),
+		acc:    1e-6,
+		lo:     math.Inf(-1), hi: math.Inf(1),
+		philo: math.Inf(1), phihi: math.Inf(-1),
+		loUp: math.Inf(1), hiDown: math.Inf(-1),
+		phPrev: math.NaN(),
+	}
+}
+
+// rampStart is ln(1 − rampWidth): the give-up ramp of an element with
+// threshold τ = ln(w/λ) spans t ∈ [τ + rampStart, τ].
+const rampStart = -rampWidth - rampWidth*rampWidth/2 - rampWidth*rampWidth*rampWidth/3
+
+// observe records the evaluation at rf.t — S, D and the ln-thresholds up
+// (nearest above, +Inf if none) and down (nearest at or below, −Inf if
+// none) — and moves rf.t to the next point, or sets done when S matches
+// the target or the bracket can shrink no further.
+func (rf *rootFinder) observe(S, D, up, down float64) {
+	rf.n++
+	if math.Abs(S-rf.target) <= rootTol*rf.target {
+		rf.done = true
+		return
+	}
+	t := rf.t
+	phi := math.Log(S / rf.target) // −Inf when S = 0
+	if phi > 0 {
+		rf.lo, rf.philo, rf.loUp = t, phi, up
+	} else {
+		rf.hi, rf.phihi, rf.hiDown = t, phi, down
+	}
+	width := rf.hi - rf.lo
+	if width <= 1e-15*max(1, math.Abs(t)) {
+		// S jumps across one ulp of μ: elements on their give-up ramp
+		// closer to the threshold than float64 resolves. The caller
+		// evaluates at lo and trims those elements (trimRamp).
+		rf.done, rf.fill, rf.t = true, true, rf.lo
+		return
+	}
+	slope := D / S // −dφ/dt from the tangent
+	if sec := (rf.phPrev - phi) / (t - rf.tPrev); sec > slope || !(slope > 0) {
+		slope = sec // NaN on the first evaluation or when φ is infinite
+	}
+	// A Newton step that did not cut |φ| by 4 signals a misleading slope.
+	slow := rf.newton && math.Abs(phi) > 0.25*math.Abs(rf.phPrev)
+	rf.tPrev, rf.phPrev = t, phi
+	next := t + phi/slope // NaN or ±Inf when the slope is unusable
+	rf.newton = true
+	if !math.IsInf(width, 1) {
+		if slow || !(next > rf.lo && next < rf.hi) {
+			next = rf.fallback(slow)
+			rf.newton = false
+		}
+	} else {
+		step := next - t
+		if math.IsNaN(step) || math.IsInf(step, 0) {
+			step = math.Copysign(1, phi)
+		}
+		if slow {
+			step *= 4
+		}
+		next = t + min(max(step, -16), 16)
+	}
+	if next <= tMin || next >= tMax {
+		next = min(max(next, tMin), tMax)
+		if next == t {
+			rf.n = maxRounds // cannot move: let the caller report it
+		}
+	}
+	rf.t = next
+	// Newton's next residual is about φ²; solve the elements 100× better
+	// than that, and fully once close.
+	rf.acc = min(max(1e-2*phi*phi, fullAcc), 1e-6)
+}
+
+// fallback picks the next point inside a finite bracket when Newton is
+// unusable: the ends of a lone threshold's ramp, regula falsi, or the
+// midpoint.
+func (rf *rootFinder) fallback(slow bool) float64 {
+	lo, hi, width := rf.lo, rf.hi, rf.hi-rf.lo
+	if tau := rf.loUp; tau < hi && tau == rf.hiDown {
+		// Exactly one threshold τ in (lo, hi]; S is smooth elsewhere.
+		ts := tau + rampStart
+		switch {
+		case lo < ts-1e-15*max(1, math.Abs(ts)) && ts < hi:
+			return ts
+		case tau < hi && tau > lo:
+			return tau
+		}
+		// The bracket lies on the ramp, where S is linear: interpolate.
+		slow = false
+	}
+	mid := lo + 0.5*width
+	if slow || math.IsInf(rf.philo, 0) || math.IsInf(rf.phihi, 0) {
+		return mid
+	}
+	// Regula falsi on φ usually beats the midpoint; keep it only well
+	// inside the bracket unless the bracket is a ramp.
+	x := lo + width*rf.philo/(rf.philo-rf.phihi)
+	if x > lo+0.1*width && x < hi-0.1*width || rf.loUp < hi && rf.loUp == rf.hiDown {
+		return x
+	}
+	return mid
+}

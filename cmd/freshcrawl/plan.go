@@ -1,0 +1,239 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/freshcrawl/freshcrawl/config"
+	"github.com/freshcrawl/freshcrawl/plan"
+)
+
+func planCmd() *cobra.Command {
+	cfg := config.Default()
+	var (
+		rates, budget, hostRate, rateUnit, benefit, decay, workerRate string
+		cost, target                                                  float64
+		top                                                           int
+		all, asJSON                                                   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "plan [--data DIR | --rates FILE] [--budget R | --target-freshness F | --benefit B --cost C]",
+		Short: "Predict freshness and age, the budget a target needs, or the long-term plan, without crawling",
+		Long: `Answer an operator's questions from change-rate estimates, without crawling.
+
+Input (one of):
+  --data DIR     the store's current estimates (opened read-only, so a running
+                 coordinator is not disturbed). Rates are changes per second;
+                 weights come from the seeds; each URL is capped by its host at
+                 --host-rate (politeness). URLs not observed yet get --prior-rate,
+                 as the coordinator plans them.
+  --rates FILE   a CSV file (- for stdin) of id,rate[,weight[,host]]: rate in
+                 changes per unit time (any unit, as long as the budget uses
+                 the same), weight > 0 (default 1), host optional. Elements
+                 without a host are uncapped; those with one share that host's
+                 --host-rate. A first line whose rate is not a number is a
+                 header. Every bad line is reported as FILE:LINE and no plan is
+                 printed.
+
+Units. With --data everything is per second: --budget 20/s, 1200/m and 20 are
+the same. With --rates the unit is the CSV's: a plain number (--budget 5) is
+taken in that unit, and a rate with a unit (--budget 20/s) is refused unless
+--rate-unit s|m|h|d says what the CSV's unit is (then it is converted). The
+same holds for --host-rate, --worker-rate and --benefit. Intervals and ages
+are printed in the unit too (as durations when it is known).
+
+Questions (one of):
+  --budget R              allocate R fetches per unit time (default with --data:
+                          the configured budget): each element's frequency,
+                          interval 1/f, freshness and age under --policy, and
+                          the collection's freshness and age under the optimal,
+                          uniform and proportional allocations side by side.
+  --target-freshness F    the least budget whose optimal allocation reaches F
+                          (an error if no budget can, e.g. under host caps).
+  --benefit B --cost C    long-term mode: the budget is bought, at C per fetch,
+                          and earns B per unit time while a copy of weight 1 is
+                          correct (w·B for weight w). Prints each element's
+                          optimal interval, the futile ones (never worth a
+                          fetch), and the total budget to provision.
+With --worker-rate W (what one worker sustains), also the workers to run:
+ceil(budget in use / W).
+
+Output: the first --top elements by weight×rate and a total line (--all for
+every element), or with --json one object with policy, budget, freshness, age,
+compare {optimal,uniform,proportional: {freshness, age}}, given_up,
+hosts_at_cap, unabsorbed, elements [{id, rate, weight, frequency, freshness,
+age, and in long-term mode interval, futile}], plus target_freshness,
+total_budget and workers when they apply. Infinite ages and intervals (never
+fetched) are null.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fl := cmd.Flags()
+			// Read before setup, which marks flags set from the
+			// environment or the config file as changed too.
+			cliData, cliBudget := fl.Changed("data"), fl.Changed("budget")
+			if _, err := setup(cmd, &cfg); err != nil {
+				return err
+			}
+			in := plan.Input{Top: top}
+			if all {
+				in.Top = 0
+			}
+
+			// Mode.
+			longTerm := fl.Changed("benefit") || fl.Changed("cost")
+			switch {
+			case longTerm && fl.Changed("target-freshness"):
+				return errors.New("--target-freshness and --benefit/--cost ask different questions: give one")
+			case longTerm:
+				if !fl.Changed("benefit") || !fl.Changed("cost") {
+					return errors.New("long-term mode needs both --benefit and --cost")
+				}
+				in.Mode = plan.ModeLongTerm
+			case fl.Changed("target-freshness"):
+				in.Mode, in.TargetFreshness = plan.ModeTarget, target
+			}
+			if in.Mode != plan.ModeBudget && cliBudget {
+				return errors.New("--budget: this mode computes the budget; drop --budget")
+			}
+			var err error
+			if in.Policy = cfg.Policy; in.Mode == plan.ModeLongTerm {
+				in.Policy = ""
+			}
+			if in.Objective, err = plan.ParseObjective(cfg.Objective); err != nil {
+				return err
+			}
+
+			// Elements and their unit.
+			switch {
+			case rates != "" && cliData:
+				return errors.New("give --data or --rates, not both")
+			case rates != "":
+				if in.Unit, err = plan.ParseUnit(rateUnit); err != nil {
+					return fmt.Errorf("--rate-unit: %w", err)
+				}
+				if in.Elements, err = readRates(cmd, rates); err != nil {
+					return err
+				}
+			default:
+				if fl.Changed("rate-unit") {
+					return errors.New("--rate-unit describes a --rates file; with --data rates are per second")
+				}
+				in.Unit = plan.Second
+				db, err := openStore(cfg, true)
+				if err != nil {
+					return err
+				}
+				in.Elements, err = plan.FromStore(db, cfg.PriorRate.PerSecond())
+				db.Close()
+				if err != nil {
+					return err
+				}
+				if len(in.Elements) == 0 {
+					return fmt.Errorf("the store in %s holds no URLs: seed some first, or use --rates", cfg.Data)
+				}
+			}
+
+			// Amounts, all in the unit of the rates.
+			amount := func(flag, v string) (float64, error) {
+				x, err := in.Unit.ParseRate(v)
+				if errors.Is(err, plan.ErrNoUnit) {
+					return 0, fmt.Errorf("--%s %w: give --rate-unit s|m|h|d, or a plain number in the CSV's unit", flag, err)
+				}
+				if err != nil {
+					return 0, fmt.Errorf("--%s: %w", flag, err)
+				}
+				return x, nil
+			}
+			if in.Mode == plan.ModeBudget {
+				switch {
+				case budget != "":
+				case rates == "":
+					budget = cfg.Budget.String() // the coordinator's default
+				default:
+					return errors.New("--budget is required with --rates (in the CSV's unit, e.g. --budget 5), unless --target-freshness or --benefit/--cost")
+				}
+				if in.Budget, err = amount("budget", budget); err != nil {
+					return err
+				}
+			}
+			if hasHosts(in.Elements) {
+				if in.HostRate, err = amount("host-rate", hostRate); err != nil {
+					return err
+				}
+				if in.HostRate <= 0 {
+					return errors.New("--host-rate must be > 0: politeness is a constraint")
+				}
+			}
+			if workerRate != "" {
+				if in.WorkerRate, err = amount("worker-rate", workerRate); err != nil {
+					return err
+				}
+				if in.WorkerRate <= 0 {
+					return errors.New("--worker-rate must be > 0")
+				}
+			}
+			if in.Mode == plan.ModeLongTerm {
+				lt := plan.LongTermInput{Cost: cost}
+				if lt.Benefit, err = amount("benefit", benefit); err != nil {
+					return err
+				}
+				if lt.Decay, err = plan.ParseDecay(decay); err != nil {
+					return fmt.Errorf("--decay: %w", err)
+				}
+				in.LongTerm = &lt
+			}
+
+			res, err := plan.Run(in)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return res.WriteJSON(cmd.OutOrStdout())
+			}
+			return res.WriteText(cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&rates, "rates", "", "CSV file (- for stdin) of id,rate[,weight[,host]] to plan instead of the store")
+	f.StringVar(&budget, "budget", "", "total fetches per unit time: a number in the rates' unit, or 20/s, 300/m, 5000/h, 1000/d (default with --data: the configured budget)")
+	f.StringVar(&hostRate, "host-rate", "1/s", "most fetches of any one host per unit time (elements with a host)")
+	f.StringVar(&rateUnit, "rate-unit", "plain", "time unit of the --rates file's numbers: s, m, h, d or plain (unknown)")
+	f.Float64Var(&target, "target-freshness", 0, "print the least budget whose optimal allocation reaches this freshness, in (0,1)")
+	f.StringVar(&benefit, "benefit", "", "long-term mode: benefit per unit time while a copy is correct (per unit weight)")
+	f.Float64Var(&cost, "cost", 0, "long-term mode: cost of one fetch")
+	f.StringVar(&decay, "decay", "exp", "long-term mode: decay of correctness, exp or linear")
+	f.StringVar(&workerRate, "worker-rate", "", "fetches per unit time one worker sustains: also print the workers needed")
+	f.IntVar(&top, "top", 20, "list this many elements, the largest by weight×rate (0: all)")
+	f.BoolVar(&all, "all", false, "list every element")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	withConfig(cmd, &cfg, "data", "policy", "objective", "prior-rate", "log-level")
+	return cmd
+}
+
+// readRates reads a rates file, or standard input for "-".
+func readRates(cmd *cobra.Command, path string) ([]plan.Element, error) {
+	var r io.Reader = cmd.InOrStdin()
+	name := "stdin"
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("rates file: %w", err)
+		}
+		defer f.Close()
+		r, name = f, path
+	}
+	return plan.ReadCSV(r, name)
+}
+
+func hasHosts(els []plan.Element) bool {
+	for _, e := range els {
+		if e.Host != "" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/freshcrawl/freshcrawl/config"
+	"github.com/freshcrawl/freshcrawl/coordinator"
+	"github.com/freshcrawl/freshcrawl/seed"
+	"github.com/freshcrawl/freshcrawl/store"
+)
+
+func seedCmd() *cobra.Command {
+	cfg := config.Default()
+	cmd := &cobra.Command{
+		Use:   "seed FILE|-",
+		Short: "Add or update URLs from a seed file (one URL or JSON object a line)",
+		Long: `Seed URLs from FILE (or - for standard input). A line is a URL, or a JSON
+object {"url": ..., "weight": 1.0, "selector": "css", "mode": "freshness"|"capture",
+"ignore": {"selectors": [...], "patterns": [...], "min_change": 0.01}, "period": "1h", "polls": 2}.
+Blank lines and # comments are skipped. Bad lines are reported as FILE:LINE: problem
+and skipped; every good line is stored. Exit status 2 means some lines were bad.
+
+With no coordinator running, the store in --data is written directly; when a
+coordinator holds it, the seeds are streamed to its API (--api, default http://<listen>).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := setup(cmd, &cfg); err != nil {
+				return err
+			}
+			return seedOffline(cmd, cfg, args[0])
+		},
+	}
+	withConfig(cmd, &cfg, "data", "listen", "api", "log-level")
+	return cmd
+}
+
+// countingReader counts bytes for the progress bar.
+type countingReader struct {
+	r   io.Reader
+	bar *progressbar.ProgressBar
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if c.bar != nil && n > 0 {
+		_ = c.bar.Add(n)
+	}
+	return n, err
+}
+
+// seedOffline seeds into the store directly, or through the running
+// coordinator's API when the store is locked by it.
+func seedOffline(cmd *cobra.Command, cfg config.Config, path string) error {
+	var in io.Reader
+	name := path
+	size := int64(-1)
+	if path == "-" {
+		in, name = cmd.InOrStdin(), "stdin"
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("seed file: %w", err)
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil {
+			size = st.Size()
+		}
+		in = f
+	}
+	stderr := cmd.ErrOrStderr()
+	var bar *progressbar.ProgressBar
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		bar = progressbar.NewOptions64(size,
+			progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("seeding "+name),
+			progressbar.OptionShowBytes(true), progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish())
+	}
+	in = bufio.NewReaderSize(&countingReader{r: in, bar: bar}, 256*1024)
+
+	db, err := store.OpenDir(cfg.Data, store.Options{Timeout: 300 * time.Millisecond})
+	var sum coordinator.SeedSummary
+	switch {
+	case err == nil:
+		defer db.Close()
+		sum, err = coordinator.IngestSeeds(db, in, name, func(e *seed.LineError) {
+			if bar != nil {
+				_ = bar.Clear()
+			}
+			fmt.Fprintln(stderr, e.Error())
+		}, nil)
+	case errors.Is(err, bolt.ErrTimeout):
+		// A coordinator holds the store: stream the file to its API.
+		sum, err = seedViaAPI(cfg, in, name)
+		for _, e := range sum.Errors {
+			fmt.Fprintln(stderr, e)
+		}
+	}
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "seeded %s: %d good lines (%d new, %d updated), %d bad\n", name, sum.Good, sum.Added, sum.Updated, sum.Bad)
+	if sum.Bad > 0 {
+		if len(sum.Errors) < sum.Bad {
+			fmt.Fprintf(stderr, "(%d more bad lines not listed)\n", sum.Bad-len(sum.Errors))
+		}
+		return exitCode(2)
+	}
+	return nil
+}
+
+func seedViaAPI(cfg config.Config, in io.Reader, name string) (coordinator.SeedSummary, error) {
+	var sum coordinator.SeedSummary
+	u := cfg.APIBase() + "/api/seeds?name=" + url.QueryEscape(name)
+	resp, err := http.Post(u, "text/plain", in)
+	if err != nil {
+		return sum, fmt.Errorf("the store in %s is locked by a running coordinator, and its API at %s did not answer: %w", cfg.Data, cfg.APIBase(), err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return sum, fmt.Errorf("POST %s: %s: %s", u, resp.Status, strings.TrimSpace(string(b)))
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&sum); err != nil {
+		return sum, fmt.Errorf("POST %s: decode summary: %w", u, err)
+	}
+	return sum, nil
+}
+
+func getJSON(u string, v any) error {
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(u)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("GET %s: %s: %s", u, resp.Status, strings.TrimSpace(string(b)))
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+func statusCmd() *cobra.Command {
+	cfg := config.Default()
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show queue depth, workers, fetch and change rates, errors and the model's freshness",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := setup(cmd, &cfg); err != nil {
+				return err
+			}
+			var s coordinator.Status
+			if err := getJSON(cfg.APIBase()+"/api/status", &s); err != nil {
+				return fmt.Errorf("status: is a coordinator running with its API at %s? %w", cfg.APIBase(), err)
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(s)
+			}
+			printStatus(cmd.OutOrStdout(), s)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	withConfig(cmd, &cfg, "listen", "api", "log-level")
+	return cmd
+}
+
+func printStatus(w io.Writer, s coordinator.Status) {
+	fmt.Fprintf(w, "queue          pending %d, awaiting ack %d, redelivered %d, results to fold %d\n", s.Queue.Pending, s.Queue.AckPending, s.Queue.Redelivered, s.Queue.Results)
+	fmt.Fprintf(w, "in flight      %d of at most %d\n", s.InFlight, s.MaxInFlight)
+	fmt.Fprintf(w, "workers        %d seen in the last minute %v\n", len(s.Workers), s.Workers)
+	fmt.Fprintf(w, "urls           %d on %d hosts (%d disallowed by robots.txt)\n", s.URLs, s.Hosts, s.Disallowed)
+	fmt.Fprintf(w, "fetches        %d total, %d in the last minute\n", s.Fetches, s.FetchesPerMin)
+	fmt.Fprintf(w, "changes        %d total, %d in the last minute\n", s.Changes, s.ChangesPerMin)
+	fmt.Fprintf(w, "failed tasks   %d\n", s.Failed)
+	if len(s.Errors) > 0 {
+		kinds := make([]string, 0, len(s.Errors))
+		for k := range s.Errors {
+			kinds = append(kinds, k)
+		}
+		sort.Strings(kinds)
+		parts := make([]string, len(kinds))
+		for i, k := range kinds {
+			parts[i] = fmt.Sprintf("%s %d", k, s.Errors[k])
+		}
+		fmt.Fprintf(w, "errors         %s\n", strings.Join(parts, ", "))
+	} else {
+		fmt.Fprintf(w, "errors         none\n")
+	}
+	fmt.Fprintf(w, "policy         %s, budget %s, in use %s, unabsorbed %s\n", s.Policy, config.Rate(s.Budget), config.Rate(s.BudgetInUse), config.Rate(s.Unabsorbed))
+	fmt.Fprintf(w, "model          freshness %.3f, age %s, given up %d, hosts at cap %d\n", s.ModelFreshness, time.Duration(s.ModelAge*float64(time.Second)).Round(time.Millisecond), s.GivenUp, s.CappedHosts)
+}
+
+func versionsCmd() *cobra.Command {
+	cfg := config.Default()
+	var show uint64
+	cmd := &cobra.Command{
+		Use:   "versions URL",
+		Short: "List the stored versions of a capture URL (--show N prints one)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := setup(cmd, &cfg); err != nil {
+				return err
+			}
+			u, _, err := seed.Normalize(args[0])
+			if err != nil {
+				return err
+			}
+			q := "/api/versions?url=" + url.QueryEscape(u)
+			if show > 0 {
+				var v store.Version
+				if err := versionsGet(cfg, q+fmt.Sprintf("&show=%d", show), &v, func(db *store.DB) error {
+					var err error
+					v, err = db.Version(u, show)
+					return err
+				}); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "version %d of %s, captured %s, appeared in (%s, %s]\n\n%s\n", v.Seq, v.URL, v.CapturedAt.Format(time.RFC3339), v.After.Format(time.RFC3339), v.Before.Format(time.RFC3339), v.Text)
+				return nil
+			}
+			var vs []store.Version
+			if err := versionsGet(cfg, q, &vs, func(db *store.DB) error {
+				var err error
+				vs, err = db.Versions(u)
+				return err
+			}); err != nil {
+				return err
+			}
+			for _, v := range vs {
+				exact := ""
+				if v.Exact {
+					exact = " (exact, Last-Modified)"
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%4d  captured %s  appeared in (%s, %s]%s  %s\n", v.Seq, v.CapturedAt.Format(time.RFC3339), v.After.Format(time.RFC3339), v.Before.Format(time.RFC3339), exact, v.Hash[:min(12, len(v.Hash))])
+			}
+			if len(vs) == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "no versions stored for %s\n", u)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Uint64Var(&show, "show", 0, "print version N with its text")
+	withConfig(cmd, &cfg, "data", "listen", "api", "log-level")
+	return cmd
+}
+
+// versionsGet asks the API; if no coordinator answers, it reads the store.
+func versionsGet(cfg config.Config, path string, v any, offline func(*store.DB) error) error {
+	err := getJSON(cfg.APIBase()+path, v)
+	if err == nil {
+		return nil
+	}
+	db, derr := openStore(cfg, true)
+	if derr != nil {
+		return fmt.Errorf("API: %v; store: %w", err, derr)
+	}
+	defer db.Close()
+	return offline(db)
+}

@@ -1,0 +1,586 @@
+// Package coordinator is freshcrawl's brain: it keeps every URL's change
+// estimate, plans fetch frequencies under the budget and per-host
+// politeness, dispatches due URLs as tasks, folds results back into the
+// store and serves the HTTP API and metrics.
+//
+// Data flow: seed → store → schedule (Policy) → dispatch (frontier) → task
+// stream → worker → result stream → fold → store.
+package coordinator
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/time/rate"
+
+	"github.com/freshcrawl/freshcrawl/broker"
+	"github.com/freshcrawl/freshcrawl/estimate"
+	"github.com/freshcrawl/freshcrawl/proto"
+	"github.com/freshcrawl/freshcrawl/store"
+)
+
+// Options configure a coordinator.
+type Options struct {
+	// Budget is the total fetches per second.
+	Budget float64
+	// HostRate is the most fetches per second any one host gets.
+	HostRate float64
+	// MaxInFlight bounds tasks dispatched and not yet folded.
+	MaxInFlight int
+	// Policy turns estimates into frequencies (default uniform).
+	Policy Policy
+	// Replan is how often the plan is re-solved (default 30s); it is also
+	// re-solved when estimates moved enough.
+	Replan time.Duration
+	// PriorRate is the change rate assumed for a URL never observed,
+	// changes per second (default one a day).
+	PriorRate float64
+	// HalfLife is the age at which an observation counts half in the
+	// change-rate estimate (default 30 days): shorter follows drift faster,
+	// longer is steadier.
+	HalfLife time.Duration
+	// ExploreShare is the share of the plan's frequency floor given to URLs
+	// the optimum gives up on, so a wrong estimate can recover: such a URL
+	// is fetched at ExploreShare × (budget / URLs).
+	ExploreShare float64
+	// AckWait and MaxDeliver mirror the task consumer, to tell when a task
+	// is lost for good.
+	AckWait    time.Duration
+	MaxDeliver int
+	// Log receives structured logs.
+	Log *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Budget <= 0 {
+		o.Budget = 10
+	}
+	if o.HostRate <= 0 {
+		o.HostRate = 1
+	}
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = 256
+	}
+	if o.Policy == nil {
+		o.Policy = uniformPolicy{}
+	}
+	if o.Replan <= 0 {
+		o.Replan = 30 * time.Second
+	}
+	if o.PriorRate <= 0 {
+		o.PriorRate = 1.0 / 86400
+	}
+	if o.HalfLife <= 0 {
+		o.HalfLife = 30 * 24 * time.Hour
+	}
+	if o.ExploreShare <= 0 {
+		o.ExploreShare = 0.05
+	}
+	if o.AckWait <= 0 {
+		o.AckWait = 60 * time.Second
+	}
+	if o.MaxDeliver <= 0 {
+		o.MaxDeliver = 5
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return o
+}
+
+// inflight is a dispatched task awaiting its result.
+type inflight struct {
+	e  *entry
+	at time.Time
+}
+
+// Coordinator is one running coordinator.
+type Coordinator struct {
+	opts Options
+	db   *store.DB
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	log  *slog.Logger
+	m    *metrics
+
+	mu       sync.Mutex
+	front    *frontier
+	inflight map[string]inflight // task id → entry
+	plan     PlanOutput
+	planAt   time.Time
+	moved    int // estimates that moved since the last plan
+	workers  map[string]time.Time
+	queue    broker.QueueInfo
+
+	estCfg estimate.Config
+	prior  estimate.Prior
+
+	wake     chan struct{} // something became due or a slot freed
+	limiter  *rate.Limiter // the global budget
+	seq      atomic.Uint64
+	fetchWin window
+	chgWin   window
+	counts   struct {
+		sync.Mutex
+		fetches, changes, failed int64
+		errors                   map[string]int64
+	}
+}
+
+// New builds a coordinator on an open store and NATS connection. Streams
+// must exist (broker.Ensure).
+func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) *Coordinator {
+	opts = opts.withDefaults()
+	c := &Coordinator{
+		opts: opts, db: db, nc: nc, js: js, log: opts.Log.With("role", "coordinator"), m: newMetrics(),
+		front: newFrontier(), inflight: map[string]inflight{}, workers: map[string]time.Time{},
+		wake:    make(chan struct{}, 1),
+		limiter: rate.NewLimiter(rate.Limit(opts.Budget), 1),
+	}
+	c.counts.errors = map[string]int64{}
+	c.estCfg = estimate.DefaultConfig()
+	c.estCfg.HalfLife = opts.HalfLife.Seconds()
+	c.prior = estimate.NewPrior(opts.PriorRate, 0.5)
+	c.m.budget.Set(opts.Budget)
+	return c
+}
+
+// Registry exposes the Prometheus registry (for /metrics).
+func (c *Coordinator) hostGap() time.Duration {
+	return time.Duration(float64(time.Second) / c.opts.HostRate)
+}
+
+func (c *Coordinator) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// load rebuilds the in-memory schedule from the store.
+func (c *Coordinator) load() error {
+	now := time.Now()
+	n := 0
+	err := c.db.ForEach(func(u store.URL) error {
+		c.mu.Lock()
+		c.addLocked(u, now)
+		c.mu.Unlock()
+		n++
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("load schedule from store: %w", err)
+	}
+	c.m.urls.Set(float64(n))
+	c.log.Info("schedule loaded from store", "urls", n)
+	return nil
+}
+
+// addLocked adds or refreshes the entry of u.
+func (c *Coordinator) addLocked(u store.URL, now time.Time) {
+	e, _ := c.front.add(u.URL, u.Host, c.hostGap())
+	e.weight = u.Weight
+	e.capture = u.Mode == "capture"
+	e.rate = u.Rate
+	if e.rate <= 0 {
+		e.rate = c.opts.PriorRate
+	}
+	if u.Disallowed {
+		e.interval = 0
+		c.front.schedule(e, time.Time{})
+		return
+	}
+	if e.interval <= 0 && u.Interval > 0 {
+		e.interval = u.Interval
+	}
+	if e.interval <= 0 {
+		// Until the next plan: the uniform share, so a new URL is fetched
+		// soon and learnt.
+		e.interval = c.defaultInterval()
+	}
+	due := u.NextDue
+	if due.IsZero() {
+		// New URL: first fetch soon, phases spread over one interval so
+		// a big seed list does not arrive as one burst.
+		due = now.Add(time.Duration(float64(c.spread()) * c.frac(u.URL)))
+	}
+	if !e.inFlight {
+		c.front.schedule(e, due)
+	}
+}
+
+// spread is the window new URLs' first fetches are spread over: as long as
+// the budget needs to fetch every URL once.
+func (c *Coordinator) spread() time.Duration {
+	n := float64(len(c.front.urls))
+	return time.Duration(n / c.opts.Budget * float64(time.Second))
+}
+
+func (c *Coordinator) defaultInterval() time.Duration {
+	n := math.Max(1, float64(len(c.front.urls)))
+	return time.Duration(n / c.opts.Budget * float64(time.Second))
+}
+
+// frac is a stable pseudo-random number in [0,1) from s, to spread phases
+// deterministically.
+func (c *Coordinator) frac(s string) float64 {
+	h := sha256.Sum256([]byte(s))
+	v := uint64(h[0])<<48 | uint64(h[1])<<40 | uint64(h[2])<<32 | uint64(h[3])<<24 | uint64(h[4])<<16 | uint64(h[5])<<8 | uint64(h[6])
+	return float64(v) / float64(uint64(1)<<56)
+}
+
+// Run serves until ctx is done.
+func (c *Coordinator) Run(ctx context.Context) error {
+	if err := c.load(); err != nil {
+		return err
+	}
+	// Tasks left in the queue by a previous run are rebuilt from the store
+	// (each URL keeps its next due time), so the queue starts empty rather
+	// than holding tasks whose host spacing this run knows nothing about.
+	if st, err := c.js.Stream(ctx, proto.TaskStream); err == nil {
+		if err := st.Purge(ctx); err != nil {
+			c.log.Warn("purge stale tasks", "err", err)
+		}
+	}
+	c.replan(time.Now())
+
+	hb, err := c.nc.Subscribe(proto.HeartbeatSubject, func(m *nats.Msg) {
+		var h proto.Heartbeat
+		if b, err := decodeHeartbeat(m.Data); err == nil {
+			h = b
+			c.mu.Lock()
+			c.workers[h.WorkerID] = time.Now()
+			c.mu.Unlock()
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("subscribe heartbeats: %w", err)
+	}
+	defer hb.Unsubscribe()
+	adv, err := c.nc.Subscribe(broker.MaxDeliveriesSubject(), func(m *nats.Msg) { c.onMaxDeliveries(ctx, m.Data) })
+	if err != nil {
+		return fmt.Errorf("subscribe max-deliveries advisory: %w", err)
+	}
+	defer adv.Unsubscribe()
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 3)
+	for _, loop := range []func(context.Context) error{c.dispatchLoop, c.resultLoop, c.maintainLoop} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := loop(ctx); err != nil && ctx.Err() == nil {
+				errc <- err
+			}
+		}()
+	}
+	c.log.Info("coordinator started", "budget_per_s", c.opts.Budget, "host_rate_per_s", c.opts.HostRate, "max_in_flight", c.opts.MaxInFlight, "policy", c.opts.Policy.Name())
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	wg.Wait()
+	c.log.Info("coordinator stopped")
+	return runErr
+}
+
+func (c *Coordinator) dispatchLoop(ctx context.Context) error {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for ctx.Err() == nil {
+		now := time.Now()
+		c.mu.Lock()
+		var e *entry
+		var next time.Time
+		if len(c.inflight) < c.opts.MaxInFlight {
+			e, next = c.front.next(now)
+		}
+		var task proto.Task
+		if e != nil {
+			task = c.taskLocked(e, now)
+			c.inflight[task.ID] = inflight{e: e, at: now}
+			c.m.inFlight.Set(float64(len(c.inflight)))
+		}
+		c.mu.Unlock()
+		if e == nil {
+			wait := time.Second
+			if !next.IsZero() {
+				wait = min(wait, max(next.Sub(now), time.Millisecond))
+			}
+			timer.Reset(wait)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-c.wake:
+			case <-timer.C:
+			}
+			continue
+		}
+		// The global budget: never more than Budget tasks a second.
+		if err := c.limiter.Wait(ctx); err != nil {
+			c.release(task.ID, now, now)
+			return nil
+		}
+		if err := c.publish(ctx, task); err != nil {
+			c.log.Warn("publish task failed; will retry", "url", task.URL, "err", err)
+			c.release(task.ID, now, now.Add(time.Second))
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+	return nil
+}
+
+// taskLocked builds the task for e.
+func (c *Coordinator) taskLocked(e *entry, now time.Time) proto.Task {
+	h := sha256.Sum256([]byte(e.url))
+	id := hex.EncodeToString(h[:8]) + "-" + fmt.Sprint(e.nextDue.UnixNano())
+	kind := proto.KindFetch
+	if e.capture {
+		kind = proto.KindCapture
+	}
+	t := proto.Task{V: proto.Version, ID: id, Kind: kind, URL: e.url, Host: e.host.name, IssuedAt: now, MinGap: e.host.gap}
+	if !e.host.lastFetch.IsZero() {
+		t.NotBefore = now
+	}
+	return t
+}
+
+// publish fills the task's previous version from the store and sends it.
+func (c *Coordinator) publish(ctx context.Context, t proto.Task) error {
+	var rec store.URL
+	var prev string
+	err := c.db.View(func(tx *store.Tx) error {
+		u, found, err := tx.Get(t.URL)
+		if err != nil || !found {
+			return err
+		}
+		rec = u
+		prev = tx.Content(t.URL)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	t.Selector, t.Ignore = rec.Selector, rec.Ignore
+	t.ETag, t.LastModified, t.PrevHash, t.PrevText = rec.ETag, rec.LastMod, rec.Hash, prev
+	b, err := proto.Encode(t)
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := c.js.Publish(pctx, proto.TaskSubject(t.Kind), b, jetstream.WithMsgID(t.ID)); err != nil {
+		return fmt.Errorf("publish task %s: %w", t.ID, err)
+	}
+	c.m.dispatched.Inc()
+	return nil
+}
+
+// release ends a task without a result (publish failed, lost, failed).
+func (c *Coordinator) release(taskID string, fetchedAt, due time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	in, ok := c.inflight[taskID]
+	if !ok {
+		return
+	}
+	delete(c.inflight, taskID)
+	c.front.done(in.e, fetchedAt, due)
+	c.m.inFlight.Set(float64(len(c.inflight)))
+	c.poke()
+}
+
+// maintainLoop re-plans, watches the queue, forgets stale workers and
+// releases tasks that are lost for good.
+func (c *Coordinator) maintainLoop(ctx context.Context) error {
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	prune := time.NewTicker(10 * time.Minute)
+	defer prune.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-prune.C:
+			if n, err := c.db.PruneFolded(time.Now().Add(-24 * time.Hour)); err != nil {
+				c.log.Warn("prune fold marks", "err", err)
+			} else if n > 0 {
+				c.log.Debug("pruned fold marks", "n", n)
+			}
+		case now := <-tick.C:
+			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			q, err := broker.Queue(qctx, c.js)
+			cancel()
+			c.mu.Lock()
+			if err == nil {
+				c.queue = q
+			}
+			for id, at := range c.workers {
+				if now.Sub(at) > time.Minute {
+					delete(c.workers, id)
+				}
+			}
+			c.m.workers.Set(float64(len(c.workers)))
+			// A task is lost for good once every delivery could have timed
+			// out; the advisory normally tells us sooner.
+			lostAfter := c.opts.AckWait*time.Duration(c.opts.MaxDeliver) + time.Minute
+			var lost []string
+			for id, in := range c.inflight {
+				if now.Sub(in.at) > lostAfter {
+					lost = append(lost, id)
+				}
+			}
+			due := c.plan.Freq == nil || now.Sub(c.planAt) >= c.opts.Replan || c.moved > len(c.front.urls)/10+1
+			c.mu.Unlock()
+			c.m.queue.WithLabelValues("pending").Set(float64(q.Pending))
+			c.m.queue.WithLabelValues("ack_pending").Set(float64(q.AckPending))
+			c.m.queue.WithLabelValues("redelivered").Set(float64(q.Redelivered))
+			c.m.queue.WithLabelValues("results").Set(float64(q.Results))
+			for _, id := range lost {
+				c.log.Warn("task lost, rescheduling", "task", id)
+				c.release(id, now, now)
+			}
+			if due {
+				c.replan(now)
+			}
+		}
+	}
+}
+
+// replan re-solves the policy over all URLs and sets every interval.
+func (c *Coordinator) replan(now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	entries := make([]*entry, 0, len(c.front.urls))
+	for _, e := range c.front.urls {
+		entries = append(entries, e)
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].url < entries[j].url })
+	hostIdx := map[*hostQueue]int32{}
+	in := PlanInput{Budget: c.opts.Budget, Rates: make([]float64, len(entries)), Weights: make([]float64, len(entries)), Hosts: make([]int32, len(entries))}
+	var hostList []*hostQueue
+	for i, e := range entries {
+		hi, ok := hostIdx[e.host]
+		if !ok {
+			hi = int32(len(hostList))
+			hostIdx[e.host] = hi
+			hostList = append(hostList, e.host)
+			in.HostCaps = append(in.HostCaps, float64(time.Second)/float64(max(e.host.gap, time.Nanosecond)))
+		}
+		in.Rates[i], in.Weights[i], in.Hosts[i] = e.rate, e.weight, hi
+	}
+	out, err := c.opts.Policy.Plan(in)
+	if err != nil {
+		c.log.Error("plan failed; keeping the previous one", "policy", c.opts.Policy.Name(), "err", err)
+		return
+	}
+	explore := c.opts.ExploreShare * c.opts.Budget / math.Max(1, float64(len(entries)))
+	inUse := 0.0
+	for i, e := range entries {
+		f := out.Freq[i]
+		if f <= 0 && e.interval >= 0 {
+			f = explore
+		}
+		inUse += f
+		old := e.interval
+		iv := time.Duration(float64(time.Second) / f)
+		if iv <= 0 {
+			iv = time.Millisecond
+		}
+		e.interval = iv
+		if e.index >= 0 && old > 0 && !e.nextDue.IsZero() {
+			// Keep the phase, move the next fetch by the change of
+			// interval, but never further than one new interval away.
+			last := e.nextDue.Add(-old)
+			due := last.Add(iv)
+			if due.After(now.Add(iv)) {
+				due = now.Add(time.Duration(float64(iv) * c.frac(e.url)))
+			}
+			c.front.schedule(e, due)
+		}
+	}
+	c.plan, c.planAt, c.moved = out, now, 0
+	c.m.fresh.Set(out.Freshness)
+	c.m.age.Set(out.Age)
+	c.m.givenUp.Set(float64(out.GivenUp))
+	c.m.capped.Set(float64(out.CappedHosts))
+	c.m.budgetInUse.Set(inUse)
+	c.m.unabsorbed.Set(out.Unabsorbed)
+	c.m.urls.Set(float64(len(entries)))
+	if out.Unabsorbed > 0 && len(entries) > 0 {
+		c.log.Warn("budget exceeds what the hosts can take under politeness", "unabsorbed_per_s", out.Unabsorbed)
+	}
+	c.poke()
+}
+
+func (c *Coordinator) onMaxDeliveries(ctx context.Context, data []byte) {
+	adv, err := broker.ParseMaxDeliveries(data)
+	if err != nil {
+		c.log.Warn("bad advisory", "err", err)
+		return
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	st, err := c.js.Stream(ctx, proto.TaskStream)
+	if err != nil {
+		c.log.Warn("task stream", "err", err)
+		return
+	}
+	raw, err := st.GetMsg(ctx, adv.StreamSeq)
+	if err != nil {
+		c.log.Warn("read failed task", "seq", adv.StreamSeq, "err", err)
+		return
+	}
+	task, err := proto.DecodeTask(raw.Data)
+	if err == nil {
+		c.recordFailed(task, fmt.Sprintf("gave up after %d deliveries", adv.Deliveries))
+	}
+	// A work-queue stream keeps a message that ran out of deliveries.
+	if err := st.DeleteMsg(ctx, adv.StreamSeq); err != nil {
+		c.log.Warn("delete failed task", "seq", adv.StreamSeq, "err", err)
+	}
+}
+
+func (c *Coordinator) recordFailed(task proto.Task, why string) {
+	now := time.Now()
+	_, err := c.db.Fold(task.ID, func(tx *store.Tx) error {
+		u, found, err := tx.Get(task.URL)
+		if err != nil || !found {
+			return err
+		}
+		u.Failed++
+		u.Errors++
+		if u.ErrorKinds == nil {
+			u.ErrorKinds = map[string]int64{}
+		}
+		u.ErrorKinds[string(proto.ErrFailed)]++
+		u.LastErrKind, u.LastErr = string(proto.ErrFailed), why
+		return tx.Put(u)
+	})
+	if err != nil {
+		c.log.Error("record failed task", "task", task.ID, "err", err)
+	}
+	c.m.failed.Inc()
+	c.m.errors.WithLabelValues(string(proto.ErrFailed)).Inc()
+	c.counts.Lock()
+	c.counts.failed++
+	c.counts.errors[string(proto.ErrFailed)]++
+	c.counts.Unlock()
+	c.log.Warn("task failed", "task", task.ID, "url", task.URL, "why", why)
+	c.release(task.ID, now, now.Add(c.hostGap()))
+}

@@ -1,0 +1,94 @@
+package coordinator
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the coordinator's Prometheus series, on a registry of its own
+// so two coordinators in one test process do not collide.
+type metrics struct {
+	reg         *prometheus.Registry
+	fetches     *prometheus.CounterVec // by outcome: ok, not_modified, error
+	changes     prometheus.Counter
+	errors      *prometheus.CounterVec // by kind
+	failed      prometheus.Counter
+	dispatched  prometheus.Counter
+	duplicates  prometheus.Counter
+	bytes       prometheus.Counter
+	inFlight    prometheus.Gauge
+	urls        prometheus.Gauge
+	workers     prometheus.Gauge
+	queue       *prometheus.GaugeVec // pending, ack_pending, redelivered, results
+	fresh       prometheus.Gauge
+	age         prometheus.Gauge
+	givenUp     prometheus.Gauge
+	capped      prometheus.Gauge
+	budget      prometheus.Gauge
+	budgetInUse prometheus.Gauge
+	unabsorbed  prometheus.Gauge
+	disallowed  prometheus.Gauge
+	foldSeconds prometheus.Histogram
+}
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	ns := "freshcrawl"
+	m.fetches = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "fetches_total", Help: "Fetch results folded, by outcome (ok, not_modified, error)."}, []string{"outcome"})
+	m.changes = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "changes_total", Help: "Changes detected."})
+	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "errors_total", Help: "Failed fetches by error kind."}, []string{"kind"})
+	m.failed = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "tasks_failed_total", Help: "Tasks that ran out of deliveries (MaxDeliver)."})
+	m.dispatched = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "tasks_dispatched_total", Help: "Tasks published to the task stream."})
+	m.duplicates = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "results_duplicate_total", Help: "Redelivered results that were already folded."})
+	m.bytes = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "fetched_bytes_total", Help: "Bytes of response bodies."})
+	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "tasks_in_flight", Help: "Tasks dispatched and not yet folded."})
+	m.urls = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "urls", Help: "URLs known."})
+	m.workers = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "workers_seen", Help: "Workers that sent a heartbeat in the last minute."})
+	m.queue = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "queue_depth", Help: "Task queue depth by state (pending, ack_pending, redelivered) and results awaiting fold (results)."}, []string{"state"})
+	m.fresh = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "model_freshness", Help: "The model's estimated weighted freshness of the collection."})
+	m.age = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "model_age_seconds", Help: "The model's estimated weighted age of the collection."})
+	m.givenUp = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "urls_given_up", Help: "URLs the optimum gives up on (f = 0; explored only)."})
+	m.capped = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "hosts_at_cap", Help: "Hosts at their politeness cap."})
+	m.budget = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "budget_per_second", Help: "Configured fetch budget."})
+	m.budgetInUse = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "budget_in_use_per_second", Help: "Fetches per second the plan allocates."})
+	m.unabsorbed = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "budget_unabsorbed_per_second", Help: "Budget no host can absorb under politeness caps."})
+	m.disallowed = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "urls_disallowed", Help: "URLs disallowed by robots.txt."})
+	m.foldSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "fold_batch_seconds", Help: "Time to fold one batch of results into bbolt.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
+	m.reg.MustRegister(m.fetches, m.changes, m.errors, m.failed, m.dispatched, m.duplicates, m.bytes, m.inFlight, m.urls, m.workers, m.queue,
+		m.fresh, m.age, m.givenUp, m.capped, m.budget, m.budgetInUse, m.unabsorbed, m.disallowed, m.foldSeconds)
+	return m
+}
+
+// window counts events in the last minute, per second.
+type window struct {
+	mu      sync.Mutex
+	buckets [60]int64
+	stamps  [60]int64
+}
+
+func (w *window) add(now time.Time, n int64) {
+	s := now.Unix()
+	i := s % 60
+	w.mu.Lock()
+	if w.stamps[i] != s {
+		w.stamps[i], w.buckets[i] = s, 0
+	}
+	w.buckets[i] += n
+	w.mu.Unlock()
+}
+
+// lastMinute is the count over the 60 seconds before now.
+func (w *window) lastMinute(now time.Time) int64 {
+	s := now.Unix()
+	var n int64
+	w.mu.Lock()
+	for i := range w.buckets {
+		if s-w.stamps[i] < 60 {
+			n += w.buckets[i]
+		}
+	}
+	w.mu.Unlock()
+	return n
+}

@@ -1,0 +1,375 @@
+package probe
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// handItems is an instance whose greedy run can be followed by hand.
+// now = 2 and LastSync = 0, so E[F] = ½λ·2² = 2λ and w = 1:
+//
+//	i1 {alpha, beta}  λ=1   v=2
+//	i2 {alpha, beta}  λ=1   v=2
+//	i3 {alpha, gamma} λ=3   v=6
+//	i4 {delta}        λ=0.5 v=1
+//
+// With the observed counts below, Eq. 2 efficiencies are
+//
+//	alpha 10/30  beta 4/40  gamma 6/4  delta 1/50
+//	alpha∧beta 4/2 = 2   alpha∧gamma 6/2 = 3
+//
+// so the greedy picks alpha∧gamma (covers i3), then alpha∧beta (i1, i2;
+// alpha has dropped to 4/30), then delta (i4). With K = 10, Method 1
+// costs are 1, 1 and ⌈50/10⌉ = 5 requests.
+func handItems() ([]Item, Counts) {
+	items := []Item{
+		{ID: "i1", Keywords: []string{"alpha", "beta"}, Weight: 1, Rate: 1},
+		{ID: "i2", Keywords: []string{"beta", "alpha"}, Weight: 1, Rate: 1},
+		{ID: "i3", Keywords: []string{"alpha", "gamma"}, Weight: 1, Rate: 3},
+		{ID: "i4", Keywords: []string{"delta"}, Weight: 1, Rate: 0.5},
+	}
+	c := Counts{Observed: map[Query]int{
+		Single("alpha"): 30, Single("beta"): 40, Single("gamma"): 4, Single("delta"): 50,
+		Pair("beta", "alpha"): 2, Pair("alpha", "gamma"): 2,
+	}}
+	return items, c
+}
+
+func queries(p Plan) []Query {
+	var qs []Query
+	for _, q := range p.Queries {
+		qs = append(qs, q.Query)
+	}
+	return qs
+}
+
+func TestGreedyHandInstance(t *testing.T) {
+	items, c := handItems()
+	p, err := GreedyProbes(items, 2, Options{K: 10, Method: MethodAllPages, Counts: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Query{Pair("alpha", "gamma"), Pair("alpha", "beta"), Single("delta")}
+	if got := queries(p); !reflect.DeepEqual(got, want) {
+		t.Fatalf("queries = %v, want %v", got, want)
+	}
+	effs := []float64{3, 2, 1.0 / 50}
+	groups := [][]string{{"i3"}, {"i1", "i2"}, {"i4"}}
+	reqs := []int{1, 1, 5}
+	for i, q := range p.Queries {
+		if math.Abs(q.Efficiency-effs[i]) > 1e-12 || !reflect.DeepEqual(q.Group, groups[i]) || q.Requests != reqs[i] {
+			t.Errorf("query %d = %+v, want efficiency %v group %v requests %d", i, q, effs[i], groups[i], reqs[i])
+		}
+	}
+	r := p.Report
+	if r.Requests != 7 || r.Covered != 4 || r.CoverageRatio != 1 || len(p.Fallback) != 0 {
+		t.Errorf("report = %+v fallback %v", r, p.Fallback)
+	}
+	if math.Abs(r.SpeedupRatio-4.0/7) > 1e-12 {
+		t.Errorf("speedup = %v, want 4/7", r.SpeedupRatio)
+	}
+	if want := (2 + 2 + 6 + 1) / 4.0; math.Abs(r.FreshnessBefore-want) > 1e-12 || r.FreshnessAfterQueries != 0 {
+		t.Errorf("freshness before %v after %v, want %v and 0", r.FreshnessBefore, r.FreshnessAfterQueries, want)
+	}
+}
+
+// Full coverage is Algorithm 2's stopping condition (2): once every item is
+// covered no further query is chosen even though candidates (alpha, beta,
+// gamma) remain.
+func TestGreedyStopsAtFullCoverage(t *testing.T) {
+	items, c := handItems()
+	p, err := GreedyProbes(items[:3], 2, Options{K: 10, Counts: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Queries) != 2 || p.Report.CoverageRatio != 1 {
+		t.Fatalf("queries %v coverage %v, want 2 queries and full coverage", queries(p), p.Report.CoverageRatio)
+	}
+}
+
+func TestGreedyQuotaAndFallback(t *testing.T) {
+	items, c := handItems()
+	for quota := 1; quota <= 8; quota++ {
+		p, err := GreedyProbes(items, 2, Options{K: 10, Quota: quota, Counts: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Report.Requests > quota {
+			t.Errorf("quota %d: used %d requests", quota, p.Report.Requests)
+		}
+		// Fallback must be exactly the items no chosen query matches.
+		covered := map[string]bool{}
+		for _, q := range p.Queries {
+			for _, id := range q.Group {
+				covered[id] = true
+			}
+		}
+		var want []string
+		for _, it := range items {
+			if !covered[it.ID] {
+				want = append(want, it.ID)
+			}
+		}
+		if !reflect.DeepEqual(p.Fallback, want) {
+			t.Errorf("quota %d: fallback %v, want %v", quota, p.Fallback, want)
+		}
+		if got := float64(len(p.Fallback)); p.Report.ExpectedFallbackRequests != got {
+			t.Errorf("quota %d: expected fallback requests %v, want %v", quota, p.Report.ExpectedFallbackRequests, got)
+		}
+	}
+	// Quota 6: delta (5 requests) no longer fits after the two pairs.
+	p, _ := GreedyProbes(items, 2, Options{K: 10, Quota: 6, Counts: c})
+	if !reflect.DeepEqual(p.Fallback, []string{"i4"}) || p.Report.Requests != 2 {
+		t.Errorf("quota 6: fallback %v requests %d, want [i4] and 2", p.Fallback, p.Report.Requests)
+	}
+}
+
+// Method 2 reads the first page only: every query costs one request, and
+// a query with |R_S| > K reaches a matching item only with π = K/|R_S|.
+func TestMethod1VersusMethod2Cost(t *testing.T) {
+	items, c := handItems()
+	p1, err := GreedyProbes(items, 2, Options{K: 10, Method: MethodAllPages, Counts: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := GreedyProbes(items, 2, Options{K: 10, Method: MethodFirstPage, Counts: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(queries(p1), queries(p2)) {
+		t.Fatalf("same heuristic should pick the same queries: %v vs %v", queries(p1), queries(p2))
+	}
+	if p1.Report.Requests != 7 || p2.Report.Requests != 3 {
+		t.Errorf("requests method1 %d method2 %d, want 7 and 3", p1.Report.Requests, p2.Report.Requests)
+	}
+	// delta: π = 10/50 = 0.2, so i4 is only expected to be covered.
+	if q := p2.Queries[2]; q.CoverProb != 0.2 || q.ExpectedCoverage != 0.2 {
+		t.Errorf("delta under method 2: %+v", q)
+	}
+	if !reflect.DeepEqual(p2.Uncertain, []string{"i4"}) || len(p2.Fallback) != 0 {
+		t.Errorf("uncertain %v fallback %v, want [i4] and none", p2.Uncertain, p2.Fallback)
+	}
+	r := p2.Report
+	if math.Abs(r.CoverageRatio-3.2/4) > 1e-12 || math.Abs(r.SpeedupRatio-3.2/3) > 1e-12 || r.Covered != 3 {
+		t.Errorf("method 2 report %+v", r)
+	}
+	if math.Abs(r.FreshnessAfterQueries-0.8*1/4) > 1e-12 {
+		t.Errorf("method 2 freshness after = %v, want 0.2", r.FreshnessAfterQueries)
+	}
+}
+
+// The paper's §4.3 Table 3: λ = (1,2,3,4), w = 1, q1 covers e1,e2 and q2
+// covers e3,e4; a1 = 0.375, a2 = 0.875 at I = 1, and sending q1 first
+// gives the minimum 0.375 (q2 first gives 0.875).
+func TestQueryOrderPaperTable3(t *testing.T) {
+	items := []Item{
+		{ID: "e1", Keywords: []string{"q1"}, Weight: 1, Rate: 1},
+		{ID: "e2", Keywords: []string{"q1"}, Weight: 1, Rate: 2},
+		{ID: "e3", Keywords: []string{"q2"}, Weight: 1, Rate: 3},
+		{ID: "e4", Keywords: []string{"q2"}, Weight: 1, Rate: 4},
+	}
+	c := Counts{Observed: map[Query]int{Single("q1"): 2, Single("q2"): 2}}
+	p, err := GreedyProbes(items, 1, Options{K: 10, Counts: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The greedy picks the stalest group first...
+	if got := queries(p); !reflect.DeepEqual(got, []Query{Single("q2"), Single("q1")}) {
+		t.Fatalf("greedy order %v", got)
+	}
+	// ...but §4.3 sends it last.
+	o := Order(p.Slots, p.Items, 1, p.Model)
+	if o[0].Query != Single("q1") || o[0].A != 0.375 || o[1].A != 0.875 {
+		t.Fatalf("order = %+v", o)
+	}
+	if f := LoopFreshness(o, 4, 1, ModelAccumulated); f != 0.375 {
+		t.Errorf("ordered freshness %v, want 0.375", f)
+	}
+	if f := LoopFreshness(p.Slots, 4, 1, ModelAccumulated); f != 0.875 {
+		t.Errorf("greedy-order freshness %v, want 0.875", f)
+	}
+}
+
+func TestFindIntervalLargest(t *testing.T) {
+	items, c := handItems()
+	p, err := GreedyProbes(items, 2, Options{K: 10, Counts: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Order(p.Slots, p.Items, 1, p.Model)
+	f := func(I float64) float64 { return LoopFreshness(o, p.Items, I, p.Model) }
+	const tol = 1e-9
+	for _, alpha := range []float64{1e-6, 0.01, 0.5, 3, 1e4} {
+		I, err := p.FindInterval(alpha, IntervalOptions{RelTol: tol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f(I) > alpha || f(I*(1+2*tol)) <= alpha {
+			t.Errorf("alpha %v: I=%v f(I)=%v f(I(1+2tol))=%v", alpha, I, f(I), f(I*(1+2*tol)))
+		}
+		// E[F(L;kI)] = C·I² under ½λt², so I* = √(α/C).
+		if exact := math.Sqrt(alpha / f(1)); math.Abs(I-exact) > 4*tol*exact {
+			t.Errorf("alpha %v: I=%v, closed form %v", alpha, I, exact)
+		}
+		// §4.4 verbatim: g = f/(kI|L|) is linear in I, so I* = α/g(1).
+		Ip, err := p.FindInterval(alpha, IntervalOptions{RelTol: tol, Criterion: CriterionPaper})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g1 := f(1) / (float64(len(o)) * float64(p.Items))
+		if exact := alpha / g1; math.Abs(Ip-exact) > 4*tol*exact {
+			t.Errorf("alpha %v paper criterion: I=%v, closed form %v", alpha, Ip, exact)
+		}
+	}
+}
+
+func TestFindIntervalEdges(t *testing.T) {
+	cube := func(x float64) float64 { return x * x * x }
+	I, err := FindInterval(cube, 1e-3, IntervalOptions{Start: 64}) // halving path
+	if err != nil || math.Abs(I-0.1) > 1e-9 {
+		t.Errorf("cube root: %v %v", I, err)
+	}
+	if _, err := FindInterval(func(float64) float64 { return 0 }, 1, IntervalOptions{}); !errors.Is(err, ErrUnbounded) {
+		t.Errorf("zero freshness: err %v, want ErrUnbounded", err)
+	}
+	if _, err := FindInterval(func(float64) float64 { return 5 }, 1, IntervalOptions{}); err == nil {
+		t.Error("constant above alpha: want error")
+	}
+	for _, a := range []float64{0, -1, math.NaN(), math.Inf(1)} {
+		if _, err := FindInterval(cube, a, IntervalOptions{}); err == nil || !strings.Contains(err.Error(), "alpha") {
+			t.Errorf("alpha %v: err %v", a, err)
+		}
+	}
+	if _, err := FindInterval(nil, 1, IntervalOptions{}); err == nil {
+		t.Error("nil function: want error")
+	}
+	if _, err := FindInterval(cube, 1, IntervalOptions{RelTol: 2}); err == nil || !strings.Contains(err.Error(), "RelTol") {
+		t.Errorf("bad RelTol: %v", err)
+	}
+	if _, err := (Plan{}).FindInterval(1, IntervalOptions{}); !errors.Is(err, ErrUnbounded) {
+		t.Errorf("empty plan: %v", err)
+	}
+}
+
+func TestValidationNamesFields(t *testing.T) {
+	good := []Item{{ID: "a", Keywords: []string{"x"}, Weight: 1, Rate: 1}}
+	cases := []struct {
+		items []Item
+		now   float64
+		opts  Options
+		field string
+	}{
+		{good, 1, Options{}, "Options.K"},
+		{good, 1, Options{K: 10, Method: 3}, "Options.Method"},
+		{good, 1, Options{K: 10, Quota: -1}, "Options.Quota"},
+		{good, 1, Options{K: 10, TopK: -1}, "Options.TopK"},
+		{good, 1, Options{K: 10, MaxTerms: 3}, "Options.MaxTerms"},
+		{good, 1, Options{K: 10, Model: 7}, "Options.Model"},
+		{good, 1, Options{K: 10, Score: 7}, "Options.Score"},
+		{good, 1, Options{K: 10, MinSpeedup: math.NaN()}, "Options.MinSpeedup"},
+		{good, math.NaN(), Options{K: 10}, "now"},
+		{[]Item{{}}, 1, Options{K: 10}, "items[0].ID"},
+		{[]Item{{ID: "a", Weight: -1}}, 1, Options{K: 10}, "items[0].Weight"},
+		{[]Item{{ID: "a", Rate: math.Inf(1)}}, 1, Options{K: 10}, "items[0].Rate"},
+		{[]Item{{ID: "a", LastSync: math.NaN()}}, 1, Options{K: 10}, "items[0].LastSync"},
+		{[]Item{{ID: "a"}, {ID: "a"}}, 1, Options{K: 10}, "items[1].ID"},
+	}
+	for _, c := range cases {
+		_, err := GreedyProbes(c.items, c.now, c.opts)
+		if err == nil || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%s: err = %v", c.field, err)
+		}
+	}
+}
+
+// Degenerate inputs must neither panic nor loop.
+func TestDegenerateInputs(t *testing.T) {
+	weird := CounterFunc(func(q Query, local int) float64 {
+		switch len(q.A) % 3 {
+		case 0:
+			return math.NaN()
+		case 1:
+			return math.Inf(1)
+		}
+		return -5
+	})
+	items := []Item{
+		{ID: "a"}, // no keywords
+		{ID: "b", Keywords: []string{"", "x", "x"}, Weight: 1, Rate: 1},
+		{ID: "c", Keywords: []string{"yy", "zzz"}, Weight: 0, Rate: 0, LastSync: 99},
+	}
+	for _, m := range []Method{MethodAllPages, MethodFirstPage} {
+		for _, s := range []Score{ScorePerResult, ScorePerRequest} {
+			p, err := GreedyProbes(items, 1, Options{K: 1, Method: m, Score: s, Counts: weird, TopK: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !contains(p.Fallback, "a") {
+				t.Errorf("item without keywords must fall back: %v", p.Fallback)
+			}
+			if _, err := p.FindInterval(1, IntervalOptions{}); err != nil && !errors.Is(err, ErrUnbounded) {
+				t.Errorf("FindInterval: %v", err)
+			}
+		}
+	}
+	if p, err := GreedyProbes(nil, 0, Options{K: 1}); err != nil || len(p.Queries) != 0 || p.Report.SpeedupRatio != 0 {
+		t.Errorf("empty input: %+v %v", p, err)
+	}
+}
+
+func contains(s []string, x string) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func TestFreshnessModels(t *testing.T) {
+	it := Item{ID: "x", Weight: 2, Rate: 3, LastSync: 1}
+	if got := ItemFreshness(it, 5, ModelAccumulated); got != 2*0.5*3*16 {
+		t.Errorf("accumulated: %v", got)
+	}
+	if got := ItemFreshness(it, 5, ModelCount); got != 2*3*4 {
+		t.Errorf("count: %v", got)
+	}
+	if got := ItemFreshness(it, 0, ModelAccumulated); got != 0 {
+		t.Errorf("sync in the future: %v", got)
+	}
+	items := []Item{it, {ID: "y", Weight: 1, Rate: 1, LastSync: 3}}
+	if got, want := ContentFreshness(items, 5, ModelAccumulated), (48+2)/2.0; got != want {
+		t.Errorf("content freshness %v, want %v", got, want)
+	}
+	if ContentFreshness(nil, 5, ModelAccumulated) != 0 {
+		t.Error("empty relation")
+	}
+}
+
+func TestCounts(t *testing.T) {
+	c := Counts{
+		Observed:       map[Query]int{Single("a"): 7, Single("bad"): -1},
+		Reference:      map[Query]int{Single("a"): 1000, Pair("b", "c"): 10, Single("bad"): 2},
+		ReferenceScale: 4.6,
+	}
+	for _, tc := range []struct {
+		q     Query
+		local int
+		want  float64
+	}{
+		{Single("a"), 3, 7},     // observed wins
+		{Pair("c", "b"), 3, 46}, // reference × c, canonical pair
+		{Single("bad"), 1, 10},  // invalid observed ignored → reference
+		{Single("z"), 3, 30},    // local × DefaultLocalRatio
+	} {
+		if got := c.ServerCount(tc.q, tc.local); got != tc.want {
+			t.Errorf("%v: %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	if got := (Counts{LocalRatio: 2}).ServerCount(Single("z"), 3); got != 6 {
+		t.Errorf("local ratio: %v", got)
+	}
+}

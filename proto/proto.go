@@ -1,0 +1,289 @@
+// Package proto is the wire contract between the coordinator and the
+// workers: stream and subject names, the task and result messages, their
+// version and their encoding. Both roles import it and nothing else of each
+// other, so a worker built from one release can serve a coordinator from the
+// next as long as Version matches.
+package proto
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Version is the message format version. A receiver refuses a message with a
+// different major version rather than guessing at its fields.
+const Version = 1
+
+// JetStream streams, consumers and subjects.
+const (
+	// TaskStream is a work-queue stream: each task is delivered to one worker
+	// and removed once acknowledged.
+	TaskStream = "FRESHCRAWL_TASKS"
+	// TaskSubjectPrefix is followed by the task kind: freshcrawl.tasks.fetch.
+	TaskSubjectPrefix = "freshcrawl.tasks."
+	// TaskConsumer is the one durable pull consumer all workers share.
+	TaskConsumer = "workers"
+
+	// ResultStream carries results from workers to the coordinator.
+	ResultStream = "FRESHCRAWL_RESULTS"
+	// ResultSubjectPrefix is followed by the task kind.
+	ResultSubjectPrefix = "freshcrawl.results."
+	// ResultConsumer is the coordinator's durable pull consumer.
+	ResultConsumer = "coordinator"
+
+	// ChangeSubjectPrefix is followed by the host with dots replaced by
+	// underscores (freshcrawl.changes.example_com); every detected change is
+	// published there as a ChangeEvent on core NATS.
+	ChangeSubjectPrefix = "freshcrawl.changes."
+
+	// HeartbeatSubject receives a Heartbeat from every worker every few
+	// seconds, so the coordinator can count the workers it has seen.
+	HeartbeatSubject = "freshcrawl.workers.heartbeat"
+)
+
+// Kind says what a task asks a worker to do. New kinds add a subject, never
+// change the meaning of an old one.
+type Kind string
+
+const (
+	// KindFetch fetches one page, extracts the content of interest and diffs
+	// it against the previous version.
+	KindFetch Kind = "fetch"
+	// KindCapture is a fetch whose every distinct version is kept.
+	KindCapture Kind = "capture"
+	// KindProbe runs a keyword-search query against a source and returns the
+	// items on the result pages.
+	KindProbe Kind = "probe"
+)
+
+// Valid reports whether k is a kind this version understands.
+func (k Kind) Valid() bool {
+	switch k {
+	case KindFetch, KindCapture, KindProbe:
+		return true
+	}
+	return false
+}
+
+// TaskSubject is the subject a task of kind k is published on.
+func TaskSubject(k Kind) string { return TaskSubjectPrefix + string(k) }
+
+// ResultSubject is the subject a result of kind k is published on.
+func ResultSubject(k Kind) string { return ResultSubjectPrefix + string(k) }
+
+// ChangeSubject is the subject a change on host is published on.
+func ChangeSubject(host string) string {
+	b := []byte(host)
+	for i, c := range b {
+		if c == '.' || c == '*' || c == '>' || c == ' ' {
+			b[i] = '_'
+		}
+	}
+	return ChangeSubjectPrefix + string(b)
+}
+
+// IgnoreRules remove noise before a page is hashed and diffed.
+type IgnoreRules struct {
+	// Selectors are CSS selectors whose elements are dropped.
+	Selectors []string `json:"selectors,omitempty" yaml:"selectors,omitempty"`
+	// Patterns are regular expressions whose matches are blanked out
+	// (dates, counters, session ids).
+	Patterns []string `json:"patterns,omitempty" yaml:"patterns,omitempty"`
+	// MinChange is the smallest change, as a share of the text in [0,1],
+	// that counts as a change.
+	MinChange float64 `json:"min_change,omitempty" yaml:"min_change,omitempty"`
+}
+
+// Task is one unit of work for a worker.
+type Task struct {
+	V    int    `json:"v"`
+	ID   string `json:"id"` // unique; also the Nats-Msg-Id, so a duplicate publish is dropped
+	Kind Kind   `json:"kind"`
+	URL  string `json:"url"`
+	Host string `json:"host"`
+
+	// NotBefore is the earliest time the worker may fetch. The coordinator
+	// spaces a host's tasks; a task that waited in the queue may still arrive
+	// early relative to the host's last fetch on another worker, so the
+	// worker honours this as a safety net.
+	NotBefore time.Time `json:"not_before,omitzero"`
+	IssuedAt  time.Time `json:"issued_at"`
+	// MinGap is the least time between two requests to the host now in
+	// force; a worker that must fetch robots.txt first waits this long
+	// before the page itself.
+	MinGap time.Duration `json:"min_gap,omitempty"`
+
+	Selector string      `json:"selector,omitempty"`
+	Ignore   IgnoreRules `json:"ignore,omitzero"`
+
+	// Validators from the previous fetch, for a conditional GET.
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"last_modified,omitempty"`
+
+	// PrevHash and PrevText are the previous extracted version; the worker
+	// diffs against them and keeps no state of its own.
+	PrevHash string `json:"prev_hash,omitempty"`
+	PrevText string `json:"prev_text,omitempty"`
+
+	// Probe is set for KindProbe.
+	Probe *ProbeSpec `json:"probe,omitempty"`
+}
+
+// ProbeSpec describes one keyword-search query against a source.
+type ProbeSpec struct {
+	Source string   `json:"source"`
+	Query  []string `json:"query"`
+	Pages  int      `json:"pages"` // result pages to read (1 = first page only)
+}
+
+// ErrorKind classifies why a fetch failed, for metrics and backoff.
+type ErrorKind string
+
+// Error kinds. An empty ErrorKind means success.
+const (
+	ErrNone       ErrorKind = ""
+	ErrDNS        ErrorKind = "dns"
+	ErrConnect    ErrorKind = "connect"
+	ErrTimeout    ErrorKind = "timeout"
+	ErrTLS        ErrorKind = "tls"
+	ErrHTTPStatus ErrorKind = "http-status"
+	ErrTooLarge   ErrorKind = "too-large"
+	ErrRedirects  ErrorKind = "redirects"
+	ErrRobots     ErrorKind = "robots"
+	ErrBlocked    ErrorKind = "blocked-address"
+	ErrBadURL     ErrorKind = "bad-url"
+	ErrContent    ErrorKind = "content"
+	ErrFailed     ErrorKind = "failed" // gave up after MaxDeliver deliveries
+	ErrOther      ErrorKind = "other"
+)
+
+// DiffSummary describes the difference between two versions.
+type DiffSummary struct {
+	LinesAdded   int `json:"lines_added"`
+	LinesRemoved int `json:"lines_removed"`
+	// CharsChanged is the number of characters inserted plus deleted.
+	CharsChanged int `json:"chars_changed"`
+	// Magnitude is the share of the text that changed in [0,1], or the
+	// absolute numeric difference when the selector picks a number.
+	Magnitude float64 `json:"magnitude"`
+	Numeric   bool    `json:"numeric,omitempty"`
+	// Preview holds the first changed lines, prefixed "+ " or "- ".
+	Preview string `json:"preview,omitempty"`
+}
+
+// Result is what a worker reports for a task.
+type Result struct {
+	V        int    `json:"v"`
+	TaskID   string `json:"task_id"`
+	Kind     Kind   `json:"kind"`
+	URL      string `json:"url"`
+	Host     string `json:"host"`
+	WorkerID string `json:"worker_id"`
+	Attempt  int    `json:"attempt"` // JetStream delivery count
+
+	StartedAt  time.Time     `json:"started_at"`
+	FinishedAt time.Time     `json:"finished_at"`
+	Duration   time.Duration `json:"duration"`
+
+	Status    int       `json:"status,omitempty"`
+	ErrKind   ErrorKind `json:"err_kind,omitempty"`
+	Err       string    `json:"err,omitempty"`
+	FinalURL  string    `json:"final_url,omitempty"`
+	Bytes     int64     `json:"bytes"`
+	Truncated bool      `json:"truncated,omitempty"`
+
+	NotModified  bool   `json:"not_modified,omitempty"` // 304
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"last_modified,omitempty"`
+	ContentType  string `json:"content_type,omitempty"`
+
+	// Hash of the extracted text; Text is sent only when Changed.
+	Hash    string       `json:"hash,omitempty"`
+	Changed bool         `json:"changed"`
+	Text    string       `json:"text,omitempty"`
+	Diff    *DiffSummary `json:"diff,omitempty"`
+
+	// Host signals for politeness.
+	RetryAfter time.Duration `json:"retry_after,omitempty"`
+	CrawlDelay time.Duration `json:"crawl_delay,omitempty"`
+	Disallowed bool          `json:"disallowed,omitempty"`
+
+	// Items are the parsed result items of a probe task.
+	Items []ProbeItem `json:"items,omitempty"`
+	// Total is the result count a probe's first page showed, or -1.
+	Total int `json:"total,omitempty"`
+}
+
+// OK reports whether the fetch succeeded (including 304).
+func (r *Result) OK() bool { return r.ErrKind == ErrNone }
+
+// ProbeItem is one item parsed from a search result page.
+type ProbeItem struct {
+	ID     string            `json:"id"`
+	Fields map[string]string `json:"fields"`
+}
+
+// ChangeEvent is published on ChangeSubject(host) for every detected change.
+type ChangeEvent struct {
+	V        int         `json:"v"`
+	URL      string      `json:"url"`
+	Host     string      `json:"host"`
+	TaskID   string      `json:"task_id"`
+	At       time.Time   `json:"at"`
+	Hash     string      `json:"hash"`
+	PrevHash string      `json:"prev_hash,omitempty"`
+	Diff     DiffSummary `json:"diff"`
+}
+
+// Heartbeat is published by every worker every few seconds.
+type Heartbeat struct {
+	V        int       `json:"v"`
+	WorkerID string    `json:"worker_id"`
+	At       time.Time `json:"at"`
+	Active   int       `json:"active"` // tasks being worked on now
+}
+
+// ErrVersion is returned for a message of another format version.
+var ErrVersion = errors.New("unsupported message version")
+
+// Encode marshals a message. The encoding is JSON: readable in `nats sub`,
+// and fast enough that fetching, not encoding, bounds a worker.
+func Encode(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode %T: %w", v, err)
+	}
+	return b, nil
+}
+
+// DecodeTask unmarshals and validates a task.
+func DecodeTask(b []byte) (Task, error) {
+	var t Task
+	if err := json.Unmarshal(b, &t); err != nil {
+		return t, fmt.Errorf("decode task: %w", err)
+	}
+	if t.V != Version {
+		return t, fmt.Errorf("decode task %q: %w %d (want %d)", t.ID, ErrVersion, t.V, Version)
+	}
+	if t.ID == "" || t.URL == "" || !t.Kind.Valid() {
+		return t, fmt.Errorf("decode task: missing id, url or valid kind (id=%q kind=%q)", t.ID, t.Kind)
+	}
+	return t, nil
+}
+
+// DecodeResult unmarshals and validates a result.
+func DecodeResult(b []byte) (Result, error) {
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("decode result: %w", err)
+	}
+	if r.V != Version {
+		return r, fmt.Errorf("decode result %q: %w %d (want %d)", r.TaskID, ErrVersion, r.V, Version)
+	}
+	if r.TaskID == "" || r.URL == "" {
+		return r, fmt.Errorf("decode result: missing task_id or url")
+	}
+	return r, nil
+}

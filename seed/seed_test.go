@@ -1,0 +1,117 @@
+package seed
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestNormalize(t *testing.T) {
+	cases := []struct{ in, want, host string }{
+		{"HTTP://Example.COM", "http://example.com/", "example.com"},
+		{"http://example.com:80/a#frag", "http://example.com/a", "example.com"},
+		{"https://example.com:443/a?b=1", "https://example.com/a?b=1", "example.com"},
+		{"https://example.com:8443/a", "https://example.com:8443/a", "example.com"},
+		{"http://127.0.0.2:9000/p/1", "http://127.0.0.2:9000/p/1", "127.0.0.2"},
+		{"http://[::1]:80/x", "http://[::1]/x", "::1"},
+		{"  http://example.com./Path  ", "http://example.com/Path", "example.com"},
+	}
+	for _, c := range cases {
+		got, host, err := Normalize(c.in)
+		if err != nil {
+			t.Errorf("Normalize(%q): %v", c.in, err)
+			continue
+		}
+		if got != c.want || host != c.host {
+			t.Errorf("Normalize(%q) = %q, %q; want %q, %q", c.in, got, host, c.want, c.host)
+		}
+	}
+	for _, bad := range []string{"", "ftp://example.com/", "example.com/x", "mailto:a@b", "http://", "http://user:pw@example.com/", "http://exa mple.com/%zz"} {
+		if _, _, err := Normalize(bad); err == nil {
+			t.Errorf("Normalize(%q) accepted a bad URL", bad)
+		}
+	}
+}
+
+func TestParseGoodAndBadLines(t *testing.T) {
+	in := strings.Join([]string{
+		"# comment",
+		"",
+		"http://Example.com/a",                                         // 3 good
+		"ftp://example.com/",                                           // 4 bad scheme
+		"http://exa mple.com/%zz",                                      // 5 unparsable
+		`{"url":"http://example.com/b","weight":2.5,"selector":"h1"}`, // 6 good
+		`{"url":"http://example.com/c","wieght":2}`,                    // 7 unknown field
+		`{"url":"http://example.com/d","weight":0}`,                    // 8 weight ≤ 0
+		`{"url":"http://example.com/e","weight":-1}`,                   // 9 weight ≤ 0
+		`{"url":"http://example.com/f","selector":"div[["}`,            // 10 bad selector
+		`{"url":"http://example.com/g","mode":"archive"}`,              // 11 bad mode
+		`{"url":"http://example.com/h","mode":"capture"}`,              // 12 good
+		`{"weight":1}`,                                                 // 13 missing url
+		`{"url":"http://example.com/i"`,                                // 14 bad JSON
+		`{"url":"http://example.com/j","ignore":{"patterns":["(["]}}`,  // 15 bad pattern
+		"   https://example.com:443/k#x   ",                            // 16 good
+	}, "\n")
+	var good []Seed
+	var bad []*LineError
+	n, nb, err := Parse(strings.NewReader(in), "seeds.txt", func(s Seed) error { good = append(good, s); return nil }, func(e *LineError) { bad = append(bad, e) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 4 || nb != 10 || len(good) != 4 || len(bad) != 10 {
+		t.Fatalf("good=%d bad=%d; want 4 and 10; bad=%v", n, nb, bad)
+	}
+	wantBad := map[int]string{4: "scheme", 5: "unparsable", 7: "unknown field", 8: "weight", 9: "weight", 10: "selector", 11: "mode", 13: "url", 14: "JSON", 15: "pattern"}
+	for _, e := range bad {
+		frag, ok := wantBad[e.Line]
+		if !ok {
+			t.Errorf("unexpected bad line %d: %v", e.Line, e)
+			continue
+		}
+		if e.File != "seeds.txt" || !strings.Contains(e.Error(), frag) || !strings.HasPrefix(e.Error(), "seeds.txt:") {
+			t.Errorf("line %d: error %q should name the file and mention %q", e.Line, e, frag)
+		}
+	}
+	if good[1].Weight != 2.5 || good[1].Selector != "h1" || good[2].Mode != ModeCapture || good[3].URL != "https://example.com/k" {
+		t.Errorf("fields not carried: %+v", good)
+	}
+}
+
+func TestParseStopsOnEmitError(t *testing.T) {
+	boom := errors.New("disk full")
+	_, _, err := Parse(strings.NewReader("http://a.com/\nhttp://b.com/\n"), "f", func(Seed) error { return boom }, nil)
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "f:1") {
+		t.Fatalf("err = %v; want wrapped disk full at f:1", err)
+	}
+}
+
+func FuzzNormalize(f *testing.F) {
+	for _, s := range []string{"http://a.com", "HTTPS://A.com:443/x#y", "http://[::1]:8080/", "http://%41.com/", "http://a.com/../b?c#d"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, _, err := Normalize(raw)
+		if err != nil {
+			return
+		}
+		// Normalisation is idempotent: a canonical URL is its own canonical form.
+		u2, _, err := Normalize(u)
+		if err != nil || u2 != u {
+			t.Fatalf("Normalize(%q) = %q, then %q (%v)", raw, u, u2, err)
+		}
+	})
+}
+
+func FuzzParseLine(f *testing.F) {
+	f.Add([]byte(`{"url":"http://a.com/","weight":1,"selector":"p"}`))
+	f.Add([]byte("http://a.com/"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 {
+			return
+		}
+		s, err := ParseLine(b)
+		if err == nil && (s.Weight <= 0 || s.URL == "") {
+			t.Fatalf("accepted %q with weight %v url %q", b, s.Weight, s.URL)
+		}
+	})
+}

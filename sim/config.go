@@ -1,0 +1,239 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// RateClass is a share of the pages whose changes follow a Poisson process,
+// the change model of Cho & Garcia-Molina (paper 003, §2.2) under which the
+// freshness and age formulas of DESIGN.md §3.1 hold.
+type RateClass struct {
+	// Share is the fraction of all pages in this class, in [0, 1].
+	Share float64
+	// Rate is the mean number of changes per simulated day (≥ 0). It is
+	// converted to changes per real second with Config.Day.
+	Rate float64
+}
+
+// PeriodicClass is a share of the pages that update at fixed phases of a
+// period, each update displaced by a uniform jitter in [-Jitter, +Jitter].
+// It models the sources of Ashish, Kulkarni & Wang (paper 002, §3.1) whose
+// updates cluster at certain times of an hour or a day, on which change
+// recall is measured.
+type PeriodicClass struct {
+	// Share is the fraction of all pages in this class, in [0, 1].
+	Share float64
+	// Period is the real-time length of one cycle (not scaled by Day).
+	Period time.Duration
+	// Phases are the offsets in [0, Period) of the updates within a cycle.
+	Phases []time.Duration
+	// Jitter is the half-width of the uniform displacement of each update.
+	// It must be less than half the smallest gap between consecutive phases
+	// (cyclically), so updates stay in phase order and every update creates
+	// exactly one version.
+	Jitter time.Duration
+}
+
+// Config describes a simulated website. The zero value of every field picks
+// the documented default.
+type Config struct {
+	// Hosts is the number of distinct hosts, 127.0.0.2 .. 127.0.0.(Hosts+1);
+	// 1..250, default 4.
+	Hosts int
+	// Pages is the total number of pages, spread round-robin over the hosts
+	// (page i lives on host i mod Hosts); default 100.
+	Pages int
+	// Mix lists the Poisson classes. When both Mix and Periodic are empty,
+	// the mix of paper 003 Table 6 is used (see Table6Mix). The shares of Mix
+	// and Periodic together must sum to 1.
+	Mix []RateClass
+	// Periodic lists the periodic classes.
+	Periodic []PeriodicClass
+	// Day is the real duration of one simulated day (time scaling), default 1s.
+	Day time.Duration
+	// Seed makes every change time and every page body reproducible.
+	Seed uint64
+	// Port is the one TCP port used on every host IP; 0 picks a port that is
+	// free on all of them.
+	Port int
+	// Robots maps a host index to its robots.txt body. Hosts not in the map
+	// get DefaultRobots; an entry with an empty body serves an empty file.
+	Robots map[int]string
+	// Now is the clock, injectable for tests; default time.Now.
+	Now func() time.Time
+}
+
+// DefaultRobots is the robots.txt served by hosts without an entry in
+// Config.Robots. Every host also serves pages under /private/, so a test can
+// check that a polite crawler never requests them.
+const DefaultRobots = "User-agent: *\nDisallow: /private/\n"
+
+const (
+	defaultHosts = 4
+	defaultPages = 100
+	defaultDay   = time.Second
+	maxHosts     = 250
+	shareSlack   = 1e-6
+)
+
+// Table6Mix returns the change-rate mix of paper 003 Table 6: 23 % of pages
+// change daily, 15 % weekly, 16 % monthly (30 days), 16 % quarterly (90 days)
+// and 30 % yearly (365 days). Callers that add periodic classes can scale it
+// down with ScaleMix so the shares still sum to 1.
+func Table6Mix() []RateClass {
+	return []RateClass{
+		{Share: 0.23, Rate: 1},
+		{Share: 0.15, Rate: 1.0 / 7},
+		{Share: 0.16, Rate: 1.0 / 30},
+		{Share: 0.16, Rate: 1.0 / 90},
+		{Share: 0.30, Rate: 1.0 / 365},
+	}
+}
+
+// ScaleMix returns a copy of mix with every share multiplied by f.
+func ScaleMix(mix []RateClass, f float64) []RateClass {
+	out := slices.Clone(mix)
+	for i := range out {
+		out[i].Share *= f
+	}
+	return out
+}
+
+// withDefaults returns cfg with zero fields replaced by their defaults.
+func (cfg Config) withDefaults() Config {
+	if cfg.Hosts == 0 {
+		cfg.Hosts = defaultHosts
+	}
+	if cfg.Pages == 0 {
+		cfg.Pages = defaultPages
+	}
+	if len(cfg.Mix) == 0 && len(cfg.Periodic) == 0 {
+		cfg.Mix = Table6Mix()
+	}
+	if cfg.Day == 0 {
+		cfg.Day = defaultDay
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return cfg
+}
+
+// validate checks a config that already has its defaults applied. Each error
+// names the offending field so a CLI user can fix the flag or file entry.
+func (cfg Config) validate() error {
+	if cfg.Hosts < 1 || cfg.Hosts > maxHosts {
+		return fmt.Errorf("sim: Config.Hosts = %d: must be in 1..%d", cfg.Hosts, maxHosts)
+	}
+	if cfg.Pages < 1 {
+		return fmt.Errorf("sim: Config.Pages = %d: must be >= 1", cfg.Pages)
+	}
+	if cfg.Day < 0 {
+		return fmt.Errorf("sim: Config.Day = %v: must be > 0", cfg.Day)
+	}
+	if cfg.Port < 0 || cfg.Port > 65535 {
+		return fmt.Errorf("sim: Config.Port = %d: must be in 0..65535", cfg.Port)
+	}
+	for h := range cfg.Robots {
+		if h < 0 || h >= cfg.Hosts {
+			return fmt.Errorf("sim: Config.Robots[%d]: no such host (Hosts = %d)", h, cfg.Hosts)
+		}
+	}
+	sum := 0.0
+	for i, c := range cfg.Mix {
+		if !finiteNonNeg(c.Share) || c.Share > 1 {
+			return fmt.Errorf("sim: Config.Mix[%d].Share = %v: must be in [0, 1]", i, c.Share)
+		}
+		if !finiteNonNeg(c.Rate) {
+			return fmt.Errorf("sim: Config.Mix[%d].Rate = %v: must be finite and >= 0", i, c.Rate)
+		}
+		sum += c.Share
+	}
+	for i, c := range cfg.Periodic {
+		if err := c.validate(); err != nil {
+			return fmt.Errorf("sim: Config.Periodic[%d].%w", i, err)
+		}
+		sum += c.Share
+	}
+	if math.Abs(sum-1) > shareSlack {
+		return fmt.Errorf("sim: Config.Mix and Config.Periodic shares sum to %v: must sum to 1", sum)
+	}
+	return nil
+}
+
+func (c PeriodicClass) validate() error {
+	if !finiteNonNeg(c.Share) || c.Share > 1 {
+		return fmt.Errorf("Share = %v: must be in [0, 1]", c.Share)
+	}
+	if c.Period <= 0 {
+		return fmt.Errorf("Period = %v: must be > 0", c.Period)
+	}
+	if len(c.Phases) == 0 {
+		return fmt.Errorf("Phases: need at least one phase")
+	}
+	if c.Jitter < 0 {
+		return fmt.Errorf("Jitter = %v: must be >= 0", c.Jitter)
+	}
+	ph := slices.Clone(c.Phases)
+	slices.Sort(ph)
+	for j, p := range ph {
+		if p < 0 || p >= c.Period {
+			return fmt.Errorf("Phases: %v outside [0, Period = %v)", p, c.Period)
+		}
+		if j > 0 && p == ph[j-1] {
+			return fmt.Errorf("Phases: duplicate phase %v", p)
+		}
+	}
+	minGap := ph[0] + c.Period - ph[len(ph)-1] // gap across the cycle boundary
+	for j := 1; j < len(ph); j++ {
+		minGap = min(minGap, ph[j]-ph[j-1])
+	}
+	if 2*c.Jitter >= minGap {
+		return fmt.Errorf("Jitter = %v: must be less than half the smallest phase gap %v", c.Jitter, minGap)
+	}
+	return nil
+}
+
+func finiteNonNeg(x float64) bool { return x >= 0 && !math.IsInf(x, 0) && !math.IsNaN(x) }
+
+// classCounts splits n pages over classes with the given shares by largest
+// remainder, so the realised mix is as close to the requested one as n allows
+// (100 pages with the Table 6 mix give exactly 23/15/16/16/30).
+func classCounts(shares []float64, n int) []int {
+	counts := make([]int, len(shares))
+	type rem struct {
+		i int
+		r float64
+	}
+	rems := make([]rem, len(shares))
+	total := 0
+	for i, s := range shares {
+		exact := s * float64(n)
+		counts[i] = int(math.Floor(exact))
+		total += counts[i]
+		rems[i] = rem{i, exact - math.Floor(exact)}
+	}
+	slices.SortStableFunc(rems, func(a, b rem) int {
+		switch {
+		case a.r > b.r:
+			return -1
+		case a.r < b.r:
+			return 1
+		}
+		return 0
+	})
+	for k := 0; total < n; k = (k + 1) % len(rems) {
+		counts[rems[k].i]++
+		total++
+	}
+	// Shares may sum to slightly above 1 (within shareSlack): trim the
+	// largest classes so exactly n pages are assigned.
+	for total > n {
+		counts[slices.Index(counts, slices.Max(counts))]--
+		total--
+	}
+	return counts
+}

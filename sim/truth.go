@@ -1,0 +1,465 @@
+package sim
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Report is the ground truth of a crawl over a window [From, To), computed
+// from the sim's own change schedule and request log.
+//
+// The crawler's copy of a page at time t is the version served by the most
+// recent successful GET response (200, or 304, which confirms the copy equals
+// the version current at that request) at or before t; responses before
+// From count, so a warm-up crawl carries over. HEAD requests, errors and
+// responses whose body could not be written do not update the copy.
+//
+// Freshness and age follow paper 003, Definitions 1–3: F(e_i; t) is 1 when
+// the copy equals the current version, else 0; A(e_i; t) is 0 when fresh,
+// else t minus the time the copy became stale, which is the first change
+// after the copy's version. A page never fetched by t has no copy: it is
+// stale and, by the convention of this package, has been stale since From
+// (its age is t − From). Both are integrated exactly over the window (the
+// state is piecewise constant between events), averaged over time per page
+// and then over pages, as F̄(S) = (1/N) Σ F̄(e_i).
+//
+// If To is not after From every metric is zero.
+type Report struct {
+	From  time.Time `json:"from"`
+	To    time.Time `json:"to"`
+	Pages int       `json:"pages"`
+
+	// Freshness is the time-averaged fraction of pages whose copy is current.
+	Freshness float64 `json:"freshness"`
+	// AgeSeconds is the time-averaged age in real seconds; AgeDays is the
+	// same in simulated days (Config.Day).
+	AgeSeconds float64 `json:"age_seconds"`
+	AgeDays    float64 `json:"age_days"`
+
+	// Counts over requests at times in [From, To).
+	Requests     int   `json:"requests"`      // every request to every host
+	PageRequests int   `json:"page_requests"` // requests for page URLs
+	Fetches      int   `json:"fetches"`       // successful page GETs: 200 or 304
+	NotModified  int   `json:"not_modified"`  // 304 responses
+	Bytes        int64 `json:"bytes"`         // body bytes sent
+	// NotModifiedShare is NotModified / Fetches (0 without fetches).
+	NotModifiedShare float64 `json:"not_modified_share"`
+
+	// Hosts has one entry per host, in host index order.
+	Hosts []HostReport `json:"hosts"`
+	// MinGap is the smallest gap between consecutive requests to one host
+	// (any path, robots.txt included) over all hosts; -1 when no host had
+	// two requests.
+	MinGap time.Duration `json:"min_gap_ns"`
+
+	// Disallowed counts requests robots.txt forbade for their user agent;
+	// a polite crawler has none. DisallowedPaths lists up to 20 of them.
+	Disallowed      int      `json:"disallowed"`
+	DisallowedPaths []string `json:"disallowed_paths,omitempty"`
+
+	// Change recall of periodic pages (paper 002): versions captured over
+	// versions published in [From, To). A version is published by a change
+	// in the window and captured if some successful response served it. 0
+	// when nothing was published (see RecallPublished).
+	Recall          float64 `json:"recall"`
+	RecallPublished int     `json:"recall_published"`
+	RecallCaptured  int     `json:"recall_captured"`
+
+	// Step and Series: when a step was requested, Series[k] is the exact
+	// time average over [From + k·Step, min(From + (k+1)·Step, To)).
+	Step   time.Duration `json:"step_ns,omitempty"`
+	Series []SeriesPoint `json:"series,omitempty"`
+
+	PerPage []PageTruth `json:"per_page"`
+}
+
+// HostReport is the traffic one host received in the window.
+type HostReport struct {
+	Index    int    `json:"index"`
+	Host     string `json:"host"`
+	Requests int    `json:"requests"`
+	Robots   int    `json:"robots"` // requests for /robots.txt
+	// MinGap is the smallest gap between consecutive requests; -1 when the
+	// host had fewer than two.
+	MinGap time.Duration `json:"min_gap_ns"`
+}
+
+// PageTruth is the truth for one page over the window.
+type PageTruth struct {
+	Index      int     `json:"index"`
+	URL        string  `json:"url"`
+	Kind       string  `json:"kind"`
+	Freshness  float64 `json:"freshness"`
+	AgeSeconds float64 `json:"age_seconds"`
+	AgeDays    float64 `json:"age_days"`
+	Fetches    int     `json:"fetches"`   // successful GETs in the window
+	Published  int     `json:"published"` // changes (new versions) in the window
+	Captured   int     `json:"captured"`  // of those, versions some response served
+}
+
+// SeriesPoint is the database freshness and age averaged over one step.
+type SeriesPoint struct {
+	Time       time.Time `json:"time"` // start of the step
+	Freshness  float64   `json:"freshness"`
+	AgeSeconds float64   `json:"age_seconds"`
+}
+
+// TruthOption adjusts Truth.
+type TruthOption func(*truthOptions)
+
+type truthOptions struct{ step time.Duration }
+
+// WithStep adds Report.Series with one point per step (for plots). Steps
+// that would make more than maxSeriesPoints points are widened.
+func WithStep(step time.Duration) TruthOption {
+	return func(o *truthOptions) { o.step = step }
+}
+
+const (
+	maxSeriesPoints    = 100_000
+	maxDisallowedPaths = 20
+)
+
+// response is one successful page GET, as the copy sees it.
+type response struct {
+	off     time.Duration
+	version int32
+}
+
+// Truth computes the Report for the window [from, to). It may run while the
+// site is serving; requests logged after it snapshots the log are ignored.
+func (s *Sim) Truth(from, to time.Time, opts ...TruthOption) Report {
+	var o truthOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	f, t := from.Sub(s.epoch), to.Sub(s.epoch)
+	rep := Report{From: from, To: to, Pages: len(s.pages), MinGap: -1}
+
+	s.mu.Lock()
+	log := s.log[:len(s.log):len(s.log)] // records are never modified once appended
+	port := s.port
+	s.mu.Unlock()
+
+	resps := s.trafficStats(&rep, log, f, t)
+	if t <= f {
+		return rep
+	}
+
+	total := (t - f).Seconds()
+	var ser *seriesAcc
+	if o.step > 0 {
+		rep.Step = o.step
+		if n := math.Ceil(total / o.step.Seconds()); n > maxSeriesPoints {
+			rep.Step = time.Duration(math.Ceil(float64(t-f) / maxSeriesPoints))
+		}
+		ser = newSeriesAcc(rep.Step.Seconds(), total)
+	}
+
+	daySec := s.cfg.Day.Seconds()
+	rep.PerPage = make([]PageTruth, len(s.pages))
+	var sumFresh, sumAge float64
+	for i, p := range s.pages {
+		p.mu.Lock()
+		changes := p.sched.until(t)
+		p.mu.Unlock()
+		pt := integratePage(changes, resps[i], f, t, ser)
+		pt.Index, pt.URL, pt.Kind = i, s.pageURL(i, port), p.kind
+		pt.Freshness /= total
+		pt.AgeSeconds /= total
+		pt.AgeDays = pt.AgeSeconds / daySec
+		sumFresh += pt.Freshness
+		sumAge += pt.AgeSeconds
+		if p.kind == "periodic" {
+			rep.RecallPublished += pt.Published
+			rep.RecallCaptured += pt.Captured
+		}
+		rep.PerPage[i] = pt
+	}
+	n := float64(len(s.pages))
+	rep.Freshness = sumFresh / n
+	rep.AgeSeconds = sumAge / n
+	rep.AgeDays = rep.AgeSeconds / daySec
+	if rep.RecallPublished > 0 {
+		rep.Recall = float64(rep.RecallCaptured) / float64(rep.RecallPublished)
+	}
+	if ser != nil {
+		rep.Series = ser.points(from, rep.Step, n)
+	}
+	return rep
+}
+
+// trafficStats fills the request counters of rep for requests in [f, t) and
+// returns, per page, the successful GET responses before t sorted by time.
+func (s *Sim) trafficStats(rep *Report, log []record, f, t time.Duration) [][]response {
+	hosts := s.cfg.Hosts
+	rep.Hosts = make([]HostReport, hosts)
+	for h := range rep.Hosts {
+		rep.Hosts[h] = HostReport{Index: h, Host: hostIP(h), MinGap: -1}
+	}
+	// Count first, then fill flat arrays: two passes keep allocation to a
+	// handful of slices even for millions of requests.
+	perPage := make([]int, len(s.pages)+1)
+	perHost := make([]int, hosts+1)
+	for i := range log {
+		r := &log[i]
+		if r.off >= t {
+			continue
+		}
+		if successfulGet(r) {
+			perPage[r.page+1]++
+		}
+		if r.off >= f {
+			perHost[int(r.host)+1]++
+		}
+	}
+	for i := 1; i < len(perPage); i++ {
+		perPage[i] += perPage[i-1]
+	}
+	for h := 1; h < len(perHost); h++ {
+		perHost[h] += perHost[h-1]
+	}
+	flatResp := make([]response, perPage[len(perPage)-1])
+	flatHost := make([]time.Duration, perHost[len(perHost)-1])
+	nextResp := slices.Clone(perPage[:len(perPage)-1])
+	nextHost := slices.Clone(perHost[:len(perHost)-1])
+	seenDisallowed := make(map[string]bool)
+
+	for i := range log {
+		r := &log[i]
+		if r.off >= t {
+			continue
+		}
+		if successfulGet(r) {
+			flatResp[nextResp[r.page]] = response{r.off, r.version}
+			nextResp[r.page]++
+		}
+		if r.off < f {
+			continue
+		}
+		flatHost[nextHost[r.host]] = r.off
+		nextHost[r.host]++
+		rep.Requests++
+		rep.Bytes += r.bytes
+		hr := &rep.Hosts[r.host]
+		hr.Requests++
+		if r.path == "/robots.txt" {
+			hr.Robots++
+		}
+		if r.page >= 0 {
+			rep.PageRequests++
+			if successfulGet(r) {
+				rep.Fetches++
+				if r.status == 304 {
+					rep.NotModified++
+				}
+			}
+		}
+		if r.disallowed {
+			rep.Disallowed++
+			if !seenDisallowed[r.path] && len(rep.DisallowedPaths) < maxDisallowedPaths {
+				seenDisallowed[r.path] = true
+				rep.DisallowedPaths = append(rep.DisallowedPaths, r.path)
+			}
+		}
+	}
+	if rep.Fetches > 0 {
+		rep.NotModifiedShare = float64(rep.NotModified) / float64(rep.Fetches)
+	}
+
+	// Concurrent handlers append in lock order, which can differ from clock
+	// order by a hair: sort where needed.
+	for h := range hosts {
+		offs := flatHost[perHost[h]:perHost[h+1]]
+		if !slices.IsSorted(offs) {
+			slices.Sort(offs)
+		}
+		for k := 1; k < len(offs); k++ {
+			if gap := offs[k] - offs[k-1]; rep.Hosts[h].MinGap < 0 || gap < rep.Hosts[h].MinGap {
+				rep.Hosts[h].MinGap = gap
+			}
+		}
+		if g := rep.Hosts[h].MinGap; g >= 0 && (rep.MinGap < 0 || g < rep.MinGap) {
+			rep.MinGap = g
+		}
+	}
+	resps := make([][]response, len(s.pages))
+	for i := range resps {
+		rs := flatResp[perPage[i]:perPage[i+1]:perPage[i+1]]
+		if !slices.IsSortedFunc(rs, cmpResponse) {
+			slices.SortStableFunc(rs, cmpResponse)
+		}
+		resps[i] = rs
+	}
+	return resps
+}
+
+func cmpResponse(a, b response) int {
+	switch {
+	case a.off < b.off:
+		return -1
+	case a.off > b.off:
+		return 1
+	}
+	return 0
+}
+
+// successfulGet reports whether r delivered or confirmed a page version.
+func successfulGet(r *record) bool {
+	return r.page >= 0 && r.method == methodGET && !r.aborted && (r.status == 200 || r.status == 304)
+}
+
+// integratePage integrates the freshness and age of one page over [f, t)
+// exactly. changes are the page's change offsets (covering all ≤ t), resps
+// its successful GETs before t in time order. Freshness and AgeSeconds of the
+// result are integrals (seconds and seconds²), not yet divided by the window.
+func integratePage(changes []time.Duration, resps []response, f, t time.Duration, ser *seriesAcc) PageTruth {
+	var pt PageTruth
+	// State at f: the version current (changes ≤ f) and the copy (last
+	// response ≤ f; -1 = none).
+	ci := sort.Search(len(changes), func(k int) bool { return changes[k] > f })
+	cur := ci
+	cp, ri := -1, 0
+	for ri < len(resps) && resps[ri].off <= f {
+		cp = int(resps[ri].version)
+		ri++
+	}
+	for k := ri; k < len(resps); k++ {
+		if resps[k].off >= f {
+			pt.Fetches++
+		}
+	}
+	// Recall: versions published in [f, t) are those created by changes in
+	// that range; change k (0-based) creates version k+1.
+	firstPub := sort.Search(len(changes), func(k int) bool { return changes[k] >= f }) + 1
+	lastPub := sort.Search(len(changes), func(k int) bool { return changes[k] >= t })
+	pt.Published = max(lastPub-firstPub+1, 0)
+	prevVer := -1
+	for _, r := range resps { // versions are non-decreasing in time
+		if v := int(r.version); v != prevVer && v >= firstPub && v <= lastPub {
+			pt.Captured++
+		}
+		prevVer = int(r.version)
+	}
+
+	sec := func(d time.Duration) float64 { return (d - f).Seconds() }
+	for a := f; a < t; {
+		b := t
+		if ci < len(changes) && changes[ci] < b {
+			b = changes[ci]
+		}
+		if ri < len(resps) && resps[ri].off < b {
+			b = resps[ri].off
+		}
+		if b > a {
+			sa, sb := sec(a), sec(b)
+			if cp == cur {
+				pt.Freshness += sb - sa
+				ser.addFresh(sa, sb)
+			} else {
+				stale := f // no copy: stale since the window opened
+				if cp >= 0 {
+					stale = changes[min(cp, len(changes)-1)] // the change that replaced the copy's version
+				}
+				ss := sec(stale)
+				pt.AgeSeconds += (sb - sa) * ((sa+sb)/2 - ss)
+				ser.addAge(sa, sb, ss)
+			}
+		}
+		a = b
+		for ci < len(changes) && changes[ci] <= a {
+			cur++
+			ci++
+		}
+		for ri < len(resps) && resps[ri].off <= a {
+			cp = int(resps[ri].version)
+			ri++
+		}
+	}
+	return pt
+}
+
+// seriesAcc accumulates exact per-step integrals of the freshness indicator
+// and of age. A segment adds its partial first and last steps directly and
+// its whole interior steps through difference arrays, so each segment costs
+// O(1) however many steps it spans. A nil *seriesAcc ignores everything.
+type seriesAcc struct {
+	step, total float64
+	fresh, age  []float64
+	dFresh      []float64 // interior fresh time per step
+	dAgeK       []float64 // interior age integral: coefficient of k
+	dAge0       []float64 // interior age integral: constant term
+}
+
+func newSeriesAcc(step, total float64) *seriesAcc {
+	n := max(int(math.Ceil(total/step)), 1)
+	return &seriesAcc{
+		step: step, total: total,
+		fresh: make([]float64, n), age: make([]float64, n),
+		dFresh: make([]float64, n+1), dAgeK: make([]float64, n+1), dAge0: make([]float64, n+1),
+	}
+}
+
+// span returns the first and last step that [a, b) touches.
+func (sa *seriesAcc) span(a, b float64) (int, int) {
+	n := len(sa.fresh)
+	i0 := min(max(int(a/sa.step), 0), n-1)
+	i1 := min(max(int(math.Ceil(b/sa.step))-1, i0), n-1)
+	return i0, i1
+}
+
+func (sa *seriesAcc) addFresh(a, b float64) {
+	if sa == nil {
+		return
+	}
+	i0, i1 := sa.span(a, b)
+	if i0 == i1 {
+		sa.fresh[i0] += b - a
+		return
+	}
+	sa.fresh[i0] += float64(i0+1)*sa.step - a
+	sa.fresh[i1] += b - float64(i1)*sa.step
+	sa.dFresh[i0+1] += sa.step
+	sa.dFresh[i1] -= sa.step
+}
+
+// addAge adds ∫ (x − s) dx over [a, b).
+func (sa *seriesAcc) addAge(a, b, s float64) {
+	if sa == nil {
+		return
+	}
+	integ := func(x, y float64) float64 { return (y - x) * ((x+y)/2 - s) }
+	i0, i1 := sa.span(a, b)
+	if i0 == i1 {
+		sa.age[i0] += integ(a, b)
+		return
+	}
+	st := sa.step
+	sa.age[i0] += integ(a, float64(i0+1)*st)
+	sa.age[i1] += integ(float64(i1)*st, b)
+	// Whole step k contributes st·((k+½)·st − s) = st²·k + st·(st/2 − s).
+	sa.dAgeK[i0+1] += st * st
+	sa.dAgeK[i1] -= st * st
+	sa.dAge0[i0+1] += st * (st/2 - s)
+	sa.dAge0[i1] -= st * (st/2 - s)
+}
+
+// points normalises the integrals by step length and page count.
+func (sa *seriesAcc) points(from time.Time, step time.Duration, pages float64) []SeriesPoint {
+	out := make([]SeriesPoint, len(sa.fresh))
+	var runFresh, runK, run0 float64
+	for k := range out {
+		runFresh += sa.dFresh[k]
+		runK += sa.dAgeK[k]
+		run0 += sa.dAge0[k]
+		length := min(sa.step, sa.total-float64(k)*sa.step)
+		out[k] = SeriesPoint{
+			Time:       from.Add(time.Duration(k) * step),
+			Freshness:  (sa.fresh[k] + runFresh) / (pages * length),
+			AgeSeconds: (sa.age[k] + runK*float64(k) + run0) / (pages * length),
+		}
+	}
+	return out
+}

@@ -1,0 +1,384 @@
+package store
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Upsert inserts new URL records and updates the seed fields (weight,
+// selector, mode, ignore rules, period, polls) of known ones, in one
+// transaction, leaving their history alone. It returns how many were added.
+func (db *DB) Upsert(recs []URL) (added int, err error) {
+	err = db.bolt.Update(func(tx *bolt.Tx) error {
+		added = 0
+		b := tx.Bucket(bucketURLs)
+		for _, r := range recs {
+			key := []byte(r.URL)
+			var cur URL
+			found, err := getJSON(b, key, &cur)
+			if err != nil {
+				return err
+			}
+			if !found {
+				added++
+				if r.AddedAt.IsZero() {
+					r.AddedAt = time.Now()
+				}
+				cur = r
+			} else {
+				cur.Weight, cur.Selector, cur.Mode, cur.Ignore = r.Weight, r.Selector, r.Mode, r.Ignore
+				cur.Period, cur.Polls = r.Period, r.Polls
+			}
+			if err := putJSON(b, key, cur); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("upsert %d URLs: %w", len(recs), err)
+	}
+	return added, nil
+}
+
+// Get returns the record of url.
+func (db *DB) Get(url string) (URL, error) {
+	var u URL
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		found, err := getJSON(tx.Bucket(bucketURLs), []byte(url), &u)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("url %s: %w", url, ErrNotFound)
+		}
+		return nil
+	})
+	return u, err
+}
+
+// Content returns the latest extracted text of url ("" if none yet).
+func (db *DB) Content(url string) (string, error) {
+	var text string
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		text = string(tx.Bucket(bucketContent).Get([]byte(url)))
+		return nil
+	})
+	return text, err
+}
+
+// scanChunk is how many records one read transaction visits: short
+// transactions keep a long scan from pinning old pages (bbolt grows the
+// file while a reader holds them).
+const scanChunk = 10000
+
+// ForEach calls fn for every URL record in key order, in chunks of short
+// read transactions. fn must not call back into the store.
+func (db *DB) ForEach(fn func(URL) error) error {
+	var after []byte
+	for {
+		var batch []URL
+		err := db.bolt.View(func(tx *bolt.Tx) error {
+			c := tx.Bucket(bucketURLs).Cursor()
+			var k, v []byte
+			if after == nil {
+				k, v = c.First()
+			} else {
+				k, v = c.Seek(after)
+				if k != nil && string(k) == string(after) {
+					k, v = c.Next()
+				}
+			}
+			for ; k != nil && len(batch) < scanChunk; k, v = c.Next() {
+				var u URL
+				if err := json.Unmarshal(v, &u); err != nil {
+					return fmt.Errorf("decode url %q: %w", k, err)
+				}
+				batch = append(batch, u)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+		for _, u := range batch {
+			if err := fn(u); err != nil {
+				return err
+			}
+		}
+		after = []byte(batch[len(batch)-1].URL)
+		if len(batch) < scanChunk {
+			return nil
+		}
+	}
+}
+
+// Count returns the number of URL records.
+func (db *DB) Count() (int, error) {
+	n := 0
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		n = tx.Bucket(bucketURLs).Stats().KeyN
+		return nil
+	})
+	return n, err
+}
+
+// PutSchedule stores the interval and next due time of many URLs at once,
+// leaving every other field as it is.
+func (db *DB) PutSchedule(next map[string]time.Time, interval map[string]time.Duration) error {
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketURLs)
+		for url, due := range next {
+			var u URL
+			found, err := getJSON(b, []byte(url), &u)
+			if err != nil || !found {
+				continue
+			}
+			u.NextDue = due
+			if iv, ok := interval[url]; ok {
+				u.Interval = iv
+			}
+			if err := putJSON(b, []byte(url), u); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Tx is the view of the store a fold has: everything it writes commits
+// together with the mark that the task was folded.
+type Tx struct {
+	tx *bolt.Tx
+}
+
+// Get returns the URL record (found=false if the URL is not known).
+func (t *Tx) Get(url string) (URL, bool, error) {
+	var u URL
+	found, err := getJSON(t.tx.Bucket(bucketURLs), []byte(url), &u)
+	return u, found, err
+}
+
+// Put writes the URL record.
+func (t *Tx) Put(u URL) error { return putJSON(t.tx.Bucket(bucketURLs), []byte(u.URL), u) }
+
+// SetContent stores the latest extracted text of url.
+func (t *Tx) SetContent(url, text string) error {
+	return t.tx.Bucket(bucketContent).Put([]byte(url), []byte(text))
+}
+
+// Content returns the latest extracted text of url.
+func (t *Tx) Content(url string) string {
+	return string(t.tx.Bucket(bucketContent).Get([]byte(url)))
+}
+
+// AddVersion appends a version of a capture URL; Seq is assigned.
+func (t *Tx) AddVersion(v Version) (uint64, error) {
+	b := t.tx.Bucket(bucketVersions)
+	// The next sequence number per URL is one past the last key with its
+	// prefix.
+	seq := uint64(1)
+	c := b.Cursor()
+	prefix := prefixOf(v.URL)
+	k, _ := c.Seek(versionKey(v.URL, ^uint64(0)))
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	if k != nil && hasPrefix(k, prefix) && len(k) == len(prefix)+8 {
+		seq = binary.BigEndian.Uint64(k[len(prefix):]) + 1
+	}
+	v.Seq = seq
+	return seq, putJSON(b, versionKey(v.URL, seq), v)
+}
+
+// AddChange appends to the change log; Seq is assigned.
+func (t *Tx) AddChange(c Change) (uint64, error) {
+	b := t.tx.Bucket(bucketChanges)
+	seq, err := b.NextSequence()
+	if err != nil {
+		return 0, err
+	}
+	c.Seq = seq
+	return seq, putJSON(b, u64(seq), c)
+}
+
+// GetHost returns the politeness state of host.
+func (t *Tx) GetHost(host string) (Host, bool, error) {
+	var h Host
+	found, err := getJSON(t.tx.Bucket(bucketHosts), []byte(host), &h)
+	return h, found, err
+}
+
+// PutHost stores the politeness state of a host.
+func (t *Tx) PutHost(h Host) error { return putJSON(t.tx.Bucket(bucketHosts), []byte(h.Host), h) }
+
+// Fold applies fn and marks taskID folded, atomically. If taskID was
+// already folded, fn is not called and applied is false: a redelivered
+// result changes nothing twice.
+func (db *DB) Fold(taskID string, fn func(*Tx) error) (applied bool, err error) {
+	err = db.bolt.Update(func(tx *bolt.Tx) error {
+		applied = false
+		folded := tx.Bucket(bucketFolded)
+		if folded.Get([]byte(taskID)) != nil {
+			return nil
+		}
+		if err := fn(&Tx{tx: tx}); err != nil {
+			return err
+		}
+		applied = true
+		return folded.Put([]byte(taskID), u64(uint64(time.Now().UnixNano())))
+	})
+	if err != nil {
+		return false, fmt.Errorf("fold task %s: %w", taskID, err)
+	}
+	return applied, nil
+}
+
+// Update runs fn in a read-write transaction with no fold mark.
+func (db *DB) Update(fn func(*Tx) error) error {
+	return db.bolt.Update(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx}) })
+}
+
+// View runs fn in a read-only transaction.
+func (db *DB) View(fn func(*Tx) error) error {
+	return db.bolt.View(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx}) })
+}
+
+// Folded reports whether taskID was folded.
+func (db *DB) Folded(taskID string) (bool, error) {
+	var ok bool
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		ok = tx.Bucket(bucketFolded).Get([]byte(taskID)) != nil
+		return nil
+	})
+	return ok, err
+}
+
+// PruneFolded forgets fold marks older than cutoff. A result can only be
+// redelivered while its message lives in the results stream, so marks older
+// than the stream's retention protect nothing.
+func (db *DB) PruneFolded(cutoff time.Time) (int, error) {
+	n := 0
+	limit := uint64(cutoff.UnixNano())
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketFolded).Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if len(v) == 8 && binary.BigEndian.Uint64(v) < limit {
+				if err := c.Delete(); err != nil {
+					return err
+				}
+				n++
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// Versions lists the stored versions of url, oldest first, without text.
+func (db *DB) Versions(url string) ([]Version, error) {
+	var out []Version
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketVersions).Cursor()
+		p := prefixOf(url)
+		for k, v := c.Seek(p); k != nil && hasPrefix(k, p); k, v = c.Next() {
+			var ver Version
+			if err := json.Unmarshal(v, &ver); err != nil {
+				return fmt.Errorf("decode version %q: %w", k, err)
+			}
+			ver.Text = ""
+			out = append(out, ver)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Version returns version seq of url, with its text.
+func (db *DB) Version(url string, seq uint64) (Version, error) {
+	var ver Version
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		found, err := getJSON(tx.Bucket(bucketVersions), versionKey(url, seq), &ver)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("version %d of %s: %w", seq, url, ErrNotFound)
+		}
+		return nil
+	})
+	return ver, err
+}
+
+// Changes returns up to limit change-log entries with Seq > after.
+func (db *DB) Changes(after uint64, limit int) ([]Change, error) {
+	var out []Change
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketChanges).Cursor()
+		for k, v := c.Seek(u64(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
+			var ch Change
+			if err := json.Unmarshal(v, &ch); err != nil {
+				return fmt.Errorf("decode change %x: %w", k, err)
+			}
+			out = append(out, ch)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Hosts returns the politeness state of every known host.
+func (db *DB) Hosts() ([]Host, error) {
+	var out []Host
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketHosts).ForEach(func(k, v []byte) error {
+			var h Host
+			if err := json.Unmarshal(v, &h); err != nil {
+				return fmt.Errorf("decode host %q: %w", k, err)
+			}
+			out = append(out, h)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// FoldMany folds several results in one transaction: each id is checked and
+// marked like Fold, and fn is called only for ids not folded before. One
+// commit (one fsync) for a batch is what lets the coordinator keep up with
+// many workers.
+func (db *DB) FoldMany(ids []string, fn func(i int, tx *Tx) error) (applied []bool, err error) {
+	applied = make([]bool, len(ids))
+	err = db.bolt.Update(func(tx *bolt.Tx) error {
+		clear(applied)
+		folded := tx.Bucket(bucketFolded)
+		now := u64(uint64(time.Now().UnixNano()))
+		t := &Tx{tx: tx}
+		for i, id := range ids {
+			if folded.Get([]byte(id)) != nil {
+				continue
+			}
+			if err := fn(i, t); err != nil {
+				return fmt.Errorf("task %s: %w", id, err)
+			}
+			if err := folded.Put([]byte(id), now); err != nil {
+				return err
+			}
+			applied[i] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fold %d results: %w", len(ids), err)
+	}
+	return applied, nil
+}

@@ -1,0 +1,188 @@
+// Package store is the coordinator's durable truth, one bbolt file: URL
+// records with their change statistics and schedule, the latest extracted
+// version of every URL, every version of capture URLs, a change log, host
+// politeness state, and the ids of the results already folded.
+//
+// Invariants:
+//   - A result is folded at most once: Fold records its task id in the same
+//     transaction as its effects, so a redelivered result changes nothing.
+//   - Nothing here depends on a message that was not yet folded: the stream
+//     may lose an acknowledged message in an OS crash (see DESIGN.md §5), but
+//     then the URL is simply fetched again at its next due time.
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Bucket names. Keys are documented per bucket.
+var (
+	bucketURLs     = []byte("urls")     // url → URL (JSON)
+	bucketContent  = []byte("content")  // url → latest extracted text
+	bucketVersions = []byte("versions") // url 0x00 seq(8) → Version (JSON); capture URLs only
+	bucketChanges  = []byte("changes")  // seq(8) → Change (JSON)
+	bucketFolded   = []byte("folded")   // task id → fold time (8, unix nanos)
+	bucketHosts    = []byte("hosts")    // host → Host (JSON)
+	bucketMeta     = []byte("meta")     // schema version, counters
+	bucketItems    = []byte("items")    // source 0x00 item id → Item (JSON)
+	allBuckets     = [][]byte{bucketURLs, bucketContent, bucketVersions, bucketChanges, bucketFolded, bucketHosts, bucketMeta, bucketItems}
+)
+
+// SchemaVersion is written to the meta bucket; Open refuses a newer one.
+const SchemaVersion = 1
+
+// ErrNotFound is returned when a key is absent.
+var ErrNotFound = errors.New("not found")
+
+// Options tune Open.
+type Options struct {
+	// Timeout bounds the wait for the file lock: a second coordinator on
+	// the same data directory fails fast instead of hanging.
+	Timeout time.Duration
+	// ReadOnly opens for inspection (status, plan, versions) while a
+	// coordinator may hold the write lock... bbolt's lock is exclusive for
+	// writers and shared for readers.
+	ReadOnly bool
+}
+
+// DB is an open store.
+type DB struct {
+	bolt *bolt.DB
+	path string
+}
+
+// FileName is the store's file inside a data directory.
+const FileName = "freshcrawl.db"
+
+// OpenDir opens (creating if needed) the store in data directory dir.
+func OpenDir(dir string, opt Options) (*DB, error) {
+	if !opt.ReadOnly {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("create data directory: %w", err)
+		}
+	}
+	return Open(filepath.Join(dir, FileName), opt)
+}
+
+// Open opens (creating if needed) the store file at path.
+func Open(path string, opt Options) (*DB, error) {
+	if opt.Timeout <= 0 {
+		opt.Timeout = 2 * time.Second
+	}
+	if opt.ReadOnly {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("open store %s: %w", path, err)
+		}
+	}
+	b, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:  opt.Timeout,
+		ReadOnly: opt.ReadOnly,
+		// Millions of keys: the hashmap freelist keeps allocation O(1) and
+		// not syncing it keeps commits small (it is rebuilt on open).
+		FreelistType:   bolt.FreelistMapType,
+		NoFreelistSync: true,
+	})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("open store %s: locked by another process (is a coordinator running on this data directory?): %w", path, err)
+		}
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	db := &DB{bolt: b, path: path}
+	if !opt.ReadOnly {
+		if err := db.init(); err != nil {
+			b.Close()
+			return nil, err
+		}
+	} else if err := db.checkSchema(); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func (db *DB) init() error {
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if v := meta.Get([]byte("schema")); v != nil {
+			if got := binary.BigEndian.Uint64(v); got > SchemaVersion {
+				return fmt.Errorf("store %s has schema %d, this binary knows up to %d: upgrade freshcrawl", db.path, got, SchemaVersion)
+			}
+		}
+		return meta.Put([]byte("schema"), u64(SchemaVersion))
+	})
+	if err != nil {
+		return fmt.Errorf("initialise store: %w", err)
+	}
+	return nil
+}
+
+func (db *DB) checkSchema() error {
+	return db.bolt.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			return fmt.Errorf("store %s is not a freshcrawl store (no meta bucket)", db.path)
+		}
+		if v := meta.Get([]byte("schema")); v != nil && binary.BigEndian.Uint64(v) > SchemaVersion {
+			return fmt.Errorf("store %s has a newer schema: upgrade freshcrawl", db.path)
+		}
+		return nil
+	})
+}
+
+// Close closes the file.
+func (db *DB) Close() error { return db.bolt.Close() }
+
+// Path is the file's path.
+func (db *DB) Path() string { return db.path }
+
+func u64(v uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, v)
+	return b
+}
+
+func versionKey(url string, seq uint64) []byte {
+	k := make([]byte, 0, len(url)+9)
+	k = append(k, url...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+func prefixOf(url string) []byte { return append([]byte(url), 0) }
+
+func getJSON(b *bolt.Bucket, key []byte, v any) (bool, error) {
+	raw := b.Get(key)
+	if raw == nil {
+		return false, nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return true, fmt.Errorf("decode %s/%q: %w", "record", key, err)
+	}
+	return true, nil
+}
+
+func putJSON(b *bolt.Bucket, key []byte, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %q: %w", key, err)
+	}
+	return b.Put(key, raw)
+}
+
+// hasPrefix reports whether k starts with p.
+func hasPrefix(k, p []byte) bool { return bytes.HasPrefix(k, p) }

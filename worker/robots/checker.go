@@ -1,0 +1,400 @@
+package robots
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// FetchFunc fetches robotsURL, following redirects (RFC 9309 §2.3.1.2 asks
+// for at least five), and returns the final status and body. An error means
+// no HTTP response was obtained; the Checker then treats the origin as
+// unreachable. Bodies longer than MaxBodySize may be truncated.
+type FetchFunc func(ctx context.Context, robotsURL string) (status int, body []byte, err error)
+
+// Options tune a Checker. The zero value is usable.
+type Options struct {
+	// TTL is how long a fetched robots.txt is used. RFC 9309 §2.4: crawlers
+	// SHOULD NOT use a cached copy for more than 24 hours, so 24h is both
+	// the default and the maximum.
+	TTL time.Duration
+	// RetryUnreachable is how long a server error or unreachable result
+	// (which means "disallow all", §2.3.1.4) is kept before robots.txt is
+	// fetched again. Default 10 minutes: soon enough that a brief outage
+	// does not stall a host for long, rare enough not to add load to a
+	// struggling server. Capped at TTL.
+	RetryUnreachable time.Duration
+	// Now returns the current time; default time.Now. Tests inject a clock.
+	Now func() time.Time
+	// MaxOrigins bounds the parsed rules kept in memory (least recently
+	// used origins are dropped, to be re-read from the Store). Default 10000.
+	MaxOrigins int
+	// Logger receives Store errors, which do not fail a Check (the Store is
+	// a cache). Default: discard.
+	Logger *slog.Logger
+}
+
+const (
+	maxTTL                  = 24 * time.Hour
+	defaultRetryUnreachable = 10 * time.Minute
+	defaultMaxOrigins       = 10000
+	// maxClockSkew is how far in the future a shared entry's FetchedAt may
+	// be (another worker's clock running ahead) before it is distrusted.
+	maxClockSkew = 5 * time.Minute
+)
+
+// Decision is the outcome of a Check.
+type Decision struct {
+	Allowed    bool
+	CrawlDelay time.Duration // from the applicable group; 0 if none
+	Fetched    bool          // this call made a robots.txt request
+	Reason     string        // human-readable, for logs and results
+}
+
+// Checker decides whether URLs may be crawled. It fetches robots.txt at most
+// once per origin per TTL in this process (concurrent Checks for one origin
+// share a single fetch) and shares results with other processes through its
+// Store. A Checker is safe for concurrent use and starts no goroutines.
+type Checker struct {
+	store Store
+	fetch FetchFunc
+	token string
+	ttl   time.Duration
+	retry time.Duration
+	now   func() time.Time
+	log   *slog.Logger
+
+	mu       sync.Mutex
+	inflight map[string]*call
+	lru      *list.List // of *origin, most recently used first
+	byKey    map[string]*list.Element
+	maxLRU   int
+}
+
+// origin is the parsed robots.txt state of one origin, as used by Check.
+type origin struct {
+	key     string
+	entry   Entry // Body dropped after parsing
+	expires time.Time
+	verdict verdict
+	group   Group
+}
+
+type verdict int
+
+const (
+	useRules verdict = iota
+	allowAll
+	disallowAll
+)
+
+// call is one in-flight load shared by concurrent Checks of an origin.
+type call struct {
+	done chan struct{}
+	o    *origin
+	err  error
+}
+
+// NewChecker returns a Checker for a crawler sending userAgent, whose
+// product token (see ProductToken) selects robots.txt groups. It panics if
+// store or fetch is nil, a programming error.
+func NewChecker(store Store, fetch FetchFunc, userAgent string, opts Options) *Checker {
+	if store == nil || fetch == nil {
+		panic("robots: NewChecker with nil Store or FetchFunc")
+	}
+	c := &Checker{
+		store:    store,
+		fetch:    fetch,
+		token:    ProductToken(userAgent),
+		ttl:      opts.TTL,
+		retry:    opts.RetryUnreachable,
+		now:      opts.Now,
+		log:      opts.Logger,
+		inflight: make(map[string]*call),
+		lru:      list.New(),
+		byKey:    make(map[string]*list.Element),
+		maxLRU:   opts.MaxOrigins,
+	}
+	if c.ttl <= 0 || c.ttl > maxTTL {
+		c.ttl = maxTTL
+	}
+	if c.retry <= 0 {
+		c.retry = defaultRetryUnreachable
+	}
+	c.retry = min(c.retry, c.ttl)
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.maxLRU <= 0 {
+		c.maxLRU = defaultMaxOrigins
+	}
+	return c
+}
+
+// Check decides whether pageURL may be fetched, fetching the origin's
+// robots.txt if no fresh copy is cached. An error means no decision could
+// be made (invalid URL, cancelled context); a failed robots.txt fetch is
+// not an error but a "disallow all" decision (RFC 9309 §2.3.1.4).
+func (c *Checker) Check(ctx context.Context, pageURL string) (Decision, error) {
+	u, err := url.Parse(pageURL)
+	if err != nil {
+		return Decision{}, fmt.Errorf("robots: check %q: %w", pageURL, err)
+	}
+	key, err := originKey(u)
+	if err != nil {
+		return Decision{}, fmt.Errorf("robots: check %q: %w", pageURL, err)
+	}
+	pq := PathQuery(u)
+	if normalize(pq) == "/robots.txt" {
+		return Decision{Allowed: true, Reason: "robots.txt itself is always allowed (RFC 9309 §2.2.2)"}, nil
+	}
+	o, fetched, err := c.load(ctx, key)
+	if err != nil {
+		return Decision{}, fmt.Errorf("robots: check %q: %w", pageURL, err)
+	}
+	d := Decision{Fetched: fetched}
+	switch o.verdict {
+	case allowAll:
+		d.Allowed = true
+		d.Reason = fmt.Sprintf("%s/robots.txt status %d: allow all (RFC 9309 §2.3.1.3)", key, o.entry.Status)
+	case disallowAll:
+		cause := "unreachable"
+		if !o.entry.Unreachable {
+			cause = fmt.Sprintf("status %d", o.entry.Status)
+		}
+		d.Reason = fmt.Sprintf("%s/robots.txt %s: disallow all until %s (RFC 9309 §2.3.1.4)",
+			key, cause, o.expires.UTC().Format(time.RFC3339))
+	default:
+		allowed, rule, matched := o.group.Match(pq)
+		d.Allowed = allowed
+		d.CrawlDelay, _ = o.group.CrawlDelay()
+		switch {
+		case matched:
+			d.Reason = fmt.Sprintf("%s/robots.txt: %s", key, rule)
+		default:
+			d.Reason = fmt.Sprintf("%s/robots.txt: no matching rule", key)
+		}
+	}
+	return d, nil
+}
+
+// load returns the fresh state of an origin, from memory, the Store or a
+// fetch, in that order. Concurrent loads of one origin share a single call:
+// the first caller does the work in its own goroutine while the others wait.
+// If that caller's context ends, its waiters whose contexts are still live
+// retry rather than inherit its cancellation.
+func (c *Checker) load(ctx context.Context, key string) (*origin, bool, error) {
+	for {
+		c.mu.Lock()
+		if o := c.cachedLocked(key); o != nil {
+			c.mu.Unlock()
+			return o, false, nil
+		}
+		if cl, ok := c.inflight[key]; ok {
+			c.mu.Unlock()
+			select {
+			case <-cl.done:
+			case <-ctx.Done():
+				return nil, false, ctx.Err()
+			}
+			if cl.err != nil && isContextErr(cl.err) && ctx.Err() == nil {
+				continue
+			}
+			return cl.o, false, cl.err
+		}
+		cl := &call{done: make(chan struct{})}
+		c.inflight[key] = cl
+		c.mu.Unlock()
+		return c.lead(ctx, key, cl)
+	}
+}
+
+// lead performs the load for cl and publishes the result to its waiters,
+// even if the Store or FetchFunc panics, so no waiter is left blocked.
+func (c *Checker) lead(ctx context.Context, key string, cl *call) (o *origin, fetched bool, err error) {
+	cl.err = errLoadAborted
+	defer func() {
+		c.mu.Lock()
+		delete(c.inflight, key)
+		if cl.err == nil {
+			c.addLocked(cl.o)
+		}
+		c.mu.Unlock()
+		close(cl.done)
+	}()
+	o, fetched, err = c.refresh(ctx, key)
+	cl.o, cl.err = o, err
+	return o, fetched, err
+}
+
+var errLoadAborted = errors.New("robots.txt load aborted")
+
+// refresh reads the origin from the Store, fetching and storing it if the
+// Store has no fresh entry.
+func (c *Checker) refresh(ctx context.Context, key string) (*origin, bool, error) {
+	e, ok, err := c.store.Get(ctx, key)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, false, ctx.Err()
+		}
+		// The Store is a cache: fetching is correct, only less efficient.
+		c.log.WarnContext(ctx, "robots store get failed", "origin", key, "err", err)
+	}
+	if ok && err == nil {
+		if o := c.newOrigin(key, e); c.now().Before(o.expires) && !c.fromFuture(e) {
+			return o, false, nil
+		}
+	}
+
+	status, body, ferr := c.fetch(ctx, key+"/robots.txt")
+	if ferr != nil && ctx.Err() != nil {
+		// Our caller gave up; that says nothing about the host.
+		return nil, false, ctx.Err()
+	}
+	e = Entry{FetchedAt: c.now(), Status: status}
+	switch {
+	case ferr != nil:
+		e.Status, e.Unreachable = 0, true
+		c.log.DebugContext(ctx, "robots.txt unreachable", "origin", key, "err", ferr)
+	case status < 100 || status > 999:
+		// Not an HTTP status: no usable response.
+		e.Status, e.Unreachable = 0, true
+	case status >= 200 && status < 300:
+		e.Body = limitBody(body)
+	}
+	if err := c.store.Put(ctx, key, e); err != nil {
+		c.log.WarnContext(ctx, "robots store put failed", "origin", key, "err", err)
+	}
+	return c.newOrigin(key, e), true, nil
+}
+
+// newOrigin interprets a fetch result per RFC 9309 §2.3.1.
+func (c *Checker) newOrigin(key string, e Entry) *origin {
+	o := &origin{key: key, entry: e}
+	switch {
+	case e.Unreachable:
+		o.verdict = disallowAll
+	case e.Status >= 200 && e.Status < 300: // §2.3.1.1
+		o.verdict = useRules
+		o.group = Parse(e.Body).Group(c.token)
+	case e.Status == http.StatusTooManyRequests:
+		// A 4xx, but it says the server is overloaded: like 5xx, back off
+		// (as Google does) rather than read it as "no robots.txt".
+		o.verdict = disallowAll
+	case e.Status >= 300 && e.Status < 500:
+		// §2.3.1.3 for 4xx; a 3xx here means the FetchFunc gave up after
+		// too many redirects, which §2.3.1.2 also lets us read as
+		// "unavailable".
+		o.verdict = allowAll
+	default: // 5xx and nonsense (§2.3.1.4)
+		o.verdict = disallowAll
+	}
+	life := c.ttl
+	if o.verdict == disallowAll {
+		life = c.retry
+	}
+	o.expires = e.FetchedAt.Add(life)
+	o.entry.Body = nil
+	return o
+}
+
+func (c *Checker) fromFuture(e Entry) bool {
+	return e.FetchedAt.After(c.now().Add(maxClockSkew))
+}
+
+// cachedLocked returns the origin from memory if fresh. c.mu must be held.
+func (c *Checker) cachedLocked(key string) *origin {
+	el, ok := c.byKey[key]
+	if !ok {
+		return nil
+	}
+	o := el.Value.(*origin)
+	if !c.now().Before(o.expires) || c.fromFuture(o.entry) {
+		c.lru.Remove(el)
+		delete(c.byKey, key)
+		return nil
+	}
+	c.lru.MoveToFront(el)
+	return o
+}
+
+// addLocked records o in memory, evicting the least recently used origin
+// beyond MaxOrigins. c.mu must be held.
+func (c *Checker) addLocked(o *origin) {
+	if el, ok := c.byKey[o.key]; ok {
+		el.Value = o
+		c.lru.MoveToFront(el)
+		return
+	}
+	c.byKey[o.key] = c.lru.PushFront(o)
+	for c.lru.Len() > c.maxLRU {
+		el := c.lru.Back()
+		c.lru.Remove(el)
+		delete(c.byKey, el.Value.(*origin).key)
+	}
+}
+
+// originKey returns "scheme://host[:port]" in canonical form (lower case,
+// default port dropped), which RFC 9309 §2.3 makes the scope of a robots.txt
+// file.
+func originKey(u *url.URL) (string, error) {
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != "http" && scheme != "https" {
+		return "", fmt.Errorf("unsupported scheme %q", u.Scheme)
+	}
+	host := strings.ToLower(u.Hostname())
+	if host == "" {
+		return "", errors.New("no host")
+	}
+	port := u.Port()
+	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		port = ""
+	}
+	if port != "" {
+		host = net.JoinHostPort(host, port)
+	} else if strings.Contains(host, ":") {
+		host = "[" + host + "]" // IPv6 literal
+	}
+	return scheme + "://" + host, nil
+}
+
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// HTTPFetch returns a FetchFunc that fetches robots.txt with client (whose
+// redirect policy applies; http.Client's default follows up to 10, above
+// the five RFC 9309 §2.3.1.2 asks for) and the given User-Agent, reading
+// at most MaxBodySize+1 octets of the body (the extra octet tells the parser
+// that the last line may have been cut).
+func HTTPFetch(client *http.Client, userAgent string) FetchFunc {
+	return func(ctx context.Context, robotsURL string) (int, []byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, robotsURL, nil)
+		if err != nil {
+			return 0, nil, fmt.Errorf("robots: fetch %s: %w", robotsURL, err)
+		}
+		req.Header.Set("User-Agent", userAgent)
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, nil, fmt.Errorf("robots: fetch %s: %w", robotsURL, err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodySize+1))
+		if err != nil {
+			return 0, nil, fmt.Errorf("robots: read %s: %w", robotsURL, err)
+		}
+		return resp.StatusCode, body, nil
+	}
+}
