@@ -235,11 +235,11 @@ func ParseMaxDeliveries(b []byte) (MaxDeliveriesAdvisory, error) {
 
 // QueueInfo is what status shows of the task queue.
 type QueueInfo struct {
-	Pending     uint64 `json:"pending"`      // in the stream, not yet delivered
-	AckPending  int    `json:"ack_pending"`  // delivered, awaiting ack
-	Redelivered int    `json:"redelivered"`  // delivered more than once, awaiting ack
-	Messages    uint64 `json:"messages"`     // in the stream
-	Results     uint64 `json:"results"`      // results not yet folded
+	Pending     uint64 `json:"pending"`     // in the stream, not yet delivered
+	AckPending  int    `json:"ack_pending"` // delivered, awaiting ack
+	Redelivered int    `json:"redelivered"` // delivered more than once, awaiting ack
+	Messages    uint64 `json:"messages"`    // in the stream
+	Results     uint64 `json:"results"`     // results not yet folded
 }
 
 // Queue reads the task and result consumers' state.

@@ -37,20 +37,20 @@ func TestParseGoodAndBadLines(t *testing.T) {
 	in := strings.Join([]string{
 		"# comment",
 		"",
-		"http://Example.com/a",                                         // 3 good
-		"ftp://example.com/",                                           // 4 bad scheme
-		"http://exa mple.com/%zz",                                      // 5 unparsable
+		"http://Example.com/a",    // 3 good
+		"ftp://example.com/",      // 4 bad scheme
+		"http://exa mple.com/%zz", // 5 unparsable
 		`{"url":"http://example.com/b","weight":2.5,"selector":"h1"}`, // 6 good
-		`{"url":"http://example.com/c","wieght":2}`,                    // 7 unknown field
-		`{"url":"http://example.com/d","weight":0}`,                    // 8 weight ≤ 0
-		`{"url":"http://example.com/e","weight":-1}`,                   // 9 weight ≤ 0
-		`{"url":"http://example.com/f","selector":"div[["}`,            // 10 bad selector
-		`{"url":"http://example.com/g","mode":"archive"}`,              // 11 bad mode
-		`{"url":"http://example.com/h","mode":"capture"}`,              // 12 good
-		`{"weight":1}`,                                                 // 13 missing url
-		`{"url":"http://example.com/i"`,                                // 14 bad JSON
-		`{"url":"http://example.com/j","ignore":{"patterns":["(["]}}`,  // 15 bad pattern
-		"   https://example.com:443/k#x   ",                            // 16 good
+		`{"url":"http://example.com/c","wieght":2}`,                   // 7 unknown field
+		`{"url":"http://example.com/d","weight":0}`,                   // 8 weight ≤ 0
+		`{"url":"http://example.com/e","weight":-1}`,                  // 9 weight ≤ 0
+		`{"url":"http://example.com/f","selector":"div[["}`,           // 10 bad selector
+		`{"url":"http://example.com/g","mode":"archive"}`,             // 11 bad mode
+		`{"url":"http://example.com/h","mode":"capture"}`,             // 12 good
+		`{"weight":1}`,                  // 13 missing url
+		`{"url":"http://example.com/i"`, // 14 bad JSON
+		`{"url":"http://example.com/j","ignore":{"patterns":["(["]}}`, // 15 bad pattern
+		"   https://example.com:443/k#x   ",                           // 16 good
 	}, "\n")
 	var good []Seed
 	var bad []*LineError

@@ -15,8 +15,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 	bolt "go.etcd.io/bbolt"
+	"golang.org/x/term"
 
 	"github.com/freshcrawl/freshcrawl/config"
 	"github.com/freshcrawl/freshcrawl/coordinator"
