@@ -135,6 +135,7 @@ func (c *core) parallel(body func(w, lo, hi int)) {
 // accuracy asked of each element's inner solve.
 func (c *core) pass(mu float64, hostMul []float64, uncapped, wantF bool, acc float64) {
 	c.passes++
+	tol := tolFor(acc)
 	for w := range c.acc {
 		c.acc[w].reset()
 	}
@@ -163,7 +164,7 @@ func (c *core) pass(mu float64, hostMul []float64, uncapped, wantF bool, acc flo
 			}
 			var f, el float64
 			if c.obj == Freshness {
-				f, el = freshFreq(e.Rate, e.Weight, m, freq[i], acc)
+				f, el = freshFreq(e.Rate, e.Weight, m, freq[i], tol)
 				// Compare w/λ with the running extremes by multiplying,
 				// dividing only on the rare update.
 				if k >= 0 {
@@ -182,7 +183,7 @@ func (c *core) pass(mu float64, hostMul []float64, uncapped, wantF bool, acc flo
 					down = e.Weight / e.Rate
 				}
 			} else {
-				f, el = ageFreq(e.Rate, e.Weight, m, freq[i], acc)
+				f, el = ageFreq(e.Rate, e.Weight, m, freq[i], tol)
 			}
 			freq[i] = f
 			var fr float64

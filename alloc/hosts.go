@@ -108,17 +108,18 @@ func (c *core) solveHosts(rfs []rootFinder) error {
 // w/λ above and below m (freshness only; +Inf and 0 when there are none).
 func evalGroup(obj Objective, lam, w, f []float64, m, acc float64) (S, D, up, down float64) {
 	up = math.Inf(1)
+	tol := tolFor(acc)
 	for i := range f {
 		var el float64
 		if obj == Freshness {
-			f[i], el = freshFreq(lam[i], w[i], m, f[i], acc)
+			f[i], el = freshFreq(lam[i], w[i], m, f[i], tol)
 			if key := w[i] / lam[i]; f[i] > 0 {
 				up = min(up, key)
 			} else {
 				down = max(down, key)
 			}
 		} else {
-			f[i], el = ageFreq(lam[i], w[i], m, f[i], acc)
+			f[i], el = ageFreq(lam[i], w[i], m, f[i], tol)
 		}
 		S += f[i]
 		D += f[i] * el

@@ -59,13 +59,17 @@ const fullAcc = 1e-17
 // need at most ~6.
 const maxInner = 60
 
-// stepTols returns the step sizes below which a Halley (cubic) or Newton
-// (quadratic) inner iteration may stop with relative error ≲ acc. Outer
-// passes far from the answer ask for less accuracy and so usually stop
-// after a single Halley step from the warm start.
-func stepTols(acc float64) (halley, newton float64) {
+// innerTol holds the step sizes below which a Halley (cubic) or Newton
+// (quadratic) inner iteration may stop. tolFor computes them once per pass,
+// not per element (a cube root per element would cost a quarter of a pass).
+type innerTol struct{ halley, newton float64 }
+
+// tolFor returns the stopping steps for relative accuracy acc. Outer passes
+// far from the answer ask for less accuracy and so usually stop after a
+// single Halley step from the warm start.
+func tolFor(acc float64) innerTol {
 	acc = max(acc, fullAcc)
-	return math.Cbrt(acc), math.Sqrt(acc)
+	return innerTol{math.Cbrt(acc), math.Sqrt(acc)}
 }
 
 // rampWidth δ and rampR = g⁻¹(1−δ) define the give-up ramp. Exactly,
@@ -84,10 +88,10 @@ const (
 // lam > 0 and weight w > 0 at multiplier m > 0, i.e. f = λ/r with
 // g(r) = y := mλ/w, or 0 when y ≥ 1 (the element is given up: even f → 0+
 // gains less than m per fetch). prev is the element's previous frequency,
-// used as a warm start when positive, acc the relative accuracy wanted.
+// used as a warm start when positive, tol the stopping rule.
 // el is the elasticity −d ln f/d ln m = y/(r·g'(r)) with g'(r) = r e^{−r}.
 // Within rampWidth of the threshold f follows the give-up ramp.
-func freshFreq(lam, w, m, prev, acc float64) (f, el float64) {
+func freshFreq(lam, w, m, prev float64, tol innerTol) (f, el float64) {
 	y := m * lam / w
 	if !(y < 1) {
 		return 0, 0
@@ -104,9 +108,8 @@ func freshFreq(lam, w, m, prev, acc float64) (f, el float64) {
 	if prev > 0 {
 		r = lam / prev
 	}
-	htol, ntol := stepTols(acc)
 	if y >= 0.9 {
-		return freshFreqTail(lam, y, r, htol, ntol)
+		return freshFreqTail(lam, y, r, tol)
 	}
 	// The root lies in [√(2y), 3.9] (g(r) ≤ r²/2 and g(3.9) > 0.9); a warm
 	// start outside it is ignored. From inside it the iteration converges
@@ -120,22 +123,22 @@ func freshFreq(lam, w, m, prev, acc float64) (f, el float64) {
 	var d float64
 	for it := 0; ; it++ {
 		if it == maxInner {
-			return coldRetry(warm, func() (float64, float64) { return freshFreq(lam, w, m, 0, acc) })
+			return coldRetry(warm, func() (float64, float64) { return freshFreq(lam, w, m, 0, tol) })
 		}
 		e := math.Exp(-r)
 		d = r * e // g'(r)
 		nt := (gFunc(r, e) - y) / d
 		// Halley: g''/g' = (1−r)/r. Fall back to Newton when the
 		// correction would blow up (far from the root).
-		step, tol := nt, ntol
+		step, stop := nt, tol.newton
 		if den := 1 - nt*(1-r)/(2*r); den > 0.5 {
-			step, tol = nt/den, htol
+			step, stop = nt/den, tol.halley
 		}
 		rn := r - step
 		if rn <= 0 {
 			rn = 0.25 * r
 		}
-		done := math.Abs(step) <= tol*rn
+		done := math.Abs(step) <= stop*rn
 		r = rn
 		if done {
 			break
@@ -149,7 +152,7 @@ func freshFreq(lam, w, m, prev, acc float64) (f, el float64) {
 // equation is exponentially flat and rounding in 1 − (1+r)e^{−r} would
 // dominate, while this form is nearly linear (derivative r/(1+r)) and well
 // conditioned. r0 is a warm start, ignored if not plausible.
-func freshFreqTail(lam, y, r0, htol, ntol float64) (f, el float64) {
+func freshFreqTail(lam, y, r0 float64, tol innerTol) (f, el float64) {
 	z := 1 - y // exact for y ∈ [0.5, 1] (Sterbenz)
 	L := -math.Log(z)
 	r := r0
@@ -162,21 +165,21 @@ func freshFreqTail(lam, y, r0, htol, ntol float64) (f, el float64) {
 	}
 	for it := 0; ; it++ {
 		if it == maxInner {
-			return coldRetry(warm, func() (float64, float64) { return freshFreqTail(lam, y, 0, htol, ntol) })
+			return coldRetry(warm, func() (float64, float64) { return freshFreqTail(lam, y, 0, tol) })
 		}
 		h := r - math.Log1p(r) - L
 		hp := r / (1 + r)
 		hpp := 1 / ((1 + r) * (1 + r))
 		nt := h / hp
-		step, tol := nt, ntol
+		step, stop := nt, tol.newton
 		if den := 1 - nt*hpp/(2*hp); den > 0.5 {
-			step, tol = nt/den, htol
+			step, stop = nt/den, tol.halley
 		}
 		rn := r - step
 		if rn < 1 {
 			rn = 0.5 * (r + 1)
 		}
-		done := math.Abs(step) <= tol*rn
+		done := math.Abs(step) <= stop*rn
 		r = rn
 		if done {
 			break
@@ -192,7 +195,7 @@ func freshFreqTail(lam, y, r0, htol, ntol float64) (f, el float64) {
 // start. el = y/(r·a'(r)) with a'(r) = r(1 − e^{−r}) lies in [1/3, 1/2]:
 // f ∝ m^{−1/3} for rarely changing elements and f → √(w/(2m)) for
 // elements that change much faster than they can be fetched.
-func ageFreq(lam, w, m, prev, acc float64) (f, el float64) {
+func ageFreq(lam, w, m, prev float64, tol innerTol) (f, el float64) {
 	// y = s² is formed through s so that λ² cannot overflow.
 	s := lam * math.Sqrt(m/w)
 	switch {
@@ -221,11 +224,10 @@ func ageFreq(lam, w, m, prev, acc float64) (f, el float64) {
 			r = math.Sqrt(2 * (y + 1 - (1+rhi)*math.Exp(-rhi)))
 		}
 	}
-	htol, ntol := stepTols(acc)
 	var d float64
 	for it := 0; ; it++ {
 		if it == maxInner {
-			return coldRetry(warm, func() (float64, float64) { return ageFreq(lam, w, m, 0, acc) })
+			return coldRetry(warm, func() (float64, float64) { return ageFreq(lam, w, m, 0, tol) })
 		}
 		e := math.Exp(-r)
 		om := 1 - e
@@ -235,15 +237,15 @@ func ageFreq(lam, w, m, prev, acc float64) (f, el float64) {
 		d = r * om // a'(r)
 		nt := (aFunc(r, e) - y) / d
 		// Halley with a''(r) = 1 − e^{−r} + r e^{−r}.
-		step, tol := nt, ntol
+		step, stop := nt, tol.newton
 		if den := 1 - nt*(om+r*e)/(2*d); den > 0.5 {
-			step, tol = nt/den, htol
+			step, stop = nt/den, tol.halley
 		}
 		rn := r - step
 		if rn <= 0 {
 			rn = 0.25 * r
 		}
-		done := math.Abs(step) <= tol*rn
+		done := math.Abs(step) <= stop*rn
 		r = rn
 		if done {
 			break

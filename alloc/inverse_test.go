@@ -60,7 +60,7 @@ func TestInnerSolvesMatchBisection(t *testing.T) {
 		}
 		// freshness
 		y := m * lam / w
-		f, el := freshFreq(lam, w, m, prev, fullAcc)
+		f, el := freshFreq(lam, w, m, prev, tolFor(fullAcc))
 		if 1-y <= rampWidth {
 			if want := lam / rampR * (1 - y) / rampWidth; f != want && !(y >= 1 && f == 0) {
 				t.Fatalf("fresh y=%v in the give-up ramp: f=%v, want %v", y, f, want)
@@ -83,7 +83,7 @@ func TestInnerSolvesMatchBisection(t *testing.T) {
 		}
 		// age
 		ya := m * lam * lam / w
-		fa, ela := ageFreq(lam, w, m, prev, fullAcc)
+		fa, ela := ageFreq(lam, w, m, prev, tolFor(fullAcc))
 		ra := bisectRoot(aRef, ya)
 		if want := lam / ra; math.Abs(fa/want-1) > 1e-12 || !(ela >= 1.0/3-1e-5 && ela <= 0.5+1e-5) {
 			t.Fatalf("age lam=%v w=%v m=%v prev=%v y=%v: f=%v want %v (rel %v) el=%v",
@@ -95,15 +95,15 @@ func TestInnerSolvesMatchBisection(t *testing.T) {
 func TestElasticityMatchesFiniteDifference(t *testing.T) {
 	for _, tc := range []struct{ lam, w, m float64 }{{1, 1, 0.1}, {3, 2, 0.5}, {0.01, 1, 30}, {1, 1, 0.95}, {5, 1, 1e-4}} {
 		h := 1e-6
-		f0, el := freshFreq(tc.lam, tc.w, tc.m, 0, fullAcc)
-		f1, _ := freshFreq(tc.lam, tc.w, tc.m*math.Exp(h), 0, fullAcc)
-		f2, _ := freshFreq(tc.lam, tc.w, tc.m*math.Exp(-h), 0, fullAcc)
+		f0, el := freshFreq(tc.lam, tc.w, tc.m, 0, tolFor(fullAcc))
+		f1, _ := freshFreq(tc.lam, tc.w, tc.m*math.Exp(h), 0, tolFor(fullAcc))
+		f2, _ := freshFreq(tc.lam, tc.w, tc.m*math.Exp(-h), 0, tolFor(fullAcc))
 		if fd := -(math.Log(f1) - math.Log(f2)) / (2 * h); math.Abs(fd/el-1) > 1e-5 {
 			t.Errorf("fresh %+v: el %v, finite difference %v (f=%v)", tc, el, fd, f0)
 		}
-		f0, el = ageFreq(tc.lam, tc.w, tc.m, 0, fullAcc)
-		f1, _ = ageFreq(tc.lam, tc.w, tc.m*math.Exp(h), 0, fullAcc)
-		f2, _ = ageFreq(tc.lam, tc.w, tc.m*math.Exp(-h), 0, fullAcc)
+		f0, el = ageFreq(tc.lam, tc.w, tc.m, 0, tolFor(fullAcc))
+		f1, _ = ageFreq(tc.lam, tc.w, tc.m*math.Exp(h), 0, tolFor(fullAcc))
+		f2, _ = ageFreq(tc.lam, tc.w, tc.m*math.Exp(-h), 0, tolFor(fullAcc))
 		if fd := -(math.Log(f1) - math.Log(f2)) / (2 * h); math.Abs(fd/el-1) > 1e-5 {
 			t.Errorf("age %+v: el %v, finite difference %v (f=%v)", tc, el, fd, f0)
 		}
@@ -117,12 +117,12 @@ func TestGiveUpRamp(t *testing.T) {
 	// Continuous at the ramp's start, 0 at its end, monotone in between.
 	y0 := 1 - rampWidth
 	lam, w := 2.0, 1.0
-	inside, _ := freshFreq(lam, w, y0*w/lam*(1+1e-15), 0, fullAcc)
-	outside, _ := freshFreq(lam, w, y0*w/lam*(1-1e-15), 0, fullAcc)
+	inside, _ := freshFreq(lam, w, y0*w/lam*(1+1e-15), 0, tolFor(fullAcc))
+	outside, _ := freshFreq(lam, w, y0*w/lam*(1-1e-15), 0, tolFor(fullAcc))
 	if math.Abs(inside/outside-1) > 1e-5 {
 		t.Errorf("ramp start: %v inside, %v outside", inside, outside)
 	}
-	if f, _ := freshFreq(lam, w, w/lam, 0, fullAcc); f != 0 {
+	if f, _ := freshFreq(lam, w, w/lam, 0, tolFor(fullAcc)); f != 0 {
 		t.Errorf("at threshold f = %v", f)
 	}
 }

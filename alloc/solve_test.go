@@ -46,6 +46,14 @@ func feasible(p Problem, f []float64) bool {
 func bruteForce(p Problem, total float64, grid int) []float64 {
 	n := len(p.Elements)
 	best, bestV := make([]float64, n), math.Inf(-1)
+	// A feasible start with every f_i > 0 (age is infinite at f = 0), in
+	// case no grid point does better: the uniform water-filling allocation.
+	q := p
+	q.Budget = total
+	if u, err := Uniform(q); err == nil && feasible(p, u.Freq) {
+		copy(best, u.Freq)
+		bestV = objective(p, best)
+	}
 	f := make([]float64, n)
 	var rec func(i int, left float64)
 	rec = func(i int, left float64) {

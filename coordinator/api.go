@@ -48,22 +48,16 @@ type Status struct {
 func (c *Coordinator) Status() Status {
 	now := time.Now()
 	c.mu.Lock()
+	plan, planAt, inUse := c.sched.Plan()
 	s := Status{
 		Time: now, Queue: c.queue, InFlight: len(c.inflight), MaxInFlight: c.opts.MaxInFlight,
-		URLs: len(c.front.urls), Hosts: len(c.front.hosts), Policy: c.opts.Policy.Name(), Budget: c.opts.Budget,
-		ModelFreshness: c.plan.Freshness, ModelAge: c.plan.Age, GivenUp: c.plan.GivenUp, CappedHosts: c.plan.CappedHosts,
-		Unabsorbed: c.plan.Unabsorbed, PlannedAt: c.planAt,
+		URLs: c.sched.Len(), Hosts: c.sched.Hosts(), Policy: c.opts.Policy.Name(), Budget: c.opts.Budget,
+		ModelFreshness: plan.Freshness, ModelAge: plan.Age, GivenUp: plan.GivenUp, CappedHosts: plan.CappedHosts,
+		Unabsorbed: plan.Unabsorbed, PlannedAt: planAt, BudgetInUse: inUse, Disallowed: c.sched.Disallowed(),
 	}
 	for id, at := range c.workers {
 		if now.Sub(at) <= time.Minute {
 			s.Workers = append(s.Workers, id)
-		}
-	}
-	for _, e := range c.front.urls {
-		if e.interval > 0 {
-			s.BudgetInUse += float64(time.Second) / float64(e.interval)
-		} else {
-			s.Disallowed++
 		}
 	}
 	c.mu.Unlock()

@@ -13,8 +13,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"math"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,8 +98,8 @@ func (o Options) withDefaults() Options {
 
 // inflight is a dispatched task awaiting its result.
 type inflight struct {
-	e  *entry
-	at time.Time
+	url string
+	at  time.Time
 }
 
 // Coordinator is one running coordinator.
@@ -114,11 +112,8 @@ type Coordinator struct {
 	m    *metrics
 
 	mu       sync.Mutex
-	front    *frontier
-	inflight map[string]inflight // task id → entry
-	plan     PlanOutput
-	planAt   time.Time
-	moved    int // estimates that moved since the last plan
+	sched    *Scheduler
+	inflight map[string]inflight // task id → URL
 	workers  map[string]time.Time
 	queue    broker.QueueInfo
 
@@ -143,7 +138,8 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) *Coo
 	opts = opts.withDefaults()
 	c := &Coordinator{
 		opts: opts, db: db, nc: nc, js: js, log: opts.Log.With("role", "coordinator"), m: newMetrics(),
-		front: newFrontier(), inflight: map[string]inflight{}, workers: map[string]time.Time{},
+		sched:    NewScheduler(SchedulerOptions{Budget: opts.Budget, HostRate: opts.HostRate, Policy: opts.Policy, ExploreShare: opts.ExploreShare, Replan: opts.Replan}),
+		inflight: map[string]inflight{}, workers: map[string]time.Time{},
 		wake:    make(chan struct{}, 1),
 		limiter: rate.NewLimiter(rate.Limit(opts.Budget), 1),
 	}
@@ -153,11 +149,6 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) *Coo
 	c.prior = estimate.NewPrior(opts.PriorRate, 0.5)
 	c.m.budget.Set(opts.Budget)
 	return c
-}
-
-// Registry exposes the Prometheus registry (for /metrics).
-func (c *Coordinator) hostGap() time.Duration {
-	return time.Duration(float64(time.Second) / c.opts.HostRate)
 }
 
 func (c *Coordinator) poke() {
@@ -172,8 +163,11 @@ func (c *Coordinator) load() error {
 	now := time.Now()
 	n := 0
 	err := c.db.ForEach(func(u store.URL) error {
+		if u.Rate <= 0 {
+			u.Rate = c.opts.PriorRate
+		}
 		c.mu.Lock()
-		c.addLocked(u, now)
+		c.sched.Add(info(u), now)
 		c.mu.Unlock()
 		n++
 		return nil
@@ -186,57 +180,9 @@ func (c *Coordinator) load() error {
 	return nil
 }
 
-// addLocked adds or refreshes the entry of u.
-func (c *Coordinator) addLocked(u store.URL, now time.Time) {
-	e, _ := c.front.add(u.URL, u.Host, c.hostGap())
-	e.weight = u.Weight
-	e.capture = u.Mode == "capture"
-	e.rate = u.Rate
-	if e.rate <= 0 {
-		e.rate = c.opts.PriorRate
-	}
-	if u.Disallowed {
-		e.interval = 0
-		c.front.schedule(e, time.Time{})
-		return
-	}
-	if e.interval <= 0 && u.Interval > 0 {
-		e.interval = u.Interval
-	}
-	if e.interval <= 0 {
-		// Until the next plan: the uniform share, so a new URL is fetched
-		// soon and learnt.
-		e.interval = c.defaultInterval()
-	}
-	due := u.NextDue
-	if due.IsZero() {
-		// New URL: first fetch soon, phases spread over one interval so
-		// a big seed list does not arrive as one burst.
-		due = now.Add(time.Duration(float64(c.spread()) * c.frac(u.URL)))
-	}
-	if !e.inFlight {
-		c.front.schedule(e, due)
-	}
-}
-
-// spread is the window new URLs' first fetches are spread over: as long as
-// the budget needs to fetch every URL once.
-func (c *Coordinator) spread() time.Duration {
-	n := float64(len(c.front.urls))
-	return time.Duration(n / c.opts.Budget * float64(time.Second))
-}
-
-func (c *Coordinator) defaultInterval() time.Duration {
-	n := math.Max(1, float64(len(c.front.urls)))
-	return time.Duration(n / c.opts.Budget * float64(time.Second))
-}
-
-// frac is a stable pseudo-random number in [0,1) from s, to spread phases
-// deterministically.
-func (c *Coordinator) frac(s string) float64 {
-	h := sha256.Sum256([]byte(s))
-	v := uint64(h[0])<<48 | uint64(h[1])<<40 | uint64(h[2])<<32 | uint64(h[3])<<24 | uint64(h[4])<<16 | uint64(h[5])<<8 | uint64(h[6])
-	return float64(v) / float64(uint64(1)<<56)
+// info is what the scheduler needs of a stored URL.
+func info(u store.URL) URLInfo {
+	return URLInfo{URL: u.URL, Host: u.Host, Weight: u.Weight, Capture: u.Mode == "capture", Rate: u.Rate, Interval: u.Interval, NextDue: u.NextDue, Disallowed: u.Disallowed}
 }
 
 // Run serves until ctx is done.
@@ -301,19 +247,20 @@ func (c *Coordinator) dispatchLoop(ctx context.Context) error {
 	for ctx.Err() == nil {
 		now := time.Now()
 		c.mu.Lock()
-		var e *entry
+		var d Dispatch
+		var ok bool
 		var next time.Time
 		if len(c.inflight) < c.opts.MaxInFlight {
-			e, next = c.front.next(now)
+			d, ok, next = c.sched.Next(now)
 		}
 		var task proto.Task
-		if e != nil {
-			task = c.taskLocked(e, now)
-			c.inflight[task.ID] = inflight{e: e, at: now}
+		if ok {
+			task = newTask(d, now)
+			c.inflight[task.ID] = inflight{url: d.URL, at: now}
 			c.m.inFlight.Set(float64(len(c.inflight)))
 		}
 		c.mu.Unlock()
-		if e == nil {
+		if !ok {
 			wait := time.Second
 			if !next.IsZero() {
 				wait = min(wait, max(next.Sub(now), time.Millisecond))
@@ -344,19 +291,16 @@ func (c *Coordinator) dispatchLoop(ctx context.Context) error {
 	return nil
 }
 
-// taskLocked builds the task for e.
-func (c *Coordinator) taskLocked(e *entry, now time.Time) proto.Task {
-	h := sha256.Sum256([]byte(e.url))
-	id := hex.EncodeToString(h[:8]) + "-" + fmt.Sprint(e.nextDue.UnixNano())
+// newTask builds the task of a dispatch. Its id is the URL's hash and due
+// time, so a republish of the same fetch is dropped by JetStream.
+func newTask(d Dispatch, now time.Time) proto.Task {
+	h := sha256.Sum256([]byte(d.URL))
+	id := hex.EncodeToString(h[:8]) + "-" + fmt.Sprint(d.Due.UnixNano())
 	kind := proto.KindFetch
-	if e.capture {
+	if d.Capture {
 		kind = proto.KindCapture
 	}
-	t := proto.Task{V: proto.Version, ID: id, Kind: kind, URL: e.url, Host: e.host.name, IssuedAt: now, MinGap: e.host.gap}
-	if !e.host.lastFetch.IsZero() {
-		t.NotBefore = now
-	}
-	return t
+	return proto.Task{V: proto.Version, ID: id, Kind: kind, URL: d.URL, Host: d.Host, IssuedAt: now, NotBefore: now, MinGap: d.Gap}
 }
 
 // publish fills the task's previous version from the store and sends it.
@@ -399,7 +343,7 @@ func (c *Coordinator) release(taskID string, fetchedAt, due time.Time) {
 		return
 	}
 	delete(c.inflight, taskID)
-	c.front.done(in.e, fetchedAt, due)
+	c.sched.Abort(in.url, fetchedAt, due)
 	c.m.inFlight.Set(float64(len(c.inflight)))
 	c.poke()
 }
@@ -444,7 +388,7 @@ func (c *Coordinator) maintainLoop(ctx context.Context) error {
 					lost = append(lost, id)
 				}
 			}
-			due := c.plan.Freq == nil || now.Sub(c.planAt) >= c.opts.Replan || c.moved > len(c.front.urls)/10+1
+			due := c.sched.ReplanDue(now)
 			c.mu.Unlock()
 			c.m.queue.WithLabelValues("pending").Set(float64(q.Pending))
 			c.m.queue.WithLabelValues("ack_pending").Set(float64(q.AckPending))
@@ -464,64 +408,22 @@ func (c *Coordinator) maintainLoop(ctx context.Context) error {
 // replan re-solves the policy over all URLs and sets every interval.
 func (c *Coordinator) replan(now time.Time) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	entries := make([]*entry, 0, len(c.front.urls))
-	for _, e := range c.front.urls {
-		entries = append(entries, e)
-	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].url < entries[j].url })
-	hostIdx := map[*hostQueue]int32{}
-	in := PlanInput{Budget: c.opts.Budget, Rates: make([]float64, len(entries)), Weights: make([]float64, len(entries)), Hosts: make([]int32, len(entries))}
-	var hostList []*hostQueue
-	for i, e := range entries {
-		hi, ok := hostIdx[e.host]
-		if !ok {
-			hi = int32(len(hostList))
-			hostIdx[e.host] = hi
-			hostList = append(hostList, e.host)
-			in.HostCaps = append(in.HostCaps, float64(time.Second)/float64(max(e.host.gap, time.Nanosecond)))
-		}
-		in.Rates[i], in.Weights[i], in.Hosts[i] = e.rate, e.weight, hi
-	}
-	out, err := c.opts.Policy.Plan(in)
+	out, err := c.sched.Replan(now)
+	_, _, inUse := c.sched.Plan()
+	n := c.sched.Len()
+	c.mu.Unlock()
 	if err != nil {
 		c.log.Error("plan failed; keeping the previous one", "policy", c.opts.Policy.Name(), "err", err)
 		return
 	}
-	explore := c.opts.ExploreShare * c.opts.Budget / math.Max(1, float64(len(entries)))
-	inUse := 0.0
-	for i, e := range entries {
-		f := out.Freq[i]
-		if f <= 0 && e.interval >= 0 {
-			f = explore
-		}
-		inUse += f
-		old := e.interval
-		iv := time.Duration(float64(time.Second) / f)
-		if iv <= 0 {
-			iv = time.Millisecond
-		}
-		e.interval = iv
-		if e.index >= 0 && old > 0 && !e.nextDue.IsZero() {
-			// Keep the phase, move the next fetch by the change of
-			// interval, but never further than one new interval away.
-			last := e.nextDue.Add(-old)
-			due := last.Add(iv)
-			if due.After(now.Add(iv)) {
-				due = now.Add(time.Duration(float64(iv) * c.frac(e.url)))
-			}
-			c.front.schedule(e, due)
-		}
-	}
-	c.plan, c.planAt, c.moved = out, now, 0
 	c.m.fresh.Set(out.Freshness)
 	c.m.age.Set(out.Age)
 	c.m.givenUp.Set(float64(out.GivenUp))
 	c.m.capped.Set(float64(out.CappedHosts))
 	c.m.budgetInUse.Set(inUse)
 	c.m.unabsorbed.Set(out.Unabsorbed)
-	c.m.urls.Set(float64(len(entries)))
-	if out.Unabsorbed > 0 && len(entries) > 0 {
+	c.m.urls.Set(float64(n))
+	if out.Unabsorbed > 0 && n > 0 {
 		c.log.Warn("budget exceeds what the hosts can take under politeness", "unabsorbed_per_s", out.Unabsorbed)
 	}
 	c.poke()
@@ -582,5 +484,5 @@ func (c *Coordinator) recordFailed(task proto.Task, why string) {
 	c.counts.errors[string(proto.ErrFailed)]++
 	c.counts.Unlock()
 	c.log.Warn("task failed", "task", task.ID, "url", task.URL, "why", why)
-	c.release(task.ID, now, now.Add(c.hostGap()))
+	c.release(task.ID, now, now.Add(time.Duration(float64(time.Second)/c.opts.HostRate)))
 }

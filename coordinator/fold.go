@@ -241,8 +241,8 @@ func (c *Coordinator) foldOne(tx *store.Tx, f *folded) error {
 	f.rate = u.Rate
 	// Persist the schedule so a restarted coordinator resumes it.
 	c.mu.Lock()
-	if e, ok := c.front.urls[u.URL]; ok && e.interval > 0 {
-		u.Interval = e.interval
+	if iv := c.sched.Interval(u.URL); iv > 0 {
+		u.Interval = iv
 	}
 	c.mu.Unlock()
 	if u.Interval > 0 && !u.Disallowed {
@@ -263,6 +263,16 @@ func (c *Coordinator) addVersion(tx *store.Tx, u *store.URL, r *proto.Result, pr
 	return nil
 }
 
+// urlInFlight reports whether a task for url is in flight.
+func (c *Coordinator) urlInFlight(url string) bool {
+	for _, in := range c.inflight {
+		if in.url == url {
+			return true
+		}
+	}
+	return false
+}
+
 // afterFold updates the live schedule, host politeness and metrics, and
 // publishes change events, once the batch is committed.
 func (c *Coordinator) afterFold(out []folded) {
@@ -276,34 +286,27 @@ func (c *Coordinator) afterFold(out []folded) {
 		if at.IsZero() {
 			at = now
 		}
-		e, ok := c.front.urls[r.URL]
-		if in, found := c.inflight[r.TaskID]; found {
+		_, found := c.inflight[r.TaskID]
+		if found {
 			delete(c.inflight, r.TaskID)
-			e, ok = in.e, true
-		} else if ok && e.inFlight {
-			ok = false // a stale result of an earlier run; the current task decides
 		}
-		if ok {
-			h := e.host
-			gap := max(c.hostGap(), f.host.CrawlDelay)
-			c.front.setGap(h, gap, f.host.BackoffTill)
-			if f.applied && f.rate > 0 && f.rate != e.rate {
-				e.rate = f.rate
-				c.moved++
-			}
-			if r.Disallowed {
-				e.interval = 0
-			}
-			// Space the host from when the request finished: measured at
-			// the server, a request's start can lag ours by the connection
-			// set-up, so spacing from our start could bring two requests
-			// closer than the gap.
+		// A result of a task this run did not dispatch (redelivered from
+		// before a restart) updates the schedule only if the URL is not
+		// being fetched now; the current task decides otherwise.
+		if found || !c.urlInFlight(r.URL) {
 			end := r.FinishedAt
-			if end.IsZero() || end.Before(at) {
+			if end.IsZero() {
 				end = at
 			}
-			due := at.Add(e.interval)
-			c.front.done(e, end, due)
+			fb := Feedback{Start: at, End: end, OK: r.OK(), Changed: f.changed, NotModified: r.NotModified, Disallowed: r.Disallowed,
+				HostGap: f.host.CrawlDelay, HostNotBefore: f.host.BackoffTill}
+			if f.applied {
+				fb.Rate = f.rate
+			}
+			if lm, err := time.Parse(time.RFC1123, r.LastModified); err == nil {
+				fb.LastModified = lm
+			}
+			c.sched.Done(r.URL, fb)
 		}
 		if !f.applied {
 			c.m.duplicates.Inc()

@@ -79,17 +79,16 @@ func (c *Coordinator) AddSeeds(r io.Reader, file string) (SeedSummary, error) {
 		now := time.Now()
 		c.mu.Lock()
 		for _, u := range batch {
-			if e, ok := c.front.urls[u.URL]; ok {
-				// A known URL keeps its estimate and schedule; only the
-				// seed's fields change.
-				e.weight, e.capture = u.Weight, u.Mode == "capture"
-				continue
+			// A known URL keeps its estimate and schedule; only the
+			// seed's fields change.
+			if u.Rate <= 0 {
+				u.Rate = c.opts.PriorRate
 			}
-			c.addLocked(u, now)
+			c.sched.Add(info(u), now)
 		}
-		c.m.urls.Set(float64(len(c.front.urls)))
-		c.moved += len(batch)
+		n := c.sched.Len()
 		c.mu.Unlock()
+		c.m.urls.Set(float64(n))
 		c.poke()
 	})
 }

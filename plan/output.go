@@ -114,7 +114,11 @@ func (r Result) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(bw, "%s: %d\n", gu, r.GivenUp)
 	if lt {
-		fmt.Fprintf(bw, "hosts over their cap: %d (the long-term optimum ignores politeness; cap those hosts or raise --host-rate)\n", r.HostsAtCap)
+		fmt.Fprintf(bw, "hosts over their cap: %d", r.HostsAtCap)
+		if r.HostsAtCap > 0 {
+			fmt.Fprint(bw, " (the long-term optimum ignores politeness: this plan overruns them; raise the host rate or budget them as capped)")
+		}
+		fmt.Fprintln(bw)
 	} else {
 		fmt.Fprintf(bw, "hosts at cap: %d\n", r.HostsAtCap)
 		fmt.Fprintf(bw, "unabsorbed budget: %s", u.rate(r.Unabsorbed))

@@ -268,9 +268,7 @@ func compare(p alloc.Problem) (map[string]alloc.Solution, error) {
 	return out, nil
 }
 
-// minBudget wraps alloc.MinBudgetFor, and when the target is out of reach
-// says how far: with every changing element behind a host cap, the best any
-// budget buys is the freshness with every host at its cap.
+// minBudget wraps alloc.MinBudgetFor with the context an operator needs.
 func minBudget(p alloc.Problem, target float64) (float64, error) {
 	if p.Objective != alloc.Freshness {
 		return 0, errors.New("a target freshness needs the freshness objective: the least budget is defined for the freshness-optimal allocation")
@@ -293,30 +291,23 @@ func minBudget(p alloc.Problem, target float64) (float64, error) {
 		}
 		return b, nil
 	}
-	if !errors.Is(err, alloc.ErrUnreachable) {
-		return 0, fmt.Errorf("least budget for freshness %g: %w", target, err)
+	if errors.Is(err, alloc.ErrUnreachable) && anyCapped(p) {
+		// alloc's message names the best freshness any budget buys; say
+		// what else could be changed.
+		return 0, fmt.Errorf("least budget for freshness %g: %w; host caps bound it: a higher host rate may", target, err)
 	}
-	capped := true
+	return 0, fmt.Errorf("least budget for freshness %g: %w", target, err)
+}
+
+// anyCapped reports whether some element that changes and matters is
+// behind a host cap, which then bounds its freshness whatever the budget.
+func anyCapped(p alloc.Problem) bool {
 	for _, e := range p.Elements {
-		if e.Rate > 0 && e.Weight > 0 && (e.Host < 0 || math.IsInf(p.HostCaps[e.Host], 1)) {
-			capped = false
-			break
+		if e.Rate > 0 && e.Weight > 0 && e.Host >= 0 && !math.IsInf(p.HostCaps[e.Host], 1) {
+			return true
 		}
 	}
-	if !capped {
-		return 0, fmt.Errorf("freshness %g: %w (only an infinite budget keeps a changing element always fresh)", target, err)
-	}
-	var sum float64
-	for _, c := range p.HostCaps {
-		sum += c
-	}
-	p.Budget = sum
-	best, serr := alloc.Solve(p)
-	if serr != nil {
-		return 0, fmt.Errorf("freshness %g: %w", target, err)
-	}
-	return 0, fmt.Errorf("freshness %g: %w: the host caps allow at most %.4g, with every host at its cap (budget %g); raise the host rate",
-		target, err, best.Freshness, sum)
+	return false
 }
 
 // runLongTerm plans every element independently by its net income, then

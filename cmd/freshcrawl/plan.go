@@ -100,9 +100,7 @@ fetched) are null.`,
 				return errors.New("--budget: this mode computes the budget; drop --budget")
 			}
 			var err error
-			if in.Policy = cfg.Policy; in.Mode == plan.ModeLongTerm {
-				in.Policy = ""
-			}
+			in.Policy = cfg.Policy // long-term mode reports its own policy
 			if in.Objective, err = plan.ParseObjective(cfg.Objective); err != nil {
 				return err
 			}

@@ -1,0 +1,324 @@
+package coordinator
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"math"
+	"sort"
+	"time"
+)
+
+// SchedulerOptions configure a Scheduler.
+type SchedulerOptions struct {
+	// Budget is the total fetches per second.
+	Budget float64
+	// HostRate is the most fetches per second of one host.
+	HostRate float64
+	// Policy turns estimates into frequencies.
+	Policy Policy
+	// ExploreShare keeps URLs the optimum gives up on at ExploreShare ×
+	// budget/URLs, so that a wrong estimate can recover.
+	ExploreShare float64
+	// Replan is the longest time between two plans.
+	Replan time.Duration
+}
+
+// URLInfo is what the scheduler is told about a URL.
+type URLInfo struct {
+	URL, Host  string
+	Weight     float64
+	Capture    bool
+	Rate       float64       // estimated changes per second (0: prior)
+	Interval   time.Duration // from a previous plan (0: none yet)
+	NextDue    time.Time     // zero: new URL, first fetch soon
+	Disallowed bool
+}
+
+// Dispatch is a URL the scheduler hands out.
+type Dispatch struct {
+	URL, Host string
+	Capture   bool
+	Gap       time.Duration // least time between requests to the host
+	Due       time.Time     // the time it was due (identifies the fetch)
+}
+
+// Feedback is what a fetch taught the scheduler.
+type Feedback struct {
+	Start, End   time.Time // when the request started and finished
+	OK           bool
+	Changed      bool
+	NotModified  bool
+	Disallowed   bool
+	LastModified time.Time // zero if unknown
+	// Rate is the URL's new estimated change rate (0 = unchanged).
+	Rate float64
+	// HostGap is the gap the host now needs (Crawl-delay; 0 = base rate)
+	// and HostNotBefore when it may be fetched again (Retry-After,
+	// backoff).
+	HostGap       time.Duration
+	HostNotBefore time.Time
+}
+
+// Adaptive is a policy that sets each URL's interval from its own fetch
+// outcomes (Nutch, StormCrawler) instead of from a global allocation.
+type Adaptive interface {
+	Policy
+	// Initial is the interval of a URL never fetched.
+	Initial() time.Duration
+	// Next returns the URL's new interval and next due time after a fetch.
+	Next(interval time.Duration, fb Feedback) (time.Duration, time.Time)
+}
+
+// Scheduler is the scheduling step with no I/O and no clock of its own:
+// every call says what time it is, so the same code runs in the
+// coordinator on the wall clock and in `freshcrawl bench policies
+// --mode virtual` on a simulated one. It is not safe for concurrent use;
+// the coordinator holds its lock.
+type Scheduler struct {
+	o      SchedulerOptions
+	front  *frontier
+	plan   PlanOutput
+	planAt time.Time
+	moved  int
+	inUse  float64
+}
+
+// NewScheduler returns an empty scheduler.
+func NewScheduler(o SchedulerOptions) *Scheduler {
+	if o.Budget <= 0 {
+		o.Budget = 10
+	}
+	if o.HostRate <= 0 {
+		o.HostRate = 1
+	}
+	if o.Policy == nil {
+		o.Policy = uniformPolicy{}
+	}
+	if o.ExploreShare <= 0 {
+		o.ExploreShare = 0.05
+	}
+	if o.Replan <= 0 {
+		o.Replan = 30 * time.Second
+	}
+	return &Scheduler{o: o, front: newFrontier()}
+}
+
+// Policy is the scheduler's policy.
+func (s *Scheduler) Policy() Policy { return s.o.Policy }
+
+func (s *Scheduler) baseGap() time.Duration {
+	return time.Duration(float64(time.Second) / s.o.HostRate)
+}
+
+// Len is the number of URLs.
+func (s *Scheduler) Len() int { return len(s.front.urls) }
+
+// Hosts is the number of hosts.
+func (s *Scheduler) Hosts() int { return len(s.front.hosts) }
+
+// Has reports whether url is known.
+func (s *Scheduler) Has(url string) bool { _, ok := s.front.urls[url]; return ok }
+
+// Add adds a URL, or for a known one updates its weight and mode only (it
+// keeps its estimate and schedule).
+func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
+	if e, ok := s.front.urls[u.URL]; ok {
+		if e.weight != u.Weight {
+			s.moved++
+		}
+		e.weight, e.capture = u.Weight, u.Capture
+		return false
+	}
+	e, _ := s.front.add(u.URL, u.Host, s.baseGap())
+	e.weight, e.capture, e.rate = u.Weight, u.Capture, u.Rate
+	s.moved++
+	if u.Disallowed {
+		e.interval = 0
+		return true
+	}
+	e.interval = u.Interval
+	if e.interval <= 0 {
+		if a, ok := s.o.Policy.(Adaptive); ok {
+			e.interval = a.Initial()
+		} else {
+			// Until the next plan: the uniform share, so a new URL is
+			// fetched soon and learnt.
+			e.interval = time.Duration(float64(len(s.front.urls)) / s.o.Budget * float64(time.Second))
+		}
+	}
+	due := u.NextDue
+	if due.IsZero() {
+		// First fetch soon, phases spread over the time the budget needs
+		// to fetch every URL once, so a big seed list is not one burst.
+		spread := float64(len(s.front.urls)) / s.o.Budget * float64(time.Second)
+		due = now.Add(time.Duration(spread * frac(u.URL)))
+	}
+	s.front.schedule(e, due)
+	return true
+}
+
+// frac is a stable pseudo-random number in [0,1) from s, to spread phases
+// deterministically.
+func frac(s string) float64 {
+	h := sha256.Sum256([]byte(s))
+	return float64(binary.BigEndian.Uint64(h[:8])>>11) / float64(uint64(1)<<53)
+}
+
+// Next hands out the URL to fetch now, if any; otherwise it says when the
+// next one is due (zero if none is queued).
+func (s *Scheduler) Next(now time.Time) (Dispatch, bool, time.Time) {
+	e, next := s.front.next(now)
+	if e == nil {
+		return Dispatch{}, false, next
+	}
+	return Dispatch{URL: e.url, Host: e.host.name, Capture: e.capture, Gap: e.host.gap, Due: e.nextDue}, true, time.Time{}
+}
+
+// Done folds a fetch's outcome into the schedule: the host's spacing, the
+// URL's rate, and its next due time.
+func (s *Scheduler) Done(url string, fb Feedback) {
+	e, ok := s.front.urls[url]
+	if !ok {
+		return
+	}
+	h := e.host
+	gap := max(s.baseGap(), fb.HostGap)
+	s.front.setGap(h, gap, fb.HostNotBefore)
+	if fb.Rate > 0 && fb.Rate != e.rate {
+		e.rate = fb.Rate
+		s.moved++
+	}
+	if fb.Disallowed {
+		e.interval = 0
+	} else if e.interval == 0 && fb.OK {
+		e.interval = time.Duration(float64(len(s.front.urls)) / s.o.Budget * float64(time.Second))
+	}
+	// Space the host from when the request finished: measured at the
+	// server, a request's start can lag ours by the connection set-up, so
+	// spacing from our start could bring two requests closer than the gap.
+	end := fb.End
+	if end.Before(fb.Start) {
+		end = fb.Start
+	}
+	due := fb.Start.Add(e.interval)
+	if a, ok := s.o.Policy.(Adaptive); ok && e.interval > 0 {
+		e.interval, due = a.Next(e.interval, fb)
+	}
+	s.front.done(e, end, due)
+}
+
+// Abort requeues a URL whose fetch produced no result (lost, failed,
+// never published): it is due again at due.
+func (s *Scheduler) Abort(url string, at, due time.Time) {
+	if e, ok := s.front.urls[url]; ok {
+		s.front.done(e, at, due)
+	}
+}
+
+// Interval is the URL's current interval (0 if unknown or unscheduled).
+func (s *Scheduler) Interval(url string) time.Duration {
+	if e, ok := s.front.urls[url]; ok {
+		return e.interval
+	}
+	return 0
+}
+
+// Rate is the URL's current estimated rate.
+func (s *Scheduler) Rate(url string) float64 {
+	if e, ok := s.front.urls[url]; ok {
+		return e.rate
+	}
+	return 0
+}
+
+// ReplanDue reports whether the plan is stale: never made, older than
+// Replan, or more than a tenth of the estimates moved since.
+func (s *Scheduler) ReplanDue(now time.Time) bool {
+	return s.plan.Freq == nil || now.Sub(s.planAt) >= s.o.Replan || s.moved > len(s.front.urls)/10+1
+}
+
+// Plan is the last plan.
+func (s *Scheduler) Plan() (PlanOutput, time.Time, float64) { return s.plan, s.planAt, s.inUse }
+
+// Disallowed counts URLs taken off the schedule (robots.txt).
+func (s *Scheduler) Disallowed() int {
+	n := 0
+	for _, e := range s.front.urls {
+		if e.interval <= 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// Replan re-solves the policy over all URLs and sets every interval. An
+// adaptive policy has no global plan: only the model's freshness is
+// refreshed.
+func (s *Scheduler) Replan(now time.Time) (PlanOutput, error) {
+	entries := make([]*entry, 0, len(s.front.urls))
+	for _, e := range s.front.urls {
+		entries = append(entries, e)
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].url < entries[j].url })
+	hostIdx := map[*hostQueue]int32{}
+	in := PlanInput{Budget: s.o.Budget, Rates: make([]float64, len(entries)), Weights: make([]float64, len(entries)), Hosts: make([]int32, len(entries))}
+	for i, e := range entries {
+		hi, ok := hostIdx[e.host]
+		if !ok {
+			hi = int32(len(in.HostCaps))
+			hostIdx[e.host] = hi
+			// The cap is the base host rate; a host slowed by Crawl-delay
+			// or backoff takes even less, which its gap enforces.
+			in.HostCaps = append(in.HostCaps, float64(time.Second)/float64(max(e.host.gap, time.Nanosecond)))
+		}
+		w := e.weight
+		if e.interval == 0 && e.index < 0 && !e.inFlight {
+			w = 0 // disallowed: takes no budget
+		}
+		in.Rates[i], in.Weights[i], in.Hosts[i] = e.rate, w, hi
+	}
+	if _, ok := s.o.Policy.(Adaptive); ok {
+		freq := make([]float64, len(entries))
+		s.inUse = 0
+		for i, e := range entries {
+			if e.interval > 0 {
+				freq[i] = float64(time.Second) / float64(e.interval)
+				s.inUse += freq[i]
+			}
+		}
+		out := PlanOutput{Freq: freq}
+		out.Freshness, out.Age = modelFreshness(in, freq)
+		s.plan, s.planAt, s.moved = out, now, 0
+		return out, nil
+	}
+	out, err := s.o.Policy.Plan(in)
+	if err != nil {
+		return out, err
+	}
+	explore := s.o.ExploreShare * s.o.Budget / math.Max(1, float64(len(entries)))
+	s.inUse = 0
+	for i, e := range entries {
+		if in.Weights[i] == 0 && e.interval == 0 {
+			continue // disallowed stays off the schedule
+		}
+		f := out.Freq[i]
+		if f <= 0 {
+			f = explore
+		}
+		s.inUse += f
+		old := e.interval
+		iv := max(time.Duration(float64(time.Second)/f), time.Millisecond)
+		e.interval = iv
+		if e.index >= 0 && old > 0 && !e.nextDue.IsZero() {
+			// Keep the phase: move the next fetch by the change of
+			// interval, but never further than one new interval away.
+			due := e.nextDue.Add(iv - old)
+			if due.After(now.Add(iv)) {
+				due = now.Add(time.Duration(float64(iv) * frac(e.url)))
+			}
+			s.front.schedule(e, due)
+		}
+	}
+	s.plan, s.planAt, s.moved = out, now, 0
+	return out, nil
+}
