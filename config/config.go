@@ -10,11 +10,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/andybalholm/cascadia"
 	"github.com/spf13/pflag"
+
+	"github.com/freshcrawl/freshcrawl/proto"
 	"gopkg.in/yaml.v3"
 )
 
@@ -53,6 +57,11 @@ type Config struct {
 	MaxRedirects int           `key:"max-redirects"`
 	AllowPrivate bool          `key:"allow-private"`
 	WorkerID     string        `key:"worker-id"`
+
+	// Default noise rules for every URL (a seed's own rules add to them).
+	IgnoreSelector string   `key:"ignore-selector"`
+	IgnorePatterns []string `key:"ignore-pattern"`
+	MinChange      float64  `key:"min-change"`
 }
 
 // DefaultUserAgent identifies the crawler and where to read about it.
@@ -106,6 +115,9 @@ var keyDocs = []Key{
 	{"max-redirects", "most redirects followed"},
 	{"allow-private", "allow fetching private, loopback and link-local addresses"},
 	{"worker-id", "name of this worker in results and status"},
+	{"ignore-selector", "CSS selector (group) of elements dropped from every page before hashing, e.g. \".ad, .clock\""},
+	{"ignore-pattern", "regular expression blanked out of every page's text (repeat the flag; a list in YAML)"},
+	{"min-change", "smallest change counted, as a share of the text (or a numeric difference)"},
 }
 
 // Keys returns every key and its usage.
@@ -163,6 +175,9 @@ func (c *Config) Register(fs *pflag.FlagSet, keys ...string) {
 	add("max-redirects", func(u string) { fs.IntVar(&c.MaxRedirects, "max-redirects", c.MaxRedirects, u) })
 	add("allow-private", func(u string) { fs.BoolVar(&c.AllowPrivate, "allow-private", c.AllowPrivate, u) })
 	add("worker-id", func(u string) { fs.StringVar(&c.WorkerID, "worker-id", c.WorkerID, u) })
+	add("ignore-selector", func(u string) { fs.StringVar(&c.IgnoreSelector, "ignore-selector", c.IgnoreSelector, u) })
+	add("ignore-pattern", func(u string) { fs.StringArrayVar(&c.IgnorePatterns, "ignore-pattern", c.IgnorePatterns, u) })
+	add("min-change", func(u string) { fs.Float64Var(&c.MinChange, "min-change", c.MinChange, u) })
 }
 
 // EnvName is the environment variable of key.
@@ -189,7 +204,7 @@ func Resolve(fs *pflag.FlagSet, environ []string) error {
 			}
 		}
 	}
-	fileVals := map[string]string{}
+	fileVals := map[string][]string{}
 	if file != "" {
 		vals, err := readYAML(file)
 		if err != nil {
@@ -230,7 +245,7 @@ func Resolve(fs *pflag.FlagSet, environ []string) error {
 			}
 			return
 		}
-		if v, ok := fileVals[f.Name]; ok {
+		for _, v := range fileVals[f.Name] {
 			if err := fs.Set(f.Name, v); err != nil {
 				errs = append(errs, fmt.Sprintf("%s: key %q = %q: %v", file, f.Name, v, err))
 			}
@@ -243,7 +258,7 @@ func Resolve(fs *pflag.FlagSet, environ []string) error {
 	return nil
 }
 
-func readYAML(file string) (map[string]string, error) {
+func readYAML(file string) (map[string][]string, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("config file: %w", err)
@@ -252,15 +267,24 @@ func readYAML(file string) (map[string]string, error) {
 	if err := yaml.Unmarshal(b, &raw); err != nil {
 		return nil, fmt.Errorf("config file %s: %w", file, err)
 	}
-	out := map[string]string{}
+	out := map[string][]string{}
 	for k, n := range raw {
 		if k == "sources" {
 			continue // structured; read by the sources loader
 		}
-		if n.Kind != yaml.ScalarNode {
-			return nil, fmt.Errorf("config file %s line %d: key %q wants a single value", file, n.Line, k)
+		switch n.Kind {
+		case yaml.ScalarNode:
+			out[k] = []string{n.Value}
+		case yaml.SequenceNode:
+			for _, item := range n.Content {
+				if item.Kind != yaml.ScalarNode {
+					return nil, fmt.Errorf("config file %s line %d: key %q: list items must be single values", file, item.Line, k)
+				}
+				out[k] = append(out[k], item.Value)
+			}
+		default:
+			return nil, fmt.Errorf("config file %s line %d: key %q wants a value or a list of values", file, n.Line, k)
 		}
-		out[k] = n.Value
 	}
 	return out, nil
 }
@@ -302,6 +326,19 @@ func (c *Config) Validate() error {
 	if c.Explore < 0 || c.Explore > 1 {
 		errs = append(errs, "explore must be in [0,1]")
 	}
+	if c.MinChange < 0 {
+		errs = append(errs, "min-change must be ≥ 0")
+	}
+	if c.IgnoreSelector != "" {
+		if _, err := cascadia.Compile(c.IgnoreSelector); err != nil {
+			errs = append(errs, fmt.Sprintf("ignore-selector %q: %v", c.IgnoreSelector, err))
+		}
+	}
+	for _, p := range c.IgnorePatterns {
+		if _, err := regexp.Compile(p); err != nil {
+			errs = append(errs, fmt.Sprintf("ignore-pattern %q: %v", p, err))
+		}
+	}
 	if _, err := c.Level(); err != nil {
 		errs = append(errs, err.Error())
 	}
@@ -309,6 +346,15 @@ func (c *Config) Validate() error {
 		return errors.New("config: " + strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// DefaultIgnore is the noise rules every URL gets.
+func (c *Config) DefaultIgnore() proto.IgnoreRules {
+	r := proto.IgnoreRules{Patterns: c.IgnorePatterns, MinChange: c.MinChange}
+	if c.IgnoreSelector != "" {
+		r.Selectors = []string{c.IgnoreSelector}
+	}
+	return r
 }
 
 // Level parses LogLevel.

@@ -51,6 +51,9 @@ type Options struct {
 	// the optimum gives up on, so a wrong estimate can recover: such a URL
 	// is fetched at ExploreShare × (budget / URLs).
 	ExploreShare float64
+	// DefaultIgnore are the noise rules every URL gets; a seed's own rules
+	// add to them.
+	DefaultIgnore proto.IgnoreRules
 	// AckWait and MaxDeliver mirror the task consumer, to tell when a task
 	// is lost for good.
 	AckWait    time.Duration
@@ -319,7 +322,7 @@ func (c *Coordinator) publish(ctx context.Context, t proto.Task) error {
 	if err != nil {
 		return err
 	}
-	t.Selector, t.Ignore = rec.Selector, rec.Ignore
+	t.Selector, t.Ignore = rec.Selector, mergeIgnore(c.opts.DefaultIgnore, rec.Ignore)
 	t.ETag, t.LastModified, t.PrevHash, t.PrevText = rec.ETag, rec.LastMod, rec.Hash, prev
 	b, err := proto.Encode(t)
 	if err != nil {
@@ -332,6 +335,18 @@ func (c *Coordinator) publish(ctx context.Context, t proto.Task) error {
 	}
 	c.m.dispatched.Inc()
 	return nil
+}
+
+// mergeIgnore adds a URL's own noise rules to the defaults; the URL's
+// minimum change, when set, wins.
+func mergeIgnore(def, own proto.IgnoreRules) proto.IgnoreRules {
+	out := proto.IgnoreRules{MinChange: def.MinChange}
+	out.Selectors = append(append(out.Selectors, def.Selectors...), own.Selectors...)
+	out.Patterns = append(append(out.Patterns, def.Patterns...), own.Patterns...)
+	if own.MinChange > 0 {
+		out.MinChange = own.MinChange
+	}
+	return out
 }
 
 // release ends a task without a result (publish failed, lost, failed).

@@ -219,7 +219,9 @@ func (c *Coordinator) foldOne(tx *store.Tx, f *folded) error {
 		}
 	}
 	// Politeness signals from this fetch.
-	if r.CrawlDelay > 0 {
+	// Every fetch that consulted robots.txt reports its Crawl-delay (0 for
+	// none), so a host that drops its Crawl-delay recovers its rate.
+	if r.ErrKind != proto.ErrRobots || r.Disallowed {
 		host.CrawlDelay = r.CrawlDelay
 	}
 	switch {

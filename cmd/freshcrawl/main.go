@@ -50,7 +50,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(
 		runCmd(), coordinatorCmd(), workerCmd(),
 		seedCmd(), statusCmd(), versionsCmd(),
-		simCmd(), demoCmd(), planCmd(),
+		simCmd(), demoCmd(), planCmd(), benchCmd(),
 	)
 	return root
 }
