@@ -41,6 +41,8 @@ type Config struct {
 	PriorRate   Rate          `key:"prior-rate"`
 	HalfLife    time.Duration `key:"half-life"`
 	Explore     float64       `key:"explore"`
+	// CaptureUniform is the paper-002 baseline for benchmarks.
+	CaptureUniform bool `key:"capture-uniform"`
 
 	// NATS.
 	AckWait    time.Duration `key:"ack-wait"`
@@ -103,6 +105,7 @@ var keyDocs = []Key{
 	{"prior-rate", "change rate assumed for a URL never observed"},
 	{"half-life", "age at which an observation counts half in the change-rate estimate"},
 	{"explore", "share of the uniform frequency kept for URLs the optimum gives up on"},
+	{"capture-uniform", "poll capture URLs uniformly instead of at learnt phases (a baseline for comparison)"},
 	{"ack-wait", "time a worker may hold a task without acknowledging it"},
 	{"max-deliver", "deliveries of a task before it is recorded as failed"},
 	{"replicas", "replicas of each JetStream stream (3 on a 3-node cluster)"},
@@ -163,6 +166,7 @@ func (c *Config) Register(fs *pflag.FlagSet, keys ...string) {
 	add("prior-rate", func(u string) { fs.Var(&c.PriorRate, "prior-rate", u) })
 	add("half-life", func(u string) { fs.DurationVar(&c.HalfLife, "half-life", c.HalfLife, u) })
 	add("explore", func(u string) { fs.Float64Var(&c.Explore, "explore", c.Explore, u) })
+	add("capture-uniform", func(u string) { fs.BoolVar(&c.CaptureUniform, "capture-uniform", c.CaptureUniform, u) })
 	add("ack-wait", func(u string) { fs.DurationVar(&c.AckWait, "ack-wait", c.AckWait, u) })
 	add("max-deliver", func(u string) { fs.IntVar(&c.MaxDeliver, "max-deliver", c.MaxDeliver, u) })
 	add("replicas", func(u string) { fs.IntVar(&c.Replicas, "replicas", c.Replicas, u) })

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"sort"
 	"strconv"
@@ -42,6 +43,13 @@ type Status struct {
 	GivenUp        int       `json:"given_up"`
 	CappedHosts    int       `json:"hosts_at_cap"`
 	PlannedAt      time.Time `json:"planned_at,omitzero"`
+
+	// Capture URLs (paper 002): how many, how many still learning, the
+	// mean expected change recall of the learnt ones, and the first few.
+	CaptureURLs     int             `json:"capture_urls"`
+	CaptureLearning int             `json:"capture_learning"`
+	CaptureRecall   float64         `json:"capture_expected_recall"`
+	Capture         []CaptureStatus `json:"capture,omitempty"`
 }
 
 // Status reports the coordinator's state now.
@@ -55,6 +63,7 @@ func (c *Coordinator) Status() Status {
 		ModelFreshness: plan.Freshness, ModelAge: plan.Age, GivenUp: plan.GivenUp, CappedHosts: plan.CappedHosts,
 		Unabsorbed: plan.Unabsorbed, PlannedAt: planAt, BudgetInUse: inUse, Disallowed: c.sched.Disallowed(),
 	}
+	caps := c.sched.CaptureStatus(math.MaxInt)
 	for id, at := range c.workers {
 		if now.Sub(at) <= time.Minute {
 			s.Workers = append(s.Workers, id)
@@ -62,6 +71,22 @@ func (c *Coordinator) Status() Status {
 	}
 	c.mu.Unlock()
 	sort.Strings(s.Workers)
+	learnt := 0
+	for _, cs := range caps {
+		s.CaptureURLs++
+		if cs.Learning {
+			s.CaptureLearning++
+		} else if cs.ExpectedRecall > 0 {
+			learnt++
+			s.CaptureRecall += cs.ExpectedRecall
+		}
+	}
+	if learnt > 0 {
+		s.CaptureRecall /= float64(learnt)
+	}
+	c.m.captureRecall.Set(s.CaptureRecall)
+	c.m.captureLearning.Set(float64(s.CaptureLearning))
+	s.Capture = caps[:min(len(caps), 20)]
 	c.counts.Lock()
 	s.Fetches, s.Changes, s.Failed = c.counts.fetches, c.counts.changes, c.counts.failed
 	s.Errors = make(map[string]int64, len(c.counts.errors))

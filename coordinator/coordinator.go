@@ -51,6 +51,8 @@ type Options struct {
 	// the optimum gives up on, so a wrong estimate can recover: such a URL
 	// is fetched at ExploreShare × (budget / URLs).
 	ExploreShare float64
+	// CaptureUniform keeps capture URLs on uniform polls (a baseline).
+	CaptureUniform bool
 	// DefaultIgnore are the noise rules every URL gets; a seed's own rules
 	// add to them.
 	DefaultIgnore proto.IgnoreRules
@@ -141,7 +143,7 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) *Coo
 	opts = opts.withDefaults()
 	c := &Coordinator{
 		opts: opts, db: db, nc: nc, js: js, log: opts.Log.With("role", "coordinator"), m: newMetrics(),
-		sched:    NewScheduler(SchedulerOptions{Budget: opts.Budget, HostRate: opts.HostRate, Policy: opts.Policy, ExploreShare: opts.ExploreShare, Replan: opts.Replan}),
+		sched:    NewScheduler(SchedulerOptions{Budget: opts.Budget, HostRate: opts.HostRate, Policy: opts.Policy, ExploreShare: opts.ExploreShare, Replan: opts.Replan, CaptureUniform: opts.CaptureUniform}),
 		inflight: map[string]inflight{}, workers: map[string]time.Time{},
 		wake:    make(chan struct{}, 1),
 		limiter: rate.NewLimiter(rate.Limit(opts.Budget), 1),
@@ -169,8 +171,25 @@ func (c *Coordinator) load() error {
 		if u.Rate <= 0 {
 			u.Rate = c.opts.PriorRate
 		}
+		var vs []store.Version
+		if u.Mode == "capture" {
+			// Capture URLs relearn their rhythm from the stored versions.
+			var err error
+			if vs, err = c.db.Versions(u.URL); err != nil {
+				return err
+			}
+		}
 		c.mu.Lock()
 		c.sched.Add(info(u), now)
+		for _, v := range vs {
+			if !v.After.IsZero() {
+				to := v.Before
+				if v.Exact {
+					to = earliest(to.Add(time.Second), v.CapturedAt)
+				}
+				c.sched.ObserveCapture(u.URL, v.After, to, v.Exact)
+			}
+		}
 		c.mu.Unlock()
 		n++
 		return nil
@@ -185,7 +204,9 @@ func (c *Coordinator) load() error {
 
 // info is what the scheduler needs of a stored URL.
 func info(u store.URL) URLInfo {
-	return URLInfo{URL: u.URL, Host: u.Host, Weight: u.Weight, Capture: u.Mode == "capture", Rate: u.Rate, Interval: u.Interval, NextDue: u.NextDue, Disallowed: u.Disallowed}
+	period, _ := time.ParseDuration(u.Period) // validated when seeded
+	return URLInfo{URL: u.URL, Host: u.Host, Weight: u.Weight, Capture: u.Mode == "capture", Rate: u.Rate, Interval: u.Interval, NextDue: u.NextDue, Disallowed: u.Disallowed,
+		Period: period, Polls: u.Polls}
 }
 
 // Run serves until ctx is done.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -82,6 +83,7 @@ type folded struct {
 	changed bool
 	event   *proto.ChangeEvent
 	host    store.Host
+	version *store.Version // a capture version stored by this fold
 }
 
 func (c *Coordinator) foldMsgs(msgs []jetstream.Msg) {
@@ -188,7 +190,7 @@ func (c *Coordinator) foldOne(tx *store.Tx, f *folded) error {
 				return err
 			}
 			if u.Mode == "capture" {
-				if err := c.addVersion(tx, &u, r, prevOK, at); err != nil {
+				if _, err := c.addVersion(tx, &u, r, prevOK, at); err != nil {
 					return err
 				}
 			}
@@ -209,9 +211,11 @@ func (c *Coordinator) foldOne(tx *store.Tx, f *folded) error {
 				return err
 			}
 			if u.Mode == "capture" {
-				if err := c.addVersion(tx, &u, r, prevOK, at); err != nil {
+				v, err := c.addVersion(tx, &u, r, prevOK, at)
+				if err != nil {
 					return err
 				}
+				f.version = &v
 			}
 		}
 		if !prevOK.IsZero() && !first {
@@ -253,16 +257,21 @@ func (c *Coordinator) foldOne(tx *store.Tx, f *folded) error {
 	return tx.Put(u)
 }
 
-func (c *Coordinator) addVersion(tx *store.Tx, u *store.URL, r *proto.Result, prevOK, at time.Time) error {
+// addVersion stores a capture version with the interval it appeared in:
+// (previous poll, this poll], or exactly its Last-Modified when that is
+// plausible (not after this poll, after the previous one).
+func (c *Coordinator) addVersion(tx *store.Tx, u *store.URL, r *proto.Result, prevOK, at time.Time) (store.Version, error) {
 	v := store.Version{URL: u.URL, CapturedAt: at, After: prevOK, Before: at, Hash: r.Hash, Text: r.Text, TaskID: r.TaskID}
-	if lm, err := time.Parse(time.RFC1123, r.LastModified); err == nil && !lm.After(at) && (prevOK.IsZero() || lm.After(prevOK)) {
+	if lm, err := http.ParseTime(r.LastModified); err == nil && !lm.After(at) && (prevOK.IsZero() || lm.After(prevOK)) {
 		v.Before, v.Exact = lm, true
 	}
-	if _, err := tx.AddVersion(v); err != nil {
-		return err
+	seq, err := tx.AddVersion(v)
+	if err != nil {
+		return v, err
 	}
+	v.Seq, v.Text = seq, ""
 	u.Versions++
-	return nil
+	return v, nil
 }
 
 // urlInFlight reports whether a task for url is in flight.
@@ -305,10 +314,19 @@ func (c *Coordinator) afterFold(out []folded) {
 			if f.applied {
 				fb.Rate = f.rate
 			}
-			if lm, err := time.Parse(time.RFC1123, r.LastModified); err == nil {
+			if lm, err := http.ParseTime(r.LastModified); err == nil {
 				fb.LastModified = lm
 			}
 			c.sched.Done(r.URL, fb)
+		}
+		if v := f.version; v != nil && f.applied && !v.After.IsZero() {
+			to := v.Before
+			if v.Exact {
+				// HTTP dates drop the sub-second part: the update happened
+				// in [Last-Modified, +1s), and a poll must come after it.
+				to = earliest(to.Add(time.Second), at)
+			}
+			c.sched.ObserveCapture(r.URL, v.After, to, v.Exact)
 		}
 		if !f.applied {
 			c.m.duplicates.Inc()

@@ -16,6 +16,7 @@ type entry struct {
 	inFlight bool
 	index    int // in host.urls heap, -1 when not queued
 	capture  bool
+	cap      *captureState // capture URLs only
 }
 
 // hostQueue holds one host's URLs ordered by due time and the host's

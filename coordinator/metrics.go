@@ -31,6 +31,9 @@ type metrics struct {
 	unabsorbed  prometheus.Gauge
 	disallowed  prometheus.Gauge
 	foldSeconds prometheus.Histogram
+
+	captureRecall   prometheus.Gauge
+	captureLearning prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -56,6 +59,9 @@ func newMetrics() *metrics {
 	m.unabsorbed = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "budget_unabsorbed_per_second", Help: "Budget no host can absorb under politeness caps."})
 	m.disallowed = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "urls_disallowed", Help: "URLs disallowed by robots.txt."})
 	m.foldSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "fold_batch_seconds", Help: "Time to fold one batch of results into bbolt.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
+	m.captureRecall = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "capture_expected_recall", Help: "Mean expected change recall of the capture URLs whose update phases are learnt (paper 002)."})
+	m.captureLearning = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "capture_learning_urls", Help: "Capture URLs still polling uniformly while they learn their update phases."})
+	m.reg.MustRegister(m.captureRecall, m.captureLearning)
 	m.reg.MustRegister(m.fetches, m.changes, m.errors, m.failed, m.dispatched, m.duplicates, m.bytes, m.inFlight, m.urls, m.workers, m.queue,
 		m.fresh, m.age, m.givenUp, m.capped, m.budget, m.budgetInUse, m.unabsorbed, m.disallowed, m.foldSeconds)
 	return m

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"fmt"
 	"math"
+	"time"
 )
 
 // PlanInput is what a policy sees: one element per URL.
@@ -132,6 +133,16 @@ func PolicyByName(name, objective string) (Policy, error) {
 	case "optimal", "proportional":
 		// Replaced by the optimal allocation (alloc package) below.
 		return policyFromAlloc(name, objective)
+	// Peers, for benchmarks and comparison (policy_nutch.go,
+	// policy_stormcrawler.go, policy_lambda.go); on the real clock.
+	case "nutch":
+		return NewNutch(24 * time.Hour), nil
+	case "stormcrawler":
+		return NewStormCrawler(24 * time.Hour), nil
+	case "binarylambdacrawl":
+		return NewBinaryLambdaCrawl(DefaultLambdaEpsilon)
+	case "lambdacrawl":
+		return NewLambdaCrawl(), nil
 	}
-	return nil, fmt.Errorf("unknown policy %q: want optimal, uniform or proportional", name)
+	return nil, fmt.Errorf("unknown policy %q: want optimal, uniform, proportional, nutch, stormcrawler, binarylambdacrawl or lambdacrawl", name)
 }

@@ -21,6 +21,9 @@ type SchedulerOptions struct {
 	ExploreShare float64
 	// Replan is the longest time between two plans.
 	Replan time.Duration
+	// CaptureUniform keeps capture URLs on uniform polls at fixed phases
+	// (k·T/N), never learning: the baseline of paper 002.
+	CaptureUniform bool
 }
 
 // URLInfo is what the scheduler is told about a URL.
@@ -32,6 +35,10 @@ type URLInfo struct {
 	Interval   time.Duration // from a previous plan (0: none yet)
 	NextDue    time.Time     // zero: new URL, first fetch soon
 	Disallowed bool
+	// Capture URLs: the period of their rhythm (0: detect it) and polls
+	// per period (0: from the URL's share of the budget).
+	Period time.Duration
+	Polls  int
 }
 
 // Dispatch is a URL the scheduler hands out.
@@ -127,10 +134,12 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 			s.moved++
 		}
 		e.weight, e.capture = u.Weight, u.Capture
+		s.setCapture(e, u)
 		return false
 	}
 	e, _ := s.front.add(u.URL, u.Host, s.baseGap())
 	e.weight, e.capture, e.rate = u.Weight, u.Capture, u.Rate
+	s.setCapture(e, u)
 	s.moved++
 	if u.Disallowed {
 		e.interval = 0
@@ -155,6 +164,44 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	}
 	s.front.schedule(e, due)
 	return true
+}
+
+// setCapture gives a capture URL its capture state, keeping what it learnt
+// when only the seed's fields change.
+func (s *Scheduler) setCapture(e *entry, u URLInfo) {
+	if !u.Capture {
+		e.cap = nil
+		return
+	}
+	if e.cap == nil || (e.cap.configured && e.cap.period != u.Period.Seconds()) || (!e.cap.configured && u.Period > 0) {
+		e.cap = newCaptureState(u.Period, u.Polls)
+		e.cap.uniform = s.o.CaptureUniform
+		return
+	}
+	e.cap.polls = u.Polls
+}
+
+// ObserveCapture records an update a poll of a capture URL saw: exactly at
+// `to` (trustworthy Last-Modified) or somewhere in (from, to].
+func (s *Scheduler) ObserveCapture(url string, from, to time.Time, exact bool) {
+	if e, ok := s.front.urls[url]; ok && e.cap != nil {
+		e.cap.observe(from, to, exact, e.interval)
+	}
+}
+
+// CaptureStatus lists the capture URLs' schedules (at most limit).
+func (s *Scheduler) CaptureStatus(limit int) []CaptureStatus {
+	var out []CaptureStatus
+	for _, e := range s.front.urls {
+		if e.cap != nil {
+			out = append(out, e.cap.status(e.url, e.interval))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].URL < out[j].URL })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out
 }
 
 // frac is a stable pseudo-random number in [0,1) from s, to spread phases
@@ -201,7 +248,10 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		end = fb.Start
 	}
 	due := fb.Start.Add(e.interval)
-	if a, ok := s.o.Policy.(Adaptive); ok && e.interval > 0 {
+	switch a, adaptive := s.o.Policy.(Adaptive); {
+	case e.cap != nil && e.interval > 0:
+		due = e.cap.next(e.url, fb.Start, e.interval)
+	case adaptive && e.interval > 0:
 		e.interval, due = a.Next(e.interval, fb)
 	}
 	s.front.done(e, end, due)
@@ -309,7 +359,7 @@ func (s *Scheduler) Replan(now time.Time) (PlanOutput, error) {
 		old := e.interval
 		iv := max(time.Duration(float64(time.Second)/f), time.Millisecond)
 		e.interval = iv
-		if e.index >= 0 && old > 0 && !e.nextDue.IsZero() {
+		if e.index >= 0 && old > 0 && !e.nextDue.IsZero() && e.cap == nil {
 			// Keep the phase: move the next fetch by the change of
 			// interval, but never further than one new interval away.
 			due := e.nextDue.Add(iv - old)

@@ -31,8 +31,8 @@ func TestPolitenessAcrossWorkers(t *testing.T) {
 	defer s.Close()
 
 	cfg := testConfig(t, t.TempDir())
-	cfg.Budget = 200       // far more than the hosts allow: politeness must bind
-	cfg.HostRate = 4       // 250 ms between requests to one host
+	cfg.Budget = 200 // far more than the hosts allow: politeness must bind
+	cfg.HostRate = 4 // 250 ms between requests to one host
 	cfg.MaxInFlight = 64
 	cfg.Workers = 8
 	cfg.Concurrency = 4

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/andybalholm/cascadia"
 
@@ -157,6 +158,12 @@ func ParseLine(text []byte) (Seed, error) {
 		s.Ignore = *js.Ignore
 		if err := ValidateIgnore(s.Ignore); err != nil {
 			return Seed{}, fmt.Errorf(`field "ignore": %w`, err)
+		}
+	}
+	if js.Period != "" {
+		d, err := time.ParseDuration(js.Period)
+		if err != nil || d <= 0 {
+			return Seed{}, fmt.Errorf(`field "period": want a duration such as "1h", "24h" or "168h", got %q`, js.Period)
 		}
 	}
 	if js.Polls < 0 {

@@ -77,7 +77,7 @@ func (db *DB) Content(url string) (string, error) {
 const scanChunk = 10000
 
 // ForEach calls fn for every URL record in key order, in chunks of short
-// read transactions. fn must not call back into the store.
+// read transactions; fn runs outside them, so it may read the store.
 func (db *DB) ForEach(fn func(URL) error) error {
 	var after []byte
 	for {

@@ -1,12 +1,171 @@
 package main
 
 import (
-	"errors"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/freshcrawl/freshcrawl/bench"
+	"github.com/freshcrawl/freshcrawl/config"
 )
 
-// PLACEHOLDER: being written; replaced by the real command.
+// benchThroughputCmd measures the real pipeline end to end against local
+// pages and compares it with Colly on the same pages.
 func benchThroughputCmd() *cobra.Command {
-	return &cobra.Command{Use: "throughput", RunE: func(*cobra.Command, []string) error { return errors.New("not built yet") }}
+	var (
+		o                       bench.ThroughputOptions
+		budget, hostRate        = config.Rate(100000), config.Rate(1000)
+		hosts, pagesPerHost     int
+		collyDir, collyBin      string
+		noColly, asJSON, inProc bool
+		servePages              bool
+		cpuProfile, logLevel    string
+	)
+	cmd := &cobra.Command{
+		Use:   "throughput",
+		Short: "Fetches per second of the whole pipeline (fetch → extract → diff → publish → bbolt), against Colly",
+		Long: `Runs the real pipeline in this process — embedded NATS, the coordinator, N
+workers, bbolt in a temporary data directory — against a local site of
+20–50 KiB HTML pages on --hosts loopback addresses (127.0.0.2, ...) whose
+text changes now and then. After --warmup it measures over --duration the
+results folded into the store per second, process CPU seconds per fetch
+(getrusage), peak RSS and peak Go heap; then it checks every folded fetch
+is in the store.
+
+In the same run Colly (github.com/gocolly/colly/v2, built from the nested
+module tools/collybench so it never enters this binary) fetches and parses
+the same pages at the same concurrency (workers × concurrency), extracting
+the visible text with goquery, and reports the same figures.
+
+The site runs in a child process (this binary in a hidden mode) so that its
+CPU is charged to neither crawler; it is reported separately. The
+coordinator keeps one task in flight per host, so use at least as many
+hosts as concurrent fetches.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			site := bench.PageOptions{Hosts: hosts, PagesPerHost: pagesPerHost, Seed: 1}
+			if servePages {
+				return bench.ServePages(ctx, site, os.Stdin, cmd.OutOrStdout())
+			}
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level %q: %w", logLevel, err)
+			}
+			o.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
+			o.Budget, o.HostRate = budget.PerSecond(), hostRate.PerSecond()
+			o.Site = site
+			o.Progress = func(format string, args ...any) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+			}
+			tmp, err := os.MkdirTemp("", "freshcrawl-bench-*")
+			if err != nil {
+				return fmt.Errorf("temporary directory: %w", err)
+			}
+			defer os.RemoveAll(tmp)
+			o.TempDir = tmp
+
+			if !noColly {
+				if collyBin == "" {
+					dir := collyDir
+					if dir == "" {
+						if dir, err = bench.FindCollyDir("."); err != nil {
+							return fmt.Errorf("%w (or --no-colly)", err)
+						}
+					}
+					o.Progress("building collybench in %s", dir)
+					if collyBin, err = bench.BuildColly(ctx, dir, tmp); err != nil {
+						return err
+					}
+				}
+				o.CollyBin = collyBin
+			}
+			if !inProc {
+				self, err := os.Executable()
+				if err != nil {
+					return fmt.Errorf("find own binary for the page server: %w", err)
+				}
+				pp, err := bench.StartPageProcess(ctx, []string{self, "bench", "throughput", "--serve-pages",
+					"--hosts", strconv.Itoa(hosts), "--pages-per-host", strconv.Itoa(pagesPerHost)})
+				if err != nil {
+					return err
+				}
+				defer pp.Close()
+				o.Pages, o.ServerPID = pp.URLs, pp.PID
+			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer f.Close()
+				o.CPUProfile = f
+			}
+			res, err := bench.RunThroughput(ctx, o)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			printThroughput(cmd.OutOrStdout(), res)
+			if res.Persisted.InStore != res.Persisted.Folded {
+				return fmt.Errorf("store holds %d fetches but %d were folded", res.Persisted.InStore, res.Persisted.Folded)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.Workers, "workers", 4, "in-process workers")
+	f.IntVar(&o.Concurrency, "concurrency", 8, "tasks each worker handles at once (Colly gets workers × concurrency)")
+	f.IntVar(&hosts, "hosts", 200, "distinct hosts, one loopback address each (127.0.0.2, ...)")
+	f.IntVar(&pagesPerHost, "pages-per-host", 20, "pages on each host")
+	f.DurationVar(&o.Warmup, "warmup", 5*time.Second, "time before measuring")
+	f.DurationVar(&o.Duration, "duration", 20*time.Second, "measurement window")
+	f.Var(&budget, "budget", "total fetches per unit time (high, so politeness is not the bottleneck)")
+	f.Var(&hostRate, "host-rate", "most fetches of any one host per unit time")
+	f.IntVar(&o.MaxInFlight, "max-in-flight", 0, "tasks dispatched and not yet folded (default workers × concurrency × 2)")
+	f.StringVar(&o.Policy, "policy", "uniform", "revisit policy: uniform, optimal or proportional")
+	f.StringVar(&collyDir, "colly", "", "directory of the collybench module (default: tools/collybench above the working directory)")
+	f.StringVar(&collyBin, "colly-bin", "", "prebuilt collybench binary (skips the build)")
+	f.BoolVar(&noColly, "no-colly", false, "measure freshcrawl only")
+	f.BoolVar(&inProc, "in-process-pages", false, "serve the pages from this process (their CPU then counts as freshcrawl's)")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of freshcrawl's measurement window to this file")
+	f.StringVar(&logLevel, "log-level", "warn", "freshcrawl's own log level during the run")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	f.BoolVar(&servePages, "serve-pages", false, "internal: serve the pages until stdin closes")
+	_ = f.MarkHidden("serve-pages")
+	f.SortFlags = false
+	return cmd
+}
+
+func printThroughput(w io.Writer, r bench.ThroughputResult) {
+	fmt.Fprintf(w, "%s %s/%s, %d CPUs, %s\n", r.Machine.GoVersion, r.Machine.OS, r.Machine.Arch, r.Machine.CPUs, r.Machine.Date.Format(time.RFC3339))
+	fmt.Fprintf(w, "%d pages on %d hosts; freshcrawl %d workers × %d\n\n", r.URLs, r.Hosts, r.Workers, r.Concurrent)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "crawler\tconcurrency\tfetches\terrors\tfetches/s\tCPU ms/fetch\tserver CPU ms/fetch\tmax RSS MiB\tpeak heap MiB\t")
+	row := func(s bench.RunStats) {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%.3f\t%.3f\t%.1f\t%.1f\t\n", s.Name, s.Concurrency, s.Fetches, s.Errors, s.PerSecond,
+			s.CPUPerFetchMS, s.ServerCPUPerFetchMS, float64(s.MaxRSSBytes)/(1<<20), float64(s.PeakHeapBytes)/(1<<20))
+	}
+	row(r.Freshcrawl)
+	if r.Colly != nil {
+		row(*r.Colly)
+	}
+	tw.Flush()
+	if r.Colly != nil {
+		fmt.Fprintf(w, "\nfreshcrawl / Colly: %.2f× the rate, %.2f× the CPU per fetch\n", r.Ratio, r.Freshcrawl.CPUPerFetchMS/max(r.Colly.CPUPerFetchMS, 1e-9))
+	}
+	p := r.Persisted
+	fmt.Fprintf(w, "persisted: %d results folded, %d fetches in the store, %d pages with text, %d changes logged, %d published (%d still queued at stop), store %.1f MiB\n",
+		p.Folded, p.InStore, p.Contents, p.Changes, p.Processed, max(p.Processed-p.Folded, 0), float64(p.StoreBytes)/(1<<20))
 }

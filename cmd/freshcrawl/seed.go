@@ -211,6 +211,25 @@ func printStatus(w io.Writer, s coordinator.Status) {
 	}
 	fmt.Fprintf(w, "policy         %s, budget %s, in use %s, unabsorbed %s\n", s.Policy, config.Rate(s.Budget), config.Rate(s.BudgetInUse), config.Rate(s.Unabsorbed))
 	fmt.Fprintf(w, "model          freshness %.3f, age %s, given up %d, hosts at cap %d\n", s.ModelFreshness, time.Duration(s.ModelAge*float64(time.Second)).Round(time.Millisecond), s.GivenUp, s.CappedHosts)
+	if s.CaptureURLs > 0 {
+		fmt.Fprintf(w, "capture        %d URLs, %d still learning, expected change recall %.3f\n", s.CaptureURLs, s.CaptureLearning, s.CaptureRecall)
+		for _, c := range s.Capture {
+			period := c.Period
+			switch {
+			case period == "":
+				period = "unknown yet"
+			case c.Detected:
+				period += fmt.Sprintf(" (detected, strength %.2f)", c.Strength)
+			default:
+				period += fmt.Sprintf(" (configured, concentration %.2f)", c.Strength)
+			}
+			state := fmt.Sprintf("polls at %v, expected recall %.3f, replayed on observed updates %.3f", c.Phases, c.ExpectedRecall, c.ReplayedRecall)
+			if c.Learning {
+				state = fmt.Sprintf("learning: %d exact update times so far", c.ExactUpdates)
+			}
+			fmt.Fprintf(w, "  %s  period %s, %d polls/period, %s\n", c.URL, period, c.Polls, state)
+		}
+	}
 }
 
 func versionsCmd() *cobra.Command {

@@ -1,0 +1,121 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/freshcrawl/freshcrawl/config"
+	"github.com/freshcrawl/freshcrawl/node"
+	"github.com/freshcrawl/freshcrawl/sim"
+)
+
+// CaptureOptions configure the change-recall benchmark of paper 002.
+type CaptureOptions struct {
+	Pages    int           // capture pages on the sim
+	Period   time.Duration // their rhythm
+	Phases   []time.Duration
+	Jitter   time.Duration
+	Polls    int           // polls per period
+	Duration time.Duration // whole run
+	Warmup   time.Duration // left out of the recall figure (learning)
+	Seed     uint64
+	Log      *slog.Logger
+}
+
+// CaptureResult is one crawler's truth-measured change recall.
+type CaptureResult struct {
+	Name      string
+	Recall    float64
+	Published int
+	Captured  int
+	Fetches   int
+}
+
+// Capture runs two crawlers side by side, each against its own simulated
+// web with the same rhythm: one learns the update phases (freshcrawl's
+// capture mode), one polls uniformly at fixed phases with the same number
+// of polls. Recall comes from the sims' truth, after the warm-up.
+func Capture(ctx context.Context, o CaptureOptions, out io.Writer) ([]CaptureResult, error) {
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	runs := []struct {
+		name    string
+		uniform bool
+	}{{"learnt phases", false}, {"uniform polls", true}}
+	results := make([]CaptureResult, len(runs))
+	errs := make([]error, len(runs))
+	var wg sync.WaitGroup
+	for i, r := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = captureRun(ctx, o, r.name, r.uniform)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	fmt.Fprintf(out, "change recall, %d capture pages, period %s, updates at %v ±%s, %d polls a period, measured after %s of %s\n\n",
+		o.Pages, o.Period, o.Phases, o.Jitter, o.Polls, o.Warmup, o.Duration)
+	fmt.Fprintf(out, "%-15s %8s %10s %9s %8s\n", "crawler", "recall", "published", "captured", "fetches")
+	for _, r := range results {
+		fmt.Fprintf(out, "%-15s %8.3f %10d %9d %8d\n", r.Name, r.Recall, r.Published, r.Captured, r.Fetches)
+	}
+	return results, nil
+}
+
+func captureRun(ctx context.Context, o CaptureOptions, name string, uniform bool) (CaptureResult, error) {
+	s, err := sim.New(sim.Config{Hosts: 2, Pages: o.Pages, Seed: o.Seed, Day: time.Second,
+		Periodic: []sim.PeriodicClass{{Share: 1, Period: o.Period, Phases: o.Phases, Jitter: o.Jitter}}})
+	if err != nil {
+		return CaptureResult{}, err
+	}
+	if err := s.Start(ctx); err != nil {
+		return CaptureResult{}, err
+	}
+	defer s.Close()
+	dir, err := os.MkdirTemp("", "freshcrawl-capture-")
+	if err != nil {
+		return CaptureResult{}, err
+	}
+	defer os.RemoveAll(dir)
+	cfg := config.Default()
+	cfg.Data, cfg.NATSListen, cfg.Listen = dir, "127.0.0.1:-1", "127.0.0.1:0"
+	cfg.AllowPrivate = true
+	cfg.Budget = config.Rate(float64(o.Pages*o.Polls) / o.Period.Seconds() * 2)
+	cfg.HostRate = 2
+	cfg.Workers, cfg.Concurrency = 1, 4
+	cfg.CaptureUniform = uniform
+	n, err := node.Start(ctx, cfg, node.Roles{Coordinator: true, Workers: 1}, nil, o.Log)
+	if err != nil {
+		return CaptureResult{}, err
+	}
+	defer n.Stop()
+	var lines []string
+	for _, u := range s.URLs() {
+		lines = append(lines, fmt.Sprintf(`{"url":%q,"mode":"capture","period":%q,"polls":%d}`, u, o.Period.String(), o.Polls))
+	}
+	start := time.Now()
+	if _, err := n.Coordinator.AddSeeds(strings.NewReader(strings.Join(lines, "\n")), "capture-bench"); err != nil {
+		return CaptureResult{}, err
+	}
+	t := time.NewTimer(o.Duration)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return CaptureResult{}, ctx.Err()
+	case <-t.C:
+	}
+	rep := s.Truth(start.Add(o.Warmup), time.Now())
+	return CaptureResult{Name: name, Recall: rep.Recall, Published: rep.RecallPublished, Captured: rep.RecallCaptured, Fetches: rep.Fetches}, nil
+}

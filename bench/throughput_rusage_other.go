@@ -1,0 +1,17 @@
+//go:build !unix
+
+package bench
+
+import "time"
+
+// usage is a process's CPU time and peak resident memory.
+type usage struct {
+	CPU    time.Duration
+	MaxRSS int64
+}
+
+// selfUsage is not measured on this platform: the figures read zero.
+func selfUsage() usage { return usage{} }
+
+// procCPU is not available on this platform.
+func procCPU(int) (time.Duration, bool) { return 0, false }
