@@ -46,7 +46,7 @@ USER 65532:65532
 # The bbolt store and, with no external NATS, the embedded server's files.
 ENV FRESHCRAWL_DATA=/data
 VOLUME /data
-# Dashboard, /api, /metrics. Note the default --listen is 127.0.0.1:8080:
+# The HTTP API and /metrics. Note the default --listen is 127.0.0.1:8080:
 # set FRESHCRAWL_LISTEN=0.0.0.0:8080 (as docker-compose.yml does) to reach it
 # from outside the container.
 EXPOSE 8080

@@ -81,6 +81,10 @@ type Result struct {
 	// Series is the freshness over the whole run (warm-up included), one
 	// point per step, for the plot.
 	Series []Point
+	// PlanErrors counts plans the policy failed to make (the previous plan
+	// was kept, as the coordinator does); LastPlanError is the last one.
+	PlanErrors    int
+	LastPlanError error
 	// Wall is how long the run took.
 	Wall time.Duration
 }

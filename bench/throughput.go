@@ -98,10 +98,19 @@ type Machine struct {
 	CPUs       int       `json:"cpus"`
 	GOMAXPROCS int       `json:"gomaxprocs"`
 	Date       time.Time `json:"date"`
+	// LoadAvg is /proc/loadavg when the run started: the machine may be
+	// shared, and a busy one slows every figure.
+	LoadAvg string `json:"load_avg,omitempty"`
 }
 
 func thisMachine() Machine {
-	return Machine{GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Date: time.Now().UTC()}
+	m := Machine{GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Date: time.Now().UTC()}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			m.LoadAvg = strings.Join(f[:3], " ")
+		}
+	}
+	return m
 }
 
 // RunStats is one crawler's measurement window.
@@ -239,8 +248,8 @@ func (h *heapSampler) Stop() uint64 {
 	return <-h.done
 }
 
-// waitCtx waits d or until ctx is done; it reports whether d elapsed.
-func waitCtx(ctx context.Context, d time.Duration) bool {
+// sleepOrDone waits d or until ctx is done; it reports whether d elapsed.
+func sleepOrDone(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -301,7 +310,7 @@ func runFreshcrawl(ctx context.Context, o ThroughputOptions, pages []string) (Ru
 		return st, per, fmt.Errorf("throughput: seed %d pages: %d bad (%v): %w", len(pages), sum.Bad, sum.Errors, err)
 	}
 	o.Progress("freshcrawl: %d workers × %d, %d pages; warming up %s", o.Workers, o.Concurrency, len(pages), o.Warmup)
-	if !waitCtx(ctx, o.Warmup) {
+	if !sleepOrDone(ctx, o.Warmup) {
 		return st, per, ctx.Err()
 	}
 	o.Progress("freshcrawl: measuring %s", o.Duration)
@@ -313,7 +322,7 @@ func runFreshcrawl(ctx context.Context, o ThroughputOptions, pages []string) (Ru
 	}
 	s0, u0, t0 := n.Coordinator.Status(), selfUsage(), time.Now()
 	srv0, srvOK := procCPU(o.ServerPID)
-	ok := waitCtx(ctx, o.Duration)
+	ok := sleepOrDone(ctx, o.Duration)
 	s1, u1, t1 := n.Coordinator.Status(), selfUsage(), time.Now()
 	srv1, _ := procCPU(o.ServerPID)
 	if o.CPUProfile != nil {
@@ -326,7 +335,7 @@ func runFreshcrawl(ctx context.Context, o ThroughputOptions, pages []string) (Ru
 	st.Fetches = s1.Fetches - s0.Fetches
 	st.Errors = sumErrors(s1.Errors) - sumErrors(s0.Errors)
 	st.Changes = s1.Changes - s0.Changes
-	fill(&st, t1.Sub(t0), u1.CPU-u0.CPU, u1.MaxRSS)
+	fillRates(&st, t1.Sub(t0), u1.CPU-u0.CPU, u1.MaxRSS)
 	if srvOK && o.ServerPID > 0 && st.Fetches > 0 {
 		st.ServerCPUPerFetchMS = (srv1 - srv0).Seconds() * 1000 / float64(st.Fetches)
 	}
@@ -338,7 +347,7 @@ func runFreshcrawl(ctx context.Context, o ThroughputOptions, pages []string) (Ru
 	for _, w := range n.Workers {
 		per.Processed += w.Processed()
 	}
-	if err := readBack(dir, &per); err != nil {
+	if err := readStoreBack(dir, &per); err != nil {
 		return st, per, err
 	}
 	o.Progress("freshcrawl: %.0f fetches/s, %d folded, %d in store", st.PerSecond, per.Folded, per.InStore)
@@ -346,7 +355,7 @@ func runFreshcrawl(ctx context.Context, o ThroughputOptions, pages []string) (Ru
 }
 
 // fill derives the rates from a window's counts.
-func fill(st *RunStats, wall, cpu time.Duration, maxRSS int64) {
+func fillRates(st *RunStats, wall, cpu time.Duration, maxRSS int64) {
 	st.Seconds = wall.Seconds()
 	st.CPUSeconds = cpu.Seconds()
 	st.MaxRSSBytes = maxRSS
@@ -358,8 +367,8 @@ func fill(st *RunStats, wall, cpu time.Duration, maxRSS int64) {
 	}
 }
 
-// readBack reopens the store after shutdown and counts what it holds.
-func readBack(dir string, per *Persistence) error {
+// readStoreBack reopens the store after shutdown and counts what it holds.
+func readStoreBack(dir string, per *Persistence) error {
 	db, err := store.OpenDir(dir, store.Options{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("throughput: reopen store: %w", err)

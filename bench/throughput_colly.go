@@ -81,7 +81,7 @@ func runColly(ctx context.Context, o ThroughputOptions, pages []string) (RunStat
 	// when it exits.
 	var srv0 time.Duration
 	var srvOK bool
-	if o.ServerPID > 0 && waitCtx(ctx, o.Warmup) {
+	if o.ServerPID > 0 && sleepOrDone(ctx, o.Warmup) {
 		srv0, srvOK = procCPU(o.ServerPID)
 	}
 	err = cmd.Wait()

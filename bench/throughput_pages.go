@@ -39,7 +39,7 @@ func (o PageOptions) withDefaults() PageOptions {
 		o.Hosts = 200
 	}
 	if o.PagesPerHost <= 0 {
-		o.PagesPerHost = 20
+		o.PagesPerHost = 5
 	}
 	if !o.FirstIP.IsValid() {
 		o.FirstIP = netip.AddrFrom4([4]byte{127, 0, 0, 2})
@@ -146,8 +146,8 @@ func (s *PageServer) Close() {
 	s.wg.Wait()
 }
 
-// words is the vocabulary the generated prose draws from.
-var words = strings.Fields(`the crawler keeps a local copy of pages fresh within a budget of fetches per
+// pageWords is the vocabulary the generated prose draws from.
+var pageWords = strings.Fields(`the crawler keeps a local copy of pages fresh within a budget of fetches per
 second while every host is visited politely and each change is detected stored and announced prices listings
 news documentation government notices archive versions estimate rate poisson freshness age optimal
 allocation uniform proportional weight schedule queue worker coordinator stream result fold store history
@@ -163,7 +163,7 @@ func (s *PageServer) build() {
 		n := min + rng.IntN(max-min+1)
 		var b strings.Builder
 		for i := range n {
-			w := words[rng.IntN(len(words))]
+			w := pageWords[rng.IntN(len(pageWords))]
 			if i == 0 {
 				w = strings.ToUpper(w[:1]) + w[1:]
 			} else {
@@ -182,7 +182,7 @@ func (s *PageServer) build() {
 	}
 	b.WriteString(`</style><script>window.dataLayer=window.dataLayer||[];function gtag(){dataLayer.push(arguments)}`)
 	for i := range 40 {
-		fmt.Fprintf(&b, "var cfg%d={id:%d,flag:%t,name:%q};", i, rng.IntN(1e6), i%2 == 0, words[rng.IntN(len(words))])
+		fmt.Fprintf(&b, "var cfg%d={id:%d,flag:%t,name:%q};", i, rng.IntN(1e6), i%2 == 0, pageWords[rng.IntN(len(pageWords))])
 	}
 	b.WriteString("</script>")
 	s.head = b.String()
@@ -190,7 +190,7 @@ func (s *PageServer) build() {
 	b.Reset()
 	b.WriteString(`<footer class="site-footer"><ul>`)
 	for i := range 30 {
-		fmt.Fprintf(&b, `<li><a href="/section/%d">%s %s</a></li>`, i, words[rng.IntN(len(words))], words[rng.IntN(len(words))])
+		fmt.Fprintf(&b, `<li><a href="/section/%d">%s %s</a></li>`, i, pageWords[rng.IntN(len(pageWords))], pageWords[rng.IntN(len(pageWords))])
 	}
 	b.WriteString(`</ul><p>Copyright the example publishers. All rights reserved.</p></footer>`)
 	b.WriteString(`<script>(function(){var s=document.createElement("script");s.src="/static/analytics.js";document.body.appendChild(s)})();</script></body></html>`)
@@ -218,7 +218,7 @@ func (s *PageServer) build() {
 			if rng.IntN(10) == 0 {
 				b.WriteString(`<table class="specs"><tr><th>Item</th><th>Value</th></tr>`)
 				for range 5 {
-					fmt.Fprintf(&b, `<tr><td>%s</td><td>%d.%02d</td></tr>`, words[rng.IntN(len(words))], rng.IntN(1000), rng.IntN(100))
+					fmt.Fprintf(&b, `<tr><td>%s</td><td>%d.%02d</td></tr>`, pageWords[rng.IntN(len(pageWords))], rng.IntN(1000), rng.IntN(100))
 				}
 				b.WriteString("</table>\n")
 			}

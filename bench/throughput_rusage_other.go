@@ -4,14 +4,14 @@ package bench
 
 import "time"
 
-// usage is a process's CPU time and peak resident memory.
-type usage struct {
+// procUsage is a process's CPU time and peak resident memory.
+type procUsage struct {
 	CPU    time.Duration
 	MaxRSS int64
 }
 
 // selfUsage is not measured on this platform: the figures read zero.
-func selfUsage() usage { return usage{} }
+func selfUsage() procUsage { return procUsage{} }
 
 // procCPU is not available on this platform.
 func procCPU(int) (time.Duration, bool) { return 0, false }

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"time"
@@ -30,9 +29,13 @@ type Options struct {
 	// (0: 10 × the uniform share of a host).
 	HostRate float64
 	// PriorRate (changes per simulated day), HalfLifeDays, Explore and
-	// ReplanDays mirror the coordinator's options (config.Default: prior
-	// one change a day, half-life 30 days, explore share 0.05); ReplanDays
-	// is the longest time between two plans.
+	// ReplanDays are the coordinator's options of the same names. The
+	// defaults are config.Default's (half-life 30 days, explore share
+	// 0.05) except the prior: 0.25 changes a day, the mean of the Table 6
+	// population (estimate.DefaultPrior, and what `freshcrawl demo` uses),
+	// because config.Default's one a day puts every unobserved URL at the
+	// optimum's give-up threshold on these budgets (see docs/benchmarks.md).
+	// ReplanDays is the longest time between two plans.
 	PriorRate, HalfLifeDays, Explore, ReplanDays float64
 	// Latency is the virtual duration of one fetch (virtual mode).
 	Latency time.Duration
@@ -44,7 +47,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Pages: 1000, Hosts: 10, Seed: 1, Days: 2000, Warmup: 500,
-		PriorRate: 1, HalfLifeDays: 30, Explore: 0.05, ReplanDays: 1,
+		PriorRate: 0.25, HalfLifeDays: 30, Explore: 0.05, ReplanDays: 1,
 		Latency: 200 * time.Millisecond, Steps: 200,
 	}
 }
@@ -90,6 +93,10 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
+// statusTick is how often the coordinator checks whether a plan is due
+// (its status loop).
+const statusTick = 2 * time.Second
+
 // virtualDay is the length of a simulated day on the virtual clock: a real
 // day, so every constant of the coordinator and of the peers applies
 // unscaled.
@@ -97,7 +104,7 @@ const virtualDay = 24 * time.Hour
 
 // virtualEpoch is the virtual clock's time zero (any fixed instant works;
 // a fixed one keeps runs reproducible).
-var virtualEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+func virtualEpoch() time.Time { return time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC) }
 
 // nominalBody is the body size counted for each 200 in virtual mode, where
 // no page is rendered: about the mean size of a sim page.
@@ -125,7 +132,7 @@ type truthSet struct {
 // same generator the live mode serves), over [0, end).
 func buildTruth(w Workload, o Options, day time.Duration, end time.Duration) (*truthSet, error) {
 	mk := func(mix []sim.RateClass, seed uint64) (*sim.Sim, error) {
-		s, err := sim.New(sim.Config{Hosts: o.Hosts, Pages: o.Pages, Mix: mix, Day: day, Seed: seed, Now: func() time.Time { return virtualEpoch }})
+		s, err := sim.New(sim.Config{Hosts: o.Hosts, Pages: o.Pages, Mix: mix, Day: day, Seed: seed, Now: func() time.Time { return virtualEpoch() }})
 		if err != nil {
 			return nil, fmt.Errorf("bench: workload %s: %w", w.Name, err)
 		}
@@ -141,7 +148,7 @@ func buildTruth(w Workload, o Options, day time.Duration, end time.Duration) (*t
 		ts.segments = []segment{{0, end}}
 		for i := range ts.pages {
 			ts.hosts[i] = pa[i].HostIndex
-			ts.pages[i] = pageTruth{changes: offsets(a.ChangeTimes(i, virtualEpoch, virtualEpoch.Add(end))), rates: []float64{pa[i].Rate}}
+			ts.pages[i] = pageTruth{changes: offsets(a.ChangeTimes(i, virtualEpoch(), virtualEpoch().Add(end))), rates: []float64{pa[i].Rate}}
 		}
 		return ts, nil
 	}
@@ -154,10 +161,10 @@ func buildTruth(w Workload, o Options, day time.Duration, end time.Duration) (*t
 	ts.segments = []segment{{0, mid}, {mid, end}}
 	for i := range ts.pages {
 		ts.hosts[i] = pa[i].HostIndex
-		ch := offsets(a.ChangeTimes(i, virtualEpoch, virtualEpoch.Add(mid)))
+		ch := offsets(a.ChangeTimes(i, virtualEpoch(), virtualEpoch().Add(mid)))
 		// Poisson processes are memoryless, so splicing the second sim's
 		// changes after mid gives a page whose rate switches at mid.
-		ch = append(ch, offsets(b.ChangeTimes(i, virtualEpoch.Add(mid), virtualEpoch.Add(end)))...)
+		ch = append(ch, offsets(b.ChangeTimes(i, virtualEpoch().Add(mid), virtualEpoch().Add(end)))...)
 		ts.pages[i] = pageTruth{changes: ch, rates: []float64{pa[i].Rate, pb[i].Rate}}
 	}
 	return ts, nil
@@ -166,7 +173,7 @@ func buildTruth(w Workload, o Options, day time.Duration, end time.Duration) (*t
 func offsets(ts []time.Time) []time.Duration {
 	out := make([]time.Duration, len(ts))
 	for i, t := range ts {
-		out[i] = t.Sub(virtualEpoch)
+		out[i] = t.Sub(virtualEpoch())
 	}
 	return out
 }
@@ -242,13 +249,13 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 	for i := range pages {
 		pages[i] = vpage{url: "http://h" + strconv.Itoa(ts.hosts[i]) + "/p/" + strconv.Itoa(i), host: "h" + strconv.Itoa(ts.hosts[i]), copyVer: -1, rate: prior.Mean()}
 		index[pages[i].url] = i
-		sched.Add(coordinator.URLInfo{URL: pages[i].url, Host: pages[i].host, Weight: w.Weight(i), Rate: pages[i].rate}, virtualEpoch)
+		sched.Add(coordinator.URLInfo{URL: pages[i].url, Host: pages[i].host, Weight: w.Weight(i), Rate: pages[i].rate}, virtualEpoch())
 	}
 
 	complete := func(c completion) error {
 		p := &pages[c.page]
 		tr := &ts.pages[c.page]
-		off := c.start.Sub(virtualEpoch)
+		off := c.start.Sub(virtualEpoch())
 		ver := tr.versionAt(off)
 		first := p.copyVer < 0
 		changed := !first && ver != p.copyVer
@@ -262,9 +269,9 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 		}
 		p.copyVer, p.lastOK = ver, c.start
 		p.fetches = append(p.fetches, fetchRec{at: off, ver: ver})
-		lm := virtualEpoch
+		lm := virtualEpoch()
 		if ver > 0 {
-			lm = virtualEpoch.Add(tr.changes[ver-1]).Truncate(time.Second)
+			lm = virtualEpoch().Add(tr.changes[ver-1]).Truncate(time.Second)
 		}
 		sched.Done(p.url, coordinator.Feedback{
 			Start: c.start, End: c.end, OK: true, Changed: changed, NotModified: notModified,
@@ -275,12 +282,14 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 
 	const maxInFlight = 256 // coordinator default
 	replanEvery := time.Duration(o.ReplanDays * float64(virtualDay))
-	now := virtualEpoch
-	stop := virtualEpoch.Add(end)
-	tokenAt := virtualEpoch
+	now := virtualEpoch()
+	stop := virtualEpoch().Add(end)
+	tokenAt := virtualEpoch()
 	perFetch := time.Duration(float64(time.Second) / budget)
 	var pending []completion // FIFO: starts increase, latency is fixed
-	var lastPlan time.Time
+	var lastPlan, nextCheck time.Time
+	var planErrs int
+	var lastErr error
 	for iter := 0; now.Before(stop); iter++ {
 		if iter%4096 == 0 && ctx.Err() != nil {
 			return Result{}, ctx.Err()
@@ -291,11 +300,15 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 			}
 			pending = pending[1:]
 		}
-		if sched.ReplanDue(now) {
+		if !now.Before(nextCheck) && sched.ReplanDue(now) {
+			// As the coordinator does: a failed plan is logged and the
+			// previous one kept; the next tick tries again.
 			if _, err := sched.Replan(now); err != nil {
-				return Result{}, fmt.Errorf("bench: %s on %s: %w", policy, w.Name, err)
+				planErrs++
+				lastErr = err
 			}
 			lastPlan = now
+			nextCheck = now.Add(statusTick)
 		}
 		var next time.Time
 		if len(pending) < maxInFlight {
@@ -334,6 +347,7 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 	}
 	res := measure(w, ts, pages, o, end)
 	res.Mode, res.Workload, res.Policy = "virtual", w.Name, policy
+	res.PlanErrors, res.LastPlanError = planErrs, lastErr
 	res.Wall = time.Since(wall)
 	return res, nil
 }
@@ -392,13 +406,7 @@ func isNotModified(all []fetchRec, fr fetchRec) bool {
 // the rate segments that overlap [from, end) by their length there.
 func oracle(w Workload, ts *truthSet, o Options, from, end time.Duration, perDay float64) (fresh, ageDays float64) {
 	daySec := virtualDay.Seconds()
-	caps := make([]float64, o.Hosts)
-	for h := range caps {
-		caps[h] = o.HostRate / daySec
-		if d := w.CrawlDelayDays(h, o.Hosts, o.Budget); d > 0 {
-			caps[h] = math.Min(caps[h], 1/(d*daySec))
-		}
-	}
+	caps := hostCapsPerDay(w, o)
 	total := 0.0
 	for si, sg := range ts.segments {
 		lo, hi := max(sg.from, from), min(sg.to, end)
@@ -407,15 +415,15 @@ func oracle(w Workload, ts *truthSet, o Options, from, end time.Duration, perDay
 		}
 		el := make([]alloc.Element, len(ts.pages))
 		for i := range el {
-			el[i] = alloc.Element{Rate: ts.pages[i].rates[si], Weight: w.Weight(i), Host: int32(ts.hosts[i])}
+			el[i] = alloc.Element{Rate: ts.pages[i].rates[si] * daySec, Weight: w.Weight(i), Host: int32(ts.hosts[i])}
 		}
-		sol, err := alloc.Solve(alloc.Problem{Elements: el, Budget: perDay / daySec, HostCaps: caps})
+		f, a, err := solveOracle(el, caps, perDay)
 		if err != nil {
 			continue
 		}
 		span := (hi - lo).Seconds()
-		fresh += span * sol.Freshness
-		ageDays += span * sol.Age / daySec
+		fresh += span * f
+		ageDays += span * a
 		total += span
 	}
 	if total == 0 {

@@ -130,8 +130,21 @@ func DefaultSettings() Settings {
 // RobotsBucket is the KV bucket workers share robots.txt entries in.
 const RobotsBucket = "freshcrawl_robots"
 
+// EnsureExisting is Ensure for a worker: if the coordinator already made the
+// streams and consumers, their settings (MaxAckPending sized to the
+// coordinator's in-flight bound, AckWait, MaxDeliver) are left alone;
+// otherwise they are created with s.
+func EnsureExisting(ctx context.Context, js jetstream.JetStream, s Settings) error {
+	if _, err := js.Consumer(ctx, proto.TaskStream, proto.TaskConsumer); err == nil {
+		if _, err := js.Consumer(ctx, proto.ResultStream, proto.ResultConsumer); err == nil {
+			return nil
+		}
+	}
+	return Ensure(ctx, js, s)
+}
+
 // Ensure creates or updates the task and result streams and their durable
-// consumers.
+// consumers. The coordinator calls it: its settings are the ones in force.
 func Ensure(ctx context.Context, js jetstream.JetStream, s Settings) error {
 	if s.Replicas < 1 {
 		s.Replicas = 1

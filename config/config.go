@@ -330,6 +330,27 @@ func (c *Config) Validate() error {
 	if c.Explore < 0 || c.Explore > 1 {
 		errs = append(errs, "explore must be in [0,1]")
 	}
+	if c.Timeout <= 0 {
+		errs = append(errs, "timeout must be > 0")
+	}
+	if c.MaxBody <= 0 {
+		errs = append(errs, "max-body must be > 0")
+	}
+	if c.MaxRedirects < 0 {
+		errs = append(errs, "max-redirects must be ≥ 0")
+	}
+	if c.Replicas < 1 || c.Replicas > 5 {
+		errs = append(errs, "replicas must be 1..5")
+	}
+	if c.Replan <= 0 {
+		errs = append(errs, "replan must be > 0")
+	}
+	if c.HalfLife <= 0 {
+		errs = append(errs, "half-life must be > 0")
+	}
+	if c.PriorRate <= 0 {
+		errs = append(errs, "prior-rate must be > 0")
+	}
 	if c.MinChange < 0 {
 		errs = append(errs, "min-change must be ≥ 0")
 	}

@@ -186,6 +186,9 @@ func ServeVersions(db *store.DB, w http.ResponseWriter, r *http.Request) {
 		writeErr(w, statusOf(err), err)
 		return
 	}
+	if vs == nil {
+		vs = []store.Version{}
+	}
 	writeJSON(w, http.StatusOK, vs)
 }
 
@@ -199,6 +202,9 @@ func (c *Coordinator) handleChanges(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, err)
 		return
+	}
+	if ch == nil {
+		ch = []store.Change{}
 	}
 	writeJSON(w, http.StatusOK, ch)
 }

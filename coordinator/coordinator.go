@@ -447,6 +447,7 @@ func (c *Coordinator) replan(now time.Time) {
 	out, err := c.sched.Replan(now)
 	_, _, inUse := c.sched.Plan()
 	n := c.sched.Len()
+	disallowed := c.sched.Disallowed()
 	c.mu.Unlock()
 	if err != nil {
 		c.log.Error("plan failed; keeping the previous one", "policy", c.opts.Policy.Name(), "err", err)
@@ -459,6 +460,7 @@ func (c *Coordinator) replan(now time.Time) {
 	c.m.budgetInUse.Set(inUse)
 	c.m.unabsorbed.Set(out.Unabsorbed)
 	c.m.urls.Set(float64(n))
+	c.m.disallowed.Set(float64(disallowed))
 	if out.Unabsorbed > 0 && n > 0 {
 		c.log.Warn("budget exceeds what the hosts can take under politeness", "unabsorbed_per_s", out.Unabsorbed)
 	}

@@ -17,6 +17,11 @@ type entry struct {
 	index    int // in host.urls heap, -1 when not queued
 	capture  bool
 	cap      *captureState // capture URLs only
+	oneShot  bool          // a one-off request (a probe): forgotten once done
+	// disallowed by robots.txt (or robots.txt unreachable): no share of
+	// the budget, rechecked every DisallowRetry against the cached
+	// robots.txt so that a host that allows it again gets it back.
+	disallowed bool
 }
 
 // hostQueue holds one host's URLs ordered by due time and the host's
@@ -143,6 +148,24 @@ func (f *frontier) done(e *entry, fetchedAt time.Time, due time.Time) {
 		h.nextFree = nf
 	}
 	f.schedule(e, due)
+	f.fixHost(h)
+}
+
+// finish ends a one-off entry: the host is spaced from its request and the
+// entry forgotten.
+func (f *frontier) finish(e *entry, fetchedAt time.Time) {
+	h := e.host
+	if e.inFlight {
+		e.inFlight = false
+		h.inFlight--
+	}
+	if nf := fetchedAt.Add(h.gap); nf.After(h.nextFree) {
+		h.nextFree = nf
+	}
+	if e.index >= 0 {
+		heap.Remove(&h.urls, e.index)
+	}
+	delete(f.urls, e.url)
 	f.fixHost(h)
 }
 

@@ -21,6 +21,10 @@ type SchedulerOptions struct {
 	ExploreShare float64
 	// Replan is the longest time between two plans.
 	Replan time.Duration
+	// DisallowRetry is how often a URL disallowed by robots.txt is checked
+	// again (default 1h); the check hits the shared robots.txt cache, not
+	// the host, until the cache expires.
+	DisallowRetry time.Duration
 	// CaptureUniform keeps capture URLs on uniform polls at fixed phases
 	// (k·T/N), never learning: the baseline of paper 002.
 	CaptureUniform bool
@@ -88,6 +92,7 @@ type Scheduler struct {
 	planAt time.Time
 	moved  int
 	inUse  float64
+	shots  int // one-off entries queued or in flight
 }
 
 // NewScheduler returns an empty scheduler.
@@ -107,6 +112,9 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 	if o.Replan <= 0 {
 		o.Replan = 30 * time.Second
 	}
+	if o.DisallowRetry <= 0 {
+		o.DisallowRetry = time.Hour
+	}
 	return &Scheduler{o: o, front: newFrontier()}
 }
 
@@ -117,8 +125,23 @@ func (s *Scheduler) baseGap() time.Duration {
 	return time.Duration(float64(time.Second) / s.o.HostRate)
 }
 
-// Len is the number of URLs.
-func (s *Scheduler) Len() int { return len(s.front.urls) }
+// Len is the number of URLs (one-off requests not counted).
+func (s *Scheduler) Len() int { return len(s.front.urls) - s.shots }
+
+// Enqueue adds a one-off request (a keyword-search probe, a fetch of an
+// item by id) due at `at`. It is dispatched under the same host politeness
+// as every URL and forgotten once Done. It returns false if url is already
+// known.
+func (s *Scheduler) Enqueue(url, host string, at time.Time) bool {
+	if _, ok := s.front.urls[url]; ok {
+		return false
+	}
+	e, _ := s.front.add(url, host, s.baseGap())
+	e.oneShot, e.interval = true, time.Hour // any interval > 0 keeps it queued
+	s.shots++
+	s.front.schedule(e, at)
+	return true
+}
 
 // Hosts is the number of hosts.
 func (s *Scheduler) Hosts() int { return len(s.front.hosts) }
@@ -141,10 +164,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	e.weight, e.capture, e.rate = u.Weight, u.Capture, u.Rate
 	s.setCapture(e, u)
 	s.moved++
-	if u.Disallowed {
-		e.interval = 0
-		return true
-	}
+	e.disallowed = u.Disallowed
 	e.interval = u.Interval
 	if e.interval <= 0 {
 		if a, ok := s.o.Policy.(Adaptive); ok {
@@ -152,14 +172,14 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		} else {
 			// Until the next plan: the uniform share, so a new URL is
 			// fetched soon and learnt.
-			e.interval = time.Duration(float64(len(s.front.urls)) / s.o.Budget * float64(time.Second))
+			e.interval = time.Duration(float64(s.Len()) / s.o.Budget * float64(time.Second))
 		}
 	}
 	due := u.NextDue
 	if due.IsZero() {
 		// First fetch soon, phases spread over the time the budget needs
 		// to fetch every URL once, so a big seed list is not one burst.
-		spread := float64(len(s.front.urls)) / s.o.Budget * float64(time.Second)
+		spread := float64(s.Len()) / s.o.Budget * float64(time.Second)
 		due = now.Add(time.Duration(spread * frac(u.URL)))
 	}
 	s.front.schedule(e, due)
@@ -231,14 +251,25 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	h := e.host
 	gap := max(s.baseGap(), fb.HostGap)
 	s.front.setGap(h, gap, fb.HostNotBefore)
+	if e.oneShot {
+		end := fb.End
+		if end.Before(fb.Start) {
+			end = fb.Start
+		}
+		s.shots--
+		s.front.finish(e, end)
+		return
+	}
 	if fb.Rate > 0 && fb.Rate != e.rate {
 		e.rate = fb.Rate
 		s.moved++
 	}
-	if fb.Disallowed {
-		e.interval = 0
-	} else if e.interval == 0 && fb.OK {
-		e.interval = time.Duration(float64(len(s.front.urls)) / s.o.Budget * float64(time.Second))
+	if e.disallowed != fb.Disallowed {
+		e.disallowed = fb.Disallowed
+		s.moved++
+	}
+	if e.interval <= 0 {
+		e.interval = time.Duration(float64(s.Len()) / s.o.Budget * float64(time.Second))
 	}
 	// Space the host from when the request finished: measured at the
 	// server, a request's start can lag ours by the connection set-up, so
@@ -249,6 +280,8 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	}
 	due := fb.Start.Add(e.interval)
 	switch a, adaptive := s.o.Policy.(Adaptive); {
+	case e.disallowed:
+		due = fb.Start.Add(s.o.DisallowRetry)
 	case e.cap != nil && e.interval > 0:
 		due = e.cap.next(e.url, fb.Start, e.interval)
 	case adaptive && e.interval > 0:
@@ -284,17 +317,18 @@ func (s *Scheduler) Rate(url string) float64 {
 // ReplanDue reports whether the plan is stale: never made, older than
 // Replan, or more than a tenth of the estimates moved since.
 func (s *Scheduler) ReplanDue(now time.Time) bool {
-	return s.plan.Freq == nil || now.Sub(s.planAt) >= s.o.Replan || s.moved > len(s.front.urls)/10+1
+	return s.plan.Freq == nil || now.Sub(s.planAt) >= s.o.Replan || s.moved > s.Len()/10+1
 }
 
 // Plan is the last plan.
 func (s *Scheduler) Plan() (PlanOutput, time.Time, float64) { return s.plan, s.planAt, s.inUse }
 
-// Disallowed counts URLs taken off the schedule (robots.txt).
+// Disallowed counts URLs robots.txt disallows (rechecked every
+// DisallowRetry, with no share of the budget).
 func (s *Scheduler) Disallowed() int {
 	n := 0
 	for _, e := range s.front.urls {
-		if e.interval <= 0 {
+		if e.disallowed {
 			n++
 		}
 	}
@@ -307,7 +341,9 @@ func (s *Scheduler) Disallowed() int {
 func (s *Scheduler) Replan(now time.Time) (PlanOutput, error) {
 	entries := make([]*entry, 0, len(s.front.urls))
 	for _, e := range s.front.urls {
-		entries = append(entries, e)
+		if !e.oneShot {
+			entries = append(entries, e)
+		}
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].url < entries[j].url })
 	hostIdx := map[*hostQueue]int32{}
@@ -322,8 +358,8 @@ func (s *Scheduler) Replan(now time.Time) (PlanOutput, error) {
 			in.HostCaps = append(in.HostCaps, float64(time.Second)/float64(max(e.host.gap, time.Nanosecond)))
 		}
 		w := e.weight
-		if e.interval == 0 && e.index < 0 && !e.inFlight {
-			w = 0 // disallowed: takes no budget
+		if e.disallowed {
+			w = 0 // takes no budget
 		}
 		in.Rates[i], in.Weights[i], in.Hosts[i] = e.rate, w, hi
 	}
@@ -331,7 +367,7 @@ func (s *Scheduler) Replan(now time.Time) (PlanOutput, error) {
 		freq := make([]float64, len(entries))
 		s.inUse = 0
 		for i, e := range entries {
-			if e.interval > 0 {
+			if e.interval > 0 && !e.disallowed {
 				freq[i] = float64(time.Second) / float64(e.interval)
 				s.inUse += freq[i]
 			}
@@ -348,8 +384,9 @@ func (s *Scheduler) Replan(now time.Time) (PlanOutput, error) {
 	explore := s.o.ExploreShare * s.o.Budget / math.Max(1, float64(len(entries)))
 	s.inUse = 0
 	for i, e := range entries {
-		if in.Weights[i] == 0 && e.interval == 0 {
-			continue // disallowed stays off the schedule
+		if e.disallowed {
+			e.interval = s.o.DisallowRetry
+			continue
 		}
 		f := out.Freq[i]
 		if f <= 0 {

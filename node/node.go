@@ -107,7 +107,11 @@ func Start(ctx context.Context, cfg config.Config, roles Roles, policy coordinat
 	n.NC, n.JS = nc, js
 	settings := Settings(cfg)
 	ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err = broker.Ensure(ectx, js, settings)
+	if roles.Coordinator {
+		err = broker.Ensure(ectx, js, settings)
+	} else {
+		err = broker.EnsureExisting(ectx, js, settings)
+	}
 	cancel()
 	if err != nil {
 		return nil, err

@@ -131,11 +131,15 @@ type Task struct {
 	Probe *ProbeSpec `json:"probe,omitempty"`
 }
 
-// ProbeSpec describes one keyword-search query against a source.
+// ProbeSpec describes one request to a keyword-search source: a result
+// page of a query, or (Item set) one item's own page. The source's
+// definition travels with the task so that workers stay stateless.
 type ProbeSpec struct {
-	Source string   `json:"source"`
-	Query  []string `json:"query"`
-	Pages  int      `json:"pages"` // result pages to read (1 = first page only)
+	Source string          `json:"source"`
+	Def    json.RawMessage `json:"def"`
+	Query  []string        `json:"query,omitempty"`
+	Page   int             `json:"page,omitempty"` // 1-based result page
+	Item   string          `json:"item,omitempty"` // fetch by id
 }
 
 // ErrorKind classifies why a fetch failed, for metrics and backoff.

@@ -160,6 +160,9 @@ func ParseLine(text []byte) (Seed, error) {
 			return Seed{}, fmt.Errorf(`field "ignore": %w`, err)
 		}
 	}
+	if (js.Period != "" || js.Polls != 0) && s.Mode != ModeCapture {
+		return Seed{}, errors.New(`fields "period" and "polls" apply to "mode": "capture" only`)
+	}
 	if js.Period != "" {
 		d, err := time.ParseDuration(js.Period)
 		if err != nil || d <= 0 {

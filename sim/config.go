@@ -64,6 +64,9 @@ type Config struct {
 	Robots map[int]string
 	// Now is the clock, injectable for tests; default time.Now.
 	Now func() time.Time
+	// Search, when set, adds the keyword-search source of paper 000 §5.2
+	// (/search and /item/{id}) to host Search.Host; see SearchConfig.
+	Search *SearchConfig
 }
 
 // DefaultRobots is the robots.txt served by hosts without an entry in
@@ -140,6 +143,11 @@ func (cfg Config) validate() error {
 	for h := range cfg.Robots {
 		if h < 0 || h >= cfg.Hosts {
 			return fmt.Errorf("sim: Config.Robots[%d]: no such host (Hosts = %d)", h, cfg.Hosts)
+		}
+	}
+	if cfg.Search != nil {
+		if err := cfg.Search.validate(cfg.Hosts); err != nil {
+			return err
 		}
 	}
 	sum := 0.0

@@ -44,6 +44,7 @@ type Sim struct {
 	pages    []*page
 	robots   []robotsRules
 	robotsTx []string
+	search   *searchSite // nil without Config.Search (see search.go)
 
 	mu       sync.Mutex // guards the fields below
 	log      []record
@@ -194,6 +195,9 @@ func New(cfg Config) (*Sim, error) {
 		p.info.Kind = p.kind
 		p.info.RatePerDay = p.info.Rate * daySec
 		s.pages[i] = p
+	}
+	if cfg.Search != nil {
+		s.search = newSearchSite(cfg.Search.withDefaults(), s.vocab)
 	}
 	return s, nil
 }
@@ -410,7 +414,8 @@ func (s *Sim) Close() error {
 
 // hostHandler serves host h: /robots.txt, / (an index of the host's pages),
 // /p/N for the pages of this host, and /private/... (disallowed by the
-// default robots.txt). Every request is logged.
+// default robots.txt), plus /search and /item/{id} on the search host when
+// Config.Search is set. Every request is logged.
 func (s *Sim) hostHandler(h int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.serveHost(h, w, r)
@@ -459,6 +464,9 @@ func (s *Sim) serveHost(h int, w http.ResponseWriter, r *http.Request) {
 	case path == "/private" || strings.HasPrefix(path, "/private/"):
 		hdr.Set("Content-Type", "text/html; charset=utf-8")
 		body = []byte(privateBody)
+	case s.search != nil && h == s.search.cfg.Host && (path == "/search" || strings.HasPrefix(path, "/item/")):
+		s.serveSearch(w, r, &rec)
+		return
 	case strings.HasPrefix(path, "/p/"):
 		i, err := strconv.Atoi(path[len("/p/"):])
 		if err != nil || i < 0 || i >= len(s.pages) || i%s.cfg.Hosts != h {

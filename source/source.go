@@ -290,8 +290,11 @@ func (s *Source) Matchers() (*Matchers, error) {
 // Validate checks the definition, applies defaults (TimeUnit 1s, Method 1,
 // Interval 1, WeightConst 1 without WeightField) and compiles selectors and
 // patterns. Errors are [*FieldError]s naming the key, joined. It must not
-// run concurrently with other uses of s.
+// run concurrently with other uses of s. The compiled form is cached in s
+// (and shared by copies of s): call Validate again after changing a
+// definition, or the old selectors stay in use.
 func (s *Source) Validate() error {
+	s.c = nil
 	if s.TimeUnit == 0 {
 		s.TimeUnit = time.Second
 	}

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/proto"
@@ -100,8 +99,9 @@ type Item struct {
 	LastSync time.Time         `json:"last_sync,omitzero"`
 	Syncs    int64             `json:"syncs"`
 	Changes  int64             `json:"changes"`
-	Estimate json.RawMessage   `json:"estimate,omitempty"`
+	Estimate []byte            `json:"estimate,omitempty"`
 	Rate     float64           `json:"rate"`
+	HasValue bool              `json:"has_value"`
 	// Dissimilarity is the sum of the dissimilarities seen at refreshes.
 	Dissimilarity float64 `json:"dissimilarity"`
 }

@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -291,6 +293,11 @@ func (w *Worker) Process(ctx context.Context, task proto.Task) (res proto.Result
 		return res
 	}
 	res.StartedAt = time.Now()
+	if !w.opts.Fetch.AllowPrivate && blockedLiteral(task.Host) {
+		// Say so plainly rather than as an unreachable robots.txt.
+		res.ErrKind, res.Err = proto.ErrBlocked, fmt.Sprintf("host %s is a private, loopback or link-local address (use --allow-private for intranet crawls)", task.Host)
+		return res
+	}
 	if !w.opts.IgnoreRobots {
 		dec, err := w.robots.Check(ctx, task.URL)
 		if err != nil {
@@ -377,4 +384,15 @@ func (w *Worker) fetchPage(ctx context.Context, task proto.Task, res *proto.Resu
 		return
 	}
 	res.Changed, res.Text, res.Diff = true, text, &d
+}
+
+// blockedLiteral reports whether host is an IP literal (or localhost) that
+// the fetcher would refuse. Names are checked by the fetcher on every
+// connection; this only makes the common mistake's error clear.
+func blockedLiteral(host string) bool {
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && fetch.IsBlockedIP(ip)
 }

@@ -128,7 +128,7 @@ hosts as concurrent fetches.`,
 	f.IntVar(&o.Workers, "workers", 4, "in-process workers")
 	f.IntVar(&o.Concurrency, "concurrency", 8, "tasks each worker handles at once (Colly gets workers × concurrency)")
 	f.IntVar(&hosts, "hosts", 200, "distinct hosts, one loopback address each (127.0.0.2, ...)")
-	f.IntVar(&pagesPerHost, "pages-per-host", 20, "pages on each host")
+	f.IntVar(&pagesPerHost, "pages-per-host", 5, "pages on each host")
 	f.DurationVar(&o.Warmup, "warmup", 5*time.Second, "time before measuring")
 	f.DurationVar(&o.Duration, "duration", 20*time.Second, "measurement window")
 	f.Var(&budget, "budget", "total fetches per unit time (high, so politeness is not the bottleneck)")
@@ -140,7 +140,7 @@ hosts as concurrent fetches.`,
 	f.BoolVar(&noColly, "no-colly", false, "measure freshcrawl only")
 	f.BoolVar(&inProc, "in-process-pages", false, "serve the pages from this process (their CPU then counts as freshcrawl's)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of freshcrawl's measurement window to this file")
-	f.StringVar(&logLevel, "log-level", "warn", "freshcrawl's own log level during the run")
+	f.StringVar(&logLevel, "log-level", "error", "freshcrawl's own log level during the run")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	f.BoolVar(&servePages, "serve-pages", false, "internal: serve the pages until stdin closes")
 	_ = f.MarkHidden("serve-pages")
@@ -149,7 +149,7 @@ hosts as concurrent fetches.`,
 }
 
 func printThroughput(w io.Writer, r bench.ThroughputResult) {
-	fmt.Fprintf(w, "%s %s/%s, %d CPUs, %s\n", r.Machine.GoVersion, r.Machine.OS, r.Machine.Arch, r.Machine.CPUs, r.Machine.Date.Format(time.RFC3339))
+	fmt.Fprintf(w, "%s %s/%s, %d CPUs, load %s, %s\n", r.Machine.GoVersion, r.Machine.OS, r.Machine.Arch, r.Machine.CPUs, r.Machine.LoadAvg, r.Machine.Date.Format(time.RFC3339))
 	fmt.Fprintf(w, "%d pages on %d hosts; freshcrawl %d workers × %d\n\n", r.URLs, r.Hosts, r.Workers, r.Concurrent)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "crawler\tconcurrency\tfetches\terrors\tfetches/s\tCPU ms/fetch\tserver CPU ms/fetch\tmax RSS MiB\tpeak heap MiB\t")

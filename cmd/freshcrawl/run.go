@@ -101,7 +101,7 @@ func workerCmd() *cobra.Command {
 			return n.Wait(cmd.Context())
 		},
 	}
-	withConfig(cmd, &cfg, append(append([]string{}, natsKeys...), workerKeys...)...)
+	withConfig(cmd, &cfg, append([]string{"nats", "ack-wait", "max-deliver", "replicas", "log-level"}, workerKeys...)...)
 	return cmd
 }
 

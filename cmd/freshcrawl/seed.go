@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -92,7 +93,15 @@ func seedOffline(cmd *cobra.Command, cfg config.Config, path string) error {
 	}
 	in = bufio.NewReaderSize(&countingReader{r: in, bar: bar}, 256*1024)
 
-	db, err := store.OpenDir(cfg.Data, store.Options{Timeout: 300 * time.Millisecond})
+	var db *store.DB
+	var err error
+	if cfg.API != "" {
+		// An explicit --api means a (possibly remote) coordinator: never
+		// write a local store behind its back.
+		err = bolt.ErrTimeout
+	} else {
+		db, err = store.OpenDir(cfg.Data, store.Options{Timeout: 300 * time.Millisecond})
+	}
 	var sum coordinator.SeedSummary
 	switch {
 	case err == nil:
@@ -104,7 +113,8 @@ func seedOffline(cmd *cobra.Command, cfg config.Config, path string) error {
 			fmt.Fprintln(stderr, e.Error())
 		}, nil)
 	case errors.Is(err, bolt.ErrTimeout):
-		// A coordinator holds the store: stream the file to its API.
+		// A coordinator holds the store (or --api names one): stream the
+		// file to its API.
 		sum, err = seedViaAPI(cfg, in, name)
 		for _, e := range sum.Errors {
 			fmt.Fprintln(stderr, e)
@@ -209,7 +219,7 @@ func printStatus(w io.Writer, s coordinator.Status) {
 	} else {
 		fmt.Fprintf(w, "errors         none\n")
 	}
-	fmt.Fprintf(w, "policy         %s, budget %s, in use %s, unabsorbed %s\n", s.Policy, config.Rate(s.Budget), config.Rate(s.BudgetInUse), config.Rate(s.Unabsorbed))
+	fmt.Fprintf(w, "policy         %s, budget %s, in use %s, unabsorbed %s\n", s.Policy, config.Rate(s.Budget), config.Rate(round3(s.BudgetInUse)), config.Rate(round3(s.Unabsorbed)))
 	fmt.Fprintf(w, "model          freshness %.3f, age %s, given up %d, hosts at cap %d\n", s.ModelFreshness, time.Duration(s.ModelAge*float64(time.Second)).Round(time.Millisecond), s.GivenUp, s.CappedHosts)
 	if s.CaptureURLs > 0 {
 		fmt.Fprintf(w, "capture        %d URLs, %d still learning, expected change recall %.3f\n", s.CaptureURLs, s.CaptureLearning, s.CaptureRecall)
@@ -298,4 +308,13 @@ func versionsGet(cfg config.Config, path string, v any, offline func(*store.DB) 
 	}
 	defer db.Close()
 	return offline(db)
+}
+
+// round3 keeps three significant digits for display.
+func round3(v float64) float64 {
+	if v == 0 {
+		return 0
+	}
+	p := math.Pow(10, 2-math.Floor(math.Log10(math.Abs(v))))
+	return math.Round(v*p) / p
 }

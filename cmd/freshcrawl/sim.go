@@ -190,7 +190,7 @@ func final(out io.Writer, s *sim.Sim, n *node.Node, start time.Time, warmup time
 	st := n.Coordinator.Status()
 	fmt.Fprintf(out, "\nafter %s: %d fetches, %d changes detected, %d errors\n", end.Sub(start).Round(time.Second), st.Fetches, st.Changes, sumErrors(st.Errors))
 	fmt.Fprintf(out, "true freshness %.3f, true age %.2f days (window %s..%s, %d page fetches, %.0f%% 304, min gap per host %s, disallowed requests %d)\n",
-		tr.Freshness, tr.AgeDays, from.Sub(start).Round(time.Second), end.Sub(start).Round(time.Second), tr.Fetches, 100*tr.NotModifiedShare, tr.MinGap, tr.Disallowed)
+		tr.Freshness, tr.AgeDays, from.Sub(start).Round(time.Second), end.Sub(start).Round(time.Second), tr.Fetches, 100*tr.NotModifiedShare, tr.MinGap.Round(time.Millisecond), tr.Disallowed)
 	if oracle, ok := oracleFreshness(s, tr, cfg); ok {
 		fmt.Fprintf(out, "oracle (optimal allocation with the true rates, same fetches): %.3f  ->  ratio %.3f\n", oracle, tr.Freshness/oracle)
 	}

@@ -206,8 +206,20 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// maxRSS is the process's peak resident set in bytes (Linux reports KiB).
+// maxRSS is the process's peak resident set in bytes. On Linux it is
+// VmHWM: ru_maxrss is carried across execve, so a child of a large
+// process (the benchmark) would report its parent's peak.
 func maxRSS() int64 {
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				var kb int64
+				if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err == nil {
+					return kb * 1024
+				}
+			}
+		}
+	}
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

@@ -16,7 +16,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 
 	"github.com/PuerkitoBio/goquery"
@@ -136,12 +135,4 @@ func read(n *goquery.Selection, f *source.Compiled) (string, bool) {
 		raw = n.Text()
 	}
 	return f.Clean(strings.Join(strings.Fields(raw), " "))
-}
-
-// TotalString formats a total for logs: "unknown" for -1.
-func TotalString(total int) string {
-	if total < 0 {
-		return "unknown"
-	}
-	return strconv.Itoa(total)
 }

@@ -1,0 +1,62 @@
+package bench
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"text/tabwriter"
+)
+
+// WriteTable prints one workload's results as an aligned table, with the
+// oracle at the nominal budget as the last row.
+func WriteTable(out io.Writer, rs []Result) error {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tfreshness\tage (days)\tfetches\tfetches/day\tbytes\t304 share\toracle@fetches\tratio\tplan errors\t")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%s\t%.4f\t%.2f\t%d\t%.1f\t%d\t%.3f\t%.4f\t%.4f\t%d\t\n",
+			r.Policy, r.Freshness, r.AgeDays, r.Fetches, r.FetchesPerDay, r.Bytes, r.NotModifiedShare(), r.Oracle, r.Ratio, r.PlanErrors)
+	}
+	return tw.Flush()
+}
+
+// WriteCSV writes results.csv (one row per policy and workload) and
+// series.csv (freshness over time per policy and workload) into dir.
+func WriteCSV(dir string, rs []Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("bench: output directory: %w", err)
+	}
+	rows := [][]string{{"mode", "workload", "policy", "freshness", "age_days", "fetches", "fetches_per_day", "bytes", "not_modified", "not_modified_share", "oracle_freshness", "oracle_age_days", "ratio", "plan_errors", "wall_seconds"}}
+	series := [][]string{{"mode", "workload", "policy", "day", "freshness"}}
+	g := func(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
+	for _, r := range rs {
+		rows = append(rows, []string{r.Mode, r.Workload, r.Policy, g(r.Freshness), g(r.AgeDays), strconv.Itoa(r.Fetches), g(r.FetchesPerDay),
+			strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.NotModified), g(r.NotModifiedShare()), g(r.Oracle), g(r.OracleAgeDays), g(r.Ratio),
+			strconv.Itoa(r.PlanErrors), g(r.Wall.Seconds())})
+		for _, p := range r.Series {
+			series = append(series, []string{r.Mode, r.Workload, r.Policy, g(p.Day), g(p.Freshness)})
+		}
+	}
+	if err := writeCSVFile(filepath.Join(dir, "results.csv"), rows); err != nil {
+		return err
+	}
+	return writeCSVFile(filepath.Join(dir, "series.csv"), series)
+}
+
+func writeCSVFile(path string, rows [][]string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	w := csv.NewWriter(f)
+	if err := w.WriteAll(rows); err != nil {
+		f.Close()
+		return fmt.Errorf("bench: write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("bench: write %s: %w", path, err)
+	}
+	return nil
+}
