@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -19,6 +20,9 @@ func plotColour(i int) string {
 // WriteSVGFile writes the freshness-over-time plot of one workload's
 // results to path.
 func WriteSVGFile(path, title string, rs []Result, warmupDays float64) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("bench: plot: %w", err)
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("bench: plot: %w", err)

@@ -98,16 +98,19 @@ type BboltResult struct {
 	BytesPerURL   float64 `json:"bytes_per_url"`
 	RecordBytes   float64 `json:"record_bytes_per_url"` // mean JSON value plus key
 	RecordsPerSec float64 `json:"records_per_s"`
+	CPUSeconds    float64 `json:"cpu_s"`
 }
 
 // SchedulerResult is the coordinator's in-memory cost per URL.
 type SchedulerResult struct {
-	URLs          int     `json:"urls"`
-	Hosts         int     `json:"hosts"`
-	AddSeconds    float64 `json:"add_s"`
-	BytesPerURL   float64 `json:"bytes_per_url"` // live heap after a collection, URL string included
-	URLLen        float64 `json:"mean_url_len"`
-	ReplanSeconds float64 `json:"replan_s"`
+	URLs             int     `json:"urls"`
+	Hosts            int     `json:"hosts"`
+	AddSeconds       float64 `json:"add_s"`
+	AddCPUSeconds    float64 `json:"add_cpu_s"`
+	BytesPerURL      float64 `json:"bytes_per_url"` // live heap after a collection, URL string included
+	URLLen           float64 `json:"mean_url_len"`
+	ReplanSeconds    float64 `json:"replan_s"`
+	ReplanCPUSeconds float64 `json:"replan_cpu_s"`
 	// ReplanAllocBytesPerURL is what one re-plan allocates (it is garbage
 	// afterwards).
 	ReplanAllocBytesPerURL float64 `json:"replan_alloc_bytes_per_url"`
@@ -299,7 +302,7 @@ func benchBbolt(n int, o ScheduleOptions) (BboltResult, error) {
 	const batch = 1000 // as seed ingestion does
 	recs := make([]store.URL, 0, batch)
 	var recBytes int64
-	t0 := time.Now()
+	t0, c0 := time.Now(), selfUsage().CPU
 	for i := range n {
 		u := benchRecord(rng, int(float64(o.Hosts)*math.Pow(rng.Float64(), 2)), i, now)
 		if i%100 == 0 { // sample the record size
@@ -317,7 +320,7 @@ func benchBbolt(n int, o ScheduleOptions) (BboltResult, error) {
 			recs = recs[:0]
 		}
 	}
-	r.Seconds = time.Since(t0).Seconds()
+	r.Seconds, r.CPUSeconds = time.Since(t0).Seconds(), (selfUsage().CPU - c0).Seconds()
 	if err := db.Close(); err != nil {
 		return r, fmt.Errorf("bbolt: close: %w", err)
 	}
@@ -343,7 +346,7 @@ func benchScheduler(n int, o ScheduleOptions) (SchedulerResult, error) {
 	h0 := heapNow()
 	s := coordinator.NewScheduler(coordinator.SchedulerOptions{Budget: float64(n) / (30 * 86400), HostRate: 1, Policy: policy})
 	var urlBytes int64
-	t0 := time.Now()
+	t0, c0 := time.Now(), selfUsage().CPU
 	for i := range n {
 		h := int(float64(o.Hosts) * math.Pow(rng.Float64(), 2))
 		url, host := benchURL(h, i)
@@ -354,17 +357,17 @@ func benchScheduler(n int, o ScheduleOptions) (SchedulerResult, error) {
 		s.Add(coordinator.URLInfo{URL: url, Host: host, Weight: math.Exp(rng.NormFloat64()), Rate: 1 / (86400 * (1 + 30*rng.Float64())),
 			Interval: iv, NextDue: now.Add(time.Duration(rng.Int64N(int64(iv))))}, now)
 	}
-	r.AddSeconds = time.Since(t0).Seconds()
+	r.AddSeconds, r.AddCPUSeconds = time.Since(t0).Seconds(), (selfUsage().CPU - c0).Seconds()
 	h1 := heapNow()
 	r.BytesPerURL = float64(int64(h1)-int64(h0)) / float64(n)
 	r.URLLen = float64(urlBytes) / float64(n)
 	r.Hosts = s.Hosts()
 
-	a0, t1 := totalAlloc(), time.Now()
+	a0, t1, c1 := totalAlloc(), time.Now(), selfUsage().CPU
 	if _, err := s.Replan(now); err != nil {
 		return r, fmt.Errorf("scheduler: replan %d URLs: %w", n, err)
 	}
-	r.ReplanSeconds = time.Since(t1).Seconds()
+	r.ReplanSeconds, r.ReplanCPUSeconds = time.Since(t1).Seconds(), (selfUsage().CPU - c1).Seconds()
 	r.ReplanAllocBytesPerURL = float64(totalAlloc()-a0) / float64(n)
 	runtime.KeepAlive(s)
 	return r, nil

@@ -51,11 +51,11 @@ func (o PageOptions) withDefaults() PageOptions {
 }
 
 // changePeriods is the mix of how often pages change, with the share of
-// pages of each. At the few thousand fetches a second the benchmark
-// reaches over a few thousand pages, every page is revisited about every
-// second, so roughly one fetch in eight sees a change: most fetches
-// confirm an unchanged page, as in a real revisit crawl, and the changed
-// ones exercise the diff, the change log and the change events.
+// pages of each. At a few hundred fetches a second over the default
+// thousand pages every page is revisited every few seconds, so about a
+// quarter of fetches see a change: most confirm an unchanged page, as in a
+// revisit crawl, and the rest exercise the diff, the change log and the
+// change events.
 var changePeriods = [...]struct {
 	period time.Duration
 	share  float64
@@ -196,12 +196,12 @@ func (s *PageServer) build() {
 	b.WriteString(`<script>(function(){var s=document.createElement("script");s.src="/static/analytics.js";document.body.appendChild(s)})();</script></body></html>`)
 	s.foot = b.String()
 
-	// Article bodies of 14–44 KiB, so that a page with its head, news
-	// block and footer is 20–50 KiB.
+	// Article bodies of 11–39 KiB: with its head (style and scripts, about
+	// 7 KiB), news block and footer a page is 20–50 KiB.
 	s.articles = make([]string, 32)
 	for i := range s.articles {
 		b.Reset()
-		target := 14<<10 + rng.IntN(30<<10)
+		target := 11<<10 + rng.IntN(27<<10)
 		fmt.Fprintf(&b, `<article class="c%d"><h2>%s</h2>`, i, sentence(3, 7))
 		for b.Len() < target {
 			if rng.IntN(6) == 0 {

@@ -24,6 +24,10 @@ import (
 
 // Config holds every setting. Not every subcommand uses every key.
 type Config struct {
+	// ConfigFile is the YAML file given with --config (or
+	// FRESHCRAWL_CONFIG); its `sources:` list defines keyword-search
+	// sources.
+	ConfigFile string `key:"config"`
 	Data       string `key:"data"`
 	NATS       string `key:"nats"`
 	NATSListen string `key:"nats-listen"`
@@ -41,6 +45,8 @@ type Config struct {
 	PriorRate   Rate          `key:"prior-rate"`
 	HalfLife    time.Duration `key:"half-life"`
 	Explore     float64       `key:"explore"`
+	// ProbePolicy refreshes tracked items of keyword-search sources.
+	ProbePolicy string `key:"probe-policy"`
 	// CaptureUniform is the paper-002 baseline for benchmarks.
 	CaptureUniform bool `key:"capture-uniform"`
 
@@ -73,8 +79,8 @@ const DefaultUserAgent = "freshcrawl/0.1 (+https://github.com/freshcrawl/freshcr
 func Default() Config {
 	return Config{
 		Data: "./freshcrawl-data", NATSListen: "127.0.0.1:4222", Listen: "127.0.0.1:8080", LogLevel: "info",
-		Budget: 10, HostRate: 1, MaxInFlight: 256, Policy: "optimal", Objective: "freshness", Replan: 30 * time.Second,
-		PriorRate: Rate(1.0 / 86400), HalfLife: 30 * 24 * time.Hour, Explore: 0.05,
+		Budget: 10, HostRate: 1, MaxInFlight: 256, Policy: "optimal", ProbePolicy: "greedy", Objective: "freshness", Replan: 30 * time.Second,
+		PriorRate: Rate(0.25 / 86400), HalfLife: 30 * 24 * time.Hour, Explore: 0.05,
 		AckWait: 60 * time.Second, MaxDeliver: 5, Replicas: 1,
 		Workers: 4, Concurrency: 8, UserAgent: DefaultUserAgent, Timeout: 30 * time.Second, MaxBody: 4 << 20, MaxRedirects: 5,
 	}
@@ -105,6 +111,7 @@ var keyDocs = []Key{
 	{"prior-rate", "change rate assumed for a URL never observed"},
 	{"half-life", "age at which an observation counts half in the change-rate estimate"},
 	{"explore", "share of the uniform frequency kept for URLs the optimum gives up on"},
+	{"probe-policy", "how tracked items of keyword-search sources are refreshed: greedy (keyword probes), naive1 or naive2 (fetch by id; baselines)"},
 	{"capture-uniform", "poll capture URLs uniformly instead of at learnt phases (a baseline for comparison)"},
 	{"ack-wait", "time a worker may hold a task without acknowledging it"},
 	{"max-deliver", "deliveries of a task before it is recorded as failed"},
@@ -144,7 +151,7 @@ func (c *Config) Register(fs *pflag.FlagSet, keys ...string) {
 	}
 	on := func(k string) bool { return len(keys) == 0 || want[k] }
 	if fs.Lookup("config") == nil {
-		fs.String("config", "", usage("config"))
+		fs.StringVar(&c.ConfigFile, "config", c.ConfigFile, usage("config"))
 	}
 	add := func(name string, fn func(string)) {
 		if on(name) && fs.Lookup(name) == nil {
@@ -166,6 +173,7 @@ func (c *Config) Register(fs *pflag.FlagSet, keys ...string) {
 	add("prior-rate", func(u string) { fs.Var(&c.PriorRate, "prior-rate", u) })
 	add("half-life", func(u string) { fs.DurationVar(&c.HalfLife, "half-life", c.HalfLife, u) })
 	add("explore", func(u string) { fs.Float64Var(&c.Explore, "explore", c.Explore, u) })
+	add("probe-policy", func(u string) { fs.StringVar(&c.ProbePolicy, "probe-policy", c.ProbePolicy, u) })
 	add("capture-uniform", func(u string) { fs.BoolVar(&c.CaptureUniform, "capture-uniform", c.CaptureUniform, u) })
 	add("ack-wait", func(u string) { fs.DurationVar(&c.AckWait, "ack-wait", c.AckWait, u) })
 	add("max-deliver", func(u string) { fs.IntVar(&c.MaxDeliver, "max-deliver", c.MaxDeliver, u) })
@@ -205,6 +213,9 @@ func Resolve(fs *pflag.FlagSet, environ []string) error {
 		if !f.Changed {
 			if v, ok := env[EnvName("config")]; ok {
 				file = v
+				if err := fs.Set("config", v); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -309,6 +320,11 @@ func (c *Config) Validate() error {
 	case "optimal", "uniform", "proportional":
 	default:
 		errs = append(errs, fmt.Sprintf("policy %q: want optimal, uniform or proportional", c.Policy))
+	}
+	switch c.ProbePolicy {
+	case "greedy", "naive1", "naive2":
+	default:
+		errs = append(errs, fmt.Sprintf("probe-policy %q: want greedy, naive1 or naive2", c.ProbePolicy))
 	}
 	switch c.Objective {
 	case "freshness", "age":

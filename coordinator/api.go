@@ -50,6 +50,9 @@ type Status struct {
 	CaptureLearning int             `json:"capture_learning"`
 	CaptureRecall   float64         `json:"capture_expected_recall"`
 	Capture         []CaptureStatus `json:"capture,omitempty"`
+
+	// Probes are the keyword-search sources and their last round.
+	Probes []ProbeStatus `json:"probes,omitempty"`
 }
 
 // Status reports the coordinator's state now.
@@ -64,6 +67,7 @@ func (c *Coordinator) Status() Status {
 		Unabsorbed: plan.Unabsorbed, PlannedAt: planAt, BudgetInUse: inUse, Disallowed: c.sched.Disallowed(),
 	}
 	caps := c.sched.CaptureStatus(math.MaxInt)
+	s.Probes = c.probeStatus()
 	for id, at := range c.workers {
 		if now.Sub(at) <= time.Minute {
 			s.Workers = append(s.Workers, id)
@@ -106,6 +110,8 @@ func (c *Coordinator) Status() Status {
 //	GET  /api/url?url=U          the URL's record
 //	GET  /api/versions?url=U     versions of a capture URL (&show=N for one, with text)
 //	GET  /api/changes?after=N    the change log after sequence N (&limit=)
+//	POST /api/items?source=S     tracked items of a keyword-search source (JSON lines)
+//	GET  /api/items?source=S     the tracked items with value, rate and last sync
 //	GET  /metrics                Prometheus metrics
 //	GET  /healthz                liveness
 func (c *Coordinator) Handler() http.Handler {
@@ -115,6 +121,8 @@ func (c *Coordinator) Handler() http.Handler {
 	mux.HandleFunc("GET /api/url", c.handleURL)
 	mux.HandleFunc("GET /api/versions", c.handleVersions)
 	mux.HandleFunc("GET /api/changes", c.handleChanges)
+	mux.HandleFunc("POST /api/items", c.handleAddItems)
+	mux.HandleFunc("GET /api/items", func(w http.ResponseWriter, r *http.Request) { ServeItems(c.db, w, r) })
 	mux.Handle("GET /metrics", promhttp.HandlerFor(c.m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	return mux
@@ -232,4 +240,65 @@ func (c *Coordinator) Serve(ctx context.Context, srv *http.Server) error {
 		}
 		return fmt.Errorf("HTTP API on %s: %w", srv.Addr, err)
 	}
+}
+
+func (c *Coordinator) handleAddItems(w http.ResponseWriter, r *http.Request) {
+	src := r.URL.Query().Get("source")
+	if c.sourceByName(src) == nil {
+		writeErr(w, http.StatusBadRequest, fmt.Errorf("unknown source %q (define it under sources: in the config file)", src))
+		return
+	}
+	name := r.URL.Query().Get("name")
+	if name == "" {
+		name = "request"
+	}
+	sum, err := IngestItems(c.db, r.Body, name, src)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error(), "summary": sum})
+		return
+	}
+	writeJSON(w, http.StatusOK, sum)
+}
+
+// ItemView is one tracked item as the API and CLI show it.
+type ItemView struct {
+	ID       string            `json:"id"`
+	Value    *float64          `json:"value"`
+	Rate     float64           `json:"rate_per_s"`
+	LastSync *time.Time        `json:"last_sync"`
+	Syncs    int64             `json:"syncs"`
+	Changes  int64             `json:"changes"`
+	Attrs    map[string]string `json:"attrs"`
+}
+
+// Items returns the views of source's tracked items.
+func Items(db *store.DB, source string) ([]ItemView, error) {
+	items, err := db.Items(source)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ItemView, 0, len(items))
+	for _, it := range items {
+		v := ItemView{ID: it.ID, Rate: it.Rate, Syncs: it.Syncs, Changes: it.Changes, Attrs: it.Attrs}
+		if it.HasValue {
+			val := it.Value
+			v.Value = &val
+		}
+		if !it.LastSync.IsZero() {
+			t := it.LastSync
+			v.LastSync = &t
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// ServeItems answers GET /api/items.
+func ServeItems(db *store.DB, w http.ResponseWriter, r *http.Request) {
+	items, err := Items(db, r.URL.Query().Get("source"))
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, items)
 }

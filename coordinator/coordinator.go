@@ -24,6 +24,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/broker"
 	"github.com/freshcrawl/freshcrawl/estimate"
 	"github.com/freshcrawl/freshcrawl/proto"
+	"github.com/freshcrawl/freshcrawl/source"
 	"github.com/freshcrawl/freshcrawl/store"
 )
 
@@ -51,6 +52,11 @@ type Options struct {
 	// the optimum gives up on, so a wrong estimate can recover: such a URL
 	// is fetched at ExploreShare × (budget / URLs).
 	ExploreShare float64
+	// Sources are the keyword-search sources (paper 000) and ProbePolicy
+	// how their tracked items are refreshed: greedy (keyword probes,
+	// default), naive1 or naive2 (fetch by id; baselines).
+	Sources     []source.Source
+	ProbePolicy string
 	// CaptureUniform keeps capture URLs on uniform polls (a baseline).
 	CaptureUniform bool
 	// DefaultIgnore are the noise rules every URL gets; a seed's own rules
@@ -81,7 +87,10 @@ func (o Options) withDefaults() Options {
 		o.Replan = 30 * time.Second
 	}
 	if o.PriorRate <= 0 {
-		o.PriorRate = 1.0 / 86400
+		// A quarter of a change a day: the mean of the page population Cho
+		// & Garcia-Molina measured (paper 003 Table 6), as in
+		// estimate.DefaultPrior.
+		o.PriorRate = 0.25 / 86400
 	}
 	if o.HalfLife <= 0 {
 		o.HalfLife = 30 * 24 * time.Hour
@@ -97,6 +106,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
+	}
+	if o.ProbePolicy == "" {
+		o.ProbePolicy = ProbeGreedy
 	}
 	return o
 }
@@ -120,6 +132,8 @@ type Coordinator struct {
 	sched    *Scheduler
 	inflight map[string]inflight // task id → URL
 	workers  map[string]time.Time
+	sources  []*sourceState
+	probes   map[string]probeRequest // one-off probe URL → its request
 	queue    broker.QueueInfo
 
 	estCfg estimate.Config
@@ -138,13 +152,18 @@ type Coordinator struct {
 }
 
 // New builds a coordinator on an open store and NATS connection. Streams
-// must exist (broker.Ensure).
-func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) *Coordinator {
+// must exist (broker.Ensure). It fails on a bad source definition.
+func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Coordinator, error) {
 	opts = opts.withDefaults()
+	switch opts.ProbePolicy {
+	case ProbeGreedy, ProbeNaive1, ProbeNaive2:
+	default:
+		return nil, fmt.Errorf("probe policy %q: want greedy, naive1 or naive2", opts.ProbePolicy)
+	}
 	c := &Coordinator{
 		opts: opts, db: db, nc: nc, js: js, log: opts.Log.With("role", "coordinator"), m: newMetrics(),
 		sched:    NewScheduler(SchedulerOptions{Budget: opts.Budget, HostRate: opts.HostRate, Policy: opts.Policy, ExploreShare: opts.ExploreShare, Replan: opts.Replan, CaptureUniform: opts.CaptureUniform}),
-		inflight: map[string]inflight{}, workers: map[string]time.Time{},
+		inflight: map[string]inflight{}, workers: map[string]time.Time{}, probes: map[string]probeRequest{},
 		wake:    make(chan struct{}, 1),
 		limiter: rate.NewLimiter(rate.Limit(opts.Budget), 1),
 	}
@@ -153,7 +172,14 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) *Coo
 	c.estCfg.HalfLife = opts.HalfLife.Seconds()
 	c.prior = estimate.NewPrior(opts.PriorRate, 0.5)
 	c.m.budget.Set(opts.Budget)
-	return c
+	for _, src := range opts.Sources {
+		ss, err := newSourceState(src)
+		if err != nil {
+			return nil, err
+		}
+		c.sources = append(c.sources, ss)
+	}
+	return c, nil
 }
 
 func (c *Coordinator) poke() {
@@ -244,8 +270,12 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	defer adv.Unsubscribe()
 
 	var wg sync.WaitGroup
-	errc := make(chan error, 3)
-	for _, loop := range []func(context.Context) error{c.dispatchLoop, c.resultLoop, c.maintainLoop} {
+	errc := make(chan error, 4)
+	loops := []func(context.Context) error{c.dispatchLoop, c.resultLoop, c.maintainLoop}
+	if len(c.sources) > 0 {
+		loops = append(loops, c.probeLoop)
+	}
+	for _, loop := range loops {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -280,6 +310,7 @@ func (c *Coordinator) dispatchLoop(ctx context.Context) error {
 		var task proto.Task
 		if ok {
 			task = newTask(d, now)
+			c.probeTask(d.URL, &task)
 			c.inflight[task.ID] = inflight{url: d.URL, at: now}
 			c.m.inFlight.Set(float64(len(c.inflight)))
 		}
@@ -332,6 +363,9 @@ func (c *Coordinator) publish(ctx context.Context, t proto.Task) error {
 	var rec store.URL
 	var prev string
 	err := c.db.View(func(tx *store.Tx) error {
+		if t.Kind == proto.KindProbe {
+			return nil
+		}
 		u, found, err := tx.Get(t.URL)
 		if err != nil || !found {
 			return err
@@ -356,6 +390,24 @@ func (c *Coordinator) publish(ctx context.Context, t proto.Task) error {
 	}
 	c.m.dispatched.Inc()
 	return nil
+}
+
+// probeLoop starts the probe rounds of keyword-search sources when due.
+func (c *Coordinator) probeLoop(ctx context.Context) error {
+	every := time.Second
+	for _, ss := range c.sources {
+		every = min(every, max(ss.src.TimeUnit/10, 10*time.Millisecond))
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C:
+			c.probeRounds(now)
+		}
+	}
 }
 
 // mergeIgnore adds a URL's own noise rules to the defaults; the URL's

@@ -140,6 +140,9 @@ func (c *Coordinator) Fold(results []proto.Result) ([]folded, error) {
 // respect to a retried transaction (it only reads and writes through tx).
 func (c *Coordinator) foldOne(tx *store.Tx, f *folded) error {
 	r := &f.res
+	if r.Kind == proto.KindProbe {
+		return c.foldProbeResult(tx, f)
+	}
 	u, found, err := tx.Get(r.URL)
 	if err != nil {
 		return err
@@ -155,12 +158,6 @@ func (c *Coordinator) foldOne(tx *store.Tx, f *folded) error {
 	u.Fetches++
 	u.LastFetch = at
 	u.LastStatus = r.Status
-	host, _, err := tx.GetHost(u.Host)
-	if err != nil {
-		return err
-	}
-	host.Host = u.Host
-	host.LastFetch = at
 	if !r.OK() {
 		u.Errors++
 		if u.ErrorKinds == nil {
@@ -169,11 +166,7 @@ func (c *Coordinator) foldOne(tx *store.Tx, f *folded) error {
 		u.ErrorKinds[string(r.ErrKind)]++
 		u.LastErrKind, u.LastErr = string(r.ErrKind), r.Err
 		u.Disallowed = r.Disallowed
-		if r.Status >= 500 || r.Status == 429 || r.ErrKind == proto.ErrConnect || r.ErrKind == proto.ErrTimeout {
-			host.ServerErrs++
-		}
 	} else {
-		host.ServerErrs = 0
 		u.LastOK = at
 		u.LastErrKind, u.LastErr, u.Disallowed = "", "", false
 		if r.ETag != "" || r.LastModified != "" || !r.NotModified {
@@ -222,28 +215,11 @@ func (c *Coordinator) foldOne(tx *store.Tx, f *folded) error {
 			c.observe(&u, at.Sub(prevOK).Seconds(), f.changed, at)
 		}
 	}
-	// Politeness signals from this fetch.
-	// Every fetch that consulted robots.txt reports its Crawl-delay (0 for
-	// none), so a host that drops its Crawl-delay recovers its rate.
-	if r.ErrKind != proto.ErrRobots || r.Disallowed {
-		host.CrawlDelay = r.CrawlDelay
-	}
-	switch {
-	case r.RetryAfter > 0:
-		host.BackoffTill = at.Add(min(r.RetryAfter, 6*time.Hour))
-	case host.ServerErrs > 1:
-		// Repeated 5xx: back off exponentially, up to an hour; the first
-		// success resets it.
-		b := time.Duration(1<<min(host.ServerErrs-1, 12)) * time.Second
-		host.Backoff = min(b, time.Hour)
-		host.BackoffTill = at.Add(host.Backoff)
-	case host.ServerErrs == 0:
-		host.Backoff = 0
-	}
-	f.host = host
-	if err := tx.PutHost(host); err != nil {
+	host, err := c.foldHost(tx, r, u.Host, at)
+	if err != nil {
 		return err
 	}
+	f.host = host
 	f.rate = u.Rate
 	// Persist the schedule so a restarted coordinator resumes it.
 	c.mu.Lock()
@@ -255,6 +231,68 @@ func (c *Coordinator) foldOne(tx *store.Tx, f *folded) error {
 		u.NextDue = at.Add(u.Interval)
 	}
 	return tx.Put(u)
+}
+
+// foldHost applies a fetch's politeness signals to its host: Crawl-delay,
+// Retry-After, and exponential backoff on repeated server errors, reset by
+// the first success.
+func (c *Coordinator) foldHost(tx *store.Tx, r *proto.Result, name string, at time.Time) (store.Host, error) {
+	host, _, err := tx.GetHost(name)
+	if err != nil {
+		return host, err
+	}
+	host.Host = name
+	host.LastFetch = at
+	if r.OK() {
+		host.ServerErrs = 0
+	} else if r.Status >= 500 || r.Status == 429 || r.ErrKind == proto.ErrConnect || r.ErrKind == proto.ErrTimeout {
+		host.ServerErrs++
+	}
+	// Every fetch that consulted robots.txt reports its Crawl-delay (0 for
+	// none), so a host that drops its Crawl-delay recovers its rate.
+	if r.ErrKind != proto.ErrRobots || r.Disallowed {
+		host.CrawlDelay = r.CrawlDelay
+	}
+	switch {
+	case r.RetryAfter > 0:
+		host.BackoffTill = at.Add(min(r.RetryAfter, 6*time.Hour))
+	case host.ServerErrs > 1:
+		// Repeated 5xx: back off exponentially, up to an hour.
+		b := time.Duration(1<<min(host.ServerErrs-1, 12)) * time.Second
+		host.Backoff = min(b, time.Hour)
+		host.BackoffTill = at.Add(host.Backoff)
+	case host.ServerErrs == 0:
+		host.Backoff = 0
+	}
+	return host, tx.PutHost(host)
+}
+
+// foldProbeResult folds a keyword-search or fetch-by-id result.
+func (c *Coordinator) foldProbeResult(tx *store.Tx, f *folded) error {
+	r := &f.res
+	at := r.StartedAt
+	if at.IsZero() {
+		at = r.FinishedAt
+	}
+	c.mu.Lock()
+	req, ok := c.probes[r.URL]
+	var ss *sourceState
+	if ok {
+		ss = c.sourceByName(req.source)
+		if ss != nil && r.OK() && req.item == "" && req.page == 1 && r.Total > 0 {
+			ss.observed[queryOf(req.query)] = r.Total
+		}
+	}
+	c.mu.Unlock()
+	host, err := c.foldHost(tx, r, r.Host, at)
+	if err != nil {
+		return err
+	}
+	f.host = host
+	if ss == nil || !r.OK() {
+		return nil
+	}
+	return c.foldProbe(tx, r, req, ss)
 }
 
 // addVersion stores a capture version with the interval it appeared in:
@@ -318,6 +356,9 @@ func (c *Coordinator) afterFold(out []folded) {
 				fb.LastModified = lm
 			}
 			c.sched.Done(r.URL, fb)
+		}
+		if r.Kind == proto.KindProbe {
+			delete(c.probes, r.URL)
 		}
 		if v := f.version; v != nil && f.applied && !v.After.IsZero() {
 			to := v.Before

@@ -34,6 +34,11 @@ type metrics struct {
 
 	captureRecall   prometheus.Gauge
 	captureLearning prometheus.Gauge
+
+	probeRequests    prometheus.Counter
+	contentFreshness *prometheus.GaugeVec
+	coverage         *prometheus.GaugeVec
+	speedup          *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -62,6 +67,11 @@ func newMetrics() *metrics {
 	m.captureRecall = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "capture_expected_recall", Help: "Mean expected change recall of the capture URLs whose update phases are learnt (paper 002)."})
 	m.captureLearning = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "capture_learning_urls", Help: "Capture URLs still polling uniformly while they learn their update phases."})
 	m.reg.MustRegister(m.captureRecall, m.captureLearning)
+	m.probeRequests = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "probe_requests_total", Help: "Keyword-search and fetch-by-id requests planned for tracked items."})
+	m.contentFreshness = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "content_freshness", Help: "The model's expected content freshness of a source's tracked items at the last round (0 = in sync; larger is staler)."}, []string{"source"})
+	m.coverage = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "probe_coverage_ratio", Help: "Coverage ratio of the last probe round (paper 000 §5.1)."}, []string{"source"})
+	m.speedup = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "probe_speedup_ratio", Help: "Speedup ratio of the last probe round: items covered per request."}, []string{"source"})
+	m.reg.MustRegister(m.probeRequests, m.contentFreshness, m.coverage, m.speedup)
 	m.reg.MustRegister(m.fetches, m.changes, m.errors, m.failed, m.dispatched, m.duplicates, m.bytes, m.inFlight, m.urls, m.workers, m.queue,
 		m.fresh, m.age, m.givenUp, m.capped, m.budget, m.budgetInUse, m.unabsorbed, m.disallowed, m.foldSeconds)
 	return m

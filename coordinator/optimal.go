@@ -85,7 +85,15 @@ func (p *allocPolicy) solve(in PlanInput) (alloc.Solution, error) {
 		}
 		p.solver.SetBudget(in.Budget)
 	}
-	return p.solver.Solve()
+	sol, err := p.solver.Solve()
+	if err != nil {
+		// A warm start can fail to bracket the multiplier where many
+		// elements sit exactly at the give-up threshold; a cold solve of
+		// the same problem does not depend on the previous answer.
+		p.solver = nil
+		return alloc.Solve(p.problem(in))
+	}
+	return sol, nil
 }
 
 func equalInts(a, b []int32) bool {

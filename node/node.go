@@ -24,6 +24,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/broker"
 	"github.com/freshcrawl/freshcrawl/config"
 	"github.com/freshcrawl/freshcrawl/coordinator"
+	"github.com/freshcrawl/freshcrawl/source"
 	"github.com/freshcrawl/freshcrawl/store"
 	"github.com/freshcrawl/freshcrawl/worker"
 	"github.com/freshcrawl/freshcrawl/worker/fetch"
@@ -69,7 +70,7 @@ func Settings(cfg config.Config) broker.Settings {
 // Start starts the roles and returns once everything is up. The process
 // then runs until ctx is done or Stop is called; Wait returns the first
 // error.
-func Start(ctx context.Context, cfg config.Config, roles Roles, policy coordinator.Policy, log *slog.Logger) (*Node, error) {
+func Start(ctx context.Context, cfg config.Config, roles Roles, policy coordinator.Policy, log *slog.Logger, extraSources ...source.Source) (*Node, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -132,17 +133,28 @@ func Start(ctx context.Context, cfg config.Config, roles Roles, policy coordinat
 			return nil, err
 		}
 		n.DB = db
+		var sources []source.Source
+		if cfg.ConfigFile != "" {
+			if sources, err = source.Load(cfg.ConfigFile); err != nil {
+				return nil, err
+			}
+		}
+		sources = append(sources, extraSources...)
 		if policy == nil {
 			policy, err = coordinator.PolicyByName(cfg.Policy, cfg.Objective)
 			if err != nil {
 				return nil, err
 			}
 		}
-		n.Coordinator = coordinator.New(db, nc, js, coordinator.Options{
+		n.Coordinator, err = coordinator.New(db, nc, js, coordinator.Options{
 			Budget: cfg.Budget.PerSecond(), HostRate: cfg.HostRate.PerSecond(), MaxInFlight: cfg.MaxInFlight,
 			Policy: policy, Replan: cfg.Replan, PriorRate: cfg.PriorRate.PerSecond(), HalfLife: cfg.HalfLife,
 			ExploreShare: cfg.Explore, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Log: log, DefaultIgnore: cfg.DefaultIgnore(), CaptureUniform: cfg.CaptureUniform,
+			Sources: sources, ProbePolicy: cfg.ProbePolicy,
 		})
+		if err != nil {
+			return nil, err
+		}
 		n.goRun(func() error { return n.Coordinator.Run(rctx) })
 		if roles.HTTP {
 			ln, err := net.Listen("tcp", cfg.Listen)

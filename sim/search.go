@@ -187,19 +187,40 @@ const (
 	maxSearchPage = 1_000_000
 )
 
-// wordGen makes pronounceable synthetic words.
+// wordGen makes unique pronounceable synthetic words. When draws keep
+// colliding with words already used, it lengthens words by a syllable, so
+// generation stays fast for any corpus size.
 type wordGen struct {
 	r                  *rand.Rand
 	consonants, vowels []string
+	used               map[string]bool
+	extra, misses      int
 }
 
-func (g wordGen) syllables(n int) string {
+func (g *wordGen) syllables(n int) string {
 	var b strings.Builder
-	for range n {
+	for range n + g.extra {
 		b.WriteString(g.consonants[g.r.IntN(len(g.consonants))])
 		b.WriteString(g.vowels[g.r.IntN(len(g.vowels))])
 	}
 	return b.String()
+}
+
+// unique returns the first result of draw whose lower-cased form
+// is unused, and marks it used.
+func (g *wordGen) unique(draw func() string) string {
+	for {
+		w := draw()
+		if k := strings.ToLower(w); !g.used[k] {
+			g.used[k] = true
+			g.misses = 0
+			return w
+		}
+		if g.misses++; g.misses == 8 {
+			g.extra++
+			g.misses = 0
+		}
+	}
 }
 
 func capitalise(s string) string {
@@ -213,38 +234,31 @@ func capitalise(s string) string {
 func newSearchSite(c SearchConfig, vocab []string) *searchSite {
 	r := rand.New(rand.NewPCG(splitmix(c.Seed^0x5ea2c4), splitmix(c.Seed+0x7a9e12)))
 	site := &searchSite{cfg: c, byID: make(map[string]int, c.Papers), index: map[string][]int32{}}
-	g := wordGen{r: r, consonants: strings.Fields(consonantList), vowels: strings.Fields(vowelList)}
+	g := &wordGen{r: r, consonants: strings.Fields(consonantList), vowels: strings.Fields(vowelList), used: map[string]bool{}}
 	nameEnds, stopFiller := strings.Fields(nameEndList), strings.Fields(stopFillList)
 
 	// Title vocabulary: the site's crawler words first (most frequent under
-	// Zipf), then unique synthetic words, about two per paper.
-	used := map[string]bool{}
+	// Zipf), then unique synthetic words, about two per paper. Names share
+	// the used set, so no author name is also a title word.
 	for _, w := range stopFiller {
-		used[w] = true
+		g.used[w] = true
 	}
 	var words []string
 	for _, w := range vocab {
-		if !used[w] {
-			used[w] = true
+		if !g.used[w] {
+			g.used[w] = true
 			words = append(words, w)
 		}
 	}
 	for len(words) < max(2*c.Papers, 200) {
-		w := g.syllables(2 + r.IntN(2))
-		if !used[w] {
-			used[w] = true
-			words = append(words, w)
-		}
+		words = append(words, g.unique(func() string { return g.syllables(2 + r.IntN(2)) }))
 	}
+	g.extra = 0
 	zipf := rand.NewZipf(r, 1.1, 3, uint64(len(words)-1))
 	name := func() string {
-		for {
-			n := capitalise(g.syllables(1+r.IntN(2)) + nameEnds[r.IntN(len(nameEnds))])
-			if k := strings.ToLower(n); !used[k] {
-				used[k] = true
-				return n
-			}
-		}
+		return g.unique(func() string {
+			return capitalise(g.syllables(1+r.IntN(2)) + nameEnds[r.IntN(len(nameEnds))])
+		})
 	}
 
 	// Author groups: shuffled papers dealt into groups of 1..9.
@@ -563,6 +577,8 @@ func (s *Sim) SearchSourceYAML() string {
     dissimilarity: {citations: numeric}
     weight: %s
     method: 1
+    score: per_request
+    local_ratio: 1
     quota: 10
     interval: 1
 `, SearchSourceName, base, base, c.K, c.TimeUnit, weight)

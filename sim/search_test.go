@@ -3,8 +3,8 @@ package sim
 import (
 	"bytes"
 	"context"
-	"io"
 	"encoding/json"
+	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -26,7 +26,7 @@ func newSearchSim(t testing.TB, clk *fakeClock, sc SearchConfig) *Sim {
 // The §5.2 power law N_C(x) = 2/x³ is a Pareto tail P(X ≥ k) = 1/k², so
 // ⌊X⌋ ≥ k for a share 1/k² of the papers and the mean count is π²/6.
 func TestSearchCitationPowerLaw(t *testing.T) {
-	const n = 40000
+	const n = 20000
 	s := newSearchSim(t, newFakeClock(), SearchConfig{Papers: n, Seed: 7, MaxCitations: 1 << 30})
 	atLeast := map[int]int{}
 	sum := 0.0

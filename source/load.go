@@ -413,6 +413,8 @@ func (d *decoder) source(n *yaml.Node) Source {
 		"reference_scale":  d.float(&s.ReferenceScale),
 		"method":           d.integer(&s.Method),
 		"quota":            d.integer(&s.Quota),
+		"score":            d.str(&s.Score),
+		"local_ratio":      d.float(&s.LocalRatio),
 		"alpha":            d.float(&s.Alpha),
 		"interval":         d.float(&s.Interval),
 	})

@@ -51,6 +51,8 @@
 package source
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -70,65 +72,76 @@ import (
 // Source is one keyword-search source. Build it with [Parse] or [Load], or
 // in code followed by [Source.Validate].
 type Source struct {
-	Name string
+	Name string `json:"name"`
 	// SearchTemplate (YAML search_url) is the query template: {query} (required), {page} (1-based)
 	// and {start} ((page−1)·PageSize). Method 1 needs {page} or {start}.
-	SearchTemplate string
+	SearchTemplate string `json:"search_url"`
 	// ItemTemplate (YAML item_url) is the fetch-by-id template with {id}; "" when the source has
 	// no item pages (uncovered items then wait for a later round).
-	ItemTemplate string
+	ItemTemplate string `json:"item_url,omitempty"`
 	// PageSize is K, the number of results a page (paper §3.2).
-	PageSize int
+	PageSize int `json:"page_size"`
 	// TimeUnit is the real duration of one planning time unit: Poisson rates
 	// are per time unit and Interval is in time units. Default 1s.
-	TimeUnit time.Duration
+	TimeUnit time.Duration `json:"time_unit_ns"`
 
 	// Item selects one result block on a result page.
-	Item string
+	Item string `json:"item"`
 	// ID says how to read an item's id within its block.
-	ID Field
+	ID Field `json:"id"`
 	// Total reads the total result count off a page ("1,234 results"),
 	// which feeds probe.Counts.Observed (paper §4.1); zero when not shown.
-	Total Field
+	Total Field `json:"total"`
 	// Fields are read within each result block.
-	Fields map[string]Field
+	Fields map[string]Field `json:"fields"`
 	// ItemFields (YAML item_page.fields) are read from an item page,
 	// relative to the document.
-	ItemFields map[string]Field
+	ItemFields map[string]Field `json:"item_fields,omitempty"`
 
 	// KeywordSpecs (YAML keywords) lists the fields that make up an item's
 	// bag of words.
-	KeywordSpecs []KeywordSpec
+	KeywordSpecs []KeywordSpec `json:"keywords"`
 	// ValueField names the tracked numeric field (e.g. citations).
-	ValueField string
+	ValueField string `json:"value_field"`
 	// Dissims (YAML dissimilarity) maps a field to how a change in it is
 	// measured; empty means {ValueField: DissimNumeric} (paper §3.1:
 	// |r_L.c − r_S.c|).
-	Dissims map[string]Dissim
+	Dissims map[string]Dissim `json:"dissimilarity,omitempty"`
 	// WeightField (YAML weight: a field name), when set, makes w(r) the
 	// numeric value of that field (paper §3.1: w(r) = r.Num_of_citation);
 	// otherwise w(r) = WeightConst (YAML weight: a number; default 1).
-	WeightField string
-	WeightConst float64
+	WeightField string  `json:"weight_field,omitempty"`
+	WeightConst float64 `json:"weight_const,omitempty"`
 
 	// ReferenceCounts is a CSV file of "query,count" lines from a reference
 	// corpus (paper §4.1, DBLP for Google Scholar); ReferenceScale is c in
 	// |R_S(q)| ≈ c·|R_ref(q)| (0 means 1). [Load] reads the file into
 	// References.
-	ReferenceCounts string
-	ReferenceScale  float64
-	References      map[probe.Query]int
+	ReferenceCounts string              `json:"reference_counts,omitempty"`
+	ReferenceScale  float64             `json:"reference_scale,omitempty"`
+	References      map[probe.Query]int `json:"-"` // planner only; not sent to workers
 
 	// Method is 1 (scan every result page) or 2 (first page only), §5.1.
-	Method int
+	Method int `json:"method"`
 	// Quota caps keyword requests a round; 0 means until all are covered.
-	Quota int
+	Quota int `json:"quota"`
+	// Score is how greedyProbes ranks a query: "per_result" (default, the
+	// paper's Eq. 2: Σ w·F / |R_S(q)|) or "per_request" (Σ w·F divided by
+	// the requests the query costs, ⌈|R_S(q)|/K⌉). Under a budget counted in
+	// requests, per_result favours one-result pair queries (each a whole
+	// request for one item); per_request groups items that share a page.
+	Score string `json:"score,omitempty"`
+	// LocalRatio is the assumed |R_S(q)|/|R_L(q)| for a query whose server
+	// count is neither observed nor in the reference counts (0 means
+	// probe.DefaultLocalRatio, a pessimistic 10). A source whose items
+	// are all tracked locally has 1.
+	LocalRatio float64 `json:"local_ratio,omitempty"`
 	// Alpha is the content-freshness threshold of the §4.4 interval search;
 	// 0 means Interval is used as a fixed interval.
-	Alpha float64
+	Alpha float64 `json:"alpha"`
 	// Interval is the initial interval I_0 of the §4.4 search (the paper's
 	// "simple choice" is 1), or the fixed interval when Alpha is 0.
-	Interval float64
+	Interval float64 `json:"interval"`
 
 	c *compiled // set by Validate; read-only afterwards
 }
@@ -140,11 +153,11 @@ type Source struct {
 // ("1,234" → "1234"). With Join set, every matching element is read and the
 // values are joined with it (e.g. one <a> per author).
 type Field struct {
-	Selector string
-	Attr     string
-	Regexp   string
-	Numeric  bool
-	Join     string
+	Selector string `json:"selector,omitempty"`
+	Attr     string `json:"attr,omitempty"`
+	Regexp   string `json:"regexp,omitempty"`
+	Numeric  bool   `json:"numeric,omitempty"`
+	Join     string `json:"join,omitempty"`
 }
 
 // Split values of [KeywordSpec].
@@ -153,15 +166,15 @@ const SplitWords = "words"
 // KeywordSpec turns one field into keywords. Keywords are lower-cased
 // because probe matches them exactly (probe.Item.Keywords).
 type KeywordSpec struct {
-	Field string
+	Field string `json:"field"`
 	// Split is SplitWords (runs of letters and digits) or a separator such
 	// as ",". Default SplitWords.
-	Split string
+	Split string `json:"split"`
 	// Whole keeps each separated piece as one keyword (an author's full
 	// name); otherwise pieces are split into words.
-	Whole bool
+	Whole bool `json:"whole,omitempty"`
 	// Stopwords are dropped ("english" in YAML selects EnglishStopwords).
-	Stopwords []string
+	Stopwords []string `json:"stopwords,omitempty"`
 }
 
 // Dissim is how a field's change is measured.
@@ -369,6 +382,12 @@ func (s *Source) compile() (*compiled, error) {
 	}
 	if method != int(probe.MethodAllPages) && method != int(probe.MethodFirstPage) {
 		bad("method", "expected 1 (every result page) or 2 (first page only), got %d", s.Method)
+	}
+	if s.Score != "" && s.Score != "per_result" && s.Score != "per_request" {
+		bad("score", "expected per_result or per_request, got %q", s.Score)
+	}
+	if s.LocalRatio < 0 {
+		bad("local_ratio", "expected ≥ 1 (or 0 for the default), got %v", s.LocalRatio)
 	}
 	if s.Quota < 0 {
 		bad("quota", "expected ≥ 0 (0 = until every item is covered), got %d", s.Quota)
@@ -692,15 +711,36 @@ func (s *Source) Dissimilarity(old, new map[string]string) float64 {
 // Counts returns the probe server-count estimator for this source:
 // observed totals, then References scaled by ReferenceScale (paper §4.1).
 func (s *Source) Counts(observed map[probe.Query]int) probe.Counts {
-	return probe.Counts{Observed: observed, Reference: s.References, ReferenceScale: s.ReferenceScale}
+	return probe.Counts{Observed: observed, Reference: s.References, ReferenceScale: s.ReferenceScale, LocalRatio: s.LocalRatio}
 }
 
 // ProbeOptions returns the probe.Options this source implies.
 func (s *Source) ProbeOptions(observed map[probe.Query]int) probe.Options {
-	return probe.Options{
+	o := probe.Options{
 		K:      s.PageSize,
 		Method: probe.Method(s.Method),
 		Quota:  s.Quota,
 		Counts: s.Counts(observed),
 	}
+	if s.Score == "per_request" {
+		o.Score = probe.ScorePerRequest
+	}
+	return o
+}
+
+// DecodeJSON decodes and validates a source encoded with encoding/json (the
+// definition a probe task carries, proto.ProbeSpec.Def, so workers need no
+// config of their own). Unknown keys are rejected. References are not part
+// of the encoding.
+func DecodeJSON(b []byte) (Source, error) {
+	var s Source
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return Source{}, fmt.Errorf("source definition: %w", err)
+	}
+	if err := s.Validate(); err != nil {
+		return Source{}, fmt.Errorf("source definition %q: %w", s.Name, err)
+	}
+	return s, nil
 }

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -306,5 +307,33 @@ func TestCompiledClean(t *testing.T) {
 		if got != want || ok != (want != "") {
 			t.Errorf("Clean(%q) = %q %v, want %q", raw, got, ok, want)
 		}
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	srcs, err := Parse([]byte(goodYAML), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := srcs[0]
+	s.References = map[probe.Query]int{probe.Pair("a", "b"): 3} // not encoded
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeJSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.SearchURL([]string{"x"}, 2) != s.SearchURL([]string{"x"}, 2) || got.TimeUnit != time.Hour ||
+		!slices.Equal(got.Keywords(map[string]string{"title": "the web crawler"}), []string{"web", "crawler"}) ||
+		got.References != nil || got.Fields["citations"].Regexp != s.Fields["citations"].Regexp {
+		t.Fatalf("round trip %s\n%+v", b, got)
+	}
+	if _, err := DecodeJSON([]byte(`{"name":"x","bogus":1}`)); err == nil || !strings.Contains(err.Error(), "bogus") {
+		t.Errorf("unknown key: %v", err)
+	}
+	if _, err := DecodeJSON([]byte(`{"name":"x"}`)); err == nil || !strings.Contains(err.Error(), "search_url: missing") {
+		t.Errorf("invalid: %v", err)
 	}
 }

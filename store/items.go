@@ -28,7 +28,7 @@ func (db *DB) UpsertItems(items []Item) (added int, err error) {
 				return err
 			}
 			if found {
-				cur.Attrs = it.Attrs
+				cur.Attrs = it.Attrs // the sync history stays
 			} else {
 				cur = it
 				added++

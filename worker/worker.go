@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/freshcrawl/freshcrawl/proto"
+	"github.com/freshcrawl/freshcrawl/source"
 	"github.com/freshcrawl/freshcrawl/worker/extract"
 	"github.com/freshcrawl/freshcrawl/worker/fetch"
 	"github.com/freshcrawl/freshcrawl/worker/robots"
@@ -79,7 +80,8 @@ type Worker struct {
 	done    atomic.Int64
 
 	mu       sync.Mutex
-	lastHost map[string]time.Time // local safety net for host spacing
+	lastHost map[string]time.Time      // local safety net for host spacing
+	sources  map[string]*source.Source // compiled probe sources by definition
 }
 
 // New builds a worker. robotsStore is shared by all workers (a JetStream KV
@@ -87,7 +89,7 @@ type Worker struct {
 func New(nc *nats.Conn, js jetstream.JetStream, robotsStore robots.Store, opts Options) *Worker {
 	opts = opts.withDefaults()
 	f := fetch.New(opts.Fetch)
-	w := &Worker{opts: opts, nc: nc, js: js, fetcher: f, log: opts.Log.With("worker", opts.ID), lastHost: map[string]time.Time{}}
+	w := &Worker{opts: opts, nc: nc, js: js, fetcher: f, log: opts.Log.With("worker", opts.ID), lastHost: map[string]time.Time{}, sources: map[string]*source.Source{}}
 	w.robots = robots.NewChecker(robotsStore, func(ctx context.Context, robotsURL string) (int, []byte, error) {
 		r := f.Get(ctx, robotsURL)
 		if r.Status == 0 && r.Err != nil {
@@ -323,6 +325,8 @@ func (w *Worker) Process(ctx context.Context, task proto.Task) (res proto.Result
 	switch task.Kind {
 	case proto.KindFetch, proto.KindCapture:
 		w.fetchPage(ctx, task, &res)
+	case proto.KindProbe:
+		w.probePage(ctx, task, &res)
 	default:
 		res.ErrKind, res.Err = proto.ErrOther, fmt.Sprintf("task kind %q not supported by this worker", task.Kind)
 	}

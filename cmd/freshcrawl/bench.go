@@ -10,6 +10,6 @@ func benchCmd() *cobra.Command {
 never from freshcrawl's own model. docs/benchmarks.md holds the latest figures
 and the exact commands.`,
 	}
-	cmd.AddCommand(benchPoliciesCmd(), benchThroughputCmd(), benchScheduleCmd(), benchCaptureCmd())
+	cmd.AddCommand(benchPoliciesCmd(), benchThroughputCmd(), benchScheduleCmd(), benchCaptureCmd(), benchProbesCmd())
 	return cmd
 }

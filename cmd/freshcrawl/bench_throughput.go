@@ -115,11 +115,14 @@ hosts as concurrent fetches.`,
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(res)
+				if err := enc.Encode(res); err != nil {
+					return err
+				}
+			} else {
+				printThroughput(cmd.OutOrStdout(), res)
 			}
-			printThroughput(cmd.OutOrStdout(), res)
-			if res.Persisted.InStore != res.Persisted.Folded {
-				return fmt.Errorf("store holds %d fetches but %d were folded", res.Persisted.InStore, res.Persisted.Folded)
+			if p := res.Persisted; p.InStore != p.Folded {
+				return fmt.Errorf("store holds %d fetches but %d were folded", p.InStore, p.Folded)
 			}
 			return nil
 		},

@@ -50,7 +50,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(
 		runCmd(), coordinatorCmd(), workerCmd(),
 		seedCmd(), statusCmd(), versionsCmd(),
-		simCmd(), demoCmd(), planCmd(), benchCmd(),
+		simCmd(), demoCmd(), planCmd(), benchCmd(), itemsCmd(),
 	)
 	return root
 }
