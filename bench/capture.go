@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/config"
+	"github.com/freshcrawl/freshcrawl/coordinator"
 	"github.com/freshcrawl/freshcrawl/node"
 	"github.com/freshcrawl/freshcrawl/sim"
 )
@@ -35,6 +36,8 @@ type CaptureResult struct {
 	Published int
 	Captured  int
 	Fetches   int
+	// Status is what the coordinator said of its capture URLs at the end.
+	Status []coordinator.CaptureStatus
 }
 
 // Capture runs two crawlers side by side, each against its own simulated
@@ -70,6 +73,14 @@ func Capture(ctx context.Context, o CaptureOptions, out io.Writer) ([]CaptureRes
 	fmt.Fprintf(out, "%-15s %8s %10s %9s %8s\n", "crawler", "recall", "published", "captured", "fetches")
 	for _, r := range results {
 		fmt.Fprintf(out, "%-15s %8.3f %10d %9d %8d\n", r.Name, r.Recall, r.Published, r.Captured, r.Fetches)
+	}
+	fmt.Fprintln(out, "\nwhat the learning crawler's status said of its capture URLs at the end:")
+	for _, st := range results[0].Status {
+		state := fmt.Sprintf("polls at %v (expected recall %.3f)", st.Phases, st.ExpectedRecall)
+		if st.Learning {
+			state = fmt.Sprintf("still learning (%d exact update times)", st.ExactUpdates)
+		}
+		fmt.Fprintf(out, "  %s: period %s, concentration %.2f, %s\n", st.URL, st.Period, st.Strength, state)
 	}
 	return results, nil
 }
@@ -117,5 +128,6 @@ func captureRun(ctx context.Context, o CaptureOptions, name string, uniform bool
 	case <-t.C:
 	}
 	rep := s.Truth(start.Add(o.Warmup), time.Now())
-	return CaptureResult{Name: name, Recall: rep.Recall, Published: rep.RecallPublished, Captured: rep.RecallCaptured, Fetches: rep.Fetches}, nil
+	return CaptureResult{Name: name, Recall: rep.Recall, Published: rep.RecallPublished, Captured: rep.RecallCaptured, Fetches: rep.Fetches,
+		Status: n.Coordinator.Status().Capture}, nil
 }

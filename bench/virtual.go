@@ -9,7 +9,6 @@ import (
 
 	"github.com/freshcrawl/freshcrawl/alloc"
 	"github.com/freshcrawl/freshcrawl/coordinator"
-	"github.com/freshcrawl/freshcrawl/estimate"
 	"github.com/freshcrawl/freshcrawl/sim"
 )
 
@@ -29,14 +28,15 @@ type Options struct {
 	// (0: 10 × the uniform share of a host).
 	HostRate float64
 	// PriorRate (changes per simulated day), HalfLifeDays, Explore and
-	// ReplanDays are the coordinator's options of the same names. The
-	// defaults are config.Default's (half-life 30 days, explore share
-	// 0.05) except the prior: 0.25 changes a day, the mean of the Table 6
-	// population (estimate.DefaultPrior, and what `freshcrawl demo` uses),
-	// because config.Default's one a day puts every unobserved URL at the
-	// optimum's give-up threshold on these budgets (see docs/benchmarks.md).
+	// ReplanDays are the coordinator's options of the same names, with
+	// config.Default's defaults (prior 0.25 changes a day, the mean of
+	// the Table 6 population; half-life 90 days; explore share 0.3).
 	// ReplanDays is the longest time between two plans.
 	PriorRate, HalfLifeDays, Explore, ReplanDays float64
+	// TrueRates feeds the scheduler the true change rates instead of its
+	// estimates: a diagnostic that separates the loss due to estimation
+	// from the loss due to scheduling and dispatch.
+	TrueRates bool
 	// Latency is the virtual duration of one fetch (virtual mode).
 	Latency time.Duration
 	// Steps is the number of points of the freshness series.
@@ -47,7 +47,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Pages: 1000, Hosts: 10, Seed: 1, Days: 2000, Warmup: 500,
-		PriorRate: 0.25, HalfLifeDays: 30, Explore: 0.05, ReplanDays: 1,
+		PriorRate: 0.25, HalfLifeDays: 90, Explore: 0.3, ReplanDays: 1,
 		Latency: 200 * time.Millisecond, Steps: 200,
 	}
 }
@@ -195,7 +195,7 @@ type vpage struct {
 	host    string
 	copyVer int // -1: never fetched
 	lastOK  time.Time
-	est     estimate.State
+	est     coordinator.EstimateState
 	rate    float64 // per second, as the coordinator stores it
 	fetches []fetchRec
 }
@@ -231,12 +231,8 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 		Budget: budget, HostRate: o.HostRate / daySec, Policy: pol,
 		ExploreShare: o.Explore, Replan: time.Duration(o.ReplanDays * float64(virtualDay)),
 	})
-	// The coordinator's estimator, as in coordinator.New and
-	// Coordinator.observe (coordinator/estimate.go): default config with
-	// the configured half-life, a Gamma prior of half a pseudo-change.
-	estCfg := estimate.DefaultConfig()
-	estCfg.HalfLife = o.HalfLifeDays * daySec
-	prior := estimate.NewPrior(o.PriorRate/daySec, 0.5)
+	// The coordinator's own estimator (coordinator/estimate.go).
+	est := coordinator.NewEstimator(time.Duration(o.HalfLifeDays*float64(virtualDay)), o.PriorRate/daySec)
 
 	gaps := make([]time.Duration, o.Hosts) // Crawl-delay per host
 	for h := range gaps {
@@ -247,7 +243,7 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 	pages := make([]vpage, o.Pages)
 	index := make(map[string]int, o.Pages)
 	for i := range pages {
-		pages[i] = vpage{url: "http://h" + strconv.Itoa(ts.hosts[i]) + "/p/" + strconv.Itoa(i), host: "h" + strconv.Itoa(ts.hosts[i]), copyVer: -1, rate: prior.Mean()}
+		pages[i] = vpage{url: "http://h" + strconv.Itoa(ts.hosts[i]) + "/p/" + strconv.Itoa(i), host: "h" + strconv.Itoa(ts.hosts[i]), copyVer: -1, rate: est.Prior.Mean()}
 		index[pages[i].url] = i
 		sched.Add(coordinator.URLInfo{URL: pages[i].url, Host: pages[i].host, Weight: w.Weight(i), Rate: pages[i].rate}, virtualEpoch())
 	}
@@ -261,18 +257,21 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 		changed := !first && ver != p.copyVer
 		// The worker sends the copy's ETag: an unchanged page is a 304.
 		notModified := !first && ver == p.copyVer
-		if !first && !p.lastOK.IsZero() {
-			at := float64(c.start.UnixNano()) / 1e9
-			if err := p.est.Observe(at, c.start.Sub(p.lastOK).Seconds(), changed, estCfg); err == nil {
-				p.rate = p.est.Rate(prior)
-			}
-		}
-		p.copyVer, p.lastOK = ver, c.start
 		p.fetches = append(p.fetches, fetchRec{at: off, ver: ver})
 		lm := virtualEpoch()
 		if ver > 0 {
 			lm = virtualEpoch().Add(tr.changes[ver-1]).Truncate(time.Second)
 		}
+		// The sim serves a truthful Last-Modified, as freshcrawl sim does.
+		prevOK := p.lastOK
+		if first {
+			prevOK = time.Time{}
+		}
+		p.rate = est.Observe(&p.est, coordinator.Fetch{At: c.start, Prev: prevOK, Changed: changed, LastModified: lm})
+		if o.TrueRates {
+			p.rate = ts.rateAt(c.page, off)
+		}
+		p.copyVer, p.lastOK = ver, c.start
 		sched.Done(p.url, coordinator.Feedback{
 			Start: c.start, End: c.end, OK: true, Changed: changed, NotModified: notModified,
 			LastModified: lm, Rate: p.rate, HostGap: gaps[ts.hosts[c.page]],
@@ -490,4 +489,14 @@ func addSteps(series []float64, step, a, b float64) {
 			series[k] += hi - lo
 		}
 	}
+}
+
+// rateAt is the page's true rate (changes per second) at off.
+func (t *truthSet) rateAt(i int, off time.Duration) float64 {
+	for si, sg := range t.segments {
+		if off >= sg.from && off < sg.to {
+			return t.pages[i].rates[si]
+		}
+	}
+	return t.pages[i].rates[len(t.pages[i].rates)-1]
 }

@@ -80,7 +80,7 @@ func Default() Config {
 	return Config{
 		Data: "./freshcrawl-data", NATSListen: "127.0.0.1:4222", Listen: "127.0.0.1:8080", LogLevel: "info",
 		Budget: 10, HostRate: 1, MaxInFlight: 256, Policy: "optimal", ProbePolicy: "greedy", Objective: "freshness", Replan: 30 * time.Second,
-		PriorRate: Rate(0.25 / 86400), HalfLife: 30 * 24 * time.Hour, Explore: 0.05,
+		PriorRate: Rate(0.25 / 86400), HalfLife: 90 * 24 * time.Hour, Explore: 0.3,
 		AckWait: 60 * time.Second, MaxDeliver: 5, Replicas: 1,
 		Workers: 4, Concurrency: 8, UserAgent: DefaultUserAgent, Timeout: 30 * time.Second, MaxBody: 4 << 20, MaxRedirects: 5,
 	}

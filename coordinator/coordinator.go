@@ -22,7 +22,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/freshcrawl/freshcrawl/broker"
-	"github.com/freshcrawl/freshcrawl/estimate"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/source"
 	"github.com/freshcrawl/freshcrawl/store"
@@ -46,7 +45,7 @@ type Options struct {
 	PriorRate float64
 	// HalfLife is the age at which an observation counts half in the
 	// change-rate estimate (default 30 days): shorter follows drift faster,
-	// longer is steadier.
+	// longer is steadier. Default 90 days.
 	HalfLife time.Duration
 	// ExploreShare is the share of the plan's frequency floor given to URLs
 	// the optimum gives up on, so a wrong estimate can recover: such a URL
@@ -93,10 +92,10 @@ func (o Options) withDefaults() Options {
 		o.PriorRate = 0.25 / 86400
 	}
 	if o.HalfLife <= 0 {
-		o.HalfLife = 30 * 24 * time.Hour
+		o.HalfLife = 90 * 24 * time.Hour
 	}
 	if o.ExploreShare <= 0 {
-		o.ExploreShare = 0.05
+		o.ExploreShare = 0.3
 	}
 	if o.AckWait <= 0 {
 		o.AckWait = 60 * time.Second
@@ -136,8 +135,7 @@ type Coordinator struct {
 	probes   map[string]probeRequest // one-off probe URL → its request
 	queue    broker.QueueInfo
 
-	estCfg estimate.Config
-	prior  estimate.Prior
+	est Estimator
 
 	wake     chan struct{} // something became due or a slot freed
 	limiter  *rate.Limiter // the global budget
@@ -168,9 +166,7 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 		limiter: rate.NewLimiter(rate.Limit(opts.Budget), 1),
 	}
 	c.counts.errors = map[string]int64{}
-	c.estCfg = estimate.DefaultConfig()
-	c.estCfg.HalfLife = opts.HalfLife.Seconds()
-	c.prior = estimate.NewPrior(opts.PriorRate, 0.5)
+	c.est = NewEstimator(opts.HalfLife, opts.PriorRate)
 	c.m.budget.Set(opts.Budget)
 	for _, src := range opts.Sources {
 		ss, err := newSourceState(src)

@@ -211,9 +211,22 @@ func (c *Coordinator) foldOne(tx *store.Tx, f *folded) error {
 				f.version = &v
 			}
 		}
-		if !prevOK.IsZero() && !first {
-			c.observe(&u, at.Sub(prevOK).Seconds(), f.changed, at)
+		var st EstimateState
+		if len(u.Estimate) > 0 {
+			if err := st.unmarshal(u.Estimate); err != nil {
+				c.log.Warn("discarding unreadable estimator state", "url", u.URL, "err", err)
+				st = EstimateState{}
+			}
 		}
+		fe := Fetch{At: at, Prev: prevOK, Changed: f.changed}
+		if first {
+			fe.Prev = time.Time{}
+		}
+		if lm, err := http.ParseTime(r.LastModified); err == nil {
+			fe.LastModified = lm
+		}
+		u.Rate = c.est.Observe(&st, fe)
+		u.Estimate = st.marshal()
 	}
 	host, err := c.foldHost(tx, r, u.Host, at)
 	if err != nil {

@@ -34,6 +34,15 @@ type hostQueue struct {
 	inFlight  int
 	index     int // in frontier.hosts heap, -1 when not queued
 	lastFetch time.Time
+	// busy is a moving average of how long a request to the host takes:
+	// the host is spaced from the end of each request, so it can take at
+	// most 1/(gap+busy) fetches a second, which is the cap the plan uses.
+	busy time.Duration
+}
+
+// capacity is the most fetches per second the host can take now.
+func (h *hostQueue) capacity() float64 {
+	return float64(time.Second) / float64(max(h.gap+h.busy, time.Nanosecond))
 }
 
 // key is when the host can next give out a URL.
@@ -132,6 +141,18 @@ func (f *frontier) next(now time.Time) (*entry, time.Time) {
 	h.nextFree = now.Add(h.gap)
 	f.fixHost(h)
 	return e, time.Time{}
+}
+
+// took records that a request to h lasted d.
+func (h *hostQueue) took(d time.Duration) {
+	if d < 0 {
+		return
+	}
+	if h.busy == 0 {
+		h.busy = d
+		return
+	}
+	h.busy += (d - h.busy) / 8
 }
 
 // done marks e's fetch finished at fetchedAt (when the host was actually

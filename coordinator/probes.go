@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/freshcrawl/freshcrawl/estimate"
 	"github.com/freshcrawl/freshcrawl/probe"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/seed"
@@ -314,16 +313,12 @@ func (c *Coordinator) foldProbe(tx *store.Tx, r *proto.Result, req probeRequest,
 		if it.HasValue {
 			it.Dissimilarity += ss.src.Dissimilarity(it.Attrs, pi.Fields)
 			if !it.LastSync.IsZero() && at.After(it.LastSync) {
-				var st estimate.State
+				var st EstimateState
 				if len(it.Estimate) > 0 {
-					_ = st.UnmarshalBinary(it.Estimate)
+					_ = st.unmarshal(it.Estimate)
 				}
-				if err := st.Observe(secs(at), at.Sub(it.LastSync).Seconds(), changed, c.estCfg); err == nil {
-					if b, err := st.MarshalBinary(); err == nil {
-						it.Estimate = b
-					}
-					it.Rate = st.Rate(c.prior)
-				}
+				it.Rate = c.est.Observe(&st, Fetch{At: at, Prev: it.LastSync, Changed: changed})
+				it.Estimate = st.marshal()
 			}
 		}
 		if changed {

@@ -107,7 +107,7 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 		o.Policy = uniformPolicy{}
 	}
 	if o.ExploreShare <= 0 {
-		o.ExploreShare = 0.05
+		o.ExploreShare = 0.3
 	}
 	if o.Replan <= 0 {
 		o.Replan = 30 * time.Second
@@ -251,6 +251,9 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	h := e.host
 	gap := max(s.baseGap(), fb.HostGap)
 	s.front.setGap(h, gap, fb.HostNotBefore)
+	if !fb.End.IsZero() && !fb.Start.IsZero() {
+		h.took(fb.End.Sub(fb.Start))
+	}
 	if e.oneShot {
 		end := fb.End
 		if end.Before(fb.Start) {
@@ -353,9 +356,9 @@ func (s *Scheduler) Replan(now time.Time) (PlanOutput, error) {
 		if !ok {
 			hi = int32(len(in.HostCaps))
 			hostIdx[e.host] = hi
-			// The cap is the base host rate; a host slowed by Crawl-delay
-			// or backoff takes even less, which its gap enforces.
-			in.HostCaps = append(in.HostCaps, float64(time.Second)/float64(max(e.host.gap, time.Nanosecond)))
+			// The cap is what the host can take given its gap (host rate,
+			// Crawl-delay) and how long its requests last.
+			in.HostCaps = append(in.HostCaps, e.host.capacity())
 		}
 		w := e.weight
 		if e.disallowed {
@@ -381,16 +384,67 @@ func (s *Scheduler) Replan(now time.Time) (PlanOutput, error) {
 	if err != nil {
 		return out, err
 	}
-	explore := s.o.ExploreShare * s.o.Budget / math.Max(1, float64(len(entries)))
+	// URLs the optimum gives up on are still explored. Their fetches come
+	// out of the budget, not on top of it (else the global limiter would
+	// make every other URL late), so the plan is solved again with what
+	// exploration leaves.
+	// A URL's exploration rate is a share of its uniform frequency, and
+	// on a host that cannot give every URL that much, of the host's share.
+	uniform := s.o.Budget / math.Max(1, float64(len(entries)))
+	perHost := make([]int, len(in.HostCaps))
+	for _, h := range in.Hosts {
+		perHost[h]++
+	}
+	explore := func(i int) float64 {
+		h := in.Hosts[i]
+		return s.o.ExploreShare * math.Min(uniform, in.HostCaps[h]/float64(perHost[h]))
+	}
+	if givenUp(out.Freq, in.Weights) > 0 {
+		spent := 0.0
+		caps := append([]float64(nil), in.HostCaps...)
+		for i, f := range out.Freq {
+			if f <= 0 && in.Weights[i] > 0 {
+				spent += explore(i)
+				caps[in.Hosts[i]] -= explore(i)
+			}
+		}
+		again := in
+		again.Budget = math.Max(s.o.Budget-spent, s.o.Budget/2)
+		again.HostCaps = caps
+		if o2, err := s.o.Policy.Plan(again); err == nil {
+			out = o2
+		}
+	}
+	freq := make([]float64, len(entries))
+	for i, e := range entries {
+		if e.disallowed {
+			continue
+		}
+		freq[i] = out.Freq[i]
+		if freq[i] <= 0 {
+			freq[i] = explore(i)
+		}
+	}
+	// Exploration must not push a host past its capacity either: a host
+	// over it would queue and fetch every URL late.
+	sum := make([]float64, len(in.HostCaps))
+	for i, f := range freq {
+		sum[in.Hosts[i]] += f
+	}
+	for i := range freq {
+		if h := in.Hosts[i]; sum[h] > in.HostCaps[h] && in.HostCaps[h] > 0 {
+			freq[i] *= in.HostCaps[h] / sum[h]
+		}
+	}
 	s.inUse = 0
 	for i, e := range entries {
 		if e.disallowed {
 			e.interval = s.o.DisallowRetry
 			continue
 		}
-		f := out.Freq[i]
+		f := freq[i]
 		if f <= 0 {
-			f = explore
+			continue
 		}
 		s.inUse += f
 		old := e.interval
@@ -408,4 +462,16 @@ func (s *Scheduler) Replan(now time.Time) (PlanOutput, error) {
 	}
 	s.plan, s.planAt, s.moved = out, now, 0
 	return out, nil
+}
+
+
+// givenUp counts the elements that matter (weight > 0) and get no fetches.
+func givenUp(freq, weights []float64) int {
+	n := 0
+	for i, f := range freq {
+		if f <= 0 && weights[i] > 0 {
+			n++
+		}
+	}
+	return n
 }

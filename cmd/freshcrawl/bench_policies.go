@@ -103,6 +103,7 @@ one SVG plot of freshness over time per workload into --out.`,
 	f.Float64Var(&o.HostRate, "host-rate", o.HostRate, "most fetches per simulated day of one host (0: 10x a host's uniform share)")
 	f.Float64Var(&o.PriorRate, "prior-rate", o.PriorRate, "coordinator option: changes per simulated day assumed for a URL never observed")
 	f.Float64Var(&o.HalfLifeDays, "half-life", o.HalfLifeDays, "coordinator option: estimator half-life in simulated days")
+	f.BoolVar(&o.TrueRates, "true-rates", false, "diagnostic (virtual mode): feed the scheduler the true rates instead of its estimates")
 	f.Float64Var(&o.Explore, "explore", o.Explore, "coordinator option: exploration share for URLs the optimum gives up on")
 	f.Float64Var(&o.ReplanDays, "replan", o.ReplanDays, "coordinator option: longest time between plans, in simulated days")
 	f.DurationVar(&o.Latency, "latency", o.Latency, "virtual mode: duration of one fetch")
