@@ -464,7 +464,6 @@ func (s *Scheduler) Replan(now time.Time) (PlanOutput, error) {
 	return out, nil
 }
 
-
 // givenUp counts the elements that matter (weight > 0) and get no fetches.
 func givenUp(freq, weights []float64) int {
 	n := 0
