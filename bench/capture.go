@@ -48,6 +48,20 @@ func Capture(ctx context.Context, o CaptureOptions, out io.Writer) ([]CaptureRes
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	// Start both sims on a whole period of the wall clock, so that the
+	// update phases are the same offsets from the period boundaries the
+	// uniform crawler polls at (k·T/N): the paper's setting, where uniform
+	// polls at :00 and :30 and updates come at :05 and :15.
+	if wait := time.Until(time.Now().Truncate(o.Period).Add(o.Period)); wait > 0 {
+		fmt.Fprintf(out, "waiting %s for the next period boundary...\n", wait.Round(time.Second))
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
 	runs := []struct {
 		name    string
 		uniform bool

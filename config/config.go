@@ -97,7 +97,7 @@ type Key struct {
 var keyDocs = []Key{
 	{"config", "YAML file with any of these keys"},
 	{"data", "data directory: bbolt store and embedded NATS files"},
-	{"nats", "NATS URL of an external cluster (empty: start an embedded server)"},
+	{"nats", "NATS URL(s) of an external server or cluster; run and coordinator start an embedded server when it is empty, a worker needs it"},
 	{"nats-listen", "client address of the embedded NATS server"},
 	{"listen", "HTTP address of the API, /metrics and status"},
 	{"api", "coordinator API base URL for status/seed/versions (default http://<listen>)"},

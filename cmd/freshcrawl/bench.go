@@ -6,9 +6,11 @@ func benchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure freshcrawl: revisit policies against the truth, pipeline throughput, scheduler scale",
-		Long: `Benchmarks that measure from the truth of the simulated web (DESIGN.md §4),
-never from freshcrawl's own model. docs/benchmarks.md holds the latest figures
-and the exact commands.`,
+		Long: `Benchmarks that measure from the truth of the simulated web (what its pages
+really were when), never from freshcrawl's own model: revisit policies against
+their peers and the oracle, pipeline throughput against Colly, scheduler scale,
+change recall of capture mode, and content freshness of keyword probes.
+docs/benchmarks.md holds the latest figures and the exact commands.`,
 	}
 	cmd.AddCommand(benchPoliciesCmd(), benchThroughputCmd(), benchScheduleCmd(), benchCaptureCmd(), benchProbesCmd())
 	return cmd

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/freshcrawl/freshcrawl/config"
 	"github.com/freshcrawl/freshcrawl/coordinator"
+	"github.com/freshcrawl/freshcrawl/source"
 	"github.com/freshcrawl/freshcrawl/store"
 )
 
@@ -47,6 +49,19 @@ some lines were bad. With a coordinator running, the items go through its API.`,
 			}
 			if src == "" {
 				return errors.New("--source NAME is required")
+			}
+			if cfg.ConfigFile != "" {
+				srcs, err := source.Load(cfg.ConfigFile)
+				if err != nil {
+					return err
+				}
+				var names []string
+				for _, s := range srcs {
+					names = append(names, s.Name)
+				}
+				if !slices.Contains(names, src) {
+					return fmt.Errorf("source %q is not defined in %s (sources: %v)", src, cfg.ConfigFile, names)
+				}
 			}
 			var in io.Reader = cmd.InOrStdin()
 			name := "stdin"
@@ -99,6 +114,9 @@ func postItems(cfg config.Config, in io.Reader, name, src string) (coordinator.I
 	u := cfg.APIBase() + "/api/items?source=" + url.QueryEscape(src) + "&name=" + url.QueryEscape(name)
 	resp, err := http.Post(u, "application/x-ndjson", in)
 	if err != nil {
+		if cfg.API != "" {
+			return sum, fmt.Errorf("the coordinator API at %s did not answer: %w", cfg.APIBase(), err)
+		}
 		return sum, fmt.Errorf("the store in %s is held by a running coordinator, and its API at %s did not answer: %w", cfg.Data, cfg.APIBase(), err)
 	}
 	defer resp.Body.Close()
@@ -120,6 +138,9 @@ func itemsListCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := setup(cmd, &cfg); err != nil {
 				return err
+			}
+			if src == "" {
+				return errors.New("--source NAME is required")
 			}
 			var items []coordinator.ItemView
 			if err := getJSON(cfg.APIBase()+"/api/items?source="+url.QueryEscape(src), &items); err != nil {

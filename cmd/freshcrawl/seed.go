@@ -141,6 +141,9 @@ func seedViaAPI(cfg config.Config, in io.Reader, name string) (coordinator.SeedS
 	u := cfg.APIBase() + "/api/seeds?name=" + url.QueryEscape(name)
 	resp, err := http.Post(u, "text/plain", in)
 	if err != nil {
+		if cfg.API != "" {
+			return sum, fmt.Errorf("the coordinator API at %s did not answer: %w", cfg.APIBase(), err)
+		}
 		return sum, fmt.Errorf("the store in %s is locked by a running coordinator, and its API at %s did not answer: %w", cfg.Data, cfg.APIBase(), err)
 	}
 	defer resp.Body.Close()
@@ -219,8 +222,13 @@ func printStatus(w io.Writer, s coordinator.Status) {
 	} else {
 		fmt.Fprintf(w, "errors         none\n")
 	}
-	fmt.Fprintf(w, "policy         %s, budget %s, in use %s, unabsorbed %s\n", s.Policy, config.Rate(s.Budget), config.Rate(round3(s.BudgetInUse)), config.Rate(round3(s.Unabsorbed)))
+	fmt.Fprintf(w, "policy         %s, budget %s, in use %s, unabsorbed %s\n", s.Policy, config.Rate(round3(s.Budget)), config.Rate(round3(s.BudgetInUse)), config.Rate(round3(s.Unabsorbed)))
 	fmt.Fprintf(w, "model          freshness %.3f, age %s, given up %d, hosts at cap %d\n", s.ModelFreshness, time.Duration(s.ModelAge*float64(time.Second)).Round(time.Millisecond), s.GivenUp, s.CappedHosts)
+	for _, p := range s.Probes {
+		l := p.Last
+		fmt.Fprintf(w, "source         %s (%s): %d rounds; last: %d items, %d queries, %d requests (%d by id), coverage %.3f, speedup %.2f, model content freshness %.3g\n",
+			p.Source, p.Policy, p.Rounds, l.Items, l.Queries, l.Requests, l.ByID, l.CoverageRatio, l.SpeedupRatio, l.ContentFreshness)
+	}
 	if s.CaptureURLs > 0 {
 		fmt.Fprintf(w, "capture        %d URLs, %d still learning, expected change recall %.3f\n", s.CaptureURLs, s.CaptureLearning, s.CaptureRecall)
 		for _, c := range s.Capture {
