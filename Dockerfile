@@ -43,8 +43,8 @@ COPY --from=build /out/freshcrawl /usr/local/bin/freshcrawl
 COPY --from=build --chown=65532:65532 /out/data /data
 USER 65532:65532
 
-# The bbolt store and, with no external NATS, the embedded server's files.
-ENV FRESHCRAWL_DATA=/data
+# The bbolt store and, with no external NATS, the embedded server's files:
+# `run` and `coordinator` are given --data /data (a worker keeps no data).
 VOLUME /data
 # The HTTP API and /metrics. Note the default --listen is 127.0.0.1:8080:
 # set FRESHCRAWL_LISTEN=0.0.0.0:8080 (as docker-compose.yml does) to reach it
@@ -53,4 +53,4 @@ EXPOSE 8080
 
 # On PATH, so `docker compose exec coordinator freshcrawl seed ...` works.
 ENTRYPOINT ["/usr/local/bin/freshcrawl"]
-CMD ["run"]
+CMD ["run", "--data", "/data"]

@@ -193,13 +193,13 @@ func TestEndToEnd(t *testing.T) {
 		return u
 	}
 	// The task A held is redelivered after AckWait and fetched by B.
-	waitFor(t, 30*time.Second, "the /slow task to be redelivered and folded", func() bool {
+	waitFor(t, 60*time.Second, "the /slow task to be redelivered and folded", func() bool {
 		return !get("/slow").LastOK.IsZero()
 	})
 	if web.slowHits.Load() < 2 {
 		t.Errorf("/slow was requested %d times; the redelivery should have requested it again", web.slowHits.Load())
 	}
-	waitFor(t, 30*time.Second, "every page to be fetched", func() bool {
+	waitFor(t, 60*time.Second, "every page to be fetched", func() bool {
 		for _, l := range []string{"/p/0", "/p/7", "/cap", "/sel"} {
 			if get(l).Hash == "" {
 				return false
@@ -214,11 +214,11 @@ func TestEndToEnd(t *testing.T) {
 	// Change some pages; the crawler must notice, store and announce.
 	web.bump("/p/3")
 	web.bump("/cap")
-	waitFor(t, 30*time.Second, "changes to be detected", func() bool {
+	waitFor(t, 60*time.Second, "changes to be detected", func() bool {
 		return get("/p/3").Changes >= 1 && get("/cap").Changes >= 1
 	})
 	web.bump("/cap")
-	waitFor(t, 30*time.Second, "a second capture version", func() bool { return get("/cap").Changes >= 2 })
+	waitFor(t, 60*time.Second, "a second capture version", func() bool { return get("/cap").Changes >= 2 })
 
 	text, err := db.Content(srv.URL + "/p/3")
 	if err != nil || !strings.Contains(text, "version 1") || strings.Contains(text, "var x") {

@@ -180,8 +180,8 @@ func TestPlanData(t *testing.T) {
 				t.Errorf("%v: rate %v, want %v", e["id"], e["rate"], rates[e["id"].(string)])
 			}
 		case "http://b.example/1":
-			if r := e["rate"].(float64); math.Abs(r-1.0/86400) > 1e-15 {
-				t.Errorf("unobserved URL planned at %v, want the prior 1/d", r)
+			if r := e["rate"].(float64); math.Abs(r-0.25/86400) > 1e-15 {
+				t.Errorf("unobserved URL planned at %v, want the default prior 0.25/d", r)
 			}
 		default:
 			t.Errorf("unexpected element %v", e)
