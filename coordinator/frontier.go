@@ -38,6 +38,11 @@ type hostQueue struct {
 	// the host is spaced from the end of each request, so it can take at
 	// most 1/(gap+busy) fetches a second, which is the cap the plan uses.
 	busy time.Duration
+	// saturated is set when the plan gives the host all it can take: its
+	// URLs' due times then leave no slack, so the host is served as soon
+	// as it is free (work-conserving) rather than idling until the next
+	// URL is due while others wait, which would lose part of its capacity.
+	saturated bool
 }
 
 // capacity is the most fetches per second the host can take now.
@@ -51,7 +56,7 @@ func (h *hostQueue) key() time.Time {
 		return time.Time{}
 	}
 	due := h.urls[0].nextDue
-	if h.nextFree.After(due) {
+	if h.nextFree.After(due) || h.saturated {
 		return h.nextFree
 	}
 	return due

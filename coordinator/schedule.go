@@ -436,6 +436,13 @@ func (s *Scheduler) Replan(now time.Time) (PlanOutput, error) {
 			freq[i] *= in.HostCaps[h] / sum[h]
 		}
 	}
+	for hq, hi := range hostIdx {
+		saturated := in.HostCaps[hi] > 0 && sum[hi] >= 0.98*in.HostCaps[hi]
+		if hq.saturated != saturated {
+			hq.saturated = saturated
+			s.front.fixHost(hq)
+		}
+	}
 	s.inUse = 0
 	for i, e := range entries {
 		if e.disallowed {
