@@ -259,6 +259,11 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		return fmt.Errorf("subscribe heartbeats: %w", err)
 	}
 	defer hb.Unsubscribe()
+	content, err := c.nc.QueueSubscribe(proto.ContentSubject, "coordinator", c.serveContent)
+	if err != nil {
+		return fmt.Errorf("subscribe content requests: %w", err)
+	}
+	defer content.Unsubscribe()
 	adv, err := c.nc.Subscribe(broker.MaxDeliveriesSubject(), func(m *nats.Msg) { c.onMaxDeliveries(ctx, m.Data) })
 	if err != nil {
 		return fmt.Errorf("subscribe max-deliveries advisory: %w", err)
@@ -357,7 +362,6 @@ func newTask(d Dispatch, now time.Time) proto.Task {
 // publish fills the task's previous version from the store and sends it.
 func (c *Coordinator) publish(ctx context.Context, t proto.Task) error {
 	var rec store.URL
-	var prev string
 	err := c.db.View(func(tx *store.Tx) error {
 		if t.Kind == proto.KindProbe {
 			return nil
@@ -367,14 +371,15 @@ func (c *Coordinator) publish(ctx context.Context, t proto.Task) error {
 			return err
 		}
 		rec = u
-		prev = tx.Content(t.URL)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
 	t.Selector, t.Ignore = rec.Selector, mergeIgnore(c.opts.DefaultIgnore, rec.Ignore)
-	t.ETag, t.LastModified, t.PrevHash, t.PrevText = rec.ETag, rec.LastMod, rec.Hash, prev
+	// The previous text is not sent: most fetches find the page unchanged,
+	// and a worker that finds it changed asks for it (ContentSubject).
+	t.ETag, t.LastModified, t.PrevHash = rec.ETag, rec.LastMod, rec.Hash
 	b, err := proto.Encode(t)
 	if err != nil {
 		return err
@@ -386,6 +391,28 @@ func (c *Coordinator) publish(ctx context.Context, t proto.Task) error {
 	}
 	c.m.dispatched.Inc()
 	return nil
+}
+
+// serveContent answers a worker's request for a URL's stored version.
+func (c *Coordinator) serveContent(m *nats.Msg) {
+	url := string(m.Data)
+	var text, hash string
+	err := c.db.View(func(tx *store.Tx) error {
+		u, found, err := tx.Get(url)
+		if err != nil || !found {
+			return err
+		}
+		text, hash = tx.Content(url), u.Hash
+		return nil
+	})
+	reply := nats.NewMsg(m.Reply)
+	if err != nil {
+		c.log.Warn("content request", "url", url, "err", err)
+	} else {
+		reply.Header.Set(proto.ContentHashHeader, hash)
+		reply.Data = []byte(text)
+	}
+	_ = m.RespondMsg(reply)
 }
 
 // probeLoop starts the probe rounds of keyword-search sources when due.

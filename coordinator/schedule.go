@@ -92,7 +92,8 @@ type Scheduler struct {
 	planAt time.Time
 	moved  int
 	inUse  float64
-	shots  int // one-off entries queued or in flight
+	shots  int      // one-off entries queued or in flight
+	list   []*entry // every URL (not one-off requests), in the order added: the plan's element order
 }
 
 // NewScheduler returns an empty scheduler.
@@ -162,6 +163,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	}
 	e, _ := s.front.add(u.URL, u.Host, s.baseGap())
 	e.weight, e.capture, e.rate = u.Weight, u.Capture, u.Rate
+	s.list = append(s.list, e)
 	s.setCapture(e, u)
 	s.moved++
 	e.disallowed = u.Disallowed
@@ -342,13 +344,10 @@ func (s *Scheduler) Disallowed() int {
 // adaptive policy has no global plan: only the model's freshness is
 // refreshed.
 func (s *Scheduler) Replan(now time.Time) (PlanOutput, error) {
-	entries := make([]*entry, 0, len(s.front.urls))
-	for _, e := range s.front.urls {
-		if !e.oneShot {
-			entries = append(entries, e)
-		}
-	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].url < entries[j].url })
+	// A stable order (the order URLs were added) keeps the element set of
+	// consecutive plans aligned, so the policy can warm-start, without
+	// sorting millions of URLs on every plan.
+	entries := s.list
 	hostIdx := map[*hostQueue]int32{}
 	in := PlanInput{Budget: s.o.Budget, Rates: make([]float64, len(entries)), Weights: make([]float64, len(entries)), Hosts: make([]int32, len(entries))}
 	for i, e := range entries {

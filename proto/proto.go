@@ -38,6 +38,13 @@ const (
 	// published there as a ChangeEvent on core NATS.
 	ChangeSubjectPrefix = "freshcrawl.changes."
 
+	// ContentSubject answers a request carrying a URL with the coordinator's
+	// stored latest version of it (the extracted text), its hash in the
+	// ContentHashHeader header. Workers ask only when a page's hash changed,
+	// so tasks need not carry the previous text on every fetch.
+	ContentSubject    = "freshcrawl.content.get"
+	ContentHashHeader = "Freshcrawl-Hash"
+
 	// HeartbeatSubject receives a Heartbeat from every worker every few
 	// seconds, so the coordinator can count the workers it has seen.
 	HeartbeatSubject = "freshcrawl.workers.heartbeat"
@@ -122,8 +129,10 @@ type Task struct {
 	ETag         string `json:"etag,omitempty"`
 	LastModified string `json:"last_modified,omitempty"`
 
-	// PrevHash and PrevText are the previous extracted version; the worker
-	// diffs against them and keeps no state of its own.
+	// PrevHash is the hash of the previous extracted version. PrevText, if
+	// set, is that version; when it is empty and the page changed, the
+	// worker asks for it on ContentSubject. Either way the worker keeps no
+	// state of its own.
 	PrevHash string `json:"prev_hash,omitempty"`
 	PrevText string `json:"prev_text,omitempty"`
 

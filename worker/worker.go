@@ -380,7 +380,18 @@ func (w *Worker) fetchPage(ctx context.Context, task proto.Task, res *proto.Resu
 		res.Text = text
 		return
 	}
-	d := extract.Diff(task.PrevText, text)
+	prev := task.PrevText
+	if prev == "" {
+		var err error
+		if prev, err = w.previous(ctx, task); err != nil {
+			// Without the previous version there is nothing to diff; the
+			// URL is fetched again at its next due time and the change
+			// seen then.
+			res.Hash, res.ErrKind, res.Err = task.PrevHash, proto.ErrOther, "previous version unavailable: "+err.Error()
+			return
+		}
+	}
+	d := extract.Diff(prev, text)
 	if !extract.Significant(d, task.Ignore.MinChange) {
 		// Below the threshold: keep the old version as the baseline so
 		// small changes that add up are still seen.
@@ -388,6 +399,24 @@ func (w *Worker) fetchPage(ctx context.Context, task proto.Task, res *proto.Resu
 		return
 	}
 	res.Changed, res.Text, res.Diff = true, text, &d
+}
+
+// previous asks the coordinator for the stored version the task's PrevHash
+// names.
+func (w *Worker) previous(ctx context.Context, task proto.Task) (string, error) {
+	if w.nc == nil {
+		return "", errors.New("no NATS connection")
+	}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	m, err := w.nc.RequestWithContext(rctx, proto.ContentSubject, []byte(task.URL))
+	if err != nil {
+		return "", fmt.Errorf("request previous version: %w", err)
+	}
+	if h := m.Header.Get(proto.ContentHashHeader); h != task.PrevHash {
+		return "", fmt.Errorf("stored version %q is not the task's %q", h, task.PrevHash)
+	}
+	return string(m.Data), nil
 }
 
 // blockedLiteral reports whether host is an IP literal (or localhost) that

@@ -23,7 +23,7 @@ const (
 	// that is re-diffed character by character to count CharsChanged
 	// exactly; larger blocks count all their characters as changed, which
 	// is what a rewrite of that size is anyway.
-	charDiffMax = 8 << 10
+	charDiffMax = 1 << 10
 	// diffTimeout bounds the line diff of two huge, wholly different texts;
 	// past it the library returns a valid but less minimal diff.
 	diffTimeout = 2 * time.Second
