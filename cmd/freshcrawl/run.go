@@ -1,13 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/freshcrawl/freshcrawl/config"
-	"github.com/freshcrawl/freshcrawl/coordinator"
 	"github.com/freshcrawl/freshcrawl/node"
 	"github.com/freshcrawl/freshcrawl/store"
 )
@@ -17,14 +18,28 @@ var (
 	natsKeys        = []string{"data", "nats", "nats-listen", "ack-wait", "max-deliver", "replicas", "sync-always", "log-level"}
 	coordinatorKeys = []string{"listen", "budget", "host-rate", "max-in-flight", "policy", "objective", "replan", "prior-rate", "half-life", "explore", "capture-uniform", "probe-policy", "ignore-selector", "ignore-pattern", "min-change"}
 	workerKeys      = []string{"concurrency", "user-agent", "timeout", "max-body", "max-redirects", "allow-private", "worker-id"}
+	// A worker keeps no data and never starts a NATS server of its own.
+	workerNATSKeys = []string{"nats", "ack-wait", "max-deliver", "replicas", "log-level"}
 )
 
-func runCmd() *cobra.Command {
+// role describes one of the long-running subcommands.
+type role struct {
+	use, short string
+	keys       []string
+	roles      func(config.Config) node.Roles
+	// before runs after the config is resolved and validated.
+	before func(*cobra.Command, config.Config) error
+	// started is printed once everything is up.
+	started func(*cobra.Command, *node.Node)
+}
+
+// roleCmd builds a subcommand that starts a node with some roles and runs
+// until interrupted.
+func roleCmd(r role) *cobra.Command {
 	cfg := config.Default()
-	var seeds string
 	cmd := &cobra.Command{
-		Use:   "run [--seeds FILE]",
-		Short: "Run everything in one process: embedded NATS, coordinator, workers and the HTTP API",
+		Use:   r.use,
+		Short: r.short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := setup(cmd, &cfg)
@@ -34,75 +49,70 @@ func runCmd() *cobra.Command {
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
-			if seeds != "" {
-				if err := seedOffline(cmd, cfg, seeds); err != nil {
+			if r.before != nil {
+				if err := r.before(cmd, cfg); err != nil {
 					return err
 				}
 			}
-			n, err := node.Start(cmd.Context(), cfg, node.Roles{Coordinator: true, Workers: cfg.Workers, HTTP: true}, nil, log)
+			n, err := node.Start(cmd.Context(), cfg, r.roles(cfg), nil, log)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "freshcrawl running: API http://%s  NATS %s  data %s  (Ctrl-C to stop)\n", n.HTTPAddr(), n.NATSURL, cfg.Data)
+			if r.started != nil {
+				r.started(cmd, n)
+			}
 			return n.Wait(cmd.Context())
 		},
 	}
+	withConfig(cmd, &cfg, r.keys...)
+	return cmd
+}
+
+func runCmd() *cobra.Command {
+	var seeds string
+	cmd := roleCmd(role{
+		use:   "run [--seeds FILE]",
+		short: "Run everything in one process: embedded NATS, coordinator, workers and the HTTP API",
+		keys:  slices.Concat(natsKeys, coordinatorKeys, workerKeys, []string{"workers"}),
+		roles: func(cfg config.Config) node.Roles {
+			return node.Roles{Coordinator: true, Workers: cfg.Workers, HTTP: true}
+		},
+		before: func(cmd *cobra.Command, cfg config.Config) error {
+			if seeds == "" {
+				return nil
+			}
+			return seedOffline(cmd, cfg, seeds)
+		},
+		started: func(cmd *cobra.Command, n *node.Node) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "freshcrawl running: API http://%s  NATS %s  data %s  (Ctrl-C to stop)\n", n.HTTPAddr(), n.NATSURL, n.Cfg.Data)
+		},
+	})
 	cmd.Flags().StringVar(&seeds, "seeds", "", "seed FILE (or - for stdin) before starting")
-	withConfig(cmd, &cfg, append(append(append([]string{}, natsKeys...), coordinatorKeys...), append(workerKeys, "workers")...)...)
 	return cmd
 }
 
 func coordinatorCmd() *cobra.Command {
-	cfg := config.Default()
-	cmd := &cobra.Command{
-		Use:   "coordinator",
-		Short: "Run the coordinator alone (against --nats, or an embedded server when none is given)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := setup(cmd, &cfg)
-			if err != nil {
-				return err
-			}
-			if err := cfg.Validate(); err != nil {
-				return err
-			}
-			n, err := node.Start(cmd.Context(), cfg, node.Roles{Coordinator: true, HTTP: true}, nil, log)
-			if err != nil {
-				return err
-			}
-			return n.Wait(cmd.Context())
-		},
-	}
-	withConfig(cmd, &cfg, append(append([]string{}, natsKeys...), coordinatorKeys...)...)
-	return cmd
+	return roleCmd(role{
+		use:   "coordinator",
+		short: "Run the coordinator alone (against --nats, or an embedded server when none is given)",
+		keys:  slices.Concat(natsKeys, coordinatorKeys),
+		roles: func(config.Config) node.Roles { return node.Roles{Coordinator: true, HTTP: true} },
+	})
 }
 
 func workerCmd() *cobra.Command {
-	cfg := config.Default()
-	cmd := &cobra.Command{
-		Use:   "worker --nats URL",
-		Short: "Run a stateless worker against a NATS server; start as many as you like",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := setup(cmd, &cfg)
-			if err != nil {
-				return err
-			}
+	return roleCmd(role{
+		use:   "worker --nats URL",
+		short: "Run a stateless worker against a NATS server; start as many as you like",
+		keys:  slices.Concat(workerNATSKeys, workerKeys),
+		roles: func(config.Config) node.Roles { return node.Roles{Workers: 1} },
+		before: func(_ *cobra.Command, cfg config.Config) error {
 			if cfg.NATS == "" {
-				return fmt.Errorf("worker needs --nats URL (or FRESHCRAWL_NATS): the coordinator's NATS server")
+				return errors.New("worker needs --nats URL (or FRESHCRAWL_NATS): the coordinator's NATS server")
 			}
-			if err := cfg.Validate(); err != nil {
-				return err
-			}
-			n, err := node.Start(cmd.Context(), cfg, node.Roles{Workers: 1}, nil, log)
-			if err != nil {
-				return err
-			}
-			return n.Wait(cmd.Context())
+			return nil
 		},
-	}
-	withConfig(cmd, &cfg, append([]string{"nats", "ack-wait", "max-deliver", "replicas", "log-level"}, workerKeys...)...)
-	return cmd
+	})
 }
 
 // openStore opens the store of cfg's data directory for a one-off command.
@@ -114,5 +124,3 @@ func openStore(cfg config.Config, readOnly bool) (*store.DB, error) {
 	}
 	return store.OpenDir(cfg.Data, store.Options{ReadOnly: readOnly})
 }
-
-var _ = coordinator.MaxSeedErrors
