@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +39,9 @@ type CaptureResult struct {
 	Fetches   int
 	// Status is what the coordinator said of its capture URLs at the end.
 	Status []coordinator.CaptureStatus
+	// PollPhases counts page requests after the warm-up by their phase
+	// in the period (whole seconds since the period's start).
+	PollPhases map[int]int
 }
 
 // Capture runs two crawlers side by side, each against its own simulated
@@ -88,6 +92,9 @@ func Capture(ctx context.Context, o CaptureOptions, out io.Writer) ([]CaptureRes
 	for _, r := range results {
 		fmt.Fprintf(out, "%-15s %8.3f %10d %9d %8d\n", r.Name, r.Recall, r.Published, r.Captured, r.Fetches)
 	}
+	for _, r := range results {
+		fmt.Fprintf(out, "%s: polls by second of the period: %s\n", r.Name, phaseHistogram(r.PollPhases))
+	}
 	fmt.Fprintln(out, "\nwhat the learning crawler's status said of its capture URLs at the end:")
 	for _, st := range results[0].Status {
 		state := fmt.Sprintf("polls at %v (expected recall %.3f)", st.Phases, st.ExpectedRecall)
@@ -100,7 +107,9 @@ func Capture(ctx context.Context, o CaptureOptions, out io.Writer) ([]CaptureRes
 }
 
 func captureRun(ctx context.Context, o CaptureOptions, name string, uniform bool) (CaptureResult, error) {
-	s, err := sim.New(sim.Config{Hosts: 2, Pages: o.Pages, Seed: o.Seed, Day: time.Second,
+	// One page a host, so that politeness does not spread the polls of
+	// pages that share a rhythm over several seconds.
+	s, err := sim.New(sim.Config{Hosts: o.Pages, Pages: o.Pages, Seed: o.Seed, Day: time.Second,
 		Periodic: []sim.PeriodicClass{{Share: 1, Period: o.Period, Phases: o.Phases, Jitter: o.Jitter}}})
 	if err != nil {
 		return CaptureResult{}, err
@@ -142,6 +151,26 @@ func captureRun(ctx context.Context, o CaptureOptions, name string, uniform bool
 	case <-t.C:
 	}
 	rep := s.Truth(start.Add(o.Warmup), time.Now())
+	phases := map[int]int{}
+	for _, q := range s.Requests() {
+		if q.Page >= 0 && q.Time.After(start.Add(o.Warmup)) {
+			phases[int(q.Time.Sub(s.Epoch())%o.Period/time.Second)]++
+		}
+	}
 	return CaptureResult{Name: name, Recall: rep.Recall, Published: rep.RecallPublished, Captured: rep.RecallCaptured, Fetches: rep.Fetches,
-		Status: n.Coordinator.Status().Capture}, nil
+		Status: n.Coordinator.Status().Capture, PollPhases: phases}, nil
+}
+
+// phaseHistogram prints "second:count" for every second that had polls.
+func phaseHistogram(h map[int]int) string {
+	keys := make([]int, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%ds:%d ", k, h[k])
+	}
+	return b.String()
 }

@@ -96,6 +96,14 @@ func (cs *captureState) observe(from, to time.Time, exact bool, interval time.Du
 				cs.recent = cs.recent[len(cs.recent)-captureKeep:]
 			}
 		}
+		if cs.sched != nil && len(cs.recent)%captureMinLearn == 0 {
+			// Keep refining: polls at the learnt phases see every update,
+			// so the windows learnt from the first few (with Last-Modified
+			// cut to whole seconds) widen to the true ones.
+			recent := cs.recent
+			cs.learn(interval)
+			cs.recent = recent
+		}
 	}
 	if cs.sched == nil && !cs.uniform && len(cs.times) >= captureMinLearn {
 		cs.learn(interval)
