@@ -86,6 +86,10 @@ func RunLive(ctx context.Context, w Workload, policy string, o Options, lo LiveO
 	cfg.HalfLife = time.Duration(o.HalfLifeDays * float64(lo.Day))
 	cfg.Replan = max(time.Duration(o.ReplanDays*float64(lo.Day)), time.Second)
 	cfg.Explore = o.Explore
+	// Time runs a simulated day per lo.Day: the trust check's tolerance
+	// for clock skew scales with it, down to the one-second resolution of
+	// HTTP dates.
+	cfg.LMSkew = max(time.Second, time.Duration(60*float64(lo.Day)/86400))
 	cfg.Workers, cfg.Concurrency = lo.Workers, lo.Concurrency
 	if err := cfg.Validate(); err != nil {
 		return Result{}, fmt.Errorf("bench: config: %w", err)

@@ -45,6 +45,9 @@ type Config struct {
 	PriorRate   Rate          `key:"prior-rate"`
 	HalfLife    time.Duration `key:"half-life"`
 	Explore     float64       `key:"explore"`
+	// LMSkew is the clock difference tolerated when checking whether a
+	// server's Last-Modified can be trusted as a change time.
+	LMSkew time.Duration `key:"lm-skew"`
 	// ProbePolicy refreshes tracked items of keyword-search sources.
 	ProbePolicy string `key:"probe-policy"`
 	// CaptureUniform is the paper-002 baseline for benchmarks.
@@ -80,7 +83,7 @@ func Default() Config {
 	return Config{
 		Data: "./freshcrawl-data", NATSListen: "127.0.0.1:4222", Listen: "127.0.0.1:8080", LogLevel: "info",
 		Budget: 10, HostRate: 1, MaxInFlight: 256, Policy: "optimal", ProbePolicy: "greedy", Objective: "freshness", Replan: 30 * time.Second,
-		PriorRate: Rate(0.25 / 86400), HalfLife: 90 * 24 * time.Hour, Explore: 0.3,
+		PriorRate: Rate(0.25 / 86400), HalfLife: 90 * 24 * time.Hour, Explore: 0.3, LMSkew: time.Minute,
 		AckWait: 60 * time.Second, MaxDeliver: 5, Replicas: 1,
 		Workers: 4, Concurrency: 8, UserAgent: DefaultUserAgent, Timeout: 30 * time.Second, MaxBody: 4 << 20, MaxRedirects: 5,
 	}
@@ -112,6 +115,7 @@ var keyDocs = []Key{
 	{"half-life", "age at which an observation counts half in the change-rate estimate"},
 	{"explore", "share of the uniform frequency kept for URLs the optimum gives up on"},
 	{"probe-policy", "how tracked items of keyword-search sources are refreshed: greedy (keyword probes), naive1 or naive2 (fetch by id; baselines)"},
+	{"lm-skew", "clock skew tolerated when deciding whether a server's Last-Modified can be trusted as the time of the last change"},
 	{"capture-uniform", "poll capture URLs uniformly instead of at learnt phases (a baseline for comparison)"},
 	{"ack-wait", "time a worker may hold a task without acknowledging it"},
 	{"max-deliver", "deliveries of a task before it is recorded as failed"},
@@ -174,6 +178,7 @@ func (c *Config) Register(fs *pflag.FlagSet, keys ...string) {
 	add("half-life", func(u string) { fs.DurationVar(&c.HalfLife, "half-life", c.HalfLife, u) })
 	add("explore", func(u string) { fs.Float64Var(&c.Explore, "explore", c.Explore, u) })
 	add("probe-policy", func(u string) { fs.StringVar(&c.ProbePolicy, "probe-policy", c.ProbePolicy, u) })
+	add("lm-skew", func(u string) { fs.DurationVar(&c.LMSkew, "lm-skew", c.LMSkew, u) })
 	add("capture-uniform", func(u string) { fs.BoolVar(&c.CaptureUniform, "capture-uniform", c.CaptureUniform, u) })
 	add("ack-wait", func(u string) { fs.DurationVar(&c.AckWait, "ack-wait", c.AckWait, u) })
 	add("max-deliver", func(u string) { fs.IntVar(&c.MaxDeliver, "max-deliver", c.MaxDeliver, u) })
@@ -360,6 +365,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Replan <= 0 {
 		errs = append(errs, "replan must be > 0")
+	}
+	if c.LMSkew < time.Second {
+		errs = append(errs, "lm-skew must be ≥ 1s (HTTP dates have whole seconds)")
 	}
 	if c.HalfLife <= 0 {
 		errs = append(errs, "half-life must be > 0")

@@ -47,6 +47,9 @@ type Options struct {
 	// change-rate estimate (default 30 days): shorter follows drift faster,
 	// longer is steadier. Default 90 days.
 	HalfLife time.Duration
+	// LMSkew is the clock skew tolerated when checking Last-Modified
+	// (default 1 minute).
+	LMSkew time.Duration
 	// ExploreShare is the share of the plan's frequency floor given to URLs
 	// the optimum gives up on, so a wrong estimate can recover: such a URL
 	// is fetched at ExploreShare × (budget / URLs).
@@ -167,6 +170,9 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 	}
 	c.counts.errors = map[string]int64{}
 	c.est = NewEstimator(opts.HalfLife, opts.PriorRate)
+	if opts.LMSkew > 0 {
+		c.est.Trust.ClockSkew = opts.LMSkew.Seconds()
+	}
 	c.m.budget.Set(opts.Budget)
 	for _, src := range opts.Sources {
 		ss, err := newSourceState(src)

@@ -149,7 +149,7 @@ func Start(ctx context.Context, cfg config.Config, roles Roles, policy coordinat
 		n.Coordinator, err = coordinator.New(db, nc, js, coordinator.Options{
 			Budget: cfg.Budget.PerSecond(), HostRate: cfg.HostRate.PerSecond(), MaxInFlight: cfg.MaxInFlight,
 			Policy: policy, Replan: cfg.Replan, PriorRate: cfg.PriorRate.PerSecond(), HalfLife: cfg.HalfLife,
-			ExploreShare: cfg.Explore, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Log: log, DefaultIgnore: cfg.DefaultIgnore(), CaptureUniform: cfg.CaptureUniform,
+			ExploreShare: cfg.Explore, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Log: log, DefaultIgnore: cfg.DefaultIgnore(), CaptureUniform: cfg.CaptureUniform, LMSkew: cfg.LMSkew,
 			Sources: sources, ProbePolicy: cfg.ProbePolicy,
 		})
 		if err != nil {

@@ -108,6 +108,10 @@ func demoCmd() *cobra.Command {
 			if !cmd.Flags().Changed("prior-rate") {
 				cfg.PriorRate = config.Rate(0.25 / sf.day.Seconds())
 			}
+			// The demo's clock runs a simulated day per --sim-day: scale
+			// the estimator's memory and Last-Modified tolerance with it.
+			cfg.HalfLife = time.Duration(90 * float64(sf.day))
+			cfg.LMSkew = time.Second
 			cfg.AllowPrivate = true // the simulated web lives on loopback
 			if err := cfg.Validate(); err != nil {
 				return err
