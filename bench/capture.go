@@ -126,7 +126,10 @@ func captureRun(ctx context.Context, o CaptureOptions, name string, uniform bool
 	cfg := config.Default()
 	cfg.Data, cfg.NATSListen, cfg.Listen = dir, "127.0.0.1:-1", "127.0.0.1:0"
 	cfg.AllowPrivate = true
-	cfg.Budget = config.Rate(float64(o.Pages*o.Polls) / o.Period.Seconds() * 2)
+	// Pages that share a rhythm are due at the same moments: the budget
+	// must allow them all within a second or the global limiter, not the
+	// plan, decides when they are polled.
+	cfg.Budget = config.Rate(max(float64(o.Pages), float64(o.Pages*o.Polls)/o.Period.Seconds()*2))
 	cfg.HostRate = 2
 	cfg.Workers, cfg.Concurrency = 1, 4
 	cfg.CaptureUniform = uniform
