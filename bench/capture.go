@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -118,14 +117,11 @@ func captureRun(ctx context.Context, o CaptureOptions, name string, uniform bool
 		return CaptureResult{}, err
 	}
 	defer s.Close()
-	dir, err := os.MkdirTemp("", "freshcrawl-capture-")
+	cfg, cleanup, err := crawlerConfig("freshcrawl-capture-")
 	if err != nil {
 		return CaptureResult{}, err
 	}
-	defer os.RemoveAll(dir)
-	cfg := config.Default()
-	cfg.Data, cfg.NATSListen, cfg.Listen = dir, "127.0.0.1:-1", "127.0.0.1:0"
-	cfg.AllowPrivate = true
+	defer cleanup()
 	// Pages that share a rhythm are due at the same moments: the budget
 	// must allow them all within a second or the global limiter, not the
 	// plan, decides when they are polled.

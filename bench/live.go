@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"os"
 	"strings"
 	"time"
 
@@ -69,17 +68,11 @@ func RunLive(ctx context.Context, w Workload, policy string, o Options, lo LiveO
 	}
 	defer s.Close()
 
-	dir, err := os.MkdirTemp("", "freshcrawl-bench-")
+	cfg, cleanup, err := crawlerConfig("freshcrawl-bench-")
 	if err != nil {
-		return Result{}, fmt.Errorf("bench: data directory: %w", err)
+		return Result{}, err
 	}
-	defer os.RemoveAll(dir)
-	cfg := config.Default()
-	cfg.Data = dir
-	cfg.Listen = "127.0.0.1:0"
-	cfg.NATSListen = "127.0.0.1:-1"
-	cfg.LogLevel = "warn"
-	cfg.AllowPrivate = true // the simulated web lives on loopback
+	defer cleanup()
 	cfg.Budget = config.Rate(o.Budget / daySec)
 	cfg.HostRate = config.Rate(o.HostRate / daySec)
 	cfg.PriorRate = config.Rate(o.PriorRate / daySec)

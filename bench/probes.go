@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
@@ -89,14 +88,11 @@ func probesRun(ctx context.Context, o ProbesOptions, policy string) (ProbesResul
 	if err != nil {
 		return ProbesResult{}, err
 	}
-	dir, err := os.MkdirTemp("", "freshcrawl-probes-")
+	cfg, cleanup, err := crawlerConfig("freshcrawl-probes-")
 	if err != nil {
 		return ProbesResult{}, err
 	}
-	defer os.RemoveAll(dir)
-	cfg := config.Default()
-	cfg.Data, cfg.NATSListen, cfg.Listen = dir, "127.0.0.1:-1", "127.0.0.1:0"
-	cfg.AllowPrivate = true
+	defer cleanup()
 	cfg.Budget = 100
 	cfg.HostRate = config.Rate(40 / o.TimeUnit.Seconds()) // politeness well above the 10/unit quota
 	cfg.MaxInFlight = 16
