@@ -163,31 +163,30 @@ func (h *hostQueue) took(d time.Duration) {
 // done marks e's fetch finished at fetchedAt (when the host was actually
 // requested) and requeues it at its next due time.
 func (f *frontier) done(e *entry, fetchedAt time.Time, due time.Time) {
+	f.release(e, fetchedAt)
+	f.schedule(e, due)
+	f.fixHost(e.host)
+}
+
+// release ends e's fetch: it is no longer in flight, and its host is
+// spaced from the real request time, which may be later than the dispatch
+// time when the task waited in the queue.
+func (f *frontier) release(e *entry, fetchedAt time.Time) {
 	h := e.host
 	if e.inFlight {
 		e.inFlight = false
 		h.inFlight--
 	}
-	// Space the host from the real request time, which may be later than
-	// the dispatch time when the task waited in the queue.
 	if nf := fetchedAt.Add(h.gap); nf.After(h.nextFree) {
 		h.nextFree = nf
 	}
-	f.schedule(e, due)
-	f.fixHost(h)
 }
 
 // finish ends a one-off entry: the host is spaced from its request and the
 // entry forgotten.
 func (f *frontier) finish(e *entry, fetchedAt time.Time) {
 	h := e.host
-	if e.inFlight {
-		e.inFlight = false
-		h.inFlight--
-	}
-	if nf := fetchedAt.Add(h.gap); nf.After(h.nextFree) {
-		h.nextFree = nf
-	}
+	f.release(e, fetchedAt)
 	if e.index >= 0 {
 		heap.Remove(&h.urls, e.index)
 	}

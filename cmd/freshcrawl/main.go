@@ -13,7 +13,6 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/freshcrawl/freshcrawl/config"
 )
@@ -73,5 +72,3 @@ func withConfig(cmd *cobra.Command, cfg *config.Config, keys ...string) {
 	cfg.Register(cmd.Flags(), keys...)
 	cmd.Flags().SortFlags = false
 }
-
-var _ = pflag.ContinueOnError
