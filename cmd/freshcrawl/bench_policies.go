@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/freshcrawl/freshcrawl/bench"
+	"github.com/freshcrawl/freshcrawl/internal/bench"
 )
 
 // benchPoliciesCmd is `freshcrawl bench policies`: freshcrawl's revisit

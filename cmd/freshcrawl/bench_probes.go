@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/freshcrawl/freshcrawl/bench"
+	"github.com/freshcrawl/freshcrawl/internal/bench"
 )
 
 func benchProbesCmd() *cobra.Command {

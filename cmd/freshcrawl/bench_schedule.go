@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/freshcrawl/freshcrawl/bench"
+	"github.com/freshcrawl/freshcrawl/internal/bench"
 )
 
 // benchScheduleCmd measures the scheduler at scale: the allocation solve

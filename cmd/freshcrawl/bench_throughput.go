@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/freshcrawl/freshcrawl/bench"
-	"github.com/freshcrawl/freshcrawl/config"
+	"github.com/freshcrawl/freshcrawl/internal/bench"
+	"github.com/freshcrawl/freshcrawl/internal/config"
 )
 
 // benchThroughputCmd measures the real pipeline end to end against local

@@ -28,7 +28,7 @@ import (
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 
-	"github.com/freshcrawl/freshcrawl/config"
+	"github.com/freshcrawl/freshcrawl/internal/config"
 )
 
 // repoRoot is the repository root seen from this package's directory, where

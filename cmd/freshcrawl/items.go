@@ -16,10 +16,10 @@ import (
 	"github.com/spf13/cobra"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/freshcrawl/freshcrawl/config"
-	"github.com/freshcrawl/freshcrawl/coordinator"
-	"github.com/freshcrawl/freshcrawl/source"
-	"github.com/freshcrawl/freshcrawl/store"
+	"github.com/freshcrawl/freshcrawl/internal/config"
+	"github.com/freshcrawl/freshcrawl/internal/coordinator"
+	"github.com/freshcrawl/freshcrawl/internal/source"
+	"github.com/freshcrawl/freshcrawl/internal/store"
 )
 
 func itemsCmd() *cobra.Command {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/freshcrawl/freshcrawl/config"
+	"github.com/freshcrawl/freshcrawl/internal/config"
 )
 
 func main() {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/freshcrawl/freshcrawl/config"
-	"github.com/freshcrawl/freshcrawl/plan"
+	"github.com/freshcrawl/freshcrawl/internal/config"
+	"github.com/freshcrawl/freshcrawl/internal/plan"
 )
 
 func planCmd() *cobra.Command {

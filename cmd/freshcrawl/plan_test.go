@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/freshcrawl/freshcrawl/store"
+	"github.com/freshcrawl/freshcrawl/internal/store"
 )
 
 // runPlan executes the plan subcommand as main would.

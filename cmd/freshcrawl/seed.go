@@ -19,10 +19,10 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/term"
 
-	"github.com/freshcrawl/freshcrawl/config"
-	"github.com/freshcrawl/freshcrawl/coordinator"
-	"github.com/freshcrawl/freshcrawl/seed"
-	"github.com/freshcrawl/freshcrawl/store"
+	"github.com/freshcrawl/freshcrawl/internal/config"
+	"github.com/freshcrawl/freshcrawl/internal/coordinator"
+	"github.com/freshcrawl/freshcrawl/internal/seed"
+	"github.com/freshcrawl/freshcrawl/internal/store"
 )
 
 func seedCmd() *cobra.Command {

@@ -15,9 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/freshcrawl/freshcrawl/alloc"
-	"github.com/freshcrawl/freshcrawl/config"
-	"github.com/freshcrawl/freshcrawl/node"
-	"github.com/freshcrawl/freshcrawl/sim"
+	"github.com/freshcrawl/freshcrawl/internal/config"
+	"github.com/freshcrawl/freshcrawl/internal/node"
+	"github.com/freshcrawl/freshcrawl/internal/sim"
 )
 
 // simFlags are the knobs of the simulated web shared by sim and demo.

@@ -1,0 +1,104 @@
+// Package bench measures freshcrawl's revisit policy against its peers from
+// the truth of a simulated web (DESIGN.md §4), never from freshcrawl's own
+// model: `freshcrawl bench policies`.
+//
+// Two modes share workloads, policies and reporting. The virtual mode
+// (virtual.go) drives the coordinator's real Scheduler, estimator and
+// policies on a virtual clock against the sim's change processes, so
+// thousands of simulated days take seconds; the live mode (live.go) runs
+// the whole system (embedded NATS, coordinator, workers, HTTP) against an
+// in-process sim. Every figure is compared with the oracle: the optimum of
+// DESIGN.md §3.2 computed with the true rates at the same number of
+// fetches.
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/freshcrawl/freshcrawl/internal/schedule"
+)
+
+// Policies lists the policies benchmarked by default: freshcrawl's own
+// (optimal) first, then the baselines and the peers.
+func Policies() []string {
+	return []string{"optimal", "uniform", "proportional", "nutch", "stormcrawler", "binarylambdacrawl", "lambdacrawl"}
+}
+
+// NewPolicy returns a fresh instance of the named policy (policies keep
+// warm solver state, so runs must not share one). day is the real duration
+// of a simulated day, which the adaptive peers scale their constants by.
+func NewPolicy(name string, day time.Duration) (schedule.Policy, error) {
+	switch name {
+	case "nutch":
+		return schedule.NewNutch(day), nil
+	case "stormcrawler":
+		return schedule.NewStormCrawler(day), nil
+	case "binarylambdacrawl":
+		return schedule.NewBinaryLambdaCrawl(schedule.DefaultLambdaEpsilon)
+	}
+	p, err := schedule.PolicyByName(name, "freshness")
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	return p, nil
+}
+
+// ParsePolicies splits a comma-separated list ("" or "all": every one).
+func ParsePolicies(s string) ([]string, error) {
+	if s == "" || s == "all" {
+		return Policies(), nil
+	}
+	var out []string
+	for name := range strings.SplitSeq(s, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(Policies(), name) {
+			return nil, fmt.Errorf("unknown policy %q: want one of %s", name, strings.Join(Policies(), ", "))
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}
+
+// Result is one policy's run on one workload.
+type Result struct {
+	Mode, Workload, Policy string
+	// Freshness and AgeDays are the truth, time-averaged over the window
+	// after warm-up (weighted by importance where the workload has
+	// weights).
+	Freshness, AgeDays float64
+	// Fetches, NotModified and Bytes are counted in the window. Bytes in
+	// virtual mode are modelled (see virtual.go).
+	Fetches, NotModified int
+	Bytes                int64
+	// FetchesPerDay is the achieved fetch rate in the window.
+	FetchesPerDay float64
+	// Oracle is the optimum freshness with the true rates at
+	// FetchesPerDay; Ratio = Freshness / Oracle.
+	Oracle, OracleAgeDays, Ratio float64
+	// Series is the freshness over the whole run (warm-up included), one
+	// point per step, for the plot.
+	Series []Point
+	// PlanErrors counts plans the policy failed to make (the previous plan
+	// was kept, as the coordinator does); LastPlanError is the last one.
+	PlanErrors    int
+	LastPlanError error
+	// Wall is how long the run took.
+	Wall time.Duration
+}
+
+// NotModifiedShare is the share of fetches answered 304.
+func (r Result) NotModifiedShare() float64 {
+	if r.Fetches == 0 {
+		return 0
+	}
+	return float64(r.NotModified) / float64(r.Fetches)
+}
+
+// Point is one step of a freshness series.
+type Point struct {
+	Day       float64 // simulated days since the start
+	Freshness float64
+}

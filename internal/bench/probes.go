@@ -1,0 +1,130 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/freshcrawl/freshcrawl/internal/config"
+	"github.com/freshcrawl/freshcrawl/internal/coordinator"
+	"github.com/freshcrawl/freshcrawl/internal/node"
+	"github.com/freshcrawl/freshcrawl/internal/sim"
+)
+
+// ProbesOptions configure the keyword-probe benchmark (paper 000 §5.2).
+type ProbesOptions struct {
+	Papers   int
+	K        int
+	TimeUnit time.Duration // real duration of one time unit
+	Duration time.Duration
+	Warmup   time.Duration
+	Seed     uint64
+	Policies []string // greedy, naive1, naive2
+	Log      *slog.Logger
+}
+
+// ProbesResult is one policy's truth-measured content freshness.
+type ProbesResult struct {
+	Policy           string
+	ContentFreshness float64 // time-averaged weighted dissimilarity (lower is fresher)
+	Final            float64
+	Requests         int
+	SearchRequests   int
+	ItemRequests     int
+	RequestsPerUnit  float64
+	Synced           int
+}
+
+// Probes runs the real system once per policy, side by side, each against
+// its own copy of the simulated citation search site with the same seed,
+// at the same request budget (the source's quota per time unit), and
+// reports the content freshness the sim measured from the values it
+// served.
+func Probes(ctx context.Context, o ProbesOptions, out io.Writer) ([]ProbesResult, error) {
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	results := make([]ProbesResult, len(o.Policies))
+	errs := make([]error, len(o.Policies))
+	var wg sync.WaitGroup
+	for i, p := range o.Policies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = probesRun(ctx, o, p)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	fmt.Fprintf(out, "content freshness on the simulated citation search (paper 000 §5.2): %d papers, K=%d, 10 requests per time unit (%s), %s measured after %s\n\n",
+		o.Papers, o.K, o.TimeUnit, o.Duration, o.Warmup)
+	fmt.Fprintf(out, "%-8s %18s %10s %9s %8s %6s %9s %7s\n", "policy", "content-freshness", "final", "requests", "search", "by-id", "req/unit", "synced")
+	for _, r := range results {
+		fmt.Fprintf(out, "%-8s %18.1f %10.1f %9d %8d %6d %9.2f %7d\n", r.Policy, r.ContentFreshness, r.Final, r.Requests, r.SearchRequests, r.ItemRequests, r.RequestsPerUnit, r.Synced)
+	}
+	fmt.Fprintln(out, "\n(content freshness is the time-averaged weighted dissimilarity of the crawler's copy: lower is fresher)")
+	return results, nil
+}
+
+func probesRun(ctx context.Context, o ProbesOptions, policy string) (ProbesResult, error) {
+	s, err := sim.New(sim.Config{Hosts: 1, Pages: 1, Seed: o.Seed, Day: time.Hour,
+		Search: &sim.SearchConfig{Papers: o.Papers, K: o.K, TimeUnit: o.TimeUnit, Seed: o.Seed}})
+	if err != nil {
+		return ProbesResult{}, err
+	}
+	if err := s.Start(ctx); err != nil {
+		return ProbesResult{}, err
+	}
+	defer s.Close()
+	src, err := s.SearchSource()
+	if err != nil {
+		return ProbesResult{}, err
+	}
+	cfg, cleanup, err := crawlerConfig("freshcrawl-probes-")
+	if err != nil {
+		return ProbesResult{}, err
+	}
+	defer cleanup()
+	cfg.Budget = 100
+	cfg.HostRate = config.Rate(40 / o.TimeUnit.Seconds()) // politeness well above the 10/unit quota
+	cfg.MaxInFlight = 16
+	cfg.Workers, cfg.Concurrency = 1, 4
+	cfg.ProbePolicy = policy
+	cfg.PriorRate = config.Rate(0.25 / o.TimeUnit.Seconds()) // one citation's rate
+	var items bytes.Buffer
+	if err := s.WriteSearchItems(&items); err != nil {
+		return ProbesResult{}, err
+	}
+	n, err := node.Start(ctx, cfg, node.Roles{Coordinator: true, Workers: 1}, nil, o.Log, src)
+	if err != nil {
+		return ProbesResult{}, err
+	}
+	defer n.Stop()
+	if _, err := coordinator.IngestItems(n.DB, &items, "sim items", src.Name); err != nil {
+		return ProbesResult{}, err
+	}
+	start := time.Now()
+	t := time.NewTimer(o.Duration)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ProbesResult{}, ctx.Err()
+	case <-t.C:
+	}
+	end := time.Now()
+	rep, err := s.ContentFreshness(start.Add(o.Warmup), end)
+	if err != nil {
+		return ProbesResult{}, err
+	}
+	units := end.Sub(start.Add(o.Warmup)).Seconds() / o.TimeUnit.Seconds()
+	return ProbesResult{Policy: policy, ContentFreshness: rep.ContentFreshness, Final: rep.Final, Requests: rep.Requests,
+		SearchRequests: rep.SearchRequests, ItemRequests: rep.ItemRequests, RequestsPerUnit: float64(rep.Requests) / units, Synced: rep.Synced}, nil
+}

@@ -1,0 +1,125 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/freshcrawl/freshcrawl/internal/sim"
+)
+
+// Workload names, in the order they run by default.
+const (
+	WorkloadTable6    = "table6"
+	WorkloadHeavyTail = "heavytail"
+	WorkloadWeighted  = "weighted"
+	WorkloadDrift     = "drift"
+	WorkloadHostBound = "hostbound"
+)
+
+// Workloads lists every workload name.
+func Workloads() []string {
+	return []string{WorkloadTable6, WorkloadHeavyTail, WorkloadWeighted, WorkloadDrift, WorkloadHostBound}
+}
+
+// Workload is a simulated web to benchmark on: the change processes (as
+// sim mixes), and what the bench adds on top of the sim (importance
+// weights, a change of rates halfway, politeness-bound hosts).
+type Workload struct {
+	Name        string
+	Description string
+	// Mix is the sim's Poisson mix (rates per simulated day).
+	Mix []sim.RateClass
+	// After, when set, replaces Mix from DriftAt (a share of the run) on:
+	// each page draws its class afresh (the sim with seed+1), so a page
+	// that changed daily may now change yearly and the other way round.
+	After   []sim.RateClass
+	DriftAt float64
+	// Weights are the importance weights by page index (nil: all 1).
+	Weights []float64
+	// BoundHosts take a Crawl-delay that caps them at BoundShare of their
+	// uniform share of the budget.
+	BoundHosts []int
+	BoundShare float64
+}
+
+// NewWorkload builds the named workload for pages pages on hosts hosts.
+// Everything random is drawn from seed, so the same arguments give the
+// same workload.
+func NewWorkload(name string, pages, hosts int, seed uint64) (Workload, error) {
+	if pages < 1 || hosts < 1 {
+		return Workload{}, fmt.Errorf("workload %s: %d pages on %d hosts", name, pages, hosts)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x776f726b6c6f6164)) // "workload"
+	w := Workload{Name: name, Mix: sim.Table6Mix()}
+	switch name {
+	case WorkloadTable6:
+		w.Description = "paper 003 Table 6: 23% daily, 15% weekly, 16% monthly, 16% quarterly, 30% yearly"
+	case WorkloadHeavyTail:
+		// Log-normal rates: median 0.08 a day, σ = 1.5 (mean ≈ 0.25 a
+		// day, like Table 6), capped at 20 a day; every page its own
+		// class so the sim keeps the exact draw.
+		w.Description = "heavy-tailed: per-page rates log-normal, median 0.08/day, sigma 1.5 (mean ~0.25/day)"
+		w.Mix = make([]sim.RateClass, pages)
+		for i := range w.Mix {
+			r := math.Min(0.08*math.Exp(1.5*rng.NormFloat64()), 20)
+			w.Mix[i] = sim.RateClass{Share: 1 / float64(pages), Rate: r}
+		}
+	case WorkloadWeighted:
+		// Importance independent of change rate, log-normal σ = 1: a few
+		// pages matter an order of magnitude more than most.
+		w.Description = "Table 6 rates, importance weights log-normal sigma 1 (independent of rates)"
+		w.Weights = make([]float64, pages)
+		for i := range w.Weights {
+			w.Weights[i] = math.Exp(rng.NormFloat64())
+		}
+	case WorkloadDrift:
+		w.Description = "Table 6 mix, every page redraws its rate class halfway through the run"
+		w.After, w.DriftAt = sim.Table6Mix(), 0.5
+	case WorkloadHostBound:
+		n := max(1, hosts/4)
+		w.Description = fmt.Sprintf("Table 6 rates, %d of %d hosts capped by Crawl-delay at 1/4 of their uniform share", n, hosts)
+		for h := range n {
+			w.BoundHosts = append(w.BoundHosts, h)
+		}
+		w.BoundShare = 0.25
+	default:
+		return Workload{}, fmt.Errorf("unknown workload %q: want one of %s", name, strings.Join(Workloads(), ", "))
+	}
+	return w, nil
+}
+
+// Weight is page i's importance.
+func (w Workload) Weight(i int) float64 {
+	if w.Weights == nil {
+		return 1
+	}
+	return w.Weights[i]
+}
+
+// CrawlDelayDays is the Crawl-delay of host h in simulated days (0: none),
+// for a budget of budgetPerDay fetches a simulated day over hosts hosts.
+func (w Workload) CrawlDelayDays(h, hosts int, budgetPerDay float64) float64 {
+	if !slices.Contains(w.BoundHosts, h) || w.BoundShare <= 0 || budgetPerDay <= 0 {
+		return 0
+	}
+	return 1 / (w.BoundShare * budgetPerDay / float64(hosts))
+}
+
+// ParseWorkloads splits a comma-separated list ("" or "all": every one).
+func ParseWorkloads(s string) ([]string, error) {
+	if s == "" || s == "all" {
+		return Workloads(), nil
+	}
+	var out []string
+	for name := range strings.SplitSeq(s, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(Workloads(), name) {
+			return nil, fmt.Errorf("unknown workload %q: want one of %s", name, strings.Join(Workloads(), ", "))
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}

@@ -1,0 +1,283 @@
+// Package broker sets up the NATS side of freshcrawl: an embedded
+// nats-server with JetStream for the single-process default, the
+// connection, and the streams, consumers and buckets both roles rely on.
+// Both roles call Ensure with the same settings, so whichever starts first
+// creates them and the other finds them.
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/freshcrawl/freshcrawl/internal/proto"
+)
+
+// EmbeddedOptions configure the embedded server.
+type EmbeddedOptions struct {
+	// Dir is where JetStream keeps its files (under the data directory).
+	Dir string
+	// Listen is host:port for clients; "127.0.0.1:-1" picks a free port.
+	// Binding loopback by default keeps a demo from exposing a broker.
+	Listen string
+	// SyncAlways fsyncs every write. Off by default, as in nats-server:
+	// the store never depends on a message that was not folded, so an OS
+	// crash costs at most refetching a few URLs, while SyncAlways costs a
+	// disk flush per task and result.
+	SyncAlways bool
+	// MaxPayload bounds one message (tasks and results carry extracted
+	// text). Default 8 MiB.
+	MaxPayload int32
+}
+
+// StartEmbedded starts a nats-server with JetStream and waits until it
+// accepts clients. The caller shuts it down with Shutdown and
+// WaitForShutdown.
+func StartEmbedded(o EmbeddedOptions) (*server.Server, error) {
+	host, portStr, err := net.SplitHostPort(o.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("embedded NATS listen address %q: %w", o.Listen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("embedded NATS listen port %q: %w", portStr, err)
+	}
+	if o.MaxPayload <= 0 {
+		o.MaxPayload = 8 << 20
+	}
+	opts := &server.Options{
+		ServerName: "freshcrawl-embedded",
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   o.Dir,
+		SyncAlways: o.SyncAlways,
+		MaxPayload: o.MaxPayload,
+		NoSigs:     true,
+		NoLog:      true,
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded NATS: %w", err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(15 * time.Second) {
+		s.Shutdown()
+		return nil, fmt.Errorf("embedded NATS on %s did not start within 15s", o.Listen)
+	}
+	return s, nil
+}
+
+// Connect dials url with reconnects that never give up: workers outlive a
+// broker restart.
+func Connect(url, name string, log *slog.Logger) (*nats.Conn, jetstream.JetStream, error) {
+	nc, err := nats.Connect(url,
+		nats.Name(name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(time.Second),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("NATS disconnected", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("NATS reconnected", "url", c.ConnectedUrl()) }),
+	)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("JetStream context: %w", err)
+	}
+	return nc, js, nil
+}
+
+// Settings size the streams and consumers.
+type Settings struct {
+	// Replicas of each stream (1 embedded, 3 on a 3-node cluster).
+	Replicas int
+	// AckWait is how long a worker may hold a task without acknowledging
+	// or sending InProgress before it is redelivered.
+	AckWait time.Duration
+	// MaxDeliver is how many times a task is delivered before it is
+	// recorded as failed.
+	MaxDeliver int
+	// MaxAckPending bounds tasks delivered and unacknowledged across all
+	// workers: it is shared by the consumer, so it is sized to the total
+	// concurrency, not per worker.
+	MaxAckPending int
+	// Duplicates is the window in which a republished task id is dropped.
+	Duplicates time.Duration
+	// RobotsTTL is how long a robots.txt stays in the shared cache.
+	RobotsTTL time.Duration
+}
+
+// DefaultSettings are the defaults of a single-process run.
+func DefaultSettings() Settings {
+	return Settings{Replicas: 1, AckWait: 60 * time.Second, MaxDeliver: 5, MaxAckPending: 1024, Duplicates: 2 * time.Minute, RobotsTTL: 24 * time.Hour}
+}
+
+// RobotsBucket is the KV bucket workers share robots.txt entries in.
+const RobotsBucket = "freshcrawl_robots"
+
+// EnsureExisting is Ensure for a worker: if the coordinator already made the
+// streams and consumers, their settings (MaxAckPending sized to the
+// coordinator's in-flight bound, AckWait, MaxDeliver) are left alone;
+// otherwise they are created with s.
+func EnsureExisting(ctx context.Context, js jetstream.JetStream, s Settings) error {
+	if _, err := js.Consumer(ctx, proto.TaskStream, proto.TaskConsumer); err == nil {
+		if _, err := js.Consumer(ctx, proto.ResultStream, proto.ResultConsumer); err == nil {
+			return nil
+		}
+	}
+	return Ensure(ctx, js, s)
+}
+
+// Ensure creates or updates the task and result streams and their durable
+// consumers. The coordinator calls it: its settings are the ones in force.
+func Ensure(ctx context.Context, js jetstream.JetStream, s Settings) error {
+	if s.Replicas < 1 {
+		s.Replicas = 1
+	}
+	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        proto.TaskStream,
+		Description: "freshcrawl fetch tasks, one consumer shared by all workers",
+		Subjects:    []string{proto.TaskSubjectPrefix + ">"},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    s.Replicas,
+		Duplicates:  s.Duplicates,
+		Discard:     jetstream.DiscardOld,
+	})
+	if err != nil {
+		return fmt.Errorf("create stream %s: %w", proto.TaskStream, err)
+	}
+	_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        proto.ResultStream,
+		Description: "freshcrawl results, consumed by the coordinator",
+		Subjects:    []string{proto.ResultSubjectPrefix + ">"},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    s.Replicas,
+		Duplicates:  s.Duplicates,
+	})
+	if err != nil {
+		return fmt.Errorf("create stream %s: %w", proto.ResultStream, err)
+	}
+	_, err = js.CreateOrUpdateConsumer(ctx, proto.TaskStream, jetstream.ConsumerConfig{
+		Durable:       proto.TaskConsumer,
+		Description:   "all workers",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       s.AckWait,
+		MaxDeliver:    s.MaxDeliver,
+		MaxAckPending: s.MaxAckPending,
+		FilterSubject: proto.TaskSubjectPrefix + ">",
+		BackOff:       nil,
+	})
+	if err != nil {
+		return fmt.Errorf("create consumer %s: %w", proto.TaskConsumer, err)
+	}
+	_, err = js.CreateOrUpdateConsumer(ctx, proto.ResultStream, jetstream.ConsumerConfig{
+		Durable:       proto.ResultConsumer,
+		Description:   "the coordinator",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		MaxDeliver:    -1, // a result must be folded eventually
+		MaxAckPending: 4096,
+		FilterSubject: proto.ResultSubjectPrefix + ">",
+	})
+	if err != nil {
+		return fmt.Errorf("create consumer %s: %w", proto.ResultConsumer, err)
+	}
+	return nil
+}
+
+// RobotsKV opens (creating if needed) the shared robots.txt bucket.
+func RobotsKV(ctx context.Context, js jetstream.JetStream, s Settings) (jetstream.KeyValue, error) {
+	if s.Replicas < 1 {
+		s.Replicas = 1
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      RobotsBucket,
+		Description: "robots.txt per host, shared by all workers",
+		TTL:         s.RobotsTTL,
+		Replicas:    s.Replicas,
+		Storage:     jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("robots bucket: %w", err)
+	}
+	return kv, nil
+}
+
+// MaxDeliveriesSubject is the advisory JetStream sends when a task ran out
+// of deliveries; the task stays in the work-queue stream until removed.
+func MaxDeliveriesSubject() string {
+	return "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + proto.TaskStream + "." + proto.TaskConsumer
+}
+
+// MaxDeliveriesAdvisory is the part of the advisory we use.
+type MaxDeliveriesAdvisory struct {
+	Stream     string `json:"stream"`
+	Consumer   string `json:"consumer"`
+	StreamSeq  uint64 `json:"stream_seq"`
+	Deliveries uint64 `json:"deliveries"`
+}
+
+// ParseMaxDeliveries decodes the advisory.
+func ParseMaxDeliveries(b []byte) (MaxDeliveriesAdvisory, error) {
+	var a MaxDeliveriesAdvisory
+	if err := json.Unmarshal(b, &a); err != nil {
+		return a, fmt.Errorf("decode max-deliveries advisory: %w", err)
+	}
+	if a.StreamSeq == 0 {
+		return a, errors.New("max-deliveries advisory without stream_seq")
+	}
+	return a, nil
+}
+
+// QueueInfo is what status shows of the task queue.
+type QueueInfo struct {
+	Pending     uint64 `json:"pending"`     // in the stream, not yet delivered
+	AckPending  int    `json:"ack_pending"` // delivered, awaiting ack
+	Redelivered int    `json:"redelivered"` // delivered more than once, awaiting ack
+	Messages    uint64 `json:"messages"`    // in the stream
+	Results     uint64 `json:"results"`     // results not yet folded
+}
+
+// Queue reads the task and result consumers' state.
+func Queue(ctx context.Context, js jetstream.JetStream) (QueueInfo, error) {
+	var q QueueInfo
+	c, err := js.Consumer(ctx, proto.TaskStream, proto.TaskConsumer)
+	if err != nil {
+		return q, fmt.Errorf("task consumer: %w", err)
+	}
+	ci, err := c.Info(ctx)
+	if err != nil {
+		return q, fmt.Errorf("task consumer info: %w", err)
+	}
+	q.Pending, q.AckPending, q.Redelivered = ci.NumPending, ci.NumAckPending, ci.NumRedelivered
+	st, err := js.Stream(ctx, proto.TaskStream)
+	if err == nil {
+		if si, err := st.Info(ctx); err == nil {
+			q.Messages = si.State.Msgs
+		}
+	}
+	rc, err := js.Consumer(ctx, proto.ResultStream, proto.ResultConsumer)
+	if err == nil {
+		if ri, err := rc.Info(ctx); err == nil {
+			q.Results = ri.NumPending + uint64(ri.NumAckPending)
+		}
+	}
+	return q, nil
+}

@@ -1,0 +1,424 @@
+// Package config resolves freshcrawl's settings from four layers, each
+// overriding the one before: defaults, a YAML file (--config), environment
+// variables (FRESHCRAWL_<KEY>, dashes as underscores) and flags. Every key
+// has the same name in all of them: `--host-rate`, `host-rate:` in YAML,
+// FRESHCRAWL_HOST_RATE in the environment.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/andybalholm/cascadia"
+	"github.com/spf13/pflag"
+
+	"github.com/freshcrawl/freshcrawl/internal/proto"
+	"gopkg.in/yaml.v3"
+)
+
+// Config holds every setting. Not every subcommand uses every key.
+type Config struct {
+	// ConfigFile is the YAML file given with --config (or
+	// FRESHCRAWL_CONFIG); its `sources:` list defines keyword-search
+	// sources.
+	ConfigFile string `key:"config"`
+	Data       string `key:"data"`
+	NATS       string `key:"nats"`
+	NATSListen string `key:"nats-listen"`
+	Listen     string `key:"listen"`
+	API        string `key:"api"`
+	LogLevel   string `key:"log-level"`
+
+	// Coordinator.
+	Budget      Rate          `key:"budget"`
+	HostRate    Rate          `key:"host-rate"`
+	MaxInFlight int           `key:"max-in-flight"`
+	Policy      string        `key:"policy"`
+	Objective   string        `key:"objective"`
+	Replan      time.Duration `key:"replan"`
+	PriorRate   Rate          `key:"prior-rate"`
+	HalfLife    time.Duration `key:"half-life"`
+	Explore     float64       `key:"explore"`
+	// LMSkew is the clock difference tolerated when checking whether a
+	// server's Last-Modified can be trusted as a change time.
+	LMSkew time.Duration `key:"lm-skew"`
+	// ProbePolicy refreshes tracked items of keyword-search sources.
+	ProbePolicy string `key:"probe-policy"`
+	// CaptureUniform is the paper-002 baseline for benchmarks.
+	CaptureUniform bool `key:"capture-uniform"`
+
+	// NATS.
+	AckWait    time.Duration `key:"ack-wait"`
+	MaxDeliver int           `key:"max-deliver"`
+	Replicas   int           `key:"replicas"`
+	SyncAlways bool          `key:"sync-always"`
+
+	// Workers.
+	Workers      int           `key:"workers"`
+	Concurrency  int           `key:"concurrency"`
+	UserAgent    string        `key:"user-agent"`
+	Timeout      time.Duration `key:"timeout"`
+	MaxBody      int64         `key:"max-body"`
+	MaxRedirects int           `key:"max-redirects"`
+	AllowPrivate bool          `key:"allow-private"`
+	WorkerID     string        `key:"worker-id"`
+
+	// Default noise rules for every URL (a seed's own rules add to them).
+	IgnoreSelector string   `key:"ignore-selector"`
+	IgnorePatterns []string `key:"ignore-pattern"`
+	MinChange      float64  `key:"min-change"`
+}
+
+// DefaultUserAgent identifies the crawler and where to read about it.
+const DefaultUserAgent = "freshcrawl/0.1 (+https://github.com/freshcrawl/freshcrawl)"
+
+// Default returns the defaults.
+func Default() Config {
+	return Config{
+		Data: "./freshcrawl-data", NATSListen: "127.0.0.1:4222", Listen: "127.0.0.1:8080", LogLevel: "info",
+		Budget: 10, HostRate: 1, MaxInFlight: 256, Policy: "optimal", ProbePolicy: "greedy", Objective: "freshness", Replan: 30 * time.Second,
+		PriorRate: Rate(0.25 / 86400), HalfLife: 90 * 24 * time.Hour, Explore: 0.3, LMSkew: time.Minute,
+		AckWait: 60 * time.Second, MaxDeliver: 5, Replicas: 1,
+		Workers: 4, Concurrency: 8, UserAgent: DefaultUserAgent, Timeout: 30 * time.Second, MaxBody: 4 << 20, MaxRedirects: 5,
+	}
+}
+
+// Key describes one setting.
+type Key struct {
+	Name  string
+	Usage string
+}
+
+// Keys lists every key with its documentation, in the order the README
+// shows them.
+var keyDocs = []Key{
+	{"config", "YAML file with any of these keys"},
+	{"data", "data directory: bbolt store and embedded NATS files"},
+	{"nats", "NATS URL(s) of an external server or cluster; run and coordinator start an embedded server when it is empty, a worker needs it"},
+	{"nats-listen", "client address of the embedded NATS server"},
+	{"listen", "HTTP address of the API, /metrics and status"},
+	{"api", "coordinator API base URL for status/seed/versions (default http://<listen>)"},
+	{"log-level", "debug, info, warn or error"},
+	{"budget", "total fetches per unit time: 20/s, 300/m, 5000/h, 1000/d"},
+	{"host-rate", "most fetches of any one host per unit time"},
+	{"max-in-flight", "most tasks dispatched and not yet folded"},
+	{"policy", "revisit policy: optimal, uniform or proportional"},
+	{"objective", "what the optimal policy maximises: freshness or age"},
+	{"replan", "how often the allocation is re-solved"},
+	{"prior-rate", "change rate assumed for a URL never observed"},
+	{"half-life", "age at which an observation counts half in the change-rate estimate"},
+	{"explore", "share of the uniform frequency kept for URLs the optimum gives up on"},
+	{"probe-policy", "how tracked items of keyword-search sources are refreshed: greedy (keyword probes), naive1 or naive2 (fetch by id; baselines)"},
+	{"lm-skew", "clock skew tolerated when deciding whether a server's Last-Modified can be trusted as the time of the last change"},
+	{"capture-uniform", "poll capture URLs uniformly instead of at learnt phases (a baseline for comparison)"},
+	{"ack-wait", "time a worker may hold a task without acknowledging it"},
+	{"max-deliver", "deliveries of a task before it is recorded as failed"},
+	{"replicas", "replicas of each JetStream stream (3 on a 3-node cluster)"},
+	{"sync-always", "embedded NATS fsyncs every write (slower, survives an OS crash)"},
+	{"workers", "in-process workers (run, demo)"},
+	{"concurrency", "tasks each worker handles at once"},
+	{"user-agent", "User-Agent of every request; its first token is the robots.txt product token"},
+	{"timeout", "total time allowed for one fetch"},
+	{"max-body", "largest response body in bytes, after decompression"},
+	{"max-redirects", "most redirects followed"},
+	{"allow-private", "allow fetching private, loopback and link-local addresses"},
+	{"worker-id", "name of this worker in results and status"},
+	{"ignore-selector", "CSS selector (group) of elements dropped from every page before hashing, e.g. \".ad, .clock\""},
+	{"ignore-pattern", "regular expression blanked out of every page's text (repeat the flag; a list in YAML)"},
+	{"min-change", "smallest change counted, as a share of the text (or a numeric difference)"},
+}
+
+// Keys returns every key and its usage.
+func Keys() []Key { return append([]Key(nil), keyDocs...) }
+
+func usage(name string) string {
+	for _, k := range keyDocs {
+		if k.Name == name {
+			return k.Usage
+		}
+	}
+	return name
+}
+
+// Register adds the flags for keys (all keys when none are named) to fs,
+// bound to c's fields, plus --config.
+func (c *Config) Register(fs *pflag.FlagSet, keys ...string) {
+	want := map[string]bool{}
+	for _, k := range keys {
+		want[k] = true
+	}
+	on := func(k string) bool { return len(keys) == 0 || want[k] }
+	if fs.Lookup("config") == nil {
+		fs.StringVar(&c.ConfigFile, "config", c.ConfigFile, usage("config"))
+	}
+	add := func(name string, fn func(string)) {
+		if on(name) && fs.Lookup(name) == nil {
+			fn(usage(name))
+		}
+	}
+	add("data", func(u string) { fs.StringVar(&c.Data, "data", c.Data, u) })
+	add("nats", func(u string) { fs.StringVar(&c.NATS, "nats", c.NATS, u) })
+	add("nats-listen", func(u string) { fs.StringVar(&c.NATSListen, "nats-listen", c.NATSListen, u) })
+	add("listen", func(u string) { fs.StringVar(&c.Listen, "listen", c.Listen, u) })
+	add("api", func(u string) { fs.StringVar(&c.API, "api", c.API, u) })
+	add("log-level", func(u string) { fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, u) })
+	add("budget", func(u string) { fs.Var(&c.Budget, "budget", u) })
+	add("host-rate", func(u string) { fs.Var(&c.HostRate, "host-rate", u) })
+	add("max-in-flight", func(u string) { fs.IntVar(&c.MaxInFlight, "max-in-flight", c.MaxInFlight, u) })
+	add("policy", func(u string) { fs.StringVar(&c.Policy, "policy", c.Policy, u) })
+	add("objective", func(u string) { fs.StringVar(&c.Objective, "objective", c.Objective, u) })
+	add("replan", func(u string) { fs.DurationVar(&c.Replan, "replan", c.Replan, u) })
+	add("prior-rate", func(u string) { fs.Var(&c.PriorRate, "prior-rate", u) })
+	add("half-life", func(u string) { fs.DurationVar(&c.HalfLife, "half-life", c.HalfLife, u) })
+	add("explore", func(u string) { fs.Float64Var(&c.Explore, "explore", c.Explore, u) })
+	add("probe-policy", func(u string) { fs.StringVar(&c.ProbePolicy, "probe-policy", c.ProbePolicy, u) })
+	add("lm-skew", func(u string) { fs.DurationVar(&c.LMSkew, "lm-skew", c.LMSkew, u) })
+	add("capture-uniform", func(u string) { fs.BoolVar(&c.CaptureUniform, "capture-uniform", c.CaptureUniform, u) })
+	add("ack-wait", func(u string) { fs.DurationVar(&c.AckWait, "ack-wait", c.AckWait, u) })
+	add("max-deliver", func(u string) { fs.IntVar(&c.MaxDeliver, "max-deliver", c.MaxDeliver, u) })
+	add("replicas", func(u string) { fs.IntVar(&c.Replicas, "replicas", c.Replicas, u) })
+	add("sync-always", func(u string) { fs.BoolVar(&c.SyncAlways, "sync-always", c.SyncAlways, u) })
+	add("workers", func(u string) { fs.IntVar(&c.Workers, "workers", c.Workers, u) })
+	add("concurrency", func(u string) { fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, u) })
+	add("user-agent", func(u string) { fs.StringVar(&c.UserAgent, "user-agent", c.UserAgent, u) })
+	add("timeout", func(u string) { fs.DurationVar(&c.Timeout, "timeout", c.Timeout, u) })
+	add("max-body", func(u string) { fs.Int64Var(&c.MaxBody, "max-body", c.MaxBody, u) })
+	add("max-redirects", func(u string) { fs.IntVar(&c.MaxRedirects, "max-redirects", c.MaxRedirects, u) })
+	add("allow-private", func(u string) { fs.BoolVar(&c.AllowPrivate, "allow-private", c.AllowPrivate, u) })
+	add("worker-id", func(u string) { fs.StringVar(&c.WorkerID, "worker-id", c.WorkerID, u) })
+	add("ignore-selector", func(u string) { fs.StringVar(&c.IgnoreSelector, "ignore-selector", c.IgnoreSelector, u) })
+	add("ignore-pattern", func(u string) { fs.StringArrayVar(&c.IgnorePatterns, "ignore-pattern", c.IgnorePatterns, u) })
+	add("min-change", func(u string) { fs.Float64Var(&c.MinChange, "min-change", c.MinChange, u) })
+}
+
+// EnvName is the environment variable of key.
+func EnvName(key string) string {
+	return "FRESHCRAWL_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_"))
+}
+
+// Resolve applies the YAML file named by --config (or FRESHCRAWL_CONFIG)
+// and the environment to every flag of fs the command line did not set.
+// environ is os.Environ() in production.
+func Resolve(fs *pflag.FlagSet, environ []string) error {
+	env := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "FRESHCRAWL_") {
+			env[k] = v
+		}
+	}
+	file := ""
+	if f := fs.Lookup("config"); f != nil {
+		file = f.Value.String()
+		if !f.Changed {
+			if v, ok := env[EnvName("config")]; ok {
+				file = v
+				if err := fs.Set("config", v); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	fileVals := map[string][]string{}
+	if file != "" {
+		vals, err := readYAML(file)
+		if err != nil {
+			return err
+		}
+		fileVals = vals
+	}
+	// Unknown keys in the file or the environment are mistakes worth
+	// stopping for: a typo would otherwise silently fall back to a default.
+	known := map[string]bool{"config": true, "sources": true}
+	for _, k := range keyDocs {
+		known[k.Name] = true
+	}
+	var unknown []string
+	for k := range fileVals {
+		if !known[k] {
+			unknown = append(unknown, fmt.Sprintf("%s: unknown key %q", file, k))
+		}
+	}
+	for k := range env {
+		name := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(k, "FRESHCRAWL_")), "_", "-")
+		if !known[name] {
+			unknown = append(unknown, fmt.Sprintf("environment: unknown variable %s", k))
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return errors.New(strings.Join(unknown, "; "))
+	}
+	var errs []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Changed || f.Name == "config" {
+			return
+		}
+		if v, ok := env[EnvName(f.Name)]; ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Sprintf("%s=%q: %v", EnvName(f.Name), v, err))
+			}
+			return
+		}
+		for _, v := range fileVals[f.Name] {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Sprintf("%s: key %q = %q: %v", file, f.Name, v, err))
+			}
+		}
+	})
+	if len(errs) > 0 {
+		sort.Strings(errs)
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func readYAML(file string) (map[string][]string, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("config file: %w", err)
+	}
+	var raw map[string]yaml.Node
+	if err := yaml.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("config file %s: %w", file, err)
+	}
+	out := map[string][]string{}
+	for k, n := range raw {
+		if k == "sources" {
+			continue // structured; read by the sources loader
+		}
+		switch n.Kind {
+		case yaml.ScalarNode:
+			out[k] = []string{n.Value}
+		case yaml.SequenceNode:
+			for _, item := range n.Content {
+				if item.Kind != yaml.ScalarNode {
+					return nil, fmt.Errorf("config file %s line %d: key %q: list items must be single values", file, item.Line, k)
+				}
+				out[k] = append(out[k], item.Value)
+			}
+		default:
+			return nil, fmt.Errorf("config file %s line %d: key %q wants a value or a list of values", file, n.Line, k)
+		}
+	}
+	return out, nil
+}
+
+// Validate checks the values that flags cannot.
+func (c *Config) Validate() error {
+	var errs []string
+	if c.Budget <= 0 {
+		errs = append(errs, "budget must be > 0")
+	}
+	if c.HostRate <= 0 {
+		errs = append(errs, "host-rate must be > 0")
+	}
+	if c.MaxInFlight <= 0 {
+		errs = append(errs, "max-in-flight must be > 0")
+	}
+	switch c.Policy {
+	case "optimal", "uniform", "proportional":
+	default:
+		errs = append(errs, fmt.Sprintf("policy %q: want optimal, uniform or proportional", c.Policy))
+	}
+	switch c.ProbePolicy {
+	case "greedy", "naive1", "naive2":
+	default:
+		errs = append(errs, fmt.Sprintf("probe-policy %q: want greedy, naive1 or naive2", c.ProbePolicy))
+	}
+	switch c.Objective {
+	case "freshness", "age":
+	default:
+		errs = append(errs, fmt.Sprintf("objective %q: want freshness or age", c.Objective))
+	}
+	if c.Workers < 0 {
+		errs = append(errs, "workers must be ≥ 0")
+	}
+	if c.Concurrency <= 0 {
+		errs = append(errs, "concurrency must be > 0")
+	}
+	if c.MaxDeliver < 1 {
+		errs = append(errs, "max-deliver must be ≥ 1")
+	}
+	if c.AckWait < time.Second {
+		errs = append(errs, "ack-wait must be ≥ 1s")
+	}
+	if c.Explore < 0 || c.Explore > 1 {
+		errs = append(errs, "explore must be in [0,1]")
+	}
+	if c.Timeout <= 0 {
+		errs = append(errs, "timeout must be > 0")
+	}
+	if c.MaxBody <= 0 {
+		errs = append(errs, "max-body must be > 0")
+	}
+	if c.MaxRedirects < 0 {
+		errs = append(errs, "max-redirects must be ≥ 0")
+	}
+	if c.Replicas < 1 || c.Replicas > 5 {
+		errs = append(errs, "replicas must be 1..5")
+	}
+	if c.Replan <= 0 {
+		errs = append(errs, "replan must be > 0")
+	}
+	if c.LMSkew < time.Second {
+		errs = append(errs, "lm-skew must be ≥ 1s (HTTP dates have whole seconds)")
+	}
+	if c.HalfLife <= 0 {
+		errs = append(errs, "half-life must be > 0")
+	}
+	if c.PriorRate <= 0 {
+		errs = append(errs, "prior-rate must be > 0")
+	}
+	if c.MinChange < 0 {
+		errs = append(errs, "min-change must be ≥ 0")
+	}
+	if c.IgnoreSelector != "" {
+		if _, err := cascadia.Compile(c.IgnoreSelector); err != nil {
+			errs = append(errs, fmt.Sprintf("ignore-selector %q: %v", c.IgnoreSelector, err))
+		}
+	}
+	for _, p := range c.IgnorePatterns {
+		if _, err := regexp.Compile(p); err != nil {
+			errs = append(errs, fmt.Sprintf("ignore-pattern %q: %v", p, err))
+		}
+	}
+	if _, err := c.Level(); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if len(errs) > 0 {
+		return errors.New("config: " + strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// DefaultIgnore is the noise rules every URL gets.
+func (c *Config) DefaultIgnore() proto.IgnoreRules {
+	r := proto.IgnoreRules{Patterns: c.IgnorePatterns, MinChange: c.MinChange}
+	if c.IgnoreSelector != "" {
+		r.Selectors = []string{c.IgnoreSelector}
+	}
+	return r
+}
+
+// Level parses LogLevel.
+func (c *Config) Level() (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return l, fmt.Errorf("log-level %q: want debug, info, warn or error", c.LogLevel)
+	}
+	return l, nil
+}
+
+// APIBase is the coordinator API to talk to.
+func (c *Config) APIBase() string {
+	if c.API != "" {
+		return strings.TrimRight(c.API, "/")
+	}
+	return "http://" + c.Listen
+}

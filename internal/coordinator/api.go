@@ -1,0 +1,305 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/freshcrawl/freshcrawl/internal/broker"
+	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/internal/store"
+)
+
+// Status is what `freshcrawl status` prints and GET /api/status returns.
+type Status struct {
+	Time          time.Time        `json:"time"`
+	Queue         broker.QueueInfo `json:"queue"`
+	InFlight      int              `json:"in_flight"`
+	MaxInFlight   int              `json:"max_in_flight"`
+	Workers       []string         `json:"workers"`
+	URLs          int              `json:"urls"`
+	Hosts         int              `json:"hosts"`
+	Disallowed    int              `json:"disallowed"`
+	Fetches       int64            `json:"fetches"`
+	Changes       int64            `json:"changes"`
+	Failed        int64            `json:"failed"`
+	FetchesPerMin int64            `json:"fetches_per_min"`
+	ChangesPerMin int64            `json:"changes_per_min"`
+	Errors        map[string]int64 `json:"errors"`
+
+	Policy         string    `json:"policy"`
+	Budget         float64   `json:"budget_per_s"`
+	BudgetInUse    float64   `json:"budget_in_use_per_s"`
+	Unabsorbed     float64   `json:"budget_unabsorbed_per_s"`
+	ModelFreshness float64   `json:"model_freshness"`
+	ModelAge       float64   `json:"model_age_s"`
+	GivenUp        int       `json:"given_up"`
+	CappedHosts    int       `json:"hosts_at_cap"`
+	PlannedAt      time.Time `json:"planned_at,omitzero"`
+
+	// Capture URLs (paper 002): how many, how many still learning, the
+	// mean expected change recall of the learnt ones, and the first few.
+	CaptureURLs     int                      `json:"capture_urls"`
+	CaptureLearning int                      `json:"capture_learning"`
+	CaptureRecall   float64                  `json:"capture_expected_recall"`
+	Capture         []schedule.CaptureStatus `json:"capture,omitempty"`
+
+	// Probes are the keyword-search sources and their last round.
+	Probes []schedule.ProbeStatus `json:"probes,omitempty"`
+}
+
+// Status reports the coordinator's state now.
+func (c *Coordinator) Status() Status {
+	now := time.Now()
+	c.mu.Lock()
+	plan, planAt, inUse := c.sched.Plan()
+	s := Status{
+		Time: now, Queue: c.queue, InFlight: len(c.inflight), MaxInFlight: c.opts.MaxInFlight,
+		URLs: c.sched.Len(), Hosts: c.sched.Hosts(), Policy: c.opts.Policy.Name(), Budget: c.opts.Budget,
+		ModelFreshness: plan.Freshness, ModelAge: plan.Age, GivenUp: plan.GivenUp, CappedHosts: plan.CappedHosts,
+		Unabsorbed: plan.Unabsorbed, PlannedAt: planAt, BudgetInUse: inUse, Disallowed: c.sched.Disallowed(),
+	}
+	caps := c.sched.CaptureStatus(math.MaxInt)
+	s.Probes = c.probeStatus()
+	for id, at := range c.workers {
+		if now.Sub(at) <= time.Minute {
+			s.Workers = append(s.Workers, id)
+		}
+	}
+	c.mu.Unlock()
+	sort.Strings(s.Workers)
+	learnt := 0
+	for _, cs := range caps {
+		s.CaptureURLs++
+		if cs.Learning {
+			s.CaptureLearning++
+		} else if cs.ExpectedRecall > 0 {
+			learnt++
+			s.CaptureRecall += cs.ExpectedRecall
+		}
+	}
+	if learnt > 0 {
+		s.CaptureRecall /= float64(learnt)
+	}
+	c.m.captureRecall.Set(s.CaptureRecall)
+	c.m.captureLearning.Set(float64(s.CaptureLearning))
+	s.Capture = caps[:min(len(caps), 20)]
+	c.counts.Lock()
+	s.Fetches, s.Changes, s.Failed = c.counts.fetches, c.counts.changes, c.counts.failed
+	s.Errors = make(map[string]int64, len(c.counts.errors))
+	for k, v := range c.counts.errors {
+		s.Errors[k] = v
+	}
+	c.counts.Unlock()
+	s.FetchesPerMin = c.fetchWin.lastMinute(now)
+	s.ChangesPerMin = c.chgWin.lastMinute(now)
+	return s
+}
+
+// Handler serves the HTTP API and /metrics.
+//
+//	POST /api/seeds              seed lines in the body (as a seed file)
+//	GET  /api/status             Status as JSON
+//	GET  /api/url?url=U          the URL's record
+//	GET  /api/versions?url=U     versions of a capture URL (&show=N for one, with text)
+//	GET  /api/changes?after=N    the change log after sequence N (&limit=)
+//	POST /api/items?source=S     tracked items of a keyword-search source (JSON lines)
+//	GET  /api/items?source=S     the tracked items with value, rate and last sync
+//	GET  /metrics                Prometheus metrics
+//	GET  /healthz                liveness
+func (c *Coordinator) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/seeds", c.handleSeeds)
+	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, c.Status()) })
+	mux.HandleFunc("GET /api/url", c.handleURL)
+	mux.HandleFunc("GET /api/versions", c.handleVersions)
+	mux.HandleFunc("GET /api/changes", c.handleChanges)
+	mux.HandleFunc("POST /api/items", c.handleAddItems)
+	mux.HandleFunc("GET /api/items", func(w http.ResponseWriter, r *http.Request) { ServeItems(c.db, w, r) })
+	mux.Handle("GET /metrics", promhttp.HandlerFor(c.m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, code int, err error) {
+	writeJSON(w, code, map[string]string{"error": err.Error()})
+}
+
+func (c *Coordinator) handleSeeds(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get("name")
+	if name == "" {
+		name = "request"
+	}
+	sum, err := c.AddSeeds(r.Body, name)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error(), "summary": sum})
+		return
+	}
+	writeJSON(w, http.StatusOK, sum)
+}
+
+func (c *Coordinator) handleURL(w http.ResponseWriter, r *http.Request) {
+	u := r.URL.Query().Get("url")
+	rec, err := c.db.Get(u)
+	if err != nil {
+		writeErr(w, statusOf(err), err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
+}
+
+func (c *Coordinator) handleVersions(w http.ResponseWriter, r *http.Request) {
+	ServeVersions(c.db, w, r)
+}
+
+// ServeVersions answers GET /api/versions from db (shared with the CLI's
+// offline mode).
+func ServeVersions(db *store.DB, w http.ResponseWriter, r *http.Request) {
+	u := r.URL.Query().Get("url")
+	if u == "" {
+		writeErr(w, http.StatusBadRequest, errors.New("missing url parameter"))
+		return
+	}
+	if show := r.URL.Query().Get("show"); show != "" {
+		n, err := strconv.ParseUint(show, 10, 64)
+		if err != nil {
+			writeErr(w, http.StatusBadRequest, fmt.Errorf("show=%q: want a version number", show))
+			return
+		}
+		v, err := db.Version(u, n)
+		if err != nil {
+			writeErr(w, statusOf(err), err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+		return
+	}
+	vs, err := db.Versions(u)
+	if err != nil {
+		writeErr(w, statusOf(err), err)
+		return
+	}
+	if vs == nil {
+		vs = []store.Version{}
+	}
+	writeJSON(w, http.StatusOK, vs)
+}
+
+func (c *Coordinator) handleChanges(w http.ResponseWriter, r *http.Request) {
+	after, _ := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
+	limit, err := strconv.Atoi(r.URL.Query().Get("limit"))
+	if err != nil || limit <= 0 || limit > 10000 {
+		limit = 100
+	}
+	ch, err := c.db.Changes(after, limit)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, err)
+		return
+	}
+	if ch == nil {
+		ch = []store.Change{}
+	}
+	writeJSON(w, http.StatusOK, ch)
+}
+
+func statusOf(err error) int {
+	if errors.Is(err, store.ErrNotFound) {
+		return http.StatusNotFound
+	}
+	return http.StatusInternalServerError
+}
+
+// Serve runs the HTTP API on addr until ctx is done.
+func (c *Coordinator) Serve(ctx context.Context, srv *http.Server) error {
+	srv.Handler = c.Handler()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	case err := <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return fmt.Errorf("HTTP API on %s: %w", srv.Addr, err)
+	}
+}
+
+func (c *Coordinator) handleAddItems(w http.ResponseWriter, r *http.Request) {
+	src := r.URL.Query().Get("source")
+	if c.sourceByName(src) == nil {
+		writeErr(w, http.StatusBadRequest, fmt.Errorf("unknown source %q (define it under sources: in the config file)", src))
+		return
+	}
+	name := r.URL.Query().Get("name")
+	if name == "" {
+		name = "request"
+	}
+	sum, err := IngestItems(c.db, r.Body, name, src)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error(), "summary": sum})
+		return
+	}
+	writeJSON(w, http.StatusOK, sum)
+}
+
+// ItemView is one tracked item as the API and CLI show it.
+type ItemView struct {
+	ID       string            `json:"id"`
+	Value    *float64          `json:"value"`
+	Rate     float64           `json:"rate_per_s"`
+	LastSync *time.Time        `json:"last_sync"`
+	Syncs    int64             `json:"syncs"`
+	Changes  int64             `json:"changes"`
+	Attrs    map[string]string `json:"attrs"`
+}
+
+// Items returns the views of source's tracked items.
+func Items(db *store.DB, source string) ([]ItemView, error) {
+	items, err := db.Items(source)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ItemView, 0, len(items))
+	for _, it := range items {
+		v := ItemView{ID: it.ID, Rate: it.Rate, Syncs: it.Syncs, Changes: it.Changes, Attrs: it.Attrs}
+		if it.HasValue {
+			val := it.Value
+			v.Value = &val
+		}
+		if !it.LastSync.IsZero() {
+			t := it.LastSync
+			v.LastSync = &t
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// ServeItems answers GET /api/items.
+func ServeItems(db *store.DB, w http.ResponseWriter, r *http.Request) {
+	items, err := Items(db, r.URL.Query().Get("source"))
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, items)
+}

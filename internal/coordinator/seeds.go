@@ -1,0 +1,94 @@
+package coordinator
+
+import (
+	"io"
+	"time"
+
+	"github.com/freshcrawl/freshcrawl/internal/seed"
+	"github.com/freshcrawl/freshcrawl/internal/store"
+)
+
+// SeedSummary is what one seeding run did.
+type SeedSummary struct {
+	Good    int      `json:"good"`
+	Added   int      `json:"added"`
+	Updated int      `json:"updated"`
+	Bad     int      `json:"bad"`
+	Errors  []string `json:"errors,omitempty"` // the first MaxSeedErrors bad lines
+}
+
+// MaxSeedErrors bounds the bad lines kept in a summary; all are counted.
+const MaxSeedErrors = 1000
+
+// seedBatch is how many seeds one store transaction takes: large enough
+// that a million lines is a thousand commits, small enough to keep memory
+// flat.
+const seedBatch = 1000
+
+// IngestSeeds streams seeds from r into db in batches. onBad sees every bad
+// line (with file and line); onBatch, if set, sees every stored batch (the
+// running coordinator adds them to its schedule).
+func IngestSeeds(db *store.DB, r io.Reader, file string, onBad func(*seed.LineError), onBatch func([]store.URL)) (SeedSummary, error) {
+	var sum SeedSummary
+	batch := make([]store.URL, 0, seedBatch)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		added, err := db.Upsert(batch)
+		if err != nil {
+			return err
+		}
+		sum.Added += added
+		sum.Updated += len(batch) - added
+		if onBatch != nil {
+			onBatch(batch)
+		}
+		batch = batch[:0]
+		return nil
+	}
+	now := time.Now()
+	good, bad, err := seed.Parse(r, file, func(s seed.Seed) error {
+		batch = append(batch, store.URL{URL: s.URL, Host: s.Host, Weight: s.Weight, Selector: s.Selector, Mode: string(s.Mode), Ignore: s.Ignore, Period: s.Period, Polls: s.Polls, AddedAt: now})
+		if len(batch) == seedBatch {
+			return flush()
+		}
+		return nil
+	}, func(e *seed.LineError) {
+		if len(sum.Errors) < MaxSeedErrors {
+			sum.Errors = append(sum.Errors, e.Error())
+		}
+		if onBad != nil {
+			onBad(e)
+		}
+	})
+	sum.Good, sum.Bad = good, bad
+	if err != nil {
+		// Whatever was parsed before the failure is still stored.
+		if ferr := flush(); ferr != nil {
+			return sum, ferr
+		}
+		return sum, err
+	}
+	return sum, flush()
+}
+
+// AddSeeds ingests seeds into the store and the live
+func (c *Coordinator) AddSeeds(r io.Reader, file string) (SeedSummary, error) {
+	return IngestSeeds(c.db, r, file, nil, func(batch []store.URL) {
+		now := time.Now()
+		c.mu.Lock()
+		for _, u := range batch {
+			// A known URL keeps its estimate and schedule; only the
+			// seed's fields change.
+			if u.Rate <= 0 {
+				u.Rate = c.opts.PriorRate
+			}
+			c.sched.Add(info(u), now)
+		}
+		n := c.sched.Len()
+		c.mu.Unlock()
+		c.m.urls.Set(float64(n))
+		c.poke()
+	})
+}

@@ -1,0 +1,224 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/freshcrawl/freshcrawl/internal/node"
+	"github.com/freshcrawl/freshcrawl/internal/proto"
+)
+
+// A task whose worker never finishes it is delivered MaxDeliver times and
+// then recorded as failed, and removed from the work queue.
+func TestFailedAfterMaxDeliver(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg := testConfig(t, t.TempDir())
+	cfg.MaxDeliver = 2
+	cfg.AckWait = time.Second
+	coord, err := node.Start(ctx, cfg, node.Roles{Coordinator: true}, nil, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coord.Stop()
+	url := "http://127.0.0.1:9/never"
+	if _, err := coord.Coordinator.AddSeeds(strings.NewReader(url), "t"); err != nil {
+		t.Fatal(err)
+	}
+	// A worker that takes tasks and dies before answering, every time.
+	cons, err := coord.JS.Consumer(ctx, proto.TaskStream, proto.TaskConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliveries := 0
+	waitFor(t, 40*time.Second, "the task to be recorded as failed", func() bool {
+		if b, err := cons.Fetch(1, jetstream.FetchMaxWait(200*time.Millisecond)); err == nil {
+			for range b.Messages() {
+				deliveries++
+			}
+		}
+		u, err := coord.DB.Get(url)
+		return err == nil && u.Failed >= 1
+	})
+	u, _ := coord.DB.Get(url)
+	if u.LastErrKind != string(proto.ErrFailed) || u.ErrorKinds[string(proto.ErrFailed)] < 1 {
+		t.Errorf("record %+v: want the failure recorded with kind %q", u, proto.ErrFailed)
+	}
+	if deliveries < cfg.MaxDeliver {
+		t.Errorf("%d deliveries before failing, want %d", deliveries, cfg.MaxDeliver)
+	}
+	if st := coord.Coordinator.Status(); st.Failed < 1 || st.Errors[string(proto.ErrFailed)] < 1 {
+		t.Errorf("status does not count the failed task: %+v", st)
+	}
+}
+
+// 503 with Retry-After slows the host down for every worker, and the host
+// recovers its rate once it answers again.
+func TestRetryAfterSlowsHostForAllWorkers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var times []time.Time
+	var codes []int
+	served := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		served++
+		n := served
+		code := http.StatusOK
+		if n == 3 || n == 4 {
+			code = http.StatusServiceUnavailable
+		}
+		times, codes = append(times, time.Now()), append(codes, code)
+		mu.Unlock()
+		if code != http.StatusOK {
+			w.Header().Set("Retry-After", "2")
+			w.WriteHeader(code)
+			return
+		}
+		fmt.Fprintf(w, "<p>page %s</p>", r.URL.Path)
+	}))
+	defer srv.Close()
+
+	cfg := testConfig(t, t.TempDir())
+	cfg.HostRate = 20 // 50 ms between requests when healthy
+	cfg.Budget = 20
+	n, err := node.Start(ctx, cfg, node.Roles{Coordinator: true, Workers: 2}, nil, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	var seeds []string
+	for i := range 4 {
+		seeds = append(seeds, fmt.Sprintf("%s/p/%d", srv.URL, i))
+	}
+	if _, err := n.Coordinator.AddSeeds(strings.NewReader(strings.Join(seeds, "\n")), "t"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 40*time.Second, "the host to recover after its 503s", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return served >= 14
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for i := 1; i < len(times); i++ {
+		gap := times[i].Sub(times[i-1])
+		if codes[i-1] == http.StatusServiceUnavailable && gap < 1900*time.Millisecond {
+			t.Errorf("request %d came %s after a 503 with Retry-After: 2", i, gap)
+		}
+	}
+	// Recovery: after the last 503, the host is fetched at its normal
+	// rate again, far faster than one request per Retry-After.
+	last := times[len(times)-1]
+	first := times[len(times)-6]
+	if span := last.Sub(first); span > 1500*time.Millisecond {
+		t.Errorf("5 requests after recovery took %s: the host did not recover its rate", span)
+	}
+}
+
+// Repeated 5xx without Retry-After back the host off exponentially, and the
+// first success resets it.
+func TestServerErrorsBackOffExponentially(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var times []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		times = append(times, time.Now())
+		n := len(times)
+		mu.Unlock()
+		if n >= 2 && n <= 4 {
+			http.Error(w, "overloaded", http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprint(w, "<p>ok</p>")
+	}))
+	defer srv.Close()
+	cfg := testConfig(t, t.TempDir())
+	cfg.HostRate, cfg.Budget = 20, 20
+	n, err := node.Start(ctx, cfg, node.Roles{Coordinator: true, Workers: 2}, nil, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	if _, err := n.Coordinator.AddSeeds(strings.NewReader(srv.URL+"/a\n"+srv.URL+"/b"), "t"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 40*time.Second, "requests after the errors", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(times) >= 9
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	// Requests 2, 3 and 4 fail. The second consecutive failure backs off
+	// 2 s, the third 4 s; after the success at 5 the rate is back.
+	if g := times[3].Sub(times[2]); g < 1950*time.Millisecond {
+		t.Errorf("gap after the 2nd consecutive 5xx: %s, want ≥ 2s", g)
+	}
+	if g := times[4].Sub(times[3]); g < 3950*time.Millisecond {
+		t.Errorf("gap after the 3rd consecutive 5xx: %s, want ≥ 4s", g)
+	}
+	if g := times[8].Sub(times[5]); g > 1500*time.Millisecond {
+		t.Errorf("3 requests after recovery took %s: the backoff did not reset", g)
+	}
+}
+
+// A restarted coordinator gets its URLs, their history and their schedule
+// back from bbolt.
+func TestRestartKeepsEverything(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	web := newSite()
+	srv := httptest.NewServer(web)
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	n, err := node.Start(ctx, cfg, node.Roles{Coordinator: true, Workers: 1}, nil, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := []string{srv.URL + "/a", srv.URL + "/b", srv.URL + "/c"}
+	if _, err := n.Coordinator.AddSeeds(strings.NewReader(strings.Join(urls, "\n")), "t"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "two fetches of every URL", func() bool {
+		for _, u := range urls {
+			if r, err := n.DB.Get(u); err != nil || r.Fetches < 2 {
+				return false
+			}
+		}
+		return true
+	})
+	n.Stop()
+	n2, err := node.Start(ctx, cfg, node.Roles{Coordinator: true}, nil, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n2.Stop()
+	for _, u := range urls {
+		r, err := n2.DB.Get(u)
+		if err != nil || r.Fetches < 2 || r.Hash == "" || r.NextDue.IsZero() || r.Interval <= 0 {
+			t.Errorf("%s after restart: %+v (%v)", u, r, err)
+		}
+	}
+	waitFor(t, 10*time.Second, "the schedule to be loaded", func() bool { return n2.Coordinator.Status().URLs == len(urls) })
+}

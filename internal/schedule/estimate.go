@@ -1,0 +1,126 @@
+package schedule
+
+import (
+	"math"
+	"time"
+
+	"github.com/freshcrawl/freshcrawl/estimate"
+)
+
+// Estimator turns fetch outcomes into change-rate estimates (DESIGN.md
+// §3.3). It is the one piece of code both the coordinator's fold and the
+// virtual benchmark run, so the benchmark measures the real estimator.
+// Rates are changes per second, the unit of the budget.
+type Estimator struct {
+	Config estimate.Config
+	Prior  estimate.Prior
+	Trust  estimate.TrustConfig
+}
+
+// NewEstimator returns the estimator with a fading half-life and a weak
+// Gamma prior (half a pseudo-change) centred on priorRate.
+func NewEstimator(halfLife time.Duration, priorRate float64) Estimator {
+	cfg := estimate.DefaultConfig()
+	cfg.HalfLife = halfLife.Seconds()
+	return Estimator{Config: cfg, Prior: estimate.NewPrior(priorRate, 0.5), Trust: estimate.DefaultTrustConfig()}
+}
+
+// EstimateState is what the estimator keeps per URL.
+type EstimateState struct {
+	State estimate.State
+	Trust estimate.TrustCounter
+	// PrevLM is the previous fetch's Last-Modified (zero if none).
+	PrevLM time.Time
+}
+
+// minMemory is the least number of fetch intervals an observation takes to
+// fade to half.
+const minMemory = 8
+
+// Fetch is one successful fetch as the estimator sees it.
+type Fetch struct {
+	At           time.Time
+	Prev         time.Time // the previous successful fetch (zero: first)
+	Changed      bool
+	LastModified time.Time // zero when the server sent none
+}
+
+// Observe folds a fetch into st and returns the new rate. A Last-Modified
+// that has earned trust (estimate.CheckLastModified over this URL's
+// history) gives the change times directly, which is far more informative
+// than "changed or not" when fetches are rare; otherwise the bit is used.
+func (e Estimator) Observe(st *EstimateState, f Fetch) float64 {
+	at := secs(f.At)
+	cfg := e.Config
+	if !f.Prev.IsZero() {
+		// Fading is in time, but a URL fetched rarely sees few
+		// observations per half-life: keep at least minMemory fetches'
+		// worth, or its estimate would be little more than the prior.
+		cfg.HalfLife = max(cfg.HalfLife, minMemory*f.At.Sub(f.Prev).Seconds())
+	}
+	if !f.Prev.IsZero() && !f.LastModified.IsZero() {
+		prev := estimate.Fetch{At: secs(f.Prev), LastModified: secs(st.PrevLM), HasLastModified: !st.PrevLM.IsZero()}
+		cur := estimate.Fetch{At: at, LastModified: secs(f.LastModified), HasLastModified: true}
+		if f.Changed {
+			cur.ContentHash = 1
+		}
+		st.Trust.Add(estimate.CheckLastModified(prev, cur, e.Trust.ClockSkew), f.Changed)
+	}
+	if !f.LastModified.IsZero() {
+		st.PrevLM = f.LastModified
+	}
+	switch {
+	case f.Prev.IsZero():
+		// The first fetch carries no interval; with a trusted header it
+		// still dates the last change.
+		if !f.LastModified.IsZero() && st.Trust.Trustworthy(e.Trust) {
+			_ = st.State.ObserveLastModified(at, math.Inf(1), secs(f.LastModified), cfg)
+		}
+	case !f.LastModified.IsZero() && st.Trust.Trustworthy(e.Trust):
+		_ = st.State.ObserveLastModified(at, f.At.Sub(f.Prev).Seconds(), secs(f.LastModified), cfg)
+	default:
+		if iv := f.At.Sub(f.Prev).Seconds(); iv > 0 {
+			_ = st.State.Observe(at, iv, f.Changed, cfg)
+		}
+	}
+	return st.State.Rate(e.Prior)
+}
+
+// MarshalBinary encodes the state for the URL record; it never fails.
+func (s EstimateState) MarshalBinary() ([]byte, error) {
+	b, _ := s.State.AppendBinary(nil)
+	b = append(b, byte(s.Trust.Checks>>8), byte(s.Trust.Checks), byte(s.Trust.Violations>>8), byte(s.Trust.Violations), byte(s.Trust.Changes>>8), byte(s.Trust.Changes))
+	ns := s.PrevLM.Unix()
+	if s.PrevLM.IsZero() {
+		ns = 0
+	}
+	for i := 7; i >= 0; i-- {
+		b = append(b, byte(ns>>(8*i)))
+	}
+	return b, nil
+}
+
+// UnmarshalBinary decodes a state written by MarshalBinary (or by the
+// estimate package alone, from before trust was kept).
+func (s *EstimateState) UnmarshalBinary(b []byte) error {
+	if len(b) < estimate.EncodedSize {
+		return s.State.UnmarshalBinary(b)
+	}
+	if err := s.State.UnmarshalBinary(b[:estimate.EncodedSize]); err != nil {
+		return err
+	}
+	rest := b[estimate.EncodedSize:]
+	if len(rest) >= 14 {
+		s.Trust.Checks = uint16(rest[0])<<8 | uint16(rest[1])
+		s.Trust.Violations = uint16(rest[2])<<8 | uint16(rest[3])
+		s.Trust.Changes = uint16(rest[4])<<8 | uint16(rest[5])
+		var ns int64
+		for i := 0; i < 8; i++ {
+			ns = ns<<8 | int64(rest[6+i])
+		}
+		if ns != 0 {
+			s.PrevLM = time.Unix(ns, 0)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,234 @@
+package schedule
+
+import (
+	"container/heap"
+	"time"
+)
+
+// entry is the in-memory schedule state of one URL.
+type entry struct {
+	url      string
+	host     *hostQueue
+	weight   float64
+	rate     float64       // estimated changes per second
+	interval time.Duration // 1/f from the plan; 0 = not scheduled (given up, disallowed)
+	nextDue  time.Time
+	inFlight bool
+	index    int // in host.urls heap, -1 when not queued
+	capture  bool
+	cap      *captureState // capture URLs only
+	oneShot  bool          // a one-off request (a probe): forgotten once done
+	// disallowed by robots.txt (or robots.txt unreachable): no share of
+	// the budget, rechecked every DisallowRetry against the cached
+	// robots.txt so that a host that allows it again gets it back.
+	disallowed bool
+}
+
+// hostQueue holds one host's URLs ordered by due time and the host's
+// politeness state.
+type hostQueue struct {
+	name      string
+	urls      entryHeap
+	gap       time.Duration // least time between two fetches in force now
+	nextFree  time.Time     // earliest time the host may be fetched again
+	inFlight  int
+	index     int // in frontier.hosts heap, -1 when not queued
+	lastFetch time.Time
+	// busy is a moving average of how long a request to the host takes:
+	// the host is spaced from the end of each request, so it can take at
+	// most 1/(gap+busy) fetches a second, which is the cap the plan uses.
+	busy time.Duration
+	// saturated is set when the plan gives the host all it can take: its
+	// URLs' due times then leave no slack, so the host is served as soon
+	// as it is free (work-conserving) rather than idling until the next
+	// URL is due while others wait, which would lose part of its capacity.
+	saturated bool
+}
+
+// capacity is the most fetches per second the host can take now.
+func (h *hostQueue) capacity() float64 {
+	return float64(time.Second) / float64(max(h.gap+h.busy, time.Nanosecond))
+}
+
+// key is when the host can next give out a URL.
+func (h *hostQueue) key() time.Time {
+	if len(h.urls) == 0 {
+		return time.Time{}
+	}
+	due := h.urls[0].nextDue
+	if h.nextFree.After(due) || h.saturated {
+		return h.nextFree
+	}
+	return due
+}
+
+// frontier orders URLs for dispatch: a heap of hosts keyed by the time their
+// earliest URL is due and the host is free, each host a heap of its URLs.
+// Dispatching a URL only ever looks at heap tops, so it costs O(log n)
+// whatever the number of URLs, and a host with a thousand due URLs cannot
+// starve the others or be fetched faster than its gap.
+type frontier struct {
+	urls  map[string]*entry
+	hosts map[string]*hostQueue
+	ready hostHeap // hosts with queued URLs and no fetch in flight
+}
+
+func newFrontier() *frontier {
+	return &frontier{urls: map[string]*entry{}, hosts: map[string]*hostQueue{}}
+}
+
+func (f *frontier) host(name string, gap time.Duration) *hostQueue {
+	h, ok := f.hosts[name]
+	if !ok {
+		h = &hostQueue{name: name, gap: gap, index: -1}
+		f.hosts[name] = h
+	}
+	return h
+}
+
+// add inserts or returns the entry of url.
+func (f *frontier) add(url, host string, gap time.Duration) (*entry, bool) {
+	if e, ok := f.urls[url]; ok {
+		return e, false
+	}
+	h := f.host(host, gap)
+	e := &entry{url: url, host: h, index: -1, weight: 1}
+	f.urls[url] = e
+	return e, true
+}
+
+// schedule (re)queues e at due; interval 0 removes it from the queue.
+func (f *frontier) schedule(e *entry, due time.Time) {
+	h := e.host
+	e.nextDue = due
+	if e.inFlight {
+		return // requeued when its result comes back
+	}
+	switch {
+	case e.interval <= 0 && e.index >= 0:
+		heap.Remove(&h.urls, e.index)
+	case e.interval <= 0:
+	case e.index >= 0:
+		heap.Fix(&h.urls, e.index)
+	default:
+		heap.Push(&h.urls, e)
+	}
+	f.fixHost(h)
+}
+
+// fixHost puts h in the ready heap at its current key, or takes it out.
+func (f *frontier) fixHost(h *hostQueue) {
+	want := len(h.urls) > 0 && h.inFlight == 0
+	switch {
+	case want && h.index >= 0:
+		heap.Fix(&f.ready, h.index)
+	case want:
+		heap.Push(&f.ready, h)
+	case h.index >= 0:
+		heap.Remove(&f.ready, h.index)
+	}
+}
+
+// next returns the URL to dispatch now, or nil and the time the next one is
+// due (zero if nothing is queued).
+func (f *frontier) next(now time.Time) (*entry, time.Time) {
+	if len(f.ready) == 0 {
+		return nil, time.Time{}
+	}
+	h := f.ready[0]
+	if k := h.key(); k.After(now) {
+		return nil, k
+	}
+	e := heap.Pop(&h.urls).(*entry)
+	e.inFlight = true
+	h.inFlight++
+	h.lastFetch = now
+	h.nextFree = now.Add(h.gap)
+	f.fixHost(h)
+	return e, time.Time{}
+}
+
+// took records that a request to h lasted d.
+func (h *hostQueue) took(d time.Duration) {
+	if d < 0 {
+		return
+	}
+	if h.busy == 0 {
+		h.busy = d
+		return
+	}
+	h.busy += (d - h.busy) / 8
+}
+
+// done marks e's fetch finished at fetchedAt (when the host was actually
+// requested) and requeues it at its next due time.
+func (f *frontier) done(e *entry, fetchedAt time.Time, due time.Time) {
+	f.release(e, fetchedAt)
+	f.schedule(e, due)
+	f.fixHost(e.host)
+}
+
+// release ends e's fetch: it is no longer in flight, and its host is
+// spaced from the real request time, which may be later than the dispatch
+// time when the task waited in the queue.
+func (f *frontier) release(e *entry, fetchedAt time.Time) {
+	h := e.host
+	if e.inFlight {
+		e.inFlight = false
+		h.inFlight--
+	}
+	if nf := fetchedAt.Add(h.gap); nf.After(h.nextFree) {
+		h.nextFree = nf
+	}
+}
+
+// finish ends a one-off entry: the host is spaced from its request and the
+// entry forgotten.
+func (f *frontier) finish(e *entry, fetchedAt time.Time) {
+	h := e.host
+	f.release(e, fetchedAt)
+	if e.index >= 0 {
+		heap.Remove(&h.urls, e.index)
+	}
+	delete(f.urls, e.url)
+	f.fixHost(h)
+}
+
+// setGap changes a host's gap (crawl-delay, backoff, host rate).
+func (f *frontier) setGap(h *hostQueue, gap time.Duration, notBefore time.Time) {
+	h.gap = gap
+	if notBefore.After(h.nextFree) {
+		h.nextFree = notBefore
+	}
+	f.fixHost(h)
+}
+
+type entryHeap []*entry
+
+func (q entryHeap) Len() int           { return len(q) }
+func (q entryHeap) Less(i, j int) bool { return q[i].nextDue.Before(q[j].nextDue) }
+func (q entryHeap) Swap(i, j int)      { q[i], q[j] = q[j], q[i]; q[i].index = i; q[j].index = j }
+func (q *entryHeap) Push(x any)        { e := x.(*entry); e.index = len(*q); *q = append(*q, e) }
+func (q *entryHeap) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	e.index = -1
+	return e
+}
+
+type hostHeap []*hostQueue
+
+func (q hostHeap) Len() int           { return len(q) }
+func (q hostHeap) Less(i, j int) bool { return q[i].key().Before(q[j].key()) }
+func (q hostHeap) Swap(i, j int)      { q[i], q[j] = q[j], q[i]; q[i].index = i; q[j].index = j }
+func (q *hostHeap) Push(x any)        { h := x.(*hostQueue); h.index = len(*q); *q = append(*q, h) }
+func (q *hostHeap) Pop() any {
+	old := *q
+	h := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	h.index = -1
+	return h
+}

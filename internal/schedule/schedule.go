@@ -1,0 +1,482 @@
+package schedule
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"math"
+	"sort"
+	"time"
+)
+
+// SchedulerOptions configure a Scheduler.
+type SchedulerOptions struct {
+	// Budget is the total fetches per second.
+	Budget float64
+	// HostRate is the most fetches per second of one host.
+	HostRate float64
+	// Policy turns estimates into frequencies.
+	Policy Policy
+	// ExploreShare keeps URLs the optimum gives up on at ExploreShare ×
+	// budget/URLs, so that a wrong estimate can recover.
+	ExploreShare float64
+	// Replan is the longest time between two plans.
+	Replan time.Duration
+	// DisallowRetry is how often a URL disallowed by robots.txt is checked
+	// again (default 1h); the check hits the shared robots.txt cache, not
+	// the host, until the cache expires.
+	DisallowRetry time.Duration
+	// CaptureUniform keeps capture URLs on uniform polls at fixed phases
+	// (k·T/N), never learning: the baseline of paper 002.
+	CaptureUniform bool
+}
+
+// URLInfo is what the scheduler is told about a URL.
+type URLInfo struct {
+	URL, Host  string
+	Weight     float64
+	Capture    bool
+	Rate       float64       // estimated changes per second (0: prior)
+	Interval   time.Duration // from a previous plan (0: none yet)
+	NextDue    time.Time     // zero: new URL, first fetch soon
+	Disallowed bool
+	// Capture URLs: the period of their rhythm (0: detect it) and polls
+	// per period (0: from the URL's share of the budget).
+	Period time.Duration
+	Polls  int
+}
+
+// Dispatch is a URL the scheduler hands out.
+type Dispatch struct {
+	URL, Host string
+	Capture   bool
+	Gap       time.Duration // least time between requests to the host
+	Due       time.Time     // the time it was due (identifies the fetch)
+}
+
+// Feedback is what a fetch taught the scheduler.
+type Feedback struct {
+	Start, End   time.Time // when the request started and finished
+	OK           bool
+	Changed      bool
+	NotModified  bool
+	Disallowed   bool
+	LastModified time.Time // zero if unknown
+	// Rate is the URL's new estimated change rate (0 = unchanged).
+	Rate float64
+	// HostGap is the gap the host now needs (Crawl-delay; 0 = base rate)
+	// and HostNotBefore when it may be fetched again (Retry-After,
+	// backoff).
+	HostGap       time.Duration
+	HostNotBefore time.Time
+}
+
+// Adaptive is a policy that sets each URL's interval from its own fetch
+// outcomes (Nutch, StormCrawler) instead of from a global allocation.
+type Adaptive interface {
+	Policy
+	// Initial is the interval of a URL never fetched.
+	Initial() time.Duration
+	// Next returns the URL's new interval and next due time after a fetch.
+	Next(interval time.Duration, fb Feedback) (time.Duration, time.Time)
+}
+
+// Scheduler is the scheduling step with no I/O and no clock of its own:
+// every call says what time it is, so the same code runs in the
+// coordinator on the wall clock and in `freshcrawl bench policies
+// --mode virtual` on a simulated one. It is not safe for concurrent use;
+// the coordinator holds its lock.
+type Scheduler struct {
+	o      SchedulerOptions
+	front  *frontier
+	plan   PlanOutput
+	planAt time.Time
+	moved  int
+	inUse  float64
+	shots  int      // one-off entries queued or in flight
+	list   []*entry // every URL (not one-off requests), in the order added: the plan's element order
+}
+
+// NewScheduler returns an empty scheduler.
+func NewScheduler(o SchedulerOptions) *Scheduler {
+	if o.Budget <= 0 {
+		o.Budget = 10
+	}
+	if o.HostRate <= 0 {
+		o.HostRate = 1
+	}
+	if o.Policy == nil {
+		o.Policy = uniformPolicy{}
+	}
+	if o.ExploreShare <= 0 {
+		o.ExploreShare = 0.3
+	}
+	if o.Replan <= 0 {
+		o.Replan = 30 * time.Second
+	}
+	if o.DisallowRetry <= 0 {
+		o.DisallowRetry = time.Hour
+	}
+	return &Scheduler{o: o, front: newFrontier()}
+}
+
+// Policy is the scheduler's policy.
+func (s *Scheduler) Policy() Policy { return s.o.Policy }
+
+func (s *Scheduler) baseGap() time.Duration {
+	return time.Duration(float64(time.Second) / s.o.HostRate)
+}
+
+// Len is the number of URLs (one-off requests not counted).
+func (s *Scheduler) Len() int { return len(s.front.urls) - s.shots }
+
+// Enqueue adds a one-off request (a keyword-search probe, a fetch of an
+// item by id) due at `at`. It is dispatched under the same host politeness
+// as every URL and forgotten once Done. It returns false if url is already
+// known.
+func (s *Scheduler) Enqueue(url, host string, at time.Time) bool {
+	if _, ok := s.front.urls[url]; ok {
+		return false
+	}
+	e, _ := s.front.add(url, host, s.baseGap())
+	e.oneShot, e.interval = true, time.Hour // any interval > 0 keeps it queued
+	s.shots++
+	s.front.schedule(e, at)
+	return true
+}
+
+// Hosts is the number of hosts.
+func (s *Scheduler) Hosts() int { return len(s.front.hosts) }
+
+// Has reports whether url is known.
+func (s *Scheduler) Has(url string) bool { _, ok := s.front.urls[url]; return ok }
+
+// Add adds a URL, or for a known one updates its weight and mode only (it
+// keeps its estimate and schedule).
+func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
+	if e, ok := s.front.urls[u.URL]; ok {
+		if e.weight != u.Weight {
+			s.moved++
+		}
+		e.weight, e.capture = u.Weight, u.Capture
+		s.setCapture(e, u)
+		return false
+	}
+	e, _ := s.front.add(u.URL, u.Host, s.baseGap())
+	e.weight, e.capture, e.rate = u.Weight, u.Capture, u.Rate
+	s.list = append(s.list, e)
+	s.setCapture(e, u)
+	s.moved++
+	e.disallowed = u.Disallowed
+	e.interval = u.Interval
+	if e.interval <= 0 {
+		if a, ok := s.o.Policy.(Adaptive); ok {
+			e.interval = a.Initial()
+		} else {
+			// Until the next plan: the uniform share, so a new URL is
+			// fetched soon and learnt.
+			e.interval = time.Duration(float64(s.Len()) / s.o.Budget * float64(time.Second))
+		}
+	}
+	due := u.NextDue
+	if due.IsZero() {
+		// First fetch soon, phases spread over the time the budget needs
+		// to fetch every URL once, so a big seed list is not one burst.
+		spread := float64(s.Len()) / s.o.Budget * float64(time.Second)
+		due = now.Add(time.Duration(spread * frac(u.URL)))
+	}
+	s.front.schedule(e, due)
+	return true
+}
+
+// setCapture gives a capture URL its capture state, keeping what it learnt
+// when only the seed's fields change.
+func (s *Scheduler) setCapture(e *entry, u URLInfo) {
+	if !u.Capture {
+		e.cap = nil
+		return
+	}
+	if e.cap == nil || (e.cap.configured && e.cap.period != u.Period.Seconds()) || (!e.cap.configured && u.Period > 0) {
+		e.cap = newCaptureState(u.Period, u.Polls)
+		e.cap.uniform = s.o.CaptureUniform
+		return
+	}
+	e.cap.polls = u.Polls
+}
+
+// ObserveCapture records an update a poll of a capture URL saw: exactly at
+// `to` (trustworthy Last-Modified) or somewhere in (from, to].
+func (s *Scheduler) ObserveCapture(url string, from, to time.Time, exact bool) {
+	if e, ok := s.front.urls[url]; ok && e.cap != nil {
+		e.cap.observe(from, to, exact, e.interval)
+	}
+}
+
+// CaptureStatus lists the capture URLs' schedules (at most limit).
+func (s *Scheduler) CaptureStatus(limit int) []CaptureStatus {
+	var out []CaptureStatus
+	for _, e := range s.front.urls {
+		if e.cap != nil {
+			out = append(out, e.cap.status(e.url, e.interval))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].URL < out[j].URL })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}
+
+// frac is a stable pseudo-random number in [0,1) from s, to spread phases
+// deterministically.
+func frac(s string) float64 {
+	h := sha256.Sum256([]byte(s))
+	return float64(binary.BigEndian.Uint64(h[:8])>>11) / float64(uint64(1)<<53)
+}
+
+// Next hands out the URL to fetch now, if any; otherwise it says when the
+// next one is due (zero if none is queued).
+func (s *Scheduler) Next(now time.Time) (Dispatch, bool, time.Time) {
+	e, next := s.front.next(now)
+	if e == nil {
+		return Dispatch{}, false, next
+	}
+	return Dispatch{URL: e.url, Host: e.host.name, Capture: e.capture, Gap: e.host.gap, Due: e.nextDue}, true, time.Time{}
+}
+
+// Done folds a fetch's outcome into the schedule: the host's spacing, the
+// URL's rate, and its next due time.
+func (s *Scheduler) Done(url string, fb Feedback) {
+	e, ok := s.front.urls[url]
+	if !ok {
+		return
+	}
+	h := e.host
+	gap := max(s.baseGap(), fb.HostGap)
+	s.front.setGap(h, gap, fb.HostNotBefore)
+	if !fb.End.IsZero() && !fb.Start.IsZero() {
+		h.took(fb.End.Sub(fb.Start))
+	}
+	if e.oneShot {
+		end := fb.End
+		if end.Before(fb.Start) {
+			end = fb.Start
+		}
+		s.shots--
+		s.front.finish(e, end)
+		return
+	}
+	if fb.Rate > 0 && fb.Rate != e.rate {
+		e.rate = fb.Rate
+		s.moved++
+	}
+	if e.disallowed != fb.Disallowed {
+		e.disallowed = fb.Disallowed
+		s.moved++
+	}
+	if e.interval <= 0 {
+		e.interval = time.Duration(float64(s.Len()) / s.o.Budget * float64(time.Second))
+	}
+	// Space the host from when the request finished: measured at the
+	// server, a request's start can lag ours by the connection set-up, so
+	// spacing from our start could bring two requests closer than the gap.
+	end := fb.End
+	if end.Before(fb.Start) {
+		end = fb.Start
+	}
+	due := fb.Start.Add(e.interval)
+	switch a, adaptive := s.o.Policy.(Adaptive); {
+	case e.disallowed:
+		due = fb.Start.Add(s.o.DisallowRetry)
+	case e.cap != nil && e.interval > 0:
+		due = e.cap.next(e.url, fb.Start, e.interval)
+	case adaptive && e.interval > 0:
+		e.interval, due = a.Next(e.interval, fb)
+	}
+	s.front.done(e, end, due)
+}
+
+// Abort requeues a URL whose fetch produced no result (lost, failed,
+// never published): it is due again at due.
+func (s *Scheduler) Abort(url string, at, due time.Time) {
+	if e, ok := s.front.urls[url]; ok {
+		s.front.done(e, at, due)
+	}
+}
+
+// Interval is the URL's current interval (0 if unknown or unscheduled).
+func (s *Scheduler) Interval(url string) time.Duration {
+	if e, ok := s.front.urls[url]; ok {
+		return e.interval
+	}
+	return 0
+}
+
+// Rate is the URL's current estimated rate.
+func (s *Scheduler) Rate(url string) float64 {
+	if e, ok := s.front.urls[url]; ok {
+		return e.rate
+	}
+	return 0
+}
+
+// ReplanDue reports whether the plan is stale: never made, older than
+// Replan, or more than a tenth of the estimates moved since.
+func (s *Scheduler) ReplanDue(now time.Time) bool {
+	return s.plan.Freq == nil || now.Sub(s.planAt) >= s.o.Replan || s.moved > s.Len()/10+1
+}
+
+// Plan is the last plan.
+func (s *Scheduler) Plan() (PlanOutput, time.Time, float64) { return s.plan, s.planAt, s.inUse }
+
+// Disallowed counts URLs robots.txt disallows (rechecked every
+// DisallowRetry, with no share of the budget).
+func (s *Scheduler) Disallowed() int {
+	n := 0
+	for _, e := range s.front.urls {
+		if e.disallowed {
+			n++
+		}
+	}
+	return n
+}
+
+// Replan re-solves the policy over all URLs and sets every interval. An
+// adaptive policy has no global plan: only the model's freshness is
+// refreshed.
+func (s *Scheduler) Replan(now time.Time) (PlanOutput, error) {
+	// A stable order (the order URLs were added) keeps the element set of
+	// consecutive plans aligned, so the policy can warm-start, without
+	// sorting millions of URLs on every plan.
+	entries := s.list
+	hostIdx := map[*hostQueue]int32{}
+	in := PlanInput{Budget: s.o.Budget, Rates: make([]float64, len(entries)), Weights: make([]float64, len(entries)), Hosts: make([]int32, len(entries))}
+	for i, e := range entries {
+		hi, ok := hostIdx[e.host]
+		if !ok {
+			hi = int32(len(in.HostCaps))
+			hostIdx[e.host] = hi
+			// The cap is what the host can take given its gap (host rate,
+			// Crawl-delay) and how long its requests last.
+			in.HostCaps = append(in.HostCaps, e.host.capacity())
+		}
+		w := e.weight
+		if e.disallowed {
+			w = 0 // takes no budget
+		}
+		in.Rates[i], in.Weights[i], in.Hosts[i] = e.rate, w, hi
+	}
+	if _, ok := s.o.Policy.(Adaptive); ok {
+		freq := make([]float64, len(entries))
+		s.inUse = 0
+		for i, e := range entries {
+			if e.interval > 0 && !e.disallowed {
+				freq[i] = float64(time.Second) / float64(e.interval)
+				s.inUse += freq[i]
+			}
+		}
+		out := PlanOutput{Freq: freq}
+		out.Freshness, out.Age = modelFreshness(in, freq)
+		s.plan, s.planAt, s.moved = out, now, 0
+		return out, nil
+	}
+	out, err := s.o.Policy.Plan(in)
+	if err != nil {
+		return out, err
+	}
+	// URLs the optimum gives up on are still explored. Their fetches come
+	// out of the budget, not on top of it (else the global limiter would
+	// make every other URL late), so the plan is solved again with what
+	// exploration leaves.
+	// A URL's exploration rate is a share of its uniform frequency, and
+	// on a host that cannot give every URL that much, of the host's share.
+	uniform := s.o.Budget / math.Max(1, float64(len(entries)))
+	perHost := make([]int, len(in.HostCaps))
+	for _, h := range in.Hosts {
+		perHost[h]++
+	}
+	explore := func(i int) float64 {
+		h := in.Hosts[i]
+		return s.o.ExploreShare * math.Min(uniform, in.HostCaps[h]/float64(perHost[h]))
+	}
+	if givenUp(out.Freq, in.Weights) > 0 {
+		spent := 0.0
+		caps := append([]float64(nil), in.HostCaps...)
+		for i, f := range out.Freq {
+			if f <= 0 && in.Weights[i] > 0 {
+				spent += explore(i)
+				caps[in.Hosts[i]] -= explore(i)
+			}
+		}
+		again := in
+		again.Budget = math.Max(s.o.Budget-spent, s.o.Budget/2)
+		again.HostCaps = caps
+		if o2, err := s.o.Policy.Plan(again); err == nil {
+			out = o2
+		}
+	}
+	freq := make([]float64, len(entries))
+	for i, e := range entries {
+		if e.disallowed {
+			continue
+		}
+		freq[i] = out.Freq[i]
+		if freq[i] <= 0 {
+			freq[i] = explore(i)
+		}
+	}
+	// Exploration must not push a host past its capacity either: a host
+	// over it would queue and fetch every URL late.
+	sum := make([]float64, len(in.HostCaps))
+	for i, f := range freq {
+		sum[in.Hosts[i]] += f
+	}
+	for i := range freq {
+		if h := in.Hosts[i]; sum[h] > in.HostCaps[h] && in.HostCaps[h] > 0 {
+			freq[i] *= in.HostCaps[h] / sum[h]
+		}
+	}
+	for hq, hi := range hostIdx {
+		saturated := in.HostCaps[hi] > 0 && sum[hi] >= 0.98*in.HostCaps[hi]
+		if hq.saturated != saturated {
+			hq.saturated = saturated
+			s.front.fixHost(hq)
+		}
+	}
+	s.inUse = 0
+	for i, e := range entries {
+		if e.disallowed {
+			e.interval = s.o.DisallowRetry
+			continue
+		}
+		f := freq[i]
+		if f <= 0 {
+			continue
+		}
+		s.inUse += f
+		old := e.interval
+		iv := max(time.Duration(float64(time.Second)/f), time.Millisecond)
+		e.interval = iv
+		if e.index >= 0 && old > 0 && !e.nextDue.IsZero() && e.cap == nil {
+			// Keep the phase: move the next fetch by the change of
+			// interval, but never further than one new interval away.
+			due := e.nextDue.Add(iv - old)
+			if due.After(now.Add(iv)) {
+				due = now.Add(time.Duration(float64(iv) * frac(e.url)))
+			}
+			s.front.schedule(e, due)
+		}
+	}
+	s.plan, s.planAt, s.moved = out, now, 0
+	return out, nil
+}
+
+// givenUp counts the elements that matter (weight > 0) and get no fetches.
+func givenUp(freq, weights []float64) int {
+	n := 0
+	for i, f := range freq {
+		if f <= 0 && weights[i] > 0 {
+			n++
+		}
+	}
+	return n
+}

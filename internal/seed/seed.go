@@ -1,0 +1,247 @@
+// Package seed reads seed lists: one URL or one JSON object a line. It
+// streams, so a file of millions of lines is read in constant memory, and it
+// reports every bad line with its file and line number instead of stopping.
+package seed
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/andybalholm/cascadia"
+
+	"github.com/freshcrawl/freshcrawl/internal/proto"
+)
+
+// Mode says what the crawler keeps of a URL.
+type Mode string
+
+const (
+	// ModeFreshness keeps the latest version as fresh as the budget allows.
+	ModeFreshness Mode = "freshness"
+	// ModeCapture keeps every version (change recall).
+	ModeCapture Mode = "capture"
+)
+
+// Seed is one parsed seed line.
+type Seed struct {
+	URL      string            // normalised
+	Host     string            // lower-cased host name without port
+	Weight   float64           // importance, > 0
+	Selector string            // CSS selector of the content of interest, or ""
+	Mode     Mode              // freshness or capture
+	Ignore   proto.IgnoreRules // noise rules for this URL
+	// Period is the capture rhythm ("1h", "168h"), or "" to learn it.
+	Period string
+	// Polls is the number of capture polls per period, or 0 for a share of
+	// the budget.
+	Polls int
+}
+
+// LineError is a bad seed line. Parse reports it and goes on.
+type LineError struct {
+	File string
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// jsonSeed is the JSON form of a line. Unknown fields are rejected so a typo
+// ("wieght") is reported rather than silently ignored.
+type jsonSeed struct {
+	URL      string             `json:"url"`
+	Weight   *float64           `json:"weight"`
+	Selector string             `json:"selector"`
+	Mode     string             `json:"mode"`
+	Ignore   *proto.IgnoreRules `json:"ignore"`
+	Period   string             `json:"period"`
+	Polls    int                `json:"polls"`
+}
+
+// MaxLine is the longest line accepted; a longer one is a bad line.
+const MaxLine = 1 << 20
+
+// Parse reads seeds from r and calls emit for every good line and bad for
+// every bad one (with file name and line number). It stops early only when
+// emit returns an error or r fails.
+func Parse(r io.Reader, file string, emit func(Seed) error, bad func(*LineError)) (good, bads int, err error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), MaxLine)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := bytes.TrimSpace(sc.Bytes())
+		if line == 1 {
+			text = bytes.TrimPrefix(text, []byte("\xef\xbb\xbf"))
+		}
+		if len(text) == 0 || text[0] == '#' {
+			continue
+		}
+		s, perr := ParseLine(text)
+		if perr != nil {
+			bads++
+			if bad != nil {
+				bad(&LineError{File: file, Line: line, Err: perr})
+			}
+			continue
+		}
+		if err := emit(s); err != nil {
+			return good, bads, fmt.Errorf("%s:%d: %w", file, line, err)
+		}
+		good++
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return good, bads, fmt.Errorf("%s:%d: line longer than %d bytes", file, line+1, MaxLine)
+		}
+		return good, bads, fmt.Errorf("read %s: %w", file, err)
+	}
+	return good, bads, nil
+}
+
+// ParseLine parses one non-blank, non-comment line.
+func ParseLine(text []byte) (Seed, error) {
+	if text[0] != '{' {
+		u, host, err := Normalize(string(text))
+		if err != nil {
+			return Seed{}, err
+		}
+		return Seed{URL: u, Host: host, Weight: 1, Mode: ModeFreshness}, nil
+	}
+	var js jsonSeed
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&js); err != nil {
+		return Seed{}, fmt.Errorf("bad JSON: %w", err)
+	}
+	if dec.More() {
+		return Seed{}, errors.New("bad JSON: trailing data after the object")
+	}
+	if js.URL == "" {
+		return Seed{}, errors.New(`field "url": missing`)
+	}
+	u, host, err := Normalize(js.URL)
+	if err != nil {
+		return Seed{}, fmt.Errorf(`field "url": %w`, err)
+	}
+	s := Seed{URL: u, Host: host, Weight: 1, Mode: ModeFreshness, Selector: strings.TrimSpace(js.Selector), Period: js.Period, Polls: js.Polls}
+	if js.Weight != nil {
+		w := *js.Weight
+		if !(w > 0) || math.IsInf(w, 0) {
+			return Seed{}, fmt.Errorf(`field "weight": must be a finite number > 0, got %v`, w)
+		}
+		s.Weight = w
+	}
+	switch js.Mode {
+	case "", string(ModeFreshness):
+	case string(ModeCapture):
+		s.Mode = ModeCapture
+	default:
+		return Seed{}, fmt.Errorf(`field "mode": want "freshness" or "capture", got %q`, js.Mode)
+	}
+	if s.Selector != "" {
+		if _, err := cascadia.Compile(s.Selector); err != nil {
+			return Seed{}, fmt.Errorf(`field "selector": %q: %w`, s.Selector, err)
+		}
+	}
+	if js.Ignore != nil {
+		s.Ignore = *js.Ignore
+		if err := ValidateIgnore(s.Ignore); err != nil {
+			return Seed{}, fmt.Errorf(`field "ignore": %w`, err)
+		}
+	}
+	if (js.Period != "" || js.Polls != 0) && s.Mode != ModeCapture {
+		return Seed{}, errors.New(`fields "period" and "polls" apply to "mode": "capture" only`)
+	}
+	if js.Period != "" {
+		d, err := time.ParseDuration(js.Period)
+		if err != nil || d <= 0 {
+			return Seed{}, fmt.Errorf(`field "period": want a duration such as "1h", "24h" or "168h", got %q`, js.Period)
+		}
+	}
+	if js.Polls < 0 {
+		return Seed{}, fmt.Errorf(`field "polls": must be ≥ 0, got %d`, js.Polls)
+	}
+	return s, nil
+}
+
+// ValidateIgnore checks that every selector and pattern of r compiles.
+func ValidateIgnore(r proto.IgnoreRules) error {
+	for _, sel := range r.Selectors {
+		if _, err := cascadia.Compile(sel); err != nil {
+			return fmt.Errorf("selector %q: %w", sel, err)
+		}
+	}
+	for _, p := range r.Patterns {
+		if _, err := compileRegexp(p); err != nil {
+			return fmt.Errorf("pattern %q: %w", p, err)
+		}
+	}
+	if r.MinChange < 0 || math.IsNaN(r.MinChange) {
+		return fmt.Errorf("min_change must be ≥ 0, got %v", r.MinChange)
+	}
+	return nil
+}
+
+// Normalize returns the canonical form of an http(s) URL and its host name:
+// scheme and host lower-cased, the default port and the fragment dropped, an
+// empty path made "/". It refuses anything but absolute http and https URLs.
+func Normalize(raw string) (canonical, host string, err error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return "", "", errors.New("empty URL")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", "", fmt.Errorf("unparsable URL: %w", err)
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	if u.Scheme != "http" && u.Scheme != "https" {
+		if u.Scheme == "" {
+			return "", "", fmt.Errorf("URL %q has no scheme: want http:// or https://", raw)
+		}
+		return "", "", fmt.Errorf("URL %q: scheme %q is not http or https", raw, u.Scheme)
+	}
+	if u.Opaque != "" {
+		return "", "", fmt.Errorf("URL %q is not hierarchical", raw)
+	}
+	if u.User != nil {
+		return "", "", fmt.Errorf("URL %q carries credentials; put them nowhere near a seed list", raw)
+	}
+	host = strings.TrimRight(strings.ToLower(u.Hostname()), ".")
+	if host == "" {
+		return "", "", fmt.Errorf("URL %q has no host", raw)
+	}
+	if !strings.Contains(host, ":") && (strings.HasPrefix(host, ".") || strings.Contains(host, "..")) {
+		return "", "", fmt.Errorf("URL %q: host %q has an empty label", raw, host)
+	}
+	port := u.Port()
+	if (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
+		port = ""
+	}
+	if strings.Contains(host, ":") { // IPv6 literal
+		u.Host = "[" + host + "]"
+	} else {
+		u.Host = host
+	}
+	if port != "" {
+		u.Host = net.JoinHostPort(host, port)
+	}
+	u.Fragment = ""
+	u.RawFragment = ""
+	if u.Path == "" {
+		u.Path = "/"
+		u.RawPath = ""
+	}
+	return u.String(), host, nil
+}

@@ -1,0 +1,733 @@
+// Package source defines keyword-search sources: sites that expose the items
+// freshcrawl tracks (papers with citation counts, products with prices) only
+// through a keyword search returning K results a page, plus a fetch by id.
+// It is the configuration side of DESIGN.md §3.6 (paper 000, "content
+// freshness"): where to send a query, how to read items off a result page,
+// which fields give an item's keywords, weight and tracked value, and the
+// planner's knobs (method, quota, α, interval). The planning maths lives in
+// package probe; parsing result pages in package worker/probeparse.
+//
+// Sources are listed under the top-level `sources:` key of the YAML config
+// file (package config skips that key and leaves it to [Load]):
+//
+//	sources:
+//	  - name: scholar
+//	    # {query}: the URL-escaped keywords, space-separated (a keyword with a
+//	    # space is quoted); {page}: the 1-based page; {start}: (page-1)*page_size.
+//	    search_url: "http://127.0.0.2:8080/search?q={query}&page={page}"
+//	    item_url: "http://127.0.0.2:8080/item/{id}"  # {id} is path-escaped
+//	    page_size: 10            # K, results a page (paper §3.2)
+//	    time_unit: 1s            # real duration of one time unit (rates, interval)
+//	    # Result page: one block per item, fields relative to the block.
+//	    item: "li.result"
+//	    id: {attr: data-id}      # selector "" = the block itself; attr "" = text
+//	    total: {selector: ".total", regexp: "([0-9,]+) results"}
+//	    fields:
+//	      title: ".title"        # shorthand for {selector: ".title"}
+//	      authors: {selector: ".author", join: ", "}   # every match, joined
+//	      citations: {selector: ".citations", regexp: "Cited by ([0-9,]+)", numeric: true}
+//	    # Item page (fetch by id, paper §1.3): fields relative to the document.
+//	    item_page:
+//	      fields:
+//	        citations: {selector: "#citations", regexp: "([0-9,]+)", numeric: true}
+//	    keywords:                # the bag of words of an item (paper §3)
+//	      - {field: title, split: words, stopwords: english}
+//	      - {field: authors, split: ",", whole: true}
+//	    value_field: citations   # the tracked numeric value
+//	    dissimilarity: {citations: numeric}   # or: changed (0/1); default numeric on value_field
+//	    weight: citations        # a field name, or a constant such as 1 (paper §3.1)
+//	    reference_counts: dblp_counts.csv     # CSV "query,count" (paper §4.1), optional
+//	    reference_scale: 4.6     # |R_S(q)| ≈ scale·reference count
+//	    method: 1                # 1: read every result page; 2: first page only (§5.1)
+//	    quota: 10                # keyword requests a round; 0 = until all covered
+//	    alpha: 300               # freshness threshold for the interval search (§4.4); 0 = fixed interval
+//	    interval: 1              # initial (or, with alpha 0, fixed) interval in time units
+//
+// Every key is checked: unknown keys, wrong types, bad CSS selectors (parsed
+// with cascadia), bad regular expressions (RE2, so a hostile page cannot make
+// them backtrack) and inconsistent references are reported with the file,
+// the key path and the line, e.g.
+// `config.yaml: sources[0].search_url: missing {query} (line 4)`.
+package source
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/andybalholm/cascadia"
+)
+
+// Source is one keyword-search source. Build it with [Parse] or [Load], or
+// in code followed by [Source.Validate].
+type Source struct {
+	Name string `json:"name"`
+	// SearchTemplate (YAML search_url) is the query template: {query} (required), {page} (1-based)
+	// and {start} ((page−1)·PageSize). Method 1 needs {page} or {start}.
+	SearchTemplate string `json:"search_url"`
+	// ItemTemplate (YAML item_url) is the fetch-by-id template with {id}; "" when the source has
+	// no item pages (uncovered items then wait for a later round).
+	ItemTemplate string `json:"item_url,omitempty"`
+	// PageSize is K, the number of results a page (paper §3.2).
+	PageSize int `json:"page_size"`
+	// TimeUnit is the real duration of one planning time unit: Poisson rates
+	// are per time unit and Interval is in time units. Default 1s.
+	TimeUnit time.Duration `json:"time_unit_ns"`
+
+	// Item selects one result block on a result page.
+	Item string `json:"item"`
+	// ID says how to read an item's id within its block.
+	ID Field `json:"id"`
+	// Total reads the total result count off a page ("1,234 results"),
+	// which the planner uses as the query's server count (paper §4.1); zero when not shown.
+	Total Field `json:"total"`
+	// Fields are read within each result block.
+	Fields map[string]Field `json:"fields"`
+	// ItemFields (YAML item_page.fields) are read from an item page,
+	// relative to the document.
+	ItemFields map[string]Field `json:"item_fields,omitempty"`
+
+	// KeywordSpecs (YAML keywords) lists the fields that make up an item's
+	// bag of words.
+	KeywordSpecs []KeywordSpec `json:"keywords"`
+	// ValueField names the tracked numeric field (e.g. citations).
+	ValueField string `json:"value_field"`
+	// Dissims (YAML dissimilarity) maps a field to how a change in it is
+	// measured; empty means {ValueField: DissimNumeric} (paper §3.1:
+	// |r_L.c − r_S.c|).
+	Dissims map[string]Dissim `json:"dissimilarity,omitempty"`
+	// WeightField (YAML weight: a field name), when set, makes w(r) the
+	// numeric value of that field (paper §3.1: w(r) = r.Num_of_citation);
+	// otherwise w(r) = WeightConst (YAML weight: a number; default 1).
+	WeightField string  `json:"weight_field,omitempty"`
+	WeightConst float64 `json:"weight_const,omitempty"`
+
+	// ReferenceCounts is a CSV file of "query,count" lines from a reference
+	// corpus (paper §4.1, DBLP for Google Scholar); ReferenceScale is c in
+	// |R_S(q)| ≈ c·|R_ref(q)| (0 means 1). [Load] reads the file into
+	// References.
+	ReferenceCounts string         `json:"reference_counts,omitempty"`
+	ReferenceScale  float64        `json:"reference_scale,omitempty"`
+	References      map[string]int `json:"-"` // by CanonicalQuery; planner only, not sent to workers
+
+	// Method is MethodAllPages or MethodFirstPage (§5.1).
+	Method int `json:"method"`
+	// Quota caps keyword requests a round; 0 means until all are covered.
+	Quota int `json:"quota"`
+	// Score is how greedyProbes ranks a query: "per_result" (default, the
+	// paper's Eq. 2: Σ w·F / |R_S(q)|) or "per_request" (Σ w·F divided by
+	// the requests the query costs, ⌈|R_S(q)|/K⌉). Under a budget counted in
+	// requests, per_result favours one-result pair queries (each a whole
+	// request for one item); per_request groups items that share a page.
+	Score string `json:"score,omitempty"`
+	// LocalRatio is the assumed |R_S(q)|/|R_L(q)| for a query whose server
+	// count is neither observed nor in the reference counts (0 means
+	// the planner's default, a pessimistic 10). A source whose items
+	// are all tracked locally has 1.
+	LocalRatio float64 `json:"local_ratio,omitempty"`
+	// Alpha is the content-freshness threshold of the §4.4 interval search;
+	// 0 means Interval is used as a fixed interval.
+	Alpha float64 `json:"alpha"`
+	// Interval is the initial interval I_0 of the §4.4 search (the paper's
+	// "simple choice" is 1), or the fixed interval when Alpha is 0.
+	Interval float64 `json:"interval"`
+
+	c *compiled // set by Validate; read-only afterwards
+}
+
+// Methods of reading a query's results (the paper's §5.1), the values of
+// Source.Method.
+const (
+	// MethodAllPages (Method 1) reads every result page of a query.
+	MethodAllPages = 1
+	// MethodFirstPage (Method 2) reads the first result page only.
+	MethodFirstPage = 2
+)
+
+// Field says how to read one value: the first element matching Selector
+// ("" = the context element itself), its attribute Attr ("" = its text,
+// whitespace collapsed), then Regexp (first capturing group, or the whole
+// match when it has none). Numeric values are normalised to a plain number
+// ("1,234" → "1234"). With Join set, every matching element is read and the
+// values are joined with it (e.g. one <a> per author).
+type Field struct {
+	Selector string `json:"selector,omitempty"`
+	Attr     string `json:"attr,omitempty"`
+	Regexp   string `json:"regexp,omitempty"`
+	Numeric  bool   `json:"numeric,omitempty"`
+	Join     string `json:"join,omitempty"`
+}
+
+// Split values of [KeywordSpec].
+const SplitWords = "words"
+
+// KeywordSpec turns one field into keywords. Keywords are lower-cased
+// because the planner matches them exactly.
+type KeywordSpec struct {
+	Field string `json:"field"`
+	// Split is SplitWords (runs of letters and digits) or a separator such
+	// as ",". Default SplitWords.
+	Split string `json:"split"`
+	// Whole keeps each separated piece as one keyword (an author's full
+	// name); otherwise pieces are split into words.
+	Whole bool `json:"whole,omitempty"`
+	// Stopwords are dropped ("english" in YAML selects EnglishStopwords).
+	Stopwords []string `json:"stopwords,omitempty"`
+}
+
+// Dissim is how a field's change is measured.
+type Dissim string
+
+const (
+	// DissimNumeric is the absolute numeric difference (paper §3.1).
+	DissimNumeric Dissim = "numeric"
+	// DissimChanged is 0 when equal, 1 when different.
+	DissimChanged Dissim = "changed"
+)
+
+// englishStopwords is the list `stopwords: english` selects: words too
+// common to be selective queries (paper §5.3 removes stopwords from titles),
+// plus a few title fillers ("via", "using", "towards").
+const englishStopwords = `a about above after again against all am an and any are as at be
+because been before being below between both but by can could did do does
+doing down during each few for from further had has have having he her here
+hers him his how i if in into is it its itself just me more most my no nor
+not of off on once only or other our out over own same she should so some
+such than that the their them then there these they this those through to
+too under until up very was we were what when where which while who whom why
+will with would you your via using towards toward`
+
+// EnglishStopwords returns the built-in English stopword list.
+func EnglishStopwords() []string { return strings.Fields(englishStopwords) }
+
+// FieldError is one problem with a definition: Path is the key path within
+// the source ("fields.citations.selector"). Parse and Load prefix it with the
+// file and the source index.
+type FieldError struct {
+	Path string
+	Msg  string
+}
+
+func (e *FieldError) Error() string { return e.Path + ": " + e.Msg }
+
+// compiled holds the parsed selectors and patterns of a validated source.
+type compiled struct {
+	item       cascadia.Selector
+	id         *Compiled
+	total      *Compiled
+	fields     []*Compiled
+	itemFields []*Compiled
+	stop       []map[string]bool // per keyword spec
+}
+
+// Compiled is a [Field] ready to apply.
+type Compiled struct {
+	Name    string            // field name ("id", "total" for those)
+	Sel     cascadia.Selector // nil: the context element itself
+	Attr    string
+	Re      *regexp.Regexp // nil: no pattern
+	Numeric bool
+	Join    string
+}
+
+// Clean applies the pattern and numeric normalisation to a raw value (text
+// or attribute, already whitespace-collapsed). It reports false when the
+// pattern does not match or a numeric value does not parse.
+func (c *Compiled) Clean(raw string) (string, bool) {
+	v := raw
+	if c.Re != nil {
+		m := c.Re.FindStringSubmatch(raw)
+		switch {
+		case m == nil:
+			return "", false
+		case len(m) > 1:
+			v = m[1]
+		default:
+			v = m[0]
+		}
+	}
+	v = strings.TrimSpace(v)
+	if !c.Numeric {
+		return v, v != ""
+	}
+	f, ok := ParseNumber(v)
+	if !ok {
+		return "", false
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64), true
+}
+
+// ParseNumber reads a number as result pages print it: thousands separators
+// (",", "_", spaces, no-break spaces) are ignored. NaN and infinities are
+// refused.
+func ParseNumber(s string) (float64, bool) {
+	s = strings.Map(func(r rune) rune {
+		if r == ',' || r == '_' || unicode.IsSpace(r) || r == '\u00a0' || r == '\u202f' {
+			return -1
+		}
+		return r
+	}, s)
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
+}
+
+// Matchers is the compiled parsing spec of a source, for package
+// worker/probeparse.
+type Matchers struct {
+	Item       cascadia.Selector
+	ID         *Compiled
+	Total      *Compiled // nil when the page shows no total
+	Fields     []*Compiled
+	ItemFields []*Compiled
+}
+
+// Matchers returns the compiled parsing spec. A validated source returns
+// its cached form; otherwise the definition is compiled now (without
+// modifying s, so concurrent callers are safe) and any error is returned.
+func (s *Source) Matchers() (*Matchers, error) {
+	c := s.c
+	if c == nil {
+		var err error
+		if c, err = s.compile(); err != nil {
+			return nil, err
+		}
+	}
+	return &Matchers{Item: c.item, ID: c.id, Total: c.total, Fields: c.fields, ItemFields: c.itemFields}, nil
+}
+
+// Validate checks the definition, applies defaults (TimeUnit 1s, Method 1,
+// Interval 1, WeightConst 1 without WeightField) and compiles selectors and
+// patterns. Errors are [*FieldError]s naming the key, joined. It must not
+// run concurrently with other uses of s. The compiled form is cached in s
+// (and shared by copies of s): call Validate again after changing a
+// definition, or the old selectors stay in use.
+func (s *Source) Validate() error {
+	s.c = nil
+	if s.TimeUnit == 0 {
+		s.TimeUnit = time.Second
+	}
+	if s.Method == 0 {
+		s.Method = MethodAllPages
+	}
+	if s.Interval == 0 {
+		s.Interval = 1
+	}
+	if s.WeightField == "" && s.WeightConst == 0 {
+		s.WeightConst = 1
+	}
+	for i := range s.KeywordSpecs {
+		if s.KeywordSpecs[i].Split == "" {
+			s.KeywordSpecs[i].Split = SplitWords
+		}
+	}
+	c, err := s.compile()
+	if err != nil {
+		return err
+	}
+	s.c = c
+	return nil
+}
+
+func (s *Source) compile() (*compiled, error) {
+	var errs []error
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+	}
+	// Zero values stand for the defaults Validate applies, so Matchers can
+	// compile an unvalidated source without modifying it.
+	method, interval := s.Method, s.Interval
+	if method == 0 {
+		method = MethodAllPages
+	}
+	if interval == 0 {
+		interval = 1
+	}
+	if strings.TrimSpace(s.Name) == "" {
+		bad("name", "missing")
+	}
+	switch {
+	case s.SearchTemplate == "":
+		bad("search_url", "missing")
+	case !strings.Contains(s.SearchTemplate, "{query}"):
+		bad("search_url", "missing {query}")
+	case method == MethodAllPages && !strings.Contains(s.SearchTemplate, "{page}") && !strings.Contains(s.SearchTemplate, "{start}"):
+		bad("search_url", "missing {page} or {start} (method 1 reads every result page)")
+	default:
+		if err := checkURL(s.fill(s.SearchTemplate, map[string]string{"query": "q", "page": "1", "start": "0"})); err != nil {
+			bad("search_url", "%v", err)
+		}
+	}
+	if s.ItemTemplate != "" {
+		if !strings.Contains(s.ItemTemplate, "{id}") {
+			bad("item_url", "missing {id}")
+		} else if err := checkURL(s.fill(s.ItemTemplate, map[string]string{"id": "x"})); err != nil {
+			bad("item_url", "%v", err)
+		}
+		if len(s.ItemFields) == 0 {
+			bad("item_page.fields", "missing (item_url is set, so item pages must be parsed)")
+		}
+	} else if len(s.ItemFields) > 0 {
+		bad("item_url", "missing (item_page is set)")
+	}
+	if s.PageSize <= 0 {
+		bad("page_size", "expected a positive number of results a page, got %d", s.PageSize)
+	}
+	if s.TimeUnit < 0 {
+		bad("time_unit", "expected a positive duration, got %v", s.TimeUnit)
+	}
+	if method != MethodAllPages && method != MethodFirstPage {
+		bad("method", "expected 1 (every result page) or 2 (first page only), got %d", s.Method)
+	}
+	if s.Score != "" && s.Score != "per_result" && s.Score != "per_request" {
+		bad("score", "expected per_result or per_request, got %q", s.Score)
+	}
+	if s.LocalRatio < 0 {
+		bad("local_ratio", "expected ≥ 1 (or 0 for the default), got %v", s.LocalRatio)
+	}
+	if s.Quota < 0 {
+		bad("quota", "expected ≥ 0 (0 = until every item is covered), got %d", s.Quota)
+	}
+	if !(s.Alpha >= 0) || math.IsInf(s.Alpha, 0) {
+		bad("alpha", "expected a finite number ≥ 0, got %v", s.Alpha)
+	}
+	if !(interval > 0) || math.IsInf(interval, 0) {
+		bad("interval", "expected a finite positive number of time units, got %v", s.Interval)
+	}
+	if !(s.ReferenceScale >= 0) || math.IsInf(s.ReferenceScale, 0) {
+		bad("reference_scale", "expected a finite number ≥ 0, got %v", s.ReferenceScale)
+	}
+
+	c := &compiled{}
+	if s.Item == "" {
+		bad("item", "missing (CSS selector of one result block)")
+	} else if m, err := cascadia.Compile(s.Item); err != nil {
+		bad("item", "expected a CSS selector: %v", err)
+	} else {
+		c.item = m
+	}
+	compileField := func(path, name string, f Field, needSel bool) *Compiled {
+		out := &Compiled{Name: name, Attr: f.Attr, Numeric: f.Numeric, Join: f.Join}
+		ok := true
+		if f.Selector == "" && f.Attr == "" && needSel {
+			bad(path+".selector", "missing")
+			ok = false
+		}
+		if f.Selector != "" {
+			m, err := cascadia.Compile(f.Selector)
+			if err != nil {
+				bad(path+".selector", "expected a CSS selector: %v", err)
+				ok = false
+			}
+			out.Sel = m
+		}
+		if f.Regexp != "" {
+			re, err := regexp.Compile(f.Regexp)
+			if err != nil {
+				bad(path+".regexp", "expected an RE2 regular expression: %v", err)
+				ok = false
+			}
+			out.Re = re
+		}
+		if !ok {
+			return nil
+		}
+		return out
+	}
+	c.id = compileField("id", "id", s.ID, true)
+	if s.Total != (Field{}) {
+		t := s.Total
+		t.Numeric = true
+		c.total = compileField("total", "total", t, true)
+	}
+	if len(s.Fields) == 0 {
+		bad("fields", "missing (at least the value field)")
+	}
+	for _, name := range sortedKeys(s.Fields) {
+		if err := checkName(name); err != nil {
+			bad("fields."+name, "%v", err)
+			continue
+		}
+		if f := compileField("fields."+name, name, s.Fields[name], false); f != nil {
+			c.fields = append(c.fields, f)
+		}
+	}
+	for _, name := range sortedKeys(s.ItemFields) {
+		if err := checkName(name); err != nil {
+			bad("item_page.fields."+name, "%v", err)
+			continue
+		}
+		// On an item page the context is the whole document: a selector is
+		// required.
+		f := s.ItemFields[name]
+		if f.Selector == "" {
+			bad("item_page.fields."+name+".selector", "missing")
+			continue
+		}
+		if cf := compileField("item_page.fields."+name, name, f, true); cf != nil {
+			c.itemFields = append(c.itemFields, cf)
+		}
+	}
+
+	known := func(path, name string) {
+		if _, ok := s.Fields[name]; !ok {
+			bad(path, "unknown field %q (not under fields)", name)
+		}
+	}
+	switch {
+	case s.ValueField == "":
+		bad("value_field", "missing (the tracked numeric field)")
+	default:
+		known("value_field", s.ValueField)
+		if f, ok := s.ItemFields[s.ValueField]; len(s.ItemFields) > 0 && !ok {
+			bad("item_page.fields", "missing the value field %q", s.ValueField)
+		} else if ok && !f.Numeric {
+			bad("item_page.fields."+s.ValueField+".numeric", "expected true for the value field")
+		}
+		if f, ok := s.Fields[s.ValueField]; ok && !f.Numeric {
+			bad("fields."+s.ValueField+".numeric", "expected true for the value field")
+		}
+	}
+	if s.WeightField != "" {
+		known("weight", s.WeightField)
+	} else if !(s.WeightConst >= 0) || math.IsInf(s.WeightConst, 0) {
+		bad("weight", "expected a field name or a finite number ≥ 0, got %v", s.WeightConst)
+	}
+	for _, name := range sortedKeys(s.Dissims) {
+		known("dissimilarity."+name, name)
+		if d := s.Dissims[name]; d != DissimNumeric && d != DissimChanged {
+			bad("dissimilarity."+name, "expected %q or %q, got %q", DissimNumeric, DissimChanged, d)
+		}
+	}
+	if len(s.KeywordSpecs) == 0 {
+		bad("keywords", "missing (which fields give an item's keywords)")
+	}
+	for i, k := range s.KeywordSpecs {
+		p := fmt.Sprintf("keywords[%d]", i)
+		if k.Field == "" {
+			bad(p+".field", "missing")
+		} else {
+			known(p+".field", k.Field)
+		}
+		stop := make(map[string]bool, len(k.Stopwords))
+		for _, w := range k.Stopwords {
+			stop[strings.ToLower(w)] = true
+		}
+		c.stop = append(c.stop, stop)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+// checkName keeps field names usable as YAML keys, JSON keys and in paths.
+func checkName(name string) error {
+	if name == "" {
+		return errors.New("empty field name")
+	}
+	for _, r := range name {
+		if !(r == '_' || r == '-' || unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return fmt.Errorf("field name %q: use letters, digits, '_' and '-'", name)
+		}
+	}
+	return nil
+}
+
+func checkURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("expected a URL: %v", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return fmt.Errorf("expected an absolute http(s) URL, got %q", raw)
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// fill replaces {name} placeholders in one pass, so a substituted value
+// containing braces is never expanded again.
+func (s *Source) fill(tmpl string, vals map[string]string) string {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(tmpl, '{')
+		if i < 0 {
+			b.WriteString(tmpl)
+			return b.String()
+		}
+		j := strings.IndexByte(tmpl[i:], '}')
+		if j < 0 {
+			b.WriteString(tmpl)
+			return b.String()
+		}
+		if v, ok := vals[tmpl[i+1:i+j]]; ok {
+			b.WriteString(tmpl[:i])
+			b.WriteString(v)
+		} else {
+			b.WriteString(tmpl[:i+j+1])
+		}
+		tmpl = tmpl[i+j+1:]
+	}
+}
+
+// SearchURL returns the URL of result page `page` (1-based; values below 1
+// mean 1) of the AND query of the keywords. Keywords are joined by spaces; a
+// keyword that itself contains a space (a whole author name) is quoted so
+// the site can treat it as a phrase.
+func (s *Source) SearchURL(query []string, page int) string {
+	page = max(page, 1)
+	terms := make([]string, 0, len(query))
+	for _, q := range query {
+		if strings.ContainsFunc(q, unicode.IsSpace) {
+			q = `"` + strings.ReplaceAll(q, `"`, "") + `"`
+		}
+		terms = append(terms, q)
+	}
+	return s.fill(s.SearchTemplate, map[string]string{
+		"query": url.QueryEscape(strings.Join(terms, " ")),
+		"page":  strconv.Itoa(page),
+		"start": strconv.Itoa((page - 1) * max(s.PageSize, 0)),
+	})
+}
+
+// ItemURL returns the fetch-by-id URL of id, or "" when the source has none.
+func (s *Source) ItemURL(id string) string {
+	if s.ItemTemplate == "" {
+		return ""
+	}
+	return s.fill(s.ItemTemplate, map[string]string{"id": url.PathEscape(id)})
+}
+
+// Keywords returns the item's bag of words (paper §3): lower-cased,
+// de-duplicated, in field order, stopwords removed.
+func (s *Source) Keywords(fields map[string]string) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(w string, stop map[string]bool) {
+		w = strings.Join(strings.Fields(strings.ToLower(w)), " ")
+		if w == "" || stop[w] || seen[w] {
+			return
+		}
+		seen[w] = true
+		out = append(out, w)
+	}
+	for i, k := range s.KeywordSpecs {
+		var stop map[string]bool
+		if s.c != nil && i < len(s.c.stop) {
+			stop = s.c.stop[i]
+		} else {
+			stop = make(map[string]bool, len(k.Stopwords))
+			for _, w := range k.Stopwords {
+				stop[strings.ToLower(w)] = true
+			}
+		}
+		v := fields[k.Field]
+		if k.Split == "" || k.Split == SplitWords {
+			for _, w := range words(v) {
+				add(w, stop)
+			}
+			continue
+		}
+		for piece := range strings.SplitSeq(v, k.Split) {
+			if k.Whole {
+				add(piece, stop)
+				continue
+			}
+			for _, w := range words(piece) {
+				add(w, stop)
+			}
+		}
+	}
+	return out
+}
+
+// words splits on anything but letters and digits.
+func words(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}
+
+// Weight returns w(r) (paper §3.1): the numeric value of WeightField, or
+// WeightConst. An item whose weight field is missing, unparsable or negative
+// weighs 1, so an item not yet seen is still refreshed rather than ignored.
+func (s *Source) Weight(fields map[string]string) float64 {
+	if s.WeightField == "" {
+		return s.WeightConst
+	}
+	if v, ok := ParseNumber(fields[s.WeightField]); ok && v >= 0 {
+		return v
+	}
+	return 1
+}
+
+// Value returns the tracked numeric value, false when missing or unparsable.
+func (s *Source) Value(fields map[string]string) (float64, bool) {
+	v, ok := fields[s.ValueField]
+	if !ok {
+		return 0, false
+	}
+	return ParseNumber(v)
+}
+
+// Dissimilarity returns δ(r_L, r_S) (paper §3.1): the sum over the
+// configured fields of |new − old| (numeric) or 0/1 (changed). A numeric
+// field that is missing or unparsable on either side counts as changed (1)
+// when the raw strings differ.
+func (s *Source) Dissimilarity(old, new map[string]string) float64 {
+	d := s.Dissims
+	if len(d) == 0 {
+		d = map[string]Dissim{s.ValueField: DissimNumeric}
+	}
+	var sum float64
+	for _, f := range sortedKeys(d) {
+		a, b := old[f], new[f]
+		if d[f] == DissimNumeric {
+			x, okx := ParseNumber(a)
+			y, oky := ParseNumber(b)
+			if okx && oky {
+				sum += math.Abs(y - x)
+				continue
+			}
+		}
+		if a != b {
+			sum++
+		}
+	}
+	return sum
+}
+
+// DecodeJSON decodes and validates a source encoded with encoding/json (the
+// definition a probe task carries, proto.ProbeSpec.Def, so workers need no
+// config of their own). Unknown keys are rejected. References are not part
+// of the encoding.
+func DecodeJSON(b []byte) (Source, error) {
+	var s Source
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return Source{}, fmt.Errorf("source definition: %w", err)
+	}
+	if err := s.Validate(); err != nil {
+		return Source{}, fmt.Errorf("source definition %q: %w", s.Name, err)
+	}
+	return s, nil
+}

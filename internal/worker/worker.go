@@ -1,0 +1,431 @@
+// Package worker runs the stateless fetch loop: take a task from the shared
+// JetStream consumer, check robots.txt, fetch politely, extract the content
+// of interest, diff it against the previous version the task carries,
+// publish the result and only then acknowledge the task. Everything a
+// worker knows comes with the task or from the shared robots bucket, so a
+// worker can be killed at any moment and another takes over.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/freshcrawl/freshcrawl/internal/proto"
+	"github.com/freshcrawl/freshcrawl/internal/source"
+	"github.com/freshcrawl/freshcrawl/internal/worker/extract"
+	"github.com/freshcrawl/freshcrawl/internal/worker/fetch"
+	"github.com/freshcrawl/freshcrawl/internal/worker/robots"
+)
+
+// Options configure a worker.
+type Options struct {
+	// ID names the worker in results and heartbeats (default host-pid-n).
+	ID string
+	// Concurrency is how many tasks this worker handles at once.
+	Concurrency int
+	// Fetch configures the HTTP fetcher (user agent, timeouts, caps).
+	Fetch fetch.Options
+	// AckWait must equal the consumer's AckWait: a task is touched
+	// (InProgress) every third of it while it is being worked on.
+	AckWait time.Duration
+	// Heartbeat is how often the worker announces itself.
+	Heartbeat time.Duration
+	// Robots configures the robots.txt cache.
+	Robots robots.Options
+	// IgnoreRobots skips robots.txt (only for benchmarks against own pages).
+	IgnoreRobots bool
+	Log          *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.ID == "" {
+		h, _ := os.Hostname()
+		o.ID = fmt.Sprintf("%s-%d", h, os.Getpid())
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 4
+	}
+	if o.AckWait <= 0 {
+		o.AckWait = 60 * time.Second
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = 5 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return o
+}
+
+// Worker is one worker process's fetch loop.
+type Worker struct {
+	opts    Options
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	fetcher *fetch.Fetcher
+	robots  *robots.Checker
+	log     *slog.Logger
+	active  atomic.Int64
+	done    atomic.Int64
+
+	mu       sync.Mutex
+	lastHost map[string]time.Time      // local safety net for host spacing
+	sources  map[string]*source.Source // compiled probe sources by definition
+}
+
+// New builds a worker. robotsStore is shared by all workers (a JetStream KV
+// bucket in production).
+func New(nc *nats.Conn, js jetstream.JetStream, robotsStore robots.Store, opts Options) *Worker {
+	opts = opts.withDefaults()
+	f := fetch.New(opts.Fetch)
+	w := &Worker{opts: opts, nc: nc, js: js, fetcher: f, log: opts.Log.With("worker", opts.ID), lastHost: map[string]time.Time{}, sources: map[string]*source.Source{}}
+	w.robots = robots.NewChecker(robotsStore, func(ctx context.Context, robotsURL string) (int, []byte, error) {
+		r := f.Get(ctx, robotsURL)
+		if r.Status == 0 && r.Err != nil {
+			return 0, nil, r.Err
+		}
+		return r.Status, r.Body, nil
+	}, opts.Fetch.UserAgent, opts.Robots)
+	return w
+}
+
+// Processed returns how many tasks this worker finished.
+func (w *Worker) Processed() int64 { return w.done.Load() }
+
+// Run works until ctx is done. It returns nil on cancellation.
+func (w *Worker) Run(ctx context.Context) error {
+	cons, err := w.js.Consumer(ctx, proto.TaskStream, proto.TaskConsumer)
+	if err != nil {
+		return fmt.Errorf("worker %s: task consumer: %w", w.opts.ID, err)
+	}
+	w.log.Info("worker started", "concurrency", w.opts.Concurrency)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		w.heartbeat(ctx)
+	}()
+	for i := 0; i < w.opts.Concurrency; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.loop(ctx, cons)
+		}()
+	}
+	wg.Wait()
+	w.fetcher.CloseIdleConnections()
+	w.log.Info("worker stopped", "processed", w.done.Load())
+	return nil
+}
+
+// loop pulls one task at a time: a pull buffer would start AckWait for
+// tasks nobody is working on yet (DESIGN.md §5).
+func (w *Worker) loop(ctx context.Context, cons jetstream.Consumer) {
+	for ctx.Err() == nil {
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			w.log.Warn("fetch from task queue", "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		for msg := range batch.Messages() {
+			w.handle(ctx, msg)
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && ctx.Err() == nil {
+			w.log.Debug("task batch", "err", err)
+		}
+	}
+}
+
+func (w *Worker) heartbeat(ctx context.Context) {
+	t := time.NewTicker(w.opts.Heartbeat)
+	defer t.Stop()
+	for {
+		hb := proto.Heartbeat{V: proto.Version, WorkerID: w.opts.ID, At: time.Now(), Active: int(w.active.Load())}
+		if b, err := proto.Encode(hb); err == nil {
+			_ = w.nc.Publish(proto.HeartbeatSubject, b)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
+	w.active.Add(1)
+	defer w.active.Add(-1)
+	task, err := proto.DecodeTask(msg.Data())
+	if err != nil {
+		// A malformed task will never succeed: terminate it rather than
+		// let it bounce MaxDeliver times.
+		w.log.Error("bad task, terminating", "err", err)
+		_ = msg.Term()
+		return
+	}
+	attempt := 1
+	if md, err := msg.Metadata(); err == nil {
+		attempt = int(md.NumDelivered)
+	}
+	// Keep the task ours while we work on it.
+	workCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go w.touch(workCtx, msg)
+
+	res := w.Process(workCtx, task)
+	res.Attempt = attempt
+	if ctx.Err() != nil {
+		// Shutting down mid-task: let another worker have it now.
+		_ = msg.Nak()
+		return
+	}
+	b, err := proto.Encode(res)
+	if err != nil {
+		w.log.Error("encode result", "task", task.ID, "err", err)
+		_ = msg.Term()
+		return
+	}
+	// The result is stored in JetStream before the task is acknowledged;
+	// the result's id de-duplicates a republish after a redelivery.
+	if _, err := w.js.Publish(ctx, proto.ResultSubject(task.Kind), b, jetstream.WithMsgID("r-"+task.ID)); err != nil {
+		w.log.Warn("publish result failed; task will be redelivered", "task", task.ID, "err", err)
+		_ = msg.NakWithDelay(2 * time.Second)
+		return
+	}
+	if err := msg.Ack(); err != nil {
+		w.log.Warn("ack task", "task", task.ID, "err", err)
+	}
+	w.done.Add(1)
+}
+
+// touch tells JetStream the task is still being worked on, so a slow fetch
+// is not redelivered to a second worker.
+func (w *Worker) touch(ctx context.Context, msg jetstream.Msg) {
+	every := w.opts.AckWait / 3
+	if every <= 0 {
+		every = time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = msg.InProgress()
+		}
+	}
+}
+
+// wait blocks until at, or returns false if ctx ends first.
+func wait(ctx context.Context, at time.Time) bool {
+	d := time.Until(at)
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// reserve returns when this worker may next request host, given the gap the
+// coordinator says is in force, and books it. It is a safety net: the
+// coordinator already spaces a host's tasks across all workers.
+func (w *Worker) reserve(host string, gap time.Duration, notBefore time.Time) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	at := time.Now()
+	if notBefore.After(at) {
+		at = notBefore
+	}
+	if last, ok := w.lastHost[host]; ok && last.Add(gap).After(at) {
+		at = last.Add(gap)
+	}
+	w.lastHost[host] = at
+	if len(w.lastHost) > 100000 { // bound memory on very wide crawls
+		cutoff := time.Now().Add(-time.Hour)
+		for h, t := range w.lastHost {
+			if t.Before(cutoff) {
+				delete(w.lastHost, h)
+			}
+		}
+	}
+	return at
+}
+
+// Process runs one task and returns its result; it never fails, every
+// failure is a result with an error kind.
+func (w *Worker) Process(ctx context.Context, task proto.Task) (res proto.Result) {
+	res = proto.Result{V: proto.Version, TaskID: task.ID, Kind: task.Kind, URL: task.URL, Host: task.Host, WorkerID: w.opts.ID}
+	defer func() {
+		if p := recover(); p != nil {
+			// A worker never dies of one page.
+			res.ErrKind, res.Err = proto.ErrOther, fmt.Sprintf("internal error: %v", p)
+			w.log.Error("panic processing task", "task", task.ID, "url", task.URL, "panic", p)
+		}
+		res.FinishedAt = time.Now()
+		res.Duration = res.FinishedAt.Sub(res.StartedAt)
+	}()
+	if !wait(ctx, w.reserve(task.Host, task.MinGap, task.NotBefore)) {
+		res.ErrKind, res.Err = proto.ErrOther, "cancelled"
+		return res
+	}
+	res.StartedAt = time.Now()
+	if !w.opts.Fetch.AllowPrivate && blockedLiteral(task.Host) {
+		// Say so plainly rather than as an unreachable robots.txt.
+		res.ErrKind, res.Err = proto.ErrBlocked, fmt.Sprintf("host %s is a private, loopback or link-local address (use --allow-private for intranet crawls)", task.Host)
+		return res
+	}
+	if !w.opts.IgnoreRobots {
+		dec, err := w.robots.Check(ctx, task.URL)
+		if err != nil {
+			res.ErrKind, res.Err = proto.ErrRobots, err.Error()
+			return res
+		}
+		res.CrawlDelay = dec.CrawlDelay
+		if !dec.Allowed {
+			res.ErrKind, res.Err, res.Disallowed = proto.ErrRobots, "disallowed by robots.txt: "+dec.Reason, true
+			return res
+		}
+		if dec.Fetched {
+			// The robots.txt request counts against the host's rate: the
+			// page waits a full gap after it completed.
+			gap := max(task.MinGap, dec.CrawlDelay)
+			if !wait(ctx, w.reserve(task.Host, gap, time.Now().Add(gap))) {
+				res.ErrKind, res.Err = proto.ErrOther, "cancelled"
+				return res
+			}
+			res.StartedAt = time.Now()
+		}
+	}
+	switch task.Kind {
+	case proto.KindFetch, proto.KindCapture:
+		w.fetchPage(ctx, task, &res)
+	case proto.KindProbe:
+		w.probePage(ctx, task, &res)
+	default:
+		res.ErrKind, res.Err = proto.ErrOther, fmt.Sprintf("task kind %q not supported by this worker", task.Kind)
+	}
+	return res
+}
+
+func (w *Worker) fetchPage(ctx context.Context, task proto.Task, res *proto.Result) {
+	resp := w.fetcher.Fetch(ctx, fetch.Request{URL: task.URL, ETag: task.ETag, LastModified: task.LastModified})
+	res.StartedAt = resp.Started
+	res.Status, res.FinalURL, res.Bytes, res.Truncated = resp.Status, resp.FinalURL, resp.Bytes, resp.Truncated
+	res.ETag, res.LastModified, res.ContentType, res.RetryAfter = resp.ETag, resp.LastModified, resp.ContentType, resp.RetryAfter
+	if resp.ErrKind != proto.ErrNone {
+		res.ErrKind = resp.ErrKind
+		if resp.Err != nil {
+			res.Err = resp.Err.Error()
+		}
+		return
+	}
+	if resp.NotModified {
+		res.NotModified, res.Hash = true, task.PrevHash
+		if res.ETag == "" {
+			res.ETag = task.ETag
+		}
+		if res.LastModified == "" {
+			res.LastModified = task.LastModified
+		}
+		return
+	}
+	rules, err := extract.Compile(task.Selector, task.Ignore)
+	if err != nil {
+		res.ErrKind, res.Err = proto.ErrContent, err.Error()
+		return
+	}
+	var text, hash string
+	if resp.Class == fetch.Binary {
+		hash = extract.HashBytes(resp.Body)
+	} else {
+		text, err = rules.Extract(resp.Body, resp.Class)
+		if err != nil {
+			res.ErrKind, res.Err = proto.ErrContent, err.Error()
+			return
+		}
+		hash = extract.Hash(text)
+	}
+	res.Hash = hash
+	if hash == task.PrevHash {
+		return
+	}
+	if task.PrevHash == "" {
+		// First version: stored, not a change.
+		res.Text = text
+		return
+	}
+	prev := task.PrevText
+	if prev == "" {
+		var err error
+		if prev, err = w.previous(ctx, task); err != nil {
+			// Without the previous version there is nothing to diff; the
+			// URL is fetched again at its next due time and the change
+			// seen then.
+			res.Hash, res.ErrKind, res.Err = task.PrevHash, proto.ErrOther, "previous version unavailable: "+err.Error()
+			return
+		}
+	}
+	d := extract.Diff(prev, text)
+	if !extract.Significant(d, task.Ignore.MinChange) {
+		// Below the threshold: keep the old version as the baseline so
+		// small changes that add up are still seen.
+		res.Hash = task.PrevHash
+		return
+	}
+	res.Changed, res.Text, res.Diff = true, text, &d
+}
+
+// previous asks the coordinator for the stored version the task's PrevHash
+// names.
+func (w *Worker) previous(ctx context.Context, task proto.Task) (string, error) {
+	if w.nc == nil {
+		return "", errors.New("no NATS connection")
+	}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	m, err := w.nc.RequestWithContext(rctx, proto.ContentSubject, []byte(task.URL))
+	if err != nil {
+		return "", fmt.Errorf("request previous version: %w", err)
+	}
+	if h := m.Header.Get(proto.ContentHashHeader); h != task.PrevHash {
+		return "", fmt.Errorf("stored version %q is not the task's %q", h, task.PrevHash)
+	}
+	return string(m.Data), nil
+}
+
+// blockedLiteral reports whether host is an IP literal (or localhost) that
+// the fetcher would refuse. Names are checked by the fetcher on every
+// connection; this only makes the common mistake's error clear.
+func blockedLiteral(host string) bool {
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && fetch.IsBlockedIP(ip)
+}

@@ -1,0 +1,127 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/freshcrawl/freshcrawl/internal/proto"
+	"github.com/freshcrawl/freshcrawl/internal/worker/fetch"
+	"github.com/freshcrawl/freshcrawl/internal/worker/robots"
+)
+
+// newTestWorker builds a worker for Process alone: no NATS is needed to
+// process one task.
+func newTestWorker() *Worker {
+	return New(nil, nil, robots.NewMemoryStore(), Options{ID: "t", Fetch: fetch.Options{UserAgent: "freshcrawl-test/1", AllowPrivate: true}})
+}
+
+func task(url string, prev proto.Result, ignore proto.IgnoreRules, selector string) proto.Task {
+	return proto.Task{V: proto.Version, ID: "t", Kind: proto.KindFetch, URL: url, Host: "127.0.0.1",
+		ETag: prev.ETag, LastModified: prev.LastModified, PrevHash: prev.Hash, PrevText: prev.Text, Ignore: ignore, Selector: selector}
+}
+
+// A page whose only change is a clock and a rotating ad is not reported as
+// changed once ignore rules are set; without them it is.
+func TestNoiseRules(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := n.Add(1)
+		fmt.Fprintf(w, `<html><body><h1>Prices</h1><p>Widget: 10 EUR</p>
+<div class="ad">Buy brand %d now!</div><p class="clock">Updated 12:%02d:%02d on 2026-11-%02d</p></body></html>`, i, i%60, (i*7)%60, i%28+1)
+	}))
+	defer srv.Close()
+	w := newTestWorker()
+	ctx := context.Background()
+
+	first := w.Process(ctx, task(srv.URL, proto.Result{}, proto.IgnoreRules{}, ""))
+	if !first.OK() || first.Changed || first.Text == "" {
+		t.Fatalf("first fetch: %+v", first)
+	}
+	noisy := w.Process(ctx, task(srv.URL, first, proto.IgnoreRules{}, ""))
+	if !noisy.Changed || noisy.Diff == nil || noisy.Diff.Magnitude <= 0 {
+		t.Fatalf("without rules the clock and the ad should count as a change: %+v", noisy)
+	}
+
+	rules := proto.IgnoreRules{Selectors: []string{".ad"}, Patterns: []string{`\d{2}:\d{2}:\d{2}`, `\d{4}-\d{2}-\d{2}`}}
+	base := w.Process(ctx, task(srv.URL, proto.Result{}, rules, ""))
+	for range 3 {
+		r := w.Process(ctx, task(srv.URL, base, rules, ""))
+		if !r.OK() || r.Changed || r.Hash != base.Hash {
+			t.Fatalf("with rules set, a clock and an ad are not a change: %+v", r)
+		}
+	}
+	if strings.Contains(base.Text, "Buy brand") || strings.Contains(base.Text, "12:") {
+		t.Errorf("ignored content left in the text: %q", base.Text)
+	}
+}
+
+// The change magnitude is recorded: numeric difference for a selector that
+// picks a number, share of text otherwise; below MinChange nothing counts.
+func TestChangeMagnitude(t *testing.T) {
+	var price atomic.Value
+	price.Store("19.99")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<html><body><span id="price">%s</span><p>A long description that stays the same.</p></body></html>`, price.Load())
+	}))
+	defer srv.Close()
+	w := newTestWorker()
+	ctx := context.Background()
+	first := w.Process(ctx, task(srv.URL, proto.Result{}, proto.IgnoreRules{}, "#price"))
+	price.Store("24.99")
+	r := w.Process(ctx, task(srv.URL, first, proto.IgnoreRules{}, "#price"))
+	if !r.Changed || r.Diff == nil || !r.Diff.Numeric || r.Diff.Magnitude < 4.999 || r.Diff.Magnitude > 5.001 {
+		t.Fatalf("price change: %+v %+v", r, r.Diff)
+	}
+	price.Store("25.00")
+	small := w.Process(ctx, task(srv.URL, r, proto.IgnoreRules{MinChange: 0.5}, "#price"))
+	if small.Changed || small.Hash != r.Hash {
+		t.Fatalf("a 0.01 change below min_change 0.5 must not count: %+v", small)
+	}
+}
+
+// Disallowed URLs are never fetched; 304 counts as unchanged.
+func TestRobotsAndNotModified(t *testing.T) {
+	var pageHits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			fmt.Fprint(w, "User-agent: freshcrawl-test\nDisallow: /secret\nCrawl-delay: 2\n")
+		default:
+			pageHits.Add(1)
+			if r.Header.Get("If-None-Match") == `"v1"` {
+				w.WriteHeader(http.StatusNotModified)
+				return
+			}
+			w.Header().Set("ETag", `"v1"`)
+			fmt.Fprint(w, "<p>hello</p>")
+		}
+	}))
+	defer srv.Close()
+	w := newTestWorker()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := w.Process(ctx, task(srv.URL+"/secret/x", proto.Result{}, proto.IgnoreRules{}, ""))
+	if r.ErrKind != proto.ErrRobots || !r.Disallowed || pageHits.Load() != 0 {
+		t.Fatalf("disallowed: %+v (page hits %d)", r, pageHits.Load())
+	}
+	if r.CrawlDelay != 2*time.Second {
+		t.Errorf("crawl delay %s, want 2s", r.CrawlDelay)
+	}
+	first := w.Process(ctx, task(srv.URL+"/page", proto.Result{}, proto.IgnoreRules{}, ""))
+	again := w.Process(ctx, task(srv.URL+"/page", first, proto.IgnoreRules{}, ""))
+	if !again.NotModified || again.Changed || again.Hash != first.Hash || again.ETag != `"v1"` {
+		t.Fatalf("304: %+v", again)
+	}
+	if !again.FinishedAt.After(again.StartedAt) && !again.FinishedAt.Equal(again.StartedAt) {
+		t.Errorf("finished %v before started %v", again.FinishedAt, again.StartedAt)
+	}
+	if again.FinishedAt.IsZero() {
+		t.Error("FinishedAt not set")
+	}
+}
