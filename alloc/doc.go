@@ -1,7 +1,7 @@
 // Package alloc decides how often each page should be re-fetched.
 //
 // It implements the analysis of Cho & Garcia-Molina, "Synchronizing a
-// database to improve freshness" (SIGMOD 2000; DESIGN.md §3.1–3.2):
+// database to improve freshness" (SIGMOD 2000; docs/design.md §3.1–3.2):
 //
 //   - the freshness and age of one element that changes as a Poisson
 //     process with rate λ and is synchronised at frequency f, for the three
@@ -9,7 +9,7 @@
 //   - the optimal allocation of a fixed fetch budget B = Σ f_i that maximises
 //     the weighted freshness Σ w_i F(λ_i, f_i) or minimises the weighted age
 //     Σ w_i A(λ_i, f_i) (paper §5.3, Problem 1), extended with per-host
-//     politeness caps Σ_{i∈h} f_i ≤ c_h (DESIGN.md §3.2 "Beyond the paper");
+//     politeness caps Σ_{i∈h} f_i ≤ c_h (docs/design.md §3.2 "Beyond the paper");
 //   - the naive baselines of the paper's §5.1 (Uniform, Proportional) and
 //     the inverse question "how much budget do I need" (MinBudgetFor).
 //

@@ -48,7 +48,7 @@ type Problem struct {
 	// Budget B is the total number of fetches per unit time, finite, ≥ 0.
 	Budget float64
 	// HostCaps[h] is the politeness cap c_h of host h in fetches per unit
-	// time (DESIGN.md §3.2). A value ≤ 0 or +Inf means "no cap"; NaN is an
+	// time (docs/design.md §3.2). A value ≤ 0 or +Inf means "no cap"; NaN is an
 	// error.
 	HostCaps  []float64
 	Objective Objective

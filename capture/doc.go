@@ -1,7 +1,7 @@
 // Package capture plans poll times for URLs in capture mode, where the goal
 // is change recall: versions captured / versions published (Ashish,
 // Kulkarni & Wang, "Source update capture in information agents", §2.1;
-// DESIGN.md §3.5).
+// docs/design.md §3.5).
 //
 // The model. Updates recur with a period T. A poll at phase p captures the
 // version present at p (including one published at exactly p); a version is

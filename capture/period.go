@@ -40,7 +40,7 @@ func Exact(times []float64) []Observation {
 }
 
 // DefaultPeriods returns the usual candidate periods: an hour, a day and a
-// week (the paper's §2.2 "hour, day, month etc."; DESIGN.md §3.5).
+// week (the paper's §2.2 "hour, day, month etc."; docs/design.md §3.5).
 func DefaultPeriods() []float64 {
 	return []float64{3600, 86400, 7 * 86400}
 }

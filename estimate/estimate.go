@@ -1,8 +1,8 @@
 // Package estimate estimates the change rate λ of a web page from what a
-// crawler can observe (DESIGN.md §3.3): for each fetch only whether the
+// crawler can observe (docs/design.md §3.3): for each fetch only whether the
 // content changed since the previous fetch, sometimes with a Last-Modified
 // time. Changes are modelled as a Poisson process, following Cho &
-// Garcia-Molina ("Estimating frequency of change"; paper 003 §2 for the
+// Garcia-Molina ("Estimating frequency of change"; Cho & Garcia-Molina §2 for the
 // Poisson model).
 //
 // The package offers batch estimators (RegularInterval, MLE, FromLastModified,

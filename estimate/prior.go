@@ -9,7 +9,7 @@ import (
 // variance α/β²). It acts as α pseudo-changes seen over β time: with few
 // observations an estimate stays near the population mean instead of
 // swinging to 0 or to the capped all-changed value, and with many the data
-// dominate (DESIGN.md §3.3). β is in the package's time unit.
+// dominate (docs/design.md §3.3). β is in the package's time unit.
 //
 // The zero Prior means "no prior": estimators then reduce to the plain MLE.
 type Prior struct {
@@ -18,7 +18,7 @@ type Prior struct {
 
 // DefaultPrior is a weak prior (half a pseudo-change) with mean 0.25 changes
 // per day, expressed per second. The mean is roughly that of the page
-// population Cho & Garcia-Molina measured (paper 003, Figure 12: 23% daily,
+// population Cho & Garcia-Molina measured (Cho & Garcia-Molina, Figure 12: 23% daily,
 // 15% weekly, 16% monthly, 16% quarterly, 30% yearly). It is a cold-start
 // placeholder: replace it with FitPrior on the crawl's own estimates.
 func DefaultPrior() Prior {

@@ -10,7 +10,7 @@ import (
 type Config struct {
 	// HalfLife is the age, in time units, at which an observation counts
 	// half. Fading lets the estimate follow a rate that drifts
-	// (DESIGN.md §3.3); the effective number of fetches remembered is about
+	// (docs/design.md §3.3); the effective number of fetches remembered is about
 	// HalfLife/(interval·ln 2). +Inf disables fading.
 	HalfLife float64
 	// MergeRatio is how far apart, as a ratio ≥ 1, two fetch intervals may

@@ -1,5 +1,5 @@
 // Package longterm computes the long-term optimal refresh interval of
-// Razniewski & Nutt ("long-term optimization", paper 001 §5; DESIGN.md §3.4):
+// Razniewski & Nutt ("Long-term optimization of update frequencies for decaying information", §5; docs/design.md §3.4):
 // when the fetch budget is not fixed but bought, each element should be
 // refreshed at the interval U that maximises its net income
 //
@@ -20,7 +20,7 @@ import (
 	"math"
 )
 
-// Decay selects the freshness model z(t) (paper 001 §4).
+// Decay selects the freshness model z(t) (Razniewski & Nutt §4).
 type Decay int
 
 const (
@@ -62,7 +62,7 @@ type Result struct {
 	// futile, 1 if λ = 0).
 	Freshness float64
 	// Futile reports that no refresh interval earns more than it costs
-	// (paper 001 §5, "Futile Entities"): B/λ ≤ C for exponential decay,
+	// (Razniewski & Nutt §5, "Futile Entities"): B/λ ≤ C for exponential decay,
 	// B ≤ 2λC for linear decay.
 	Futile bool
 }
@@ -93,7 +93,7 @@ func checkArgs(lambda, benefit, cost float64, d Decay) error {
 
 // Freshness returns F(λ,U) = (1/U)·∫₀ᵁ z(t) dt, the time-averaged
 // probability that the stored copy is correct when it is refreshed every U
-// (paper 001 §4, Eq. 1 and 2). Eq. 1 covers linear decay only for U ≤ 1/λ;
+// (Razniewski & Nutt §4, Eq. 1 and 2). Eq. 1 covers linear decay only for U ≤ 1/λ;
 // beyond it the copy is worthless after 1/λ, so F = 1/(2λU). F(λ,0) = 1 and
 // F(λ,+Inf) = 0 for λ > 0.
 func Freshness(lambda, interval float64, d Decay) float64 {
@@ -116,7 +116,7 @@ func Freshness(lambda, interval float64, d Decay) float64 {
 	}
 }
 
-// NetIncome returns NI(U) = B·F(λ,U) − C/U (paper 001 Eq. 3), the income per
+// NetIncome returns NI(U) = B·F(λ,U) − C/U (Razniewski & Nutt Eq. 3), the income per
 // unit time of refreshing every U. It is useful on its own to price an
 // interval other than the optimum, e.g. one imposed by a capped budget.
 // NetIncome at U = +Inf is 0 for λ > 0 (never refreshing).
@@ -133,14 +133,14 @@ func NetIncome(lambda, benefit, cost, interval float64, d Decay) float64 {
 // Optimal returns the refresh interval maximising NI(U) for one element with
 // change (decay) rate lambda, benefit per unit time and cost per fetch.
 //
-// Exponential decay (paper 001 Eq. 6): with r = B/C,
+// Exponential decay (Razniewski & Nutt Eq. 6): with r = B/C,
 // U = (−W₋₁((λ − r)/(r·e)) − 1)/λ. The argument is −e^{−1−s} with
 // s = −ln(1 − λC/B), so U = y/λ where y − ln(1+y) = s (see LambertWm1);
 // computing y from s directly keeps full precision for slowly changing
 // elements, where the argument approaches −1/e. At the optimum the first-order
 // condition simplifies to NI = B·e^{−λU}.
 //
-// Linear decay (paper 001 Eq. 4): U = √(2C/(Bλ)), NI = B − √(2BλC).
+// Linear decay (Razniewski & Nutt Eq. 4): U = √(2C/(Bλ)), NI = B − √(2BλC).
 //
 // λ = 0 is accepted and means the copy never decays: the result is
 // Interval = +Inf, NetIncome = B, not futile (one fetch serves forever, its
@@ -196,7 +196,7 @@ type Summary struct {
 	// Results holds the optimum for each element, in input order.
 	Results []Result
 	// TotalBudget is Σ 1/U_i over elements with a finite interval: the fetch
-	// rate to provision (DESIGN.md §3.4).
+	// rate to provision (docs/design.md §3.4).
 	TotalBudget float64
 	// NetIncome is Σ NI_i, the income per unit time of the whole plan.
 	NetIncome float64
@@ -206,7 +206,7 @@ type Summary struct {
 
 // Plan solves Optimal independently for every element — under long-term
 // optimisation the budget is an output, so elements do not compete for it as
-// they do in short-term optimisation (paper 001 §1) — and totals the budget
+// they do in short-term optimisation (Razniewski & Nutt §1) — and totals the budget
 // to provision. An invalid element fails the
 // whole plan with an error naming its index.
 func Plan(elements []Element, d Decay) (Summary, error) {

@@ -64,7 +64,7 @@ func TestLambertW0KnownValues(t *testing.T) {
 	}
 }
 
-// TestPaperTable reproduces the table of Example 3 in paper 001 §5
+// TestPaperTable reproduces the table of Example 3 in Razniewski & Nutt §5
 // (B = C = 1 per year, exponential decay).
 func TestPaperTable(t *testing.T) {
 	cases := []struct{ lambda, u, ni float64 }{
@@ -91,7 +91,7 @@ func TestPaperTable(t *testing.T) {
 }
 
 // TestOptimalEquation6 checks the W₋₁-free evaluation inside Optimal against
-// the literal Eq. 6 of paper 001 using the public LambertWm1.
+// the literal Eq. 6 of Razniewski & Nutt using the public LambertWm1.
 func TestOptimalEquation6(t *testing.T) {
 	rng := rand.New(rand.NewPCG(6, 6))
 	for range 1000 {
@@ -180,7 +180,7 @@ func TestOptimalMatchesBruteForce(t *testing.T) {
 
 func TestFutilityBoundaries(t *testing.T) {
 	// Exponential: futile iff B/λ ≤ C. With B = C = 1 that is λ ≥ 1
-	// (paper 001 §5, Example 4).
+	// (Razniewski & Nutt §5, Example 4).
 	for _, c := range []struct {
 		lambda float64
 		d      Decay

@@ -3,7 +3,7 @@
 // whose source exposes them only through a keyword search returning at most
 // K results per page, plus an expensive fetch-by-id.
 //
-// It implements DESIGN.md §3.6, which follows paper 000 ("content
+// It implements docs/design.md §3.6, which follows the content-freshness paper ("content
 // freshness"):
 //
 //   - Content freshness (paper §3.1 Definition 1, §4.2 Eq. 3): F(L;t) =

@@ -13,7 +13,7 @@ func benchCaptureCmd() *cobra.Command {
 		Jitter: time.Second, Polls: 2, Duration: 15 * time.Minute, Warmup: 7 * time.Minute, Seed: 1}
 	cmd := &cobra.Command{
 		Use:   "capture",
-		Short: "Change recall of capture mode (paper 002) against uniform polling, measured on the sim",
+		Short: "Change recall of capture mode (Ashish, Kulkarni & Wang) against uniform polling, measured on the sim",
 		Long: `Runs two crawlers side by side on simulated pages that update at fixed
 phases of a period with jitter: one learns the phases and polls just after
 them, the other polls uniformly at fixed phases with the same number of

@@ -14,7 +14,7 @@ import (
 // benchPoliciesCmd is `freshcrawl bench policies`: freshcrawl's revisit
 // policy against uniform, proportional, Nutch, StormCrawler and the
 // LambdaCrawl family, measured from the truth of the simulated web and
-// compared with the oracle at the same number of fetches (DESIGN.md §4).
+// compared with the oracle at the same number of fetches (docs/design.md §4).
 func benchPoliciesCmd() *cobra.Command {
 	o := bench.DefaultOptions()
 	var mode, workloads, policies, out string
@@ -99,7 +99,7 @@ one SVG plot of freshness over time per workload into --out.`,
 	f.Uint64Var(&o.Seed, "seed", o.Seed, "seed of the change processes and workloads")
 	f.Float64Var(&o.Days, "days", o.Days, "length of each run in simulated days")
 	f.Float64Var(&o.Warmup, "warmup", o.Warmup, "simulated days left out of the figures")
-	f.Float64Var(&o.Budget, "budget", o.Budget, "fetches per simulated day (0: pages/30, every page once a month as in paper 003 Table 6)")
+	f.Float64Var(&o.Budget, "budget", o.Budget, "fetches per simulated day (0: pages/30, every page once a month as in Cho & Garcia-Molina Table 6)")
 	f.Float64Var(&o.HostRate, "host-rate", o.HostRate, "most fetches per simulated day of one host (0: 10x a host's uniform share)")
 	f.Float64Var(&o.PriorRate, "prior-rate", o.PriorRate, "coordinator option: changes per simulated day assumed for a URL never observed")
 	f.Float64Var(&o.HalfLifeDays, "half-life", o.HalfLifeDays, "coordinator option: estimator half-life in simulated days")

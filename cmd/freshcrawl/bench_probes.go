@@ -13,7 +13,7 @@ func benchProbesCmd() *cobra.Command {
 		Policies: []string{"greedy", "naive1", "naive2"}}
 	cmd := &cobra.Command{
 		Use:   "probes",
-		Short: "Content freshness of keyword probes (greedy) against fetch by id (Naive 1, Naive 2), paper 000 §5.2",
+		Short: "Content freshness of keyword probes (greedy) against fetch by id (Naive 1, Naive 2), the content-freshness paper §5.2",
 		Long: `Runs the real system once per policy, side by side, each against its own copy
 of the simulated citation search site (1000 papers, power-law citations that
 grow as Poisson processes, ~200 author groups), at the same request budget

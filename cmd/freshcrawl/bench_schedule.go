@@ -26,7 +26,7 @@ func benchScheduleCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "schedule",
 		Short: "Allocation solve time and memory for millions of URLs; bytes per URL in bbolt and in memory",
-		Long: `Solves the optimal allocation (alloc.Solve, DESIGN.md §3.2) for each of
+		Long: `Solves the optimal allocation (alloc.Solve, docs/design.md §3.2) for each of
 --sizes URLs — Table-6 change rates jittered log-normally, log-normal
 weights, --hosts hosts of Zipf-like sizes, every tenth capped below its
 share — and reports wall and CPU time against the target of one second per

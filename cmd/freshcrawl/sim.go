@@ -31,7 +31,7 @@ type simFlags struct {
 func (f *simFlags) register(cmd *cobra.Command, pages int) {
 	cmd.Flags().IntVar(&f.hosts, "sim-hosts", 4, "simulated hosts (127.0.0.2, 127.0.0.3, ...)")
 	cmd.Flags().IntVar(&f.pages, "sim-pages", pages, "simulated pages, spread over the hosts")
-	cmd.Flags().DurationVar(&f.day, "sim-day", time.Second, "real duration of one simulated day (rates follow paper 003 Table 6)")
+	cmd.Flags().DurationVar(&f.day, "sim-day", time.Second, "real duration of one simulated day (rates follow Cho & Garcia-Molina Table 6)")
 	cmd.Flags().Uint64Var(&f.seed, "sim-seed", 1, "random seed of the change processes")
 	cmd.Flags().IntVar(&f.port, "sim-port", 0, "port on every host address (0 = a free one)")
 }
@@ -183,7 +183,7 @@ func runDemo(ctx context.Context, out io.Writer, cfg config.Config, sf simFlags,
 }
 
 // final prints the steady-state truth and the oracle at the same number of
-// fetches: the optimum of DESIGN.md §3.2 computed with the true rates.
+// fetches: the optimum of docs/design.md §3.2 computed with the true rates.
 func final(out io.Writer, s *sim.Sim, n *node.Node, start time.Time, warmup time.Duration, cfg config.Config) {
 	end := time.Now()
 	from := start.Add(warmup)

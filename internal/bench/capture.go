@@ -16,7 +16,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/sim"
 )
 
-// CaptureOptions configure the change-recall benchmark of paper 002.
+// CaptureOptions configure the change-recall benchmark of Ashish, Kulkarni & Wang.
 type CaptureOptions struct {
 	Pages    int           // capture pages on the sim
 	Period   time.Duration // their rhythm

@@ -177,7 +177,7 @@ func hostCapsPerDay(w Workload, o Options) []float64 {
 	return caps
 }
 
-// solveOracle is the optimum of DESIGN.md §3.2 for elements whose rates are
+// solveOracle is the optimum of docs/design.md §3.2 for elements whose rates are
 // per simulated day, with budget fetches a day: its weighted freshness and
 // age in days.
 func solveOracle(el []alloc.Element, caps []float64, budget float64) (fresh, ageDays float64, err error) {

@@ -1,5 +1,5 @@
 // Package bench measures freshcrawl's revisit policy against its peers from
-// the truth of a simulated web (DESIGN.md §4), never from freshcrawl's own
+// the truth of a simulated web (docs/design.md §4), never from freshcrawl's own
 // model: `freshcrawl bench policies`.
 //
 // Two modes share workloads, policies and reporting. The virtual mode
@@ -8,7 +8,7 @@
 // thousands of simulated days take seconds; the live mode (live.go) runs
 // the whole system (embedded NATS, coordinator, workers, HTTP) against an
 // in-process sim. Every figure is compared with the oracle: the optimum of
-// DESIGN.md §3.2 computed with the true rates at the same number of
+// docs/design.md §3.2 computed with the true rates at the same number of
 // fetches.
 package bench
 

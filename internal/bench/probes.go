@@ -15,7 +15,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/sim"
 )
 
-// ProbesOptions configure the keyword-probe benchmark (paper 000 §5.2).
+// ProbesOptions configure the keyword-probe benchmark (the content-freshness paper §5.2).
 type ProbesOptions struct {
 	Papers   int
 	K        int
@@ -64,7 +64,7 @@ func Probes(ctx context.Context, o ProbesOptions, out io.Writer) ([]ProbesResult
 			return nil, err
 		}
 	}
-	fmt.Fprintf(out, "content freshness on the simulated citation search (paper 000 §5.2): %d papers, K=%d, 10 requests per time unit (%s), %s measured after %s\n\n",
+	fmt.Fprintf(out, "content freshness on the simulated citation search (the content-freshness paper §5.2): %d papers, K=%d, 10 requests per time unit (%s), %s measured after %s\n\n",
 		o.Papers, o.K, o.TimeUnit, o.Duration, o.Warmup)
 	fmt.Fprintf(out, "%-8s %18s %10s %9s %8s %6s %9s %7s\n", "policy", "content-freshness", "final", "requests", "search", "by-id", "req/unit", "synced")
 	for _, r := range results {

@@ -22,7 +22,7 @@ type Options struct {
 	// the figures, in simulated days.
 	Days, Warmup float64
 	// Budget is the total fetches per simulated day (0: Pages/30, every
-	// page once a month on average as in paper 003 Table 6).
+	// page once a month on average as in Cho & Garcia-Molina Table 6).
 	Budget float64
 	// HostRate is the most fetches per simulated day of one host
 	// (0: 10 × the uniform share of a host).
@@ -400,7 +400,7 @@ func isNotModified(all []fetchRec, fr fetchRec) bool {
 	return k > 0 && all[k-1].ver == fr.ver
 }
 
-// oracle is the optimum of DESIGN.md §3.2 with the true rates and the
+// oracle is the optimum of docs/design.md §3.2 with the true rates and the
 // host caps, for a budget of perDay fetches a simulated day, averaged over
 // the rate segments that overlap [from, end) by their length there.
 func oracle(w Workload, ts *truthSet, o Options, from, end time.Duration, perDay float64) (fresh, ageDays float64) {

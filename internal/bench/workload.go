@@ -56,7 +56,7 @@ func NewWorkload(name string, pages, hosts int, seed uint64) (Workload, error) {
 	w := Workload{Name: name, Mix: sim.Table6Mix()}
 	switch name {
 	case WorkloadTable6:
-		w.Description = "paper 003 Table 6: 23% daily, 15% weekly, 16% monthly, 16% quarterly, 30% yearly"
+		w.Description = "Cho & Garcia-Molina Table 6: 23% daily, 15% weekly, 16% monthly, 16% quarterly, 30% yearly"
 	case WorkloadHeavyTail:
 		// Log-normal rates: median 0.08 a day, σ = 1.5 (mean ≈ 0.25 a
 		// day, like Table 6), capped at 20 a day; every page its own

@@ -45,7 +45,7 @@ type Status struct {
 	CappedHosts    int       `json:"hosts_at_cap"`
 	PlannedAt      time.Time `json:"planned_at,omitzero"`
 
-	// Capture URLs (paper 002): how many, how many still learning, the
+	// Capture URLs (Ashish, Kulkarni & Wang): how many, how many still learning, the
 	// mean expected change recall of the learnt ones, and the first few.
 	CaptureURLs     int                      `json:"capture_urls"`
 	CaptureLearning int                      `json:"capture_learning"`

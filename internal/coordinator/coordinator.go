@@ -55,7 +55,7 @@ type Options struct {
 	// the optimum gives up on, so a wrong estimate can recover: such a URL
 	// is fetched at ExploreShare × (budget / URLs).
 	ExploreShare float64
-	// Sources are the keyword-search sources (paper 000) and ProbePolicy
+	// Sources are the keyword-search sources (the content-freshness paper) and ProbePolicy
 	// how their tracked items are refreshed: greedy (keyword probes,
 	// default), naive1 or naive2 (fetch by id; baselines).
 	Sources     []source.Source
@@ -91,7 +91,7 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PriorRate <= 0 {
 		// A quarter of a change a day: the mean of the page population Cho
-		// & Garcia-Molina measured (paper 003 Table 6), as in
+		// & Garcia-Molina measured (Cho & Garcia-Molina Table 6), as in
 		// estimate.DefaultPrior.
 		o.PriorRate = 0.25 / 86400
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/store"
 )
 
-// Keyword-search probes (DESIGN.md §3.6, paper 000). Every round, for each
+// Keyword-search probes (docs/design.md §3.6, the content-freshness paper). Every round, for each
 // source, the coordinator plans keyword queries with probe.GreedyProbes
 // over the tracked items (or, as baselines, fetches items by id: Naive 1
 // round-robin over all items, Naive 2 only items with λ < 1 per time

@@ -3,7 +3,7 @@
 // optimal allocation does than the uniform and proportional ones), the
 // least budget that reaches a target freshness, and, when the budget is
 // bought rather than given, the long-term optimal refresh intervals and the
-// number of workers to run (DESIGN.md §3.1–3.4).
+// number of workers to run (docs/design.md §3.1–3.4).
 //
 // The maths lives in packages alloc and longterm; this package gathers the
 // elements (ReadCSV, FromStore), runs the models (Run, which does no I/O)
@@ -25,7 +25,7 @@ const (
 	Uniform      = "uniform"
 	Proportional = "proportional"
 	// LongTerm is Result.Policy in long-term mode, where the budget is an
-	// output rather than an input (paper 001).
+	// output rather than an input (Razniewski & Nutt).
 	LongTerm = "long-term"
 )
 
@@ -43,8 +43,8 @@ const (
 	ModeLongTerm
 )
 
-// LongTermInput holds the economics of long-term mode (paper 001 §5,
-// DESIGN.md §3.4), in the unit of the rates.
+// LongTermInput holds the economics of long-term mode (Razniewski & Nutt §5,
+// docs/design.md §3.4), in the unit of the rates.
 type LongTermInput struct {
 	// Benefit is B, earned per unit time while a copy is correct, for an
 	// element of weight 1. An element of weight w earns w·B: the weight is

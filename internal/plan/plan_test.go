@@ -166,7 +166,7 @@ func TestTargetFreshness(t *testing.T) {
 	}
 }
 
-// TestLongTerm reproduces paper 001 §5 (B = C = 1, exponential decay).
+// TestLongTerm reproduces Razniewski & Nutt §5 (B = C = 1, exponential decay).
 func TestLongTerm(t *testing.T) {
 	csv := "id,rate\na,0.457\nb,0.316\nc,0.163\nd,0.098\nfutile,2\nconstant,0\n"
 	els, err := ReadCSV(strings.NewReader(csv), "lt.csv")

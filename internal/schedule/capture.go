@@ -9,7 +9,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/capture"
 )
 
-// Capture mode (DESIGN.md §3.5, paper 002): a capture URL is polled N times
+// Capture mode (docs/design.md §3.5, Ashish, Kulkarni & Wang): a capture URL is polled N times
 // per period T at phases chosen to capture every version, not at a fixed
 // interval. Until enough history exists it polls uniformly, with a
 // different random offset every period so that, over time, the polls land

@@ -9,7 +9,7 @@ import (
 
 // TestCaptureLearnsPhases drives the real Scheduler on a virtual clock
 // against a source that updates at 5 s and 15 s (±1 s) past every minute,
-// with 2 polls a minute (paper 002's example, scaled): while it learns it
+// with 2 polls a minute (Ashish, Kulkarni & Wang's example, scaled): while it learns it
 // polls uniformly and captures about half the versions; once it has learnt
 // the phases it captures nearly all of them.
 func TestCaptureLearnsPhases(t *testing.T) {

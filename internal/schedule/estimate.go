@@ -7,7 +7,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/estimate"
 )
 
-// Estimator turns fetch outcomes into change-rate estimates (DESIGN.md
+// Estimator turns fetch outcomes into change-rate estimates (docs/design.md
 // §3.3). It is the one piece of code both the coordinator's fold and the
 // virtual benchmark run, so the benchmark measures the real estimator.
 // Rates are changes per second, the unit of the budget.

@@ -7,7 +7,7 @@ import (
 
 // LambdaPolicy is one of the crawl-rate allocations of the
 // "LambdaCrawl" family, peers freshcrawl is benchmarked against
-// (DESIGN.md §4). Both set every URL's crawl rate ρ_i from its importance
+// (docs/design.md §4). Both set every URL's crawl rate ρ_i from its importance
 // μ_i (PlanInput.Weights) and change rate Δ_i (PlanInput.Rates, the same
 // learned estimates freshcrawl's own policy receives), with one Lagrange
 // multiplier λ found by bisection so that Σ ρ_i = R (the budget):
@@ -22,7 +22,7 @@ import (
 //     NeurIPS 2019, Algorithm 1, for the harmonic staleness penalty with
 //     incomplete observations: ρ_i = (−Δ_i + √(Δ_i² + 4μ_iΔ_i/λ))/2.
 //
-// Host caps (DESIGN.md §3.2, politeness) are not part of either paper. They
+// Host caps (docs/design.md §3.2, politeness) are not part of either paper. They
 // are honoured the way the KKT conditions with a per-host multiplier ν_h
 // would: water-filling. Solve over the URLs of uncapped hosts with the
 // budget they have left; every host whose URLs then ask for more than its

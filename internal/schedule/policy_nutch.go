@@ -7,7 +7,7 @@ import (
 // NutchPolicy is Apache Nutch's AdaptiveFetchSchedule
 // (org.apache.nutch.crawl.AdaptiveFetchSchedule, Nutch 1.x, with the
 // defaults shipped in conf/nutch-default.xml), a peer freshcrawl is
-// benchmarked against (DESIGN.md §4). Each URL's interval moves on its own
+// benchmarked against (docs/design.md §4). Each URL's interval moves on its own
 // fetch outcomes, with no global budget:
 //
 //   - changed: interval × (1 − dec_rate), dec_rate = 0.2;

@@ -5,7 +5,7 @@ import "time"
 // StormCrawlerPolicy is StormCrawler's AdaptiveScheduler
 // (com.digitalpebble.stormcrawler.persistence.AdaptiveScheduler, with the
 // defaults of crawler-default.yaml), a peer freshcrawl is benchmarked
-// against (DESIGN.md §4). Each URL's interval moves on its own fetch
+// against (docs/design.md §4). Each URL's interval moves on its own fetch
 // outcomes, with no global budget:
 //
 //   - changed (signature differs): I ← (1 − dec)·I + dec·min, dec =

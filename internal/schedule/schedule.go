@@ -26,7 +26,7 @@ type SchedulerOptions struct {
 	// the host, until the cache expires.
 	DisallowRetry time.Duration
 	// CaptureUniform keeps capture URLs on uniform polls at fixed phases
-	// (k·T/N), never learning: the baseline of paper 002.
+	// (k·T/N), never learning: the baseline of Ashish, Kulkarni & Wang.
 	CaptureUniform bool
 }
 

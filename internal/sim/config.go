@@ -8,8 +8,8 @@ import (
 )
 
 // RateClass is a share of the pages whose changes follow a Poisson process,
-// the change model of Cho & Garcia-Molina (paper 003, §2.2) under which the
-// freshness and age formulas of DESIGN.md §3.1 hold.
+// the change model of Cho & Garcia-Molina (§2.2) under which the
+// freshness and age formulas of docs/design.md §3.1 hold.
 type RateClass struct {
 	// Share is the fraction of all pages in this class, in [0, 1].
 	Share float64
@@ -20,7 +20,7 @@ type RateClass struct {
 
 // PeriodicClass is a share of the pages that update at fixed phases of a
 // period, each update displaced by a uniform jitter in [-Jitter, +Jitter].
-// It models the sources of Ashish, Kulkarni & Wang (paper 002, §3.1) whose
+// It models the sources of Ashish, Kulkarni & Wang (§3.1) whose
 // updates cluster at certain times of an hour or a day, on which change
 // recall is measured.
 type PeriodicClass struct {
@@ -47,7 +47,7 @@ type Config struct {
 	// (page i lives on host i mod Hosts); default 100.
 	Pages int
 	// Mix lists the Poisson classes. When both Mix and Periodic are empty,
-	// the mix of paper 003 Table 6 is used (see Table6Mix). The shares of Mix
+	// the mix of Cho & Garcia-Molina Table 6 is used (see Table6Mix). The shares of Mix
 	// and Periodic together must sum to 1.
 	Mix []RateClass
 	// Periodic lists the periodic classes.
@@ -64,7 +64,7 @@ type Config struct {
 	Robots map[int]string
 	// Now is the clock, injectable for tests; default time.Now.
 	Now func() time.Time
-	// Search, when set, adds the keyword-search source of paper 000 §5.2
+	// Search, when set, adds the keyword-search source of the content-freshness paper §5.2
 	// (/search and /item/{id}) to host Search.Host; see SearchConfig.
 	Search *SearchConfig
 }
@@ -82,7 +82,7 @@ const (
 	shareSlack   = 1e-6
 )
 
-// Table6Mix returns the change-rate mix of paper 003 Table 6: 23 % of pages
+// Table6Mix returns the change-rate mix of Cho & Garcia-Molina Table 6: 23 % of pages
 // change daily, 15 % weekly, 16 % monthly (30 days), 16 % quarterly (90 days)
 // and 30 % yearly (365 days). Callers that add periodic classes can scale it
 // down with ScaleMix so the shares still sum to 1.

@@ -22,8 +22,8 @@ import (
 )
 
 // SearchConfig adds a keyword-search source to one host of the site: the
-// synthetic paper-citation data of paper 000 §5.2, served the way a scholarly
-// search engine serves it (DESIGN.md §3.6), so keyword probes and content
+// synthetic paper-citation data of the content-freshness paper §5.2, served the way a scholarly
+// search engine serves it (docs/design.md §3.6), so keyword probes and content
 // freshness can be measured against a truth that knows every citation.
 //
 // The corpus is generated from Seed alone:

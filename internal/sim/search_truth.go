@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// ContentReport is the ground truth of paper 000's content freshness
-// (§3.1 Definition 1, DESIGN.md §3.6) for the search source over a window
+// ContentReport is the ground truth of content freshness (the content-freshness paper)
+// (§3.1 Definition 1, docs/design.md §3.6) for the search source over a window
 // [From, To), computed from what the search host actually served.
 //
 // The crawler's copy of a paper at time t is the citation count served in

@@ -1,12 +1,12 @@
 // Package sim is a local website whose pages change under known processes
 // and which reports, from its own log, how fresh a crawler's copy really was.
 //
-// It is freshcrawl's ground truth (DESIGN.md §4, "Measuring freshness
+// It is freshcrawl's ground truth (docs/design.md §4, "Measuring freshness
 // honestly"): the crawler's own freshness figures come from its model, while
 // sim knows every change time (generated deterministically from a seed) and
 // every request, and integrates the freshness and age of Cho & Garcia-Molina
-// (paper 003, Definitions 1–3) exactly over time, plus the change recall of
-// Ashish, Kulkarni & Wang (paper 002) for periodically updated pages.
+// (Cho & Garcia-Molina, Definitions 1–3) exactly over time, plus the change recall of
+// Ashish, Kulkarni & Wang for periodically updated pages.
 //
 // Each host is a distinct loopback address, 127.0.0.2, 127.0.0.3, ..., all
 // on one port, so per-host politeness is observable. On Linux the whole
@@ -74,7 +74,7 @@ type page struct {
 }
 
 // PageInfo describes one page and its true change process, for the oracle of
-// DESIGN.md §4 (the optimum of §3.2 computed with the true rates).
+// docs/design.md §4 (the optimum of §3.2 computed with the true rates).
 type PageInfo struct {
 	Index     int    `json:"index"`
 	URL       string `json:"url"`

@@ -70,7 +70,7 @@ func TestDefaultsTable6Mix(t *testing.T) {
 	want := map[float64]int{1: 23, math.Round(1e6/7) / 1e6: 15, math.Round(1e6/30) / 1e6: 16, math.Round(1e6/90) / 1e6: 16, math.Round(1e6/365) / 1e6: 30}
 	for r, n := range want {
 		if count[r] != n {
-			t.Errorf("pages at %v changes/day = %d, want %d (paper 003 Table 6)", r, count[r], n)
+			t.Errorf("pages at %v changes/day = %d, want %d (Cho & Garcia-Molina Table 6)", r, count[r], n)
 		}
 	}
 	if u := s.URLs()[17]; !strings.HasPrefix(u, "http://127.0.0.3:") || !strings.HasSuffix(u, "/p/17") {

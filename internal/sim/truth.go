@@ -16,7 +16,7 @@ import (
 // From count, so a warm-up crawl carries over. HEAD requests, errors and
 // responses whose body could not be written do not update the copy.
 //
-// Freshness and age follow paper 003, Definitions 1–3: F(e_i; t) is 1 when
+// Freshness and age follow Cho & Garcia-Molina, Definitions 1–3: F(e_i; t) is 1 when
 // the copy equals the current version, else 0; A(e_i; t) is 0 when fresh,
 // else t minus the time the copy became stale, which is the first change
 // after the copy's version. A page never fetched by t has no copy: it is
@@ -59,7 +59,7 @@ type Report struct {
 	Disallowed      int      `json:"disallowed"`
 	DisallowedPaths []string `json:"disallowed_paths,omitempty"`
 
-	// Change recall of periodic pages (paper 002): versions captured over
+	// Change recall of periodic pages (Ashish, Kulkarni & Wang): versions captured over
 	// versions published in [From, To). A version is published by a change
 	// in the window and captured if some successful response served it. 0
 	// when nothing was published (see RecallPublished).

@@ -113,7 +113,7 @@ func TestTruthWith304AndRecall(t *testing.T) {
 	}
 }
 
-// Change recall on periodic pages (paper 002): updates at :01 and :06 of a
+// Change recall on periodic pages (Ashish, Kulkarni & Wang): updates at :01 and :06 of a
 // 10 s period with ±0.5 s jitter. Polling at :03 and :08 captures every
 // version; polling only at :08 captures half.
 func TestRecallPeriodic(t *testing.T) {
@@ -242,7 +242,7 @@ func TestConcurrentRequestsAndTruth(t *testing.T) {
 
 // End to end against the paper: the Table 6 mix crawled with the uniform
 // policy (every page once a month, fixed order) must show the freshness and
-// age of paper 003 Table 6, computed here from Table 2's fixed-order
+// age of Cho & Garcia-Molina Table 6, computed here from Table 2's fixed-order
 // formulas: F = (1 − e^{−r})/r and A = (1/f)(1/2 − 1/r + (1 − e^{−r})/r²).
 func TestTruthMatchesPaperTable6Uniform(t *testing.T) {
 	const pages, interval, days = 2000, 30.0, 900.0

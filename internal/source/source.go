@@ -1,7 +1,7 @@
 // Package source defines keyword-search sources: sites that expose the items
 // freshcrawl tracks (papers with citation counts, products with prices) only
 // through a keyword search returning K results a page, plus a fetch by id.
-// It is the configuration side of DESIGN.md §3.6 (paper 000, "content
+// It is the configuration side of docs/design.md §3.6 (the content-freshness paper, "content
 // freshness"): where to send a query, how to read items off a result page,
 // which fields give an item's keywords, weight and tracked value, and the
 // planner's knobs (method, quota, α, interval). The planning maths lives in

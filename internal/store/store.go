@@ -7,7 +7,7 @@
 //   - A result is folded at most once: Fold records its task id in the same
 //     transaction as its effects, so a redelivered result changes nothing.
 //   - Nothing here depends on a message that was not yet folded: the stream
-//     may lose an acknowledged message in an OS crash (see DESIGN.md §5), but
+//     may lose an acknowledged message in an OS crash (see docs/design.md §5), but
 //     then the URL is simply fetched again at its next due time.
 package store
 

@@ -130,7 +130,7 @@ func (w *Worker) Run(ctx context.Context) error {
 }
 
 // loop pulls one task at a time: a pull buffer would start AckWait for
-// tasks nobody is working on yet (DESIGN.md §5).
+// tasks nobody is working on yet (docs/design.md §5).
 func (w *Worker) loop(ctx context.Context, cons jetstream.Consumer) {
 	for ctx.Err() == nil {
 		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
