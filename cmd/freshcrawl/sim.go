@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/freshcrawl/freshcrawl/alloc"
+	"github.com/freshcrawl/freshcrawl/internal/bench"
 	"github.com/freshcrawl/freshcrawl/internal/config"
 	"github.com/freshcrawl/freshcrawl/internal/node"
 	"github.com/freshcrawl/freshcrawl/internal/sim"
@@ -47,7 +46,7 @@ func simCmd() *cobra.Command {
 		Use:   "sim",
 		Short: "Serve a simulated web whose pages change at known rates, and report the truth",
 		Long: `Serve pages on 127.0.0.2, 127.0.0.3, ... that change as Poisson processes with
-the paper-003 Table 6 mix of rates (time scaled by --sim-day), with ETag,
+the Cho & Garcia-Molina Table 6 mix of rates (time scaled by --sim-day), with ETag,
 Last-Modified, per-host robots.txt and a log of every change and request.
 
 The control address serves:
@@ -169,11 +168,7 @@ func runDemo(ctx context.Context, out io.Writer, cfg config.Config, sf simFlags,
 	for {
 		select {
 		case <-ctx.Done():
-			final(out, s, n, start, warmup, cfg)
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return nil
-			}
-			return nil
+			return final(out, s, n, start, warmup, cfg)
 		case now := <-tick.C:
 			st := n.Coordinator.Status()
 			tr := s.Truth(start, now)
@@ -183,8 +178,9 @@ func runDemo(ctx context.Context, out io.Writer, cfg config.Config, sf simFlags,
 }
 
 // final prints the steady-state truth and the oracle at the same number of
-// fetches: the optimum of docs/design.md §3.2 computed with the true rates.
-func final(out io.Writer, s *sim.Sim, n *node.Node, start time.Time, warmup time.Duration, cfg config.Config) {
+// fetches (bench.SolveOracle, as the benchmarks compute it). An oracle that
+// cannot be computed is printed and returned as the demo's error.
+func final(out io.Writer, s *sim.Sim, n *node.Node, start time.Time, warmup time.Duration, cfg config.Config) error {
 	end := time.Now()
 	from := start.Add(warmup)
 	if !from.Before(end) {
@@ -195,9 +191,18 @@ func final(out io.Writer, s *sim.Sim, n *node.Node, start time.Time, warmup time
 	fmt.Fprintf(out, "\nafter %s: %d fetches, %d changes detected, %d errors\n", end.Sub(start).Round(time.Second), st.Fetches, st.Changes, sumErrors(st.Errors))
 	fmt.Fprintf(out, "true freshness %.3f, true age %.2f days (window %s..%s, %d page fetches, %.0f%% 304, min gap per host %s, disallowed requests %d)\n",
 		tr.Freshness, tr.AgeDays, from.Sub(start).Round(time.Second), end.Sub(start).Round(time.Second), tr.Fetches, 100*tr.NotModifiedShare, tr.MinGap.Round(time.Millisecond), tr.Disallowed)
-	if oracle, ok := oracleFreshness(s, tr, cfg); ok {
-		fmt.Fprintf(out, "oracle (optimal allocation with the true rates, same fetches): %.3f  ->  ratio %.3f\n", oracle, tr.Freshness/oracle)
+	orc, err := demoOracle(s, tr, cfg.HostRate.PerSecond())
+	if err != nil {
+		fmt.Fprintf(out, "oracle: %v\n", err)
+		return err
 	}
+	fmt.Fprintf(out, "oracle (optimal allocation with the true rates, same fetches): %.3f", orc.Freshness)
+	if orc.Freshness > 0 {
+		fmt.Fprintf(out, "  ->  ratio %.3f\n", tr.Freshness/orc.Freshness)
+	} else {
+		fmt.Fprintln(out, "  (no ratio: the oracle is 0)")
+	}
+	return nil
 }
 
 func sumErrors(m map[string]int64) int64 {
@@ -208,29 +213,19 @@ func sumErrors(m map[string]int64) int64 {
 	return n
 }
 
-// oracleFreshness is the optimal freshness for the budget the crawler
-// actually spent in the window, with the true rates and the host caps.
-func oracleFreshness(s *sim.Sim, tr sim.Report, cfg config.Config) (float64, bool) {
+// demoOracle is the oracle of the demo's window: the optimal allocation
+// with the true rates and every host capped at hostRate (fetches per
+// second), at the fetch rate the crawler achieved in the window.
+func demoOracle(s *sim.Sim, tr sim.Report, hostRate float64) (bench.Oracle, error) {
 	secs := tr.To.Sub(tr.From).Seconds()
-	if secs <= 0 || tr.Fetches == 0 {
-		return 0, false
+	if secs <= 0 {
+		return bench.Oracle{}, fmt.Errorf("oracle: empty window %s..%s", tr.From.Format(time.RFC3339Nano), tr.To.Format(time.RFC3339Nano))
 	}
-	pages := s.Pages()
-	hostIdx := map[string]int32{}
-	var caps []float64
-	el := make([]alloc.Element, 0, len(pages))
-	for _, p := range pages {
-		h, ok := hostIdx[p.Host]
-		if !ok {
-			h = int32(len(caps))
-			hostIdx[p.Host] = h
-			caps = append(caps, cfg.HostRate.PerSecond())
-		}
-		el = append(el, alloc.Element{Rate: p.Rate, Weight: 1, Host: h})
+	in := bench.SimOracleInput(s.Pages(), time.Second)
+	in.HostCaps = make([]float64, len(s.Hosts()))
+	for h := range in.HostCaps {
+		in.HostCaps[h] = hostRate
 	}
-	sol, err := alloc.Solve(alloc.Problem{Elements: el, Budget: float64(tr.Fetches) / secs, HostCaps: caps})
-	if err != nil {
-		return 0, false
-	}
-	return sol.Freshness, true
+	in.Fetches = float64(tr.Fetches) / secs
+	return bench.SolveOracle(in)
 }

@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"strings"
 	"time"
 
-	"github.com/freshcrawl/freshcrawl/alloc"
 	"github.com/freshcrawl/freshcrawl/internal/config"
 	"github.com/freshcrawl/freshcrawl/internal/node"
 	"github.com/freshcrawl/freshcrawl/internal/sim"
@@ -146,15 +144,13 @@ func RunLive(ctx context.Context, w Workload, policy string, o Options, lo LiveO
 	}
 	windowDays := end.Sub(from).Seconds() / daySec
 	res.FetchesPerDay = float64(tr.Fetches) / windowDays
-	pages := s.Pages()
-	el := make([]alloc.Element, len(pages))
-	for i, p := range pages {
-		el[i] = alloc.Element{Rate: p.Rate * daySec, Weight: w.Weight(i), Host: int32(p.HostIndex)}
-	}
-	res.Oracle, res.OracleAgeDays, err = solveOracle(el, hostCapsPerDay(w, o), res.FetchesPerDay)
+	in := SimOracleInput(s.Pages(), lo.Day)
+	in.Weights, in.HostCaps, in.Fetches = w.Weights, hostCapsPerDay(w, o), res.FetchesPerDay
+	orc, err := SolveOracle(in)
 	if err != nil {
-		return res, err
+		return res, fmt.Errorf("bench: workload %s: %w", w.Name, err)
 	}
+	res.Oracle, res.OracleAgeDays = orc.Freshness, orc.Age
 	if res.Oracle > 0 {
 		res.Ratio = res.Freshness / res.Oracle
 	}
@@ -162,28 +158,4 @@ func RunLive(ctx context.Context, w Workload, policy string, o Options, lo LiveO
 		return res, errors.New("bench: the crawler requested pages robots.txt disallows")
 	}
 	return res, nil
-}
-
-// hostCapsPerDay are the most fetches a simulated day each host may take:
-// the host rate, or less under the workload's Crawl-delay.
-func hostCapsPerDay(w Workload, o Options) []float64 {
-	caps := make([]float64, o.Hosts)
-	for h := range caps {
-		caps[h] = o.HostRate
-		if d := w.CrawlDelayDays(h, o.Hosts, o.Budget); d > 0 {
-			caps[h] = math.Min(caps[h], 1/d)
-		}
-	}
-	return caps
-}
-
-// solveOracle is the optimum of docs/design.md §3.2 for elements whose rates are
-// per simulated day, with budget fetches a day: its weighted freshness and
-// age in days.
-func solveOracle(el []alloc.Element, caps []float64, budget float64) (fresh, ageDays float64, err error) {
-	sol, err := alloc.Solve(alloc.Problem{Elements: el, Budget: budget, HostCaps: caps})
-	if err != nil {
-		return 0, 0, fmt.Errorf("bench: oracle: %w", err)
-	}
-	return sol.Freshness, sol.Age, nil
 }

@@ -69,14 +69,17 @@ type Result struct {
 	// after warm-up (weighted by importance where the workload has
 	// weights).
 	Freshness, AgeDays float64
-	// Fetches, NotModified and Bytes are counted in the window. Bytes in
-	// virtual mode are modelled (see virtual.go).
+	// Fetches, NotModified and Bytes are counted in the window. In live
+	// mode Bytes are every body the sim sent (robots.txt included); in
+	// virtual mode they are the bodies of the pages' 200s, as the sim
+	// renders them (sim.Sim.BodySize).
 	Fetches, NotModified int
 	Bytes                int64
 	// FetchesPerDay is the achieved fetch rate in the window.
 	FetchesPerDay float64
-	// Oracle is the optimum freshness with the true rates at
-	// FetchesPerDay; Ratio = Freshness / Oracle.
+	// Oracle and OracleAgeDays are the oracle's freshness and age in days
+	// (SolveOracle: the optimum with the true rates at FetchesPerDay);
+	// Ratio = Freshness / Oracle.
 	Oracle, OracleAgeDays, Ratio float64
 	// Series is the freshness over the whole run (warm-up included), one
 	// point per step, for the plot.

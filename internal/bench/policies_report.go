@@ -10,14 +10,15 @@ import (
 	"text/tabwriter"
 )
 
-// WriteTable prints one workload's results as an aligned table, with the
-// oracle at the nominal budget as the last row.
+// WriteTable prints one workload's results as an aligned table: each
+// policy's truth and its oracle (freshness, and age in days) at the fetch
+// rate it achieved.
 func WriteTable(out io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tfreshness\tage (days)\tfetches\tfetches/day\tbytes\t304 share\toracle@fetches\tratio\tplan errors\t")
+	fmt.Fprintln(tw, "policy\tfreshness\tage (days)\tfetches\tfetches/day\tbytes\t304 share\toracle@fetches\toracle age\tratio\tplan errors\t")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%.4f\t%.2f\t%d\t%.1f\t%d\t%.3f\t%.4f\t%.4f\t%d\t\n",
-			r.Policy, r.Freshness, r.AgeDays, r.Fetches, r.FetchesPerDay, r.Bytes, r.NotModifiedShare(), r.Oracle, r.Ratio, r.PlanErrors)
+		fmt.Fprintf(tw, "%s\t%.4f\t%.2f\t%d\t%.1f\t%d\t%.3f\t%.4f\t%.2f\t%.4f\t%d\t\n",
+			r.Policy, r.Freshness, r.AgeDays, r.Fetches, r.FetchesPerDay, r.Bytes, r.NotModifiedShare(), r.Oracle, r.OracleAgeDays, r.Ratio, r.PlanErrors)
 	}
 	return tw.Flush()
 }

@@ -2,11 +2,11 @@ package bench
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestVirtualShortRun runs every policy for a few hundred simulated days on
@@ -60,24 +60,6 @@ func TestVirtualShortRun(t *testing.T) {
 	}
 }
 
-// TestVirtualTruthIntegration checks integrate on a hand-made history: a
-// page changing at 10 and 30, fetched at 5 and 20, over [0, 40).
-func TestVirtualTruthIntegration(t *testing.T) {
-	s := func(x float64) int64 { return int64(x * 1e9) }
-	ch := []int64{s(10), s(30)}
-	changes := make([]time.Duration, len(ch))
-	for i, c := range ch {
-		changes[i] = time.Duration(c)
-	}
-	fetches := []fetchRec{{at: time.Duration(s(5)), ver: 0}, {at: time.Duration(s(20)), ver: 1}}
-	fresh, age := integrate(changes, fetches, 0, time.Duration(s(40)), nil, 0)
-	// Stale [0,5) since 0, fresh [5,10), stale [10,20) since 10, fresh
-	// [20,30), stale [30,40) since 30: fresh 15 s; age ∫ = 12.5+50+50.
-	if fresh != 15 || age != 112.5 {
-		t.Errorf("fresh %v age %v, want 15 and 112.5", fresh, age)
-	}
-}
-
 func TestParseLists(t *testing.T) {
 	if ws, err := ParseWorkloads("table6,drift"); err != nil || len(ws) != 2 {
 		t.Errorf("ParseWorkloads: %v %v", ws, err)
@@ -91,6 +73,26 @@ func TestParseLists(t *testing.T) {
 	for _, name := range Workloads() {
 		if _, err := NewWorkload(name, 100, 4, 1); err != nil {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// Options that are not finite numbers are refused with the option's name.
+func TestOptionsRejectNonFinite(t *testing.T) {
+	w, err := NewWorkload(WorkloadTable6, 10, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, spoil := range map[string]func(*Options){
+		"budget":    func(o *Options) { o.Budget = math.NaN() },
+		"host rate": func(o *Options) { o.HostRate = math.Inf(1) },
+		"days":      func(o *Options) { o.Days = math.Inf(1) },
+	} {
+		o := DefaultOptions()
+		o.Pages, o.Hosts = 10, 2
+		spoil(&o)
+		if _, err := RunVirtual(context.Background(), w, "uniform", o); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: err %v", name, err)
 		}
 	}
 }

@@ -3,11 +3,13 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"time"
 
-	"github.com/freshcrawl/freshcrawl/alloc"
+	"github.com/freshcrawl/freshcrawl/internal/config"
+	"github.com/freshcrawl/freshcrawl/internal/coordinator"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
 	"github.com/freshcrawl/freshcrawl/internal/sim"
 )
@@ -28,10 +30,10 @@ type Options struct {
 	// (0: 10 × the uniform share of a host).
 	HostRate float64
 	// PriorRate (changes per simulated day), HalfLifeDays, Explore and
-	// ReplanDays are the coordinator's options of the same names, with
-	// config.Default's defaults (prior 0.25 changes a day, the mean of
-	// the Table 6 population; half-life 90 days; explore share 0.3).
-	// ReplanDays is the longest time between two plans.
+	// ReplanDays are the coordinator's options of the same names; the
+	// first three default to config.Default's, read from it with a
+	// simulated day for a day. ReplanDays is the longest time between two
+	// plans (default one simulated day).
 	PriorRate, HalfLifeDays, Explore, ReplanDays float64
 	// TrueRates feeds the scheduler the true change rates instead of its
 	// estimates: a diagnostic that separates the loss due to estimation
@@ -43,16 +45,31 @@ type Options struct {
 	Steps int
 }
 
-// DefaultOptions are the options `freshcrawl bench policies` starts from.
+// DefaultOptions are the options `freshcrawl bench policies` starts from:
+// the crawler's defaults (config.Default) where the coordinator has an
+// option of the same meaning.
 func DefaultOptions() Options {
+	c := config.Default()
+	day := virtualDay.Seconds()
 	return Options{
 		Pages: 1000, Hosts: 10, Seed: 1, Days: 2000, Warmup: 500,
-		PriorRate: 0.25, HalfLifeDays: 90, Explore: 0.3, ReplanDays: 1,
+		PriorRate: c.PriorRate.PerSecond() * day, HalfLifeDays: c.HalfLife.Seconds() / day, Explore: c.Explore, ReplanDays: 1,
 		Latency: 200 * time.Millisecond, Steps: 200,
 	}
 }
 
 func (o Options) withDefaults() (Options, error) {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"days", o.Days}, {"warm-up", o.Warmup}, {"budget", o.Budget}, {"host rate", o.HostRate},
+		{"prior rate", o.PriorRate}, {"half-life", o.HalfLifeDays}, {"explore share", o.Explore}, {"replan", o.ReplanDays},
+	} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return o, fmt.Errorf("bench: %s %v: must be a finite number", f.name, f.v)
+		}
+	}
 	d := DefaultOptions()
 	if o.Pages <= 0 {
 		o.Pages = d.Pages
@@ -93,10 +110,6 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// statusTick is how often the coordinator checks whether a plan is due
-// (its status loop).
-const statusTick = 2 * time.Second
-
 // virtualDay is the length of a simulated day on the virtual clock: a real
 // day, so every constant of the coordinator and of the peers applies
 // unscaled.
@@ -105,10 +118,6 @@ const virtualDay = 24 * time.Hour
 // virtualEpoch is the virtual clock's time zero (any fixed instant works;
 // a fixed one keeps runs reproducible).
 func virtualEpoch() time.Time { return time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC) }
-
-// nominalBody is the body size counted for each 200 in virtual mode, where
-// no page is rendered: about the mean size of a sim page.
-const nominalBody = 2300
 
 // pageTruth is what the bench knows of one simulated page: its change
 // offsets since the epoch, and its true rate (per second) in each segment.
@@ -126,6 +135,8 @@ type truthSet struct {
 	pages    []pageTruth
 	hosts    []int // host index by page
 	segments []segment
+	// site renders the pages (their bodies, for the bytes a 200 sends).
+	site *sim.Sim
 }
 
 // buildTruth generates the change times of every page from the sim (the
@@ -142,51 +153,55 @@ func buildTruth(w Workload, o Options, day time.Duration, end time.Duration) (*t
 	if err != nil {
 		return nil, err
 	}
-	ts := &truthSet{pages: make([]pageTruth, o.Pages), hosts: make([]int, o.Pages)}
-	pa := a.Pages()
 	if w.After == nil {
-		ts.segments = []segment{{0, end}}
-		for i := range ts.pages {
-			ts.hosts[i] = pa[i].HostIndex
-			ts.pages[i] = pageTruth{changes: offsets(a.ChangeTimes(i, virtualEpoch(), virtualEpoch().Add(end))), rates: []float64{pa[i].Rate}}
-		}
-		return ts, nil
+		return newTruthSet(a, nil, 0, end), nil
 	}
 	b, err := mk(w.After, o.Seed+1)
 	if err != nil {
 		return nil, err
 	}
+	return newTruthSet(a, b, w.DriftAt, end), nil
+}
+
+// newTruthSet reads the change times and true rates of every page of a
+// over [0, end) from a's epoch; when b is not nil (the drift workload), of
+// a up to driftAt·end and of b after it. b's pages must be a's.
+func newTruthSet(a, b *sim.Sim, driftAt float64, end time.Duration) *truthSet {
+	epoch := a.Epoch()
+	offsets := func(ts []time.Time) []time.Duration {
+		out := make([]time.Duration, len(ts))
+		for i, t := range ts {
+			out[i] = t.Sub(epoch)
+		}
+		return out
+	}
+	pa := a.Pages()
+	ts := &truthSet{pages: make([]pageTruth, len(pa)), hosts: make([]int, len(pa)), site: a}
+	if b == nil {
+		ts.segments = []segment{{0, end}}
+		for i := range ts.pages {
+			ts.hosts[i] = pa[i].HostIndex
+			ts.pages[i] = pageTruth{changes: offsets(a.ChangeTimes(i, epoch, epoch.Add(end))), rates: []float64{pa[i].Rate}}
+		}
+		return ts
+	}
 	pb := b.Pages()
-	mid := time.Duration(float64(end) * w.DriftAt)
+	mid := time.Duration(float64(end) * driftAt)
 	ts.segments = []segment{{0, mid}, {mid, end}}
 	for i := range ts.pages {
 		ts.hosts[i] = pa[i].HostIndex
-		ch := offsets(a.ChangeTimes(i, virtualEpoch(), virtualEpoch().Add(mid)))
+		ch := offsets(a.ChangeTimes(i, epoch, epoch.Add(mid)))
 		// Poisson processes are memoryless, so splicing the second sim's
 		// changes after mid gives a page whose rate switches at mid.
-		ch = append(ch, offsets(b.ChangeTimes(i, virtualEpoch().Add(mid), virtualEpoch().Add(end)))...)
+		ch = append(ch, offsets(b.ChangeTimes(i, epoch.Add(mid), epoch.Add(end)))...)
 		ts.pages[i] = pageTruth{changes: ch, rates: []float64{pa[i].Rate, pb[i].Rate}}
 	}
-	return ts, nil
-}
-
-func offsets(ts []time.Time) []time.Duration {
-	out := make([]time.Duration, len(ts))
-	for i, t := range ts {
-		out[i] = t.Sub(virtualEpoch())
-	}
-	return out
+	return ts
 }
 
 // versionAt is the number of changes at or before off.
 func (p *pageTruth) versionAt(off time.Duration) int {
 	return sort.Search(len(p.changes), func(k int) bool { return p.changes[k] > off })
-}
-
-// fetchRec is one successful fetch: when, and the version it saw.
-type fetchRec struct {
-	at  time.Duration
-	ver int
 }
 
 // vpage is the crawler's side of one page in a virtual run.
@@ -196,8 +211,8 @@ type vpage struct {
 	copyVer int // -1: never fetched
 	lastOK  time.Time
 	est     schedule.EstimateState
-	rate    float64 // per second, as the coordinator stores it
-	fetches []fetchRec
+	rate    float64     // per second, as the coordinator stores it
+	fetches []sim.Fetch // successful fetches, offsets from the epoch
 }
 
 // completion is a fetch in flight.
@@ -231,7 +246,7 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 		Budget: budget, HostRate: o.HostRate / daySec, Policy: pol,
 		ExploreShare: o.Explore, Replan: time.Duration(o.ReplanDays * float64(virtualDay)),
 	})
-	// The coordinator's own estimator (coordinator/estimate.go).
+	// The estimator the coordinator folds results with (schedule.Estimator).
 	est := schedule.NewEstimator(time.Duration(o.HalfLifeDays*float64(virtualDay)), o.PriorRate/daySec)
 
 	gaps := make([]time.Duration, o.Hosts) // Crawl-delay per host
@@ -257,7 +272,7 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 		changed := !first && ver != p.copyVer
 		// The worker sends the copy's ETag: an unchanged page is a 304.
 		notModified := !first && ver == p.copyVer
-		p.fetches = append(p.fetches, fetchRec{at: off, ver: ver})
+		p.fetches = append(p.fetches, sim.Fetch{At: off, Version: ver})
 		lm := virtualEpoch()
 		if ver > 0 {
 			lm = virtualEpoch().Add(tr.changes[ver-1]).Truncate(time.Second)
@@ -279,7 +294,7 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 		return nil
 	}
 
-	const maxInFlight = 256 // coordinator default
+	maxInFlight := config.Default().MaxInFlight // what a crawler runs with
 	replanEvery := time.Duration(o.ReplanDays * float64(virtualDay))
 	now := virtualEpoch()
 	stop := virtualEpoch().Add(end)
@@ -307,7 +322,7 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 				lastErr = err
 			}
 			lastPlan = now
-			nextCheck = now.Add(statusTick)
+			nextCheck = now.Add(coordinator.MaintainEvery)
 		}
 		var next time.Time
 		if len(pending) < maxInFlight {
@@ -344,151 +359,87 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 		}
 		now = wake
 	}
-	res := measure(w, ts, pages, o, end)
+	res, err := measure(w, ts, pages, o, end)
 	res.Mode, res.Workload, res.Policy = "virtual", w.Name, policy
 	res.PlanErrors, res.LastPlanError = planErrs, lastErr
 	res.Wall = time.Since(wall)
-	return res, nil
+	return res, err
 }
 
-// measure computes the truth of a virtual run and its oracle.
-func measure(w Workload, ts *truthSet, pages []vpage, o Options, end time.Duration) Result {
+// measure computes the truth of a virtual run with sim.IntegratePage, the
+// integral sim.Report uses, and its oracle. A failed oracle is an error;
+// the result then holds the truth without it.
+func measure(w Workload, ts *truthSet, pages []vpage, o Options, end time.Duration) (Result, error) {
 	var res Result
 	from := time.Duration(o.Warmup * float64(virtualDay))
-	steps := o.Steps
-	step := end / time.Duration(steps)
-	series := make([]float64, steps)
+	series := sim.NewSeriesSum(end/time.Duration(o.Steps), end)
 	var fresh, age, wsum float64
 	for i := range pages {
 		wt := w.Weight(i)
-		f, a := integrate(ts.pages[i].changes, pages[i].fetches, from, end, nil, 0)
-		_, _ = integrate(ts.pages[i].changes, pages[i].fetches, 0, end, series, step)
-		fresh += wt * f
-		age += wt * a
+		changes, fetches := ts.pages[i].changes, pages[i].fetches
+		pt := sim.IntegratePage(changes, fetches, from, end, nil)
+		sim.IntegratePage(changes, fetches, 0, end, series)
+		fresh += wt * pt.Freshness
+		age += wt * pt.AgeSeconds
 		wsum += wt
-		for _, fr := range pages[i].fetches {
-			if fr.at < from {
+		for k, fr := range fetches {
+			if fr.At < from || fr.At >= end {
 				continue
 			}
 			res.Fetches++
-			if k := len(res.Series); k >= 0 && isNotModified(pages[i].fetches, fr) {
+			// The worker sends the copy's ETag: a fetch that finds the
+			// version the fetch before it saw is a 304 with no body.
+			if k > 0 && fetches[k-1].Version == fr.Version {
 				res.NotModified++
 			} else {
-				res.Bytes += nominalBody
+				res.Bytes += int64(ts.site.BodySize(i, fr.Version))
 			}
 		}
+	}
+	if !(wsum > 0) {
+		return res, fmt.Errorf("bench: workload %s: total importance %v", w.Name, wsum)
 	}
 	window := (end - from).Seconds()
 	res.Freshness = fresh / wsum / window
 	res.AgeDays = age / wsum / window / virtualDay.Seconds()
-	// Series: unweighted fraction fresh per step (the plot's shape).
-	for k := range series {
-		res.Series = append(res.Series, Point{Day: (time.Duration(k) * step).Hours() / 24, Freshness: series[k] / step.Seconds() / float64(len(pages))})
+	// Series: unweighted fraction fresh per step (the plot's shape), as the
+	// live mode plots it.
+	for _, p := range series.Points(virtualEpoch(), len(pages)) {
+		res.Series = append(res.Series, Point{Day: p.Time.Sub(virtualEpoch()).Seconds() / virtualDay.Seconds(), Freshness: p.Freshness})
 	}
 	res.FetchesPerDay = float64(res.Fetches) / (window / virtualDay.Seconds())
-	res.Oracle, res.OracleAgeDays = oracle(w, ts, o, from, end, res.FetchesPerDay)
+	orc, err := SolveOracle(ts.oracleInput(w, o, from, end, res.FetchesPerDay))
+	if err != nil {
+		return res, fmt.Errorf("bench: workload %s: %w", w.Name, err)
+	}
+	res.Oracle, res.OracleAgeDays = orc.Freshness, orc.Age
 	if res.Oracle > 0 {
 		res.Ratio = res.Freshness / res.Oracle
 	}
-	return res
+	return res, nil
 }
 
-// isNotModified reports whether fr saw the same version as the fetch
-// before it (a 304 under ETag validation).
-func isNotModified(all []fetchRec, fr fetchRec) bool {
-	k := sort.Search(len(all), func(j int) bool { return all[j].at >= fr.at })
-	return k > 0 && all[k-1].ver == fr.ver
-}
-
-// oracle is the optimum of docs/design.md §3.2 with the true rates and the
-// host caps, for a budget of perDay fetches a simulated day, averaged over
-// the rate segments that overlap [from, end) by their length there.
-func oracle(w Workload, ts *truthSet, o Options, from, end time.Duration, perDay float64) (fresh, ageDays float64) {
+// oracleInput is the oracle's view of the run's window [from, end): the
+// rate segments that overlap it, by their length there, with rates per
+// simulated day, at perDay fetches a simulated day.
+func (t *truthSet) oracleInput(w Workload, o Options, from, end time.Duration, perDay float64) OracleInput {
 	daySec := virtualDay.Seconds()
-	caps := hostCapsPerDay(w, o)
-	total := 0.0
-	for si, sg := range ts.segments {
+	in := OracleInput{Weights: w.Weights, Hosts: make([]int32, len(t.pages)), HostCaps: hostCapsPerDay(w, o), Fetches: perDay}
+	for i, h := range t.hosts {
+		in.Hosts[i] = int32(h)
+	}
+	for si, sg := range t.segments {
 		lo, hi := max(sg.from, from), min(sg.to, end)
 		if hi <= lo {
 			continue
 		}
-		el := make([]alloc.Element, len(ts.pages))
-		for i := range el {
-			el[i] = alloc.Element{Rate: ts.pages[i].rates[si] * daySec, Weight: w.Weight(i), Host: int32(ts.hosts[i])}
+		rates := make([]float64, len(t.pages))
+		for i := range rates {
+			rates[i] = t.pages[i].rates[si] * daySec
 		}
-		f, a, err := solveOracle(el, caps, perDay)
-		if err != nil {
-			continue
-		}
-		span := (hi - lo).Seconds()
-		fresh += span * f
-		ageDays += span * a
-		total += span
+		in.Segments = append(in.Segments, RateSegment{Length: (hi - lo).Seconds(), Rates: rates})
 	}
-	if total == 0 {
-		return 0, 0
-	}
-	return fresh / total, ageDays / total
-}
-
-// integrate returns page freshness and age integrated over [f, t) exactly
-// (seconds and seconds², not yet divided by the window), with the
-// definitions of sim.Report: the copy is the version of the latest fetch
-// at or before a time, a page never fetched is stale since f. When series
-// is not nil it also adds the fresh time of each step of length step
-// (counted from f) to series.
-func integrate(changes []time.Duration, fetches []fetchRec, f, t time.Duration, series []float64, step time.Duration) (fresh, age float64) {
-	ci := sort.Search(len(changes), func(k int) bool { return changes[k] > f })
-	cur, cp, ri := ci, -1, 0
-	for ri < len(fetches) && fetches[ri].at <= f {
-		cp = fetches[ri].ver
-		ri++
-	}
-	for a := f; a < t; {
-		b := t
-		if ci < len(changes) && changes[ci] < b {
-			b = changes[ci]
-		}
-		if ri < len(fetches) && fetches[ri].at < b {
-			b = fetches[ri].at
-		}
-		if b > a {
-			sa, sb := (a - f).Seconds(), (b - f).Seconds()
-			if cp == cur {
-				fresh += sb - sa
-				if series != nil {
-					addSteps(series, step.Seconds(), sa, sb)
-				}
-			} else {
-				stale := f
-				if cp >= 0 {
-					stale = changes[min(cp, len(changes)-1)]
-				}
-				ss := (stale - f).Seconds()
-				age += (sb - sa) * ((sa+sb)/2 - ss)
-			}
-		}
-		a = b
-		for ci < len(changes) && changes[ci] <= a {
-			cur++
-			ci++
-		}
-		for ri < len(fetches) && fetches[ri].at <= a {
-			cp = fetches[ri].ver
-			ri++
-		}
-	}
-	return fresh, age
-}
-
-// addSteps adds the length of [a, b) falling into each step to series.
-func addSteps(series []float64, step, a, b float64) {
-	for k := int(a / step); k < len(series) && float64(k)*step < b; k++ {
-		lo, hi := max(a, float64(k)*step), min(b, float64(k+1)*step)
-		if hi > lo {
-			series[k] += hi - lo
-		}
-	}
+	return in
 }
 
 // rateAt is the page's true rate (changes per second) at off.

@@ -108,6 +108,19 @@ func (w Workload) CrawlDelayDays(h, hosts int, budgetPerDay float64) float64 {
 	return 1 / (w.BoundShare * budgetPerDay / float64(hosts))
 }
 
+// hostCapsPerDay are the most fetches a simulated day each host may take:
+// the host rate, or less under the workload's Crawl-delay.
+func hostCapsPerDay(w Workload, o Options) []float64 {
+	caps := make([]float64, o.Hosts)
+	for h := range caps {
+		caps[h] = o.HostRate
+		if d := w.CrawlDelayDays(h, o.Hosts, o.Budget); d > 0 {
+			caps[h] = math.Min(caps[h], 1/d)
+		}
+	}
+	return caps
+}
+
 // ParseWorkloads splits a comma-separated list ("" or "all": every one).
 func ParseWorkloads(s string) ([]string, error) {
 	if s == "" || s == "all" {

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/freshcrawl/freshcrawl/alloc"
@@ -42,13 +43,7 @@ func (p *allocPolicy) Name() string {
 	return p.name
 }
 
-func (p *allocPolicy) problem(in PlanInput) alloc.Problem {
-	el := make([]alloc.Element, len(in.Rates))
-	for i := range el {
-		el[i] = alloc.Element{Rate: in.Rates[i], Weight: in.Weights[i], Host: in.Hosts[i]}
-	}
-	return alloc.Problem{Elements: el, Budget: in.Budget, HostCaps: in.HostCaps, Objective: p.objective}
-}
+func (p *allocPolicy) problem(in PlanInput) alloc.Problem { return allocProblem(in, p.objective) }
 
 func (p *allocPolicy) Plan(in PlanInput) (PlanOutput, error) {
 	var sol alloc.Solution
@@ -62,9 +57,7 @@ func (p *allocPolicy) Plan(in PlanInput) (PlanOutput, error) {
 	if err != nil {
 		return PlanOutput{}, fmt.Errorf("%s allocation: %w", p.Name(), err)
 	}
-	out := PlanOutput{Freq: sol.Freq, GivenUp: sol.GivenUp, CappedHosts: sol.CappedHosts, Unabsorbed: sol.Unabsorbed}
-	out.Freshness, out.Age = modelFreshness(in, sol.Freq)
-	return out, nil
+	return planOutput(in, sol), nil
 }
 
 // solve reuses the warm solver when the element set and hosts are the same
@@ -72,7 +65,7 @@ func (p *allocPolicy) Plan(in PlanInput) (PlanOutput, error) {
 func (p *allocPolicy) solve(in PlanInput) (alloc.Solution, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	same := p.solver != nil && p.n == len(in.Rates) && equalInts(p.hosts, in.Hosts) && equalFloats(p.caps, in.HostCaps)
+	same := p.solver != nil && p.n == len(in.Rates) && slices.Equal(p.hosts, in.Hosts) && slices.Equal(p.caps, in.HostCaps)
 	if !same {
 		p.solver = alloc.NewSolver(p.problem(in))
 		p.n = len(in.Rates)
@@ -94,28 +87,4 @@ func (p *allocPolicy) solve(in PlanInput) (alloc.Solution, error) {
 		return alloc.Solve(p.problem(in))
 	}
 	return sol, nil
-}
-
-func equalInts(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func equalFloats(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/freshcrawl/freshcrawl/alloc"
 )
 
 // PlanInput is what a policy sees: one element per URL.
@@ -34,92 +36,73 @@ type Policy interface {
 }
 
 // uniformPolicy gives every URL the same frequency, B/N, except where a
-// host cap forces less; the excess goes evenly to the other hosts' URLs.
+// host cap forces less; the excess goes evenly to the other hosts' URLs:
+// alloc.Uniform.
 type uniformPolicy struct{}
 
 func (uniformPolicy) Name() string { return "uniform" }
 
 func (uniformPolicy) Plan(in PlanInput) (PlanOutput, error) {
-	n := len(in.Rates)
-	out := PlanOutput{Freq: make([]float64, n)}
-	if n == 0 || in.Budget <= 0 {
-		return out, nil
+	sol, err := alloc.Uniform(allocProblem(in, alloc.Freshness))
+	if err != nil {
+		return PlanOutput{}, fmt.Errorf("uniform allocation: %w", err)
 	}
-	if in.Budget < 0 || math.IsNaN(in.Budget) {
-		return out, fmt.Errorf("budget %v", in.Budget)
-	}
-	count := make([]int, len(in.HostCaps))
-	for _, h := range in.Hosts {
-		count[h]++
-	}
-	// Water-filling: raise a common level f until hosts saturate.
-	capped := make([]bool, len(in.HostCaps))
-	remaining, free := in.Budget, n
-	for {
-		level := remaining / float64(free)
-		changed := false
-		for h, c := range count {
-			if capped[h] || c == 0 || in.HostCaps[h] <= 0 || math.IsInf(in.HostCaps[h], 1) {
-				continue
-			}
-			if level*float64(c) > in.HostCaps[h] {
-				capped[h] = true
-				remaining -= in.HostCaps[h]
-				free -= c
-				changed = true
-			}
-		}
-		if !changed || free == 0 {
-			break
-		}
-	}
-	level := 0.0
-	if free > 0 {
-		level = remaining / float64(free)
-	} else {
-		out.Unabsorbed = remaining
-	}
-	for i, h := range in.Hosts {
-		if capped[h] {
-			out.Freq[i] = in.HostCaps[h] / float64(count[h])
-		} else {
-			out.Freq[i] = level
-		}
-	}
-	for _, c := range capped {
-		if c {
-			out.CappedHosts++
-		}
-	}
-	out.Freshness, out.Age = modelFreshness(in, out.Freq)
-	return out, nil
+	return planOutput(in, sol), nil
 }
 
-// modelFreshness is the fixed-order freshness and age of the collection
-// (Cho & Garcia-Molina Table 2), weighted.
-func modelFreshness(in PlanInput, freq []float64) (fresh, age float64) {
-	var wsum float64
-	for i, lambda := range in.Rates {
-		w := in.Weights[i]
-		f := freq[i]
-		var F, A float64
-		switch {
-		case lambda <= 0:
-			F, A = 1, 0
-		case f <= 0:
-			F, A = 0, math.Inf(1)
-		default:
-			r := lambda / f
-			F = -math.Expm1(-r) / r
-			A = (1 / f) * (0.5 - 1/r + (-math.Expm1(-r))/(r*r))
-		}
-		fresh += w * F
-		age += w * A
-		wsum += w
+// allocProblem is in as an alloc problem.
+func allocProblem(in PlanInput, objective alloc.Objective) alloc.Problem {
+	el := make([]alloc.Element, len(in.Rates))
+	for i := range el {
+		el[i] = alloc.Element{Rate: in.Rates[i], Weight: in.Weights[i], Host: in.Hosts[i]}
 	}
-	if wsum > 0 {
-		fresh /= wsum
-		age /= wsum
+	return alloc.Problem{Elements: el, Budget: in.Budget, HostCaps: in.HostCaps, Objective: objective}
+}
+
+// planOutput is a PlanOutput of sol, with the model's freshness and age.
+func planOutput(in PlanInput, sol alloc.Solution) PlanOutput {
+	out := PlanOutput{Freq: sol.Freq, GivenUp: sol.GivenUp, CappedHosts: sol.CappedHosts, Unabsorbed: sol.Unabsorbed}
+	out.Freshness, out.Age = modelFreshness(in, sol.Freq)
+	return out
+}
+
+// modelFreshness is what the model predicts of a plan: the weighted
+// fixed-order freshness and age of the collection (Cho & Garcia-Molina
+// Table 2), Σ w_i F(λ_i, f_i) / Σ w_i and likewise for age, with
+// alloc.FixedOrder's per-element formulas. It is alloc.CollectionFreshness
+// and alloc.CollectionAge, summed here without building an alloc.Element
+// per URL (a plan of millions of URLs makes two of these), and made finite
+// so that status and metrics can always carry it:
+//
+//   - an element counts only with a finite weight > 0 (a URL robots.txt
+//     disallows has weight 0) and a rate and frequency that are numbers
+//     ≥ 0 (a rate of +Inf is a page that is never fresh);
+//   - the age leaves out the elements the plan never fetches though they
+//     change (f = 0 < λ, PlanOutput.GivenUp): their age grows without
+//     bound, so it is the age of the elements the plan keeps;
+//   - with nothing that counts, freshness is 1 and age 0, as alloc reports
+//     a collection of total weight 0 (nothing can be stale).
+func modelFreshness(in PlanInput, freq []float64) (fresh, age float64) {
+	var fNum, fDen, aNum, aDen float64
+	for i, rate := range in.Rates {
+		w, f := in.Weights[i], freq[i]
+		if !(w > 0) || math.IsInf(w, 1) || !(rate >= 0) || !(f >= 0) {
+			continue
+		}
+		fNum += w * alloc.FixedOrder.Freshness(rate, f)
+		fDen += w
+		if f == 0 && rate > 0 {
+			continue // given up: unbounded age
+		}
+		aNum += w * alloc.FixedOrder.Age(rate, f)
+		aDen += w
+	}
+	fresh, age = 1, 0
+	if fDen > 0 {
+		fresh = fNum / fDen
+	}
+	if aDen > 0 {
+		age = aNum / aDen
 	}
 	return fresh, age
 }
@@ -131,7 +114,8 @@ func PolicyByName(name, objective string) (Policy, error) {
 	case "uniform":
 		return uniformPolicy{}, nil
 	case "optimal", "proportional":
-		// Replaced by the optimal allocation (alloc package) below.
+		// The optimal allocation and the proportional baseline of the
+		// alloc package (optimal.go).
 		return policyFromAlloc(name, objective)
 	// Peers, for benchmarks and comparison (policy_nutch.go,
 	// policy_stormcrawler.go, policy_lambda.go); on the real clock.

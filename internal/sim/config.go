@@ -161,8 +161,8 @@ func (cfg Config) validate() error {
 		sum += c.Share
 	}
 	for i, c := range cfg.Periodic {
-		if err := c.validate(); err != nil {
-			return fmt.Errorf("sim: Config.Periodic[%d].%w", i, err)
+		if err := c.validate(fmt.Sprintf("sim: Config.Periodic[%d]", i)); err != nil {
+			return err
 		}
 		sum += c.Share
 	}
@@ -172,27 +172,28 @@ func (cfg Config) validate() error {
 	return nil
 }
 
-func (c PeriodicClass) validate() error {
+// validate checks c; name is how errors call it.
+func (c PeriodicClass) validate(name string) error {
 	if !finiteNonNeg(c.Share) || c.Share > 1 {
-		return fmt.Errorf("Share = %v: must be in [0, 1]", c.Share)
+		return fmt.Errorf("%s.Share = %v: must be in [0, 1]", name, c.Share)
 	}
 	if c.Period <= 0 {
-		return fmt.Errorf("Period = %v: must be > 0", c.Period)
+		return fmt.Errorf("%s.Period = %v: must be > 0", name, c.Period)
 	}
 	if len(c.Phases) == 0 {
-		return fmt.Errorf("Phases: need at least one phase")
+		return fmt.Errorf("%s.Phases: need at least one phase", name)
 	}
 	if c.Jitter < 0 {
-		return fmt.Errorf("Jitter = %v: must be >= 0", c.Jitter)
+		return fmt.Errorf("%s.Jitter = %v: must be >= 0", name, c.Jitter)
 	}
 	ph := slices.Clone(c.Phases)
 	slices.Sort(ph)
 	for j, p := range ph {
 		if p < 0 || p >= c.Period {
-			return fmt.Errorf("Phases: %v outside [0, Period = %v)", p, c.Period)
+			return fmt.Errorf("%s.Phases: %v outside [0, Period = %v)", name, p, c.Period)
 		}
 		if j > 0 && p == ph[j-1] {
-			return fmt.Errorf("Phases: duplicate phase %v", p)
+			return fmt.Errorf("%s.Phases: duplicate phase %v", name, p)
 		}
 	}
 	minGap := ph[0] + c.Period - ph[len(ph)-1] // gap across the cycle boundary
@@ -200,7 +201,7 @@ func (c PeriodicClass) validate() error {
 		minGap = min(minGap, ph[j]-ph[j-1])
 	}
 	if 2*c.Jitter >= minGap {
-		return fmt.Errorf("Jitter = %v: must be less than half the smallest phase gap %v", c.Jitter, minGap)
+		return fmt.Errorf("%s.Jitter = %v: must be less than half the smallest phase gap %v", name, c.Jitter, minGap)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sort"
@@ -122,10 +123,13 @@ const (
 	maxDisallowedPaths = 20
 )
 
-// response is one successful page GET, as the copy sees it.
-type response struct {
-	off     time.Duration
-	version int32
+// Fetch is one successful fetch of a page as the crawler's copy sees it:
+// when, as an offset from the time origin of the page's change times, and
+// the version it delivered or confirmed (the number of changes at or before
+// At; version 0 is the page as it was at the origin).
+type Fetch struct {
+	At      time.Duration
+	Version int
 }
 
 // Truth computes the Report for the window [from, to). It may run while the
@@ -149,13 +153,10 @@ func (s *Sim) Truth(from, to time.Time, opts ...TruthOption) Report {
 	}
 
 	total := (t - f).Seconds()
-	var ser *seriesAcc
+	var ser *SeriesSum
 	if o.step > 0 {
-		rep.Step = o.step
-		if n := math.Ceil(total / o.step.Seconds()); n > maxSeriesPoints {
-			rep.Step = time.Duration(math.Ceil(float64(t-f) / maxSeriesPoints))
-		}
-		ser = newSeriesAcc(rep.Step.Seconds(), total)
+		ser = NewSeriesSum(o.step, t-f)
+		rep.Step = ser.Step()
 	}
 
 	daySec := s.cfg.Day.Seconds()
@@ -165,7 +166,7 @@ func (s *Sim) Truth(from, to time.Time, opts ...TruthOption) Report {
 		p.mu.Lock()
 		changes := p.sched.until(t)
 		p.mu.Unlock()
-		pt := integratePage(changes, resps[i], f, t, ser)
+		pt := IntegratePage(changes, resps[i], f, t, ser)
 		pt.Index, pt.URL, pt.Kind = i, s.pageURL(i, port), p.kind
 		pt.Freshness /= total
 		pt.AgeSeconds /= total
@@ -186,14 +187,14 @@ func (s *Sim) Truth(from, to time.Time, opts ...TruthOption) Report {
 		rep.Recall = float64(rep.RecallCaptured) / float64(rep.RecallPublished)
 	}
 	if ser != nil {
-		rep.Series = ser.points(from, rep.Step, n)
+		rep.Series = ser.Points(from, len(s.pages))
 	}
 	return rep
 }
 
 // trafficStats fills the request counters of rep for requests in [f, t) and
 // returns, per page, the successful GET responses before t sorted by time.
-func (s *Sim) trafficStats(rep *Report, log []record, f, t time.Duration) [][]response {
+func (s *Sim) trafficStats(rep *Report, log []record, f, t time.Duration) [][]Fetch {
 	hosts := s.cfg.Hosts
 	rep.Hosts = make([]HostReport, hosts)
 	for h := range rep.Hosts {
@@ -221,7 +222,7 @@ func (s *Sim) trafficStats(rep *Report, log []record, f, t time.Duration) [][]re
 	for h := 1; h < len(perHost); h++ {
 		perHost[h] += perHost[h-1]
 	}
-	flatResp := make([]response, perPage[len(perPage)-1])
+	flatResp := make([]Fetch, perPage[len(perPage)-1])
 	flatHost := make([]time.Duration, perHost[len(perHost)-1])
 	nextResp := slices.Clone(perPage[:len(perPage)-1])
 	nextHost := slices.Clone(perHost[:len(perHost)-1])
@@ -233,7 +234,7 @@ func (s *Sim) trafficStats(rep *Report, log []record, f, t time.Duration) [][]re
 			continue
 		}
 		if successfulGet(r) {
-			flatResp[nextResp[r.page]] = response{r.off, r.version}
+			flatResp[nextResp[r.page]] = Fetch{At: r.off, Version: int(r.version)}
 			nextResp[r.page]++
 		}
 		if r.off < f {
@@ -285,63 +286,83 @@ func (s *Sim) trafficStats(rep *Report, log []record, f, t time.Duration) [][]re
 			rep.MinGap = g
 		}
 	}
-	resps := make([][]response, len(s.pages))
+	resps := make([][]Fetch, len(s.pages))
 	for i := range resps {
 		rs := flatResp[perPage[i]:perPage[i+1]:perPage[i+1]]
-		if !slices.IsSortedFunc(rs, cmpResponse) {
-			slices.SortStableFunc(rs, cmpResponse)
+		if !slices.IsSortedFunc(rs, cmpFetch) {
+			slices.SortStableFunc(rs, cmpFetch)
 		}
 		resps[i] = rs
 	}
 	return resps
 }
 
-func cmpResponse(a, b response) int {
-	switch {
-	case a.off < b.off:
-		return -1
-	case a.off > b.off:
-		return 1
-	}
-	return 0
-}
+func cmpFetch(a, b Fetch) int { return cmp.Compare(a.At, b.At) }
 
 // successfulGet reports whether r delivered or confirmed a page version.
 func successfulGet(r *record) bool {
 	return r.page >= 0 && r.method == methodGET && !r.aborted && (r.status == 200 || r.status == 304)
 }
 
-// integratePage integrates the freshness and age of one page over [f, t)
-// exactly. changes are the page's change offsets (covering all ≤ t), resps
-// its successful GETs before t in time order. Freshness and AgeSeconds of the
-// result are integrals (seconds and seconds²), not yet divided by the window.
-func integratePage(changes []time.Duration, resps []response, f, t time.Duration, ser *seriesAcc) PageTruth {
+// IntegratePage integrates the freshness and age of one page over the
+// window [from, to) exactly, with the definitions of Report: the copy at
+// time x is the Version of the latest fetch at or before x; a page with no
+// fetch by x has no copy and is stale since from; a copy of version v is
+// stale from changes[v] on (the change that published version v+1), and
+// its age at x is x − changes[v]. The state is piecewise constant between
+// changes and fetches, so each piece is integrated in closed form.
+//
+// changes are the page's change offsets in increasing order, fetches its
+// successful fetches in time order, both on the same time origin as from
+// and to; changes and fetches at or after to are ignored. A Version that
+// does not match the change times (more than the changes at or before At)
+// is taken as stale since the page's last change before to, or since from
+// when there is none: the result stays finite whatever the input.
+//
+// The result's Freshness and AgeSeconds are integrals over the window
+// (seconds and seconds²), not yet divided by its length; Fetches counts the
+// fetches in the window, Published the versions published in it and
+// Captured those some fetch delivered (change recall). Index, URL, Kind and
+// AgeDays are left for the caller. When series is not nil, the page's
+// fresh time and age integral per step are added to it; its steps count
+// from from.
+func IntegratePage(changes []time.Duration, fetches []Fetch, from, to time.Duration, series *SeriesSum) PageTruth {
 	var pt PageTruth
+	f, t := from, to
+	changes = changes[:sort.Search(len(changes), func(k int) bool { return changes[k] >= t })]
+	fetches = fetches[:sort.Search(len(fetches), func(k int) bool { return fetches[k].At >= t })]
 	// State at f: the version current (changes ≤ f) and the copy (last
-	// response ≤ f; -1 = none).
+	// fetch ≤ f; -1 = none).
 	ci := sort.Search(len(changes), func(k int) bool { return changes[k] > f })
 	cur := ci
 	cp, ri := -1, 0
-	for ri < len(resps) && resps[ri].off <= f {
-		cp = int(resps[ri].version)
+	for ri < len(fetches) && fetches[ri].At <= f {
+		cp = fetches[ri].Version
 		ri++
 	}
-	for k := ri; k < len(resps); k++ {
-		if resps[k].off >= f {
-			pt.Fetches++
-		}
-	}
+	// A fetch at f both sets the copy at f and counts in the window.
+	pt.Fetches = len(fetches) - sort.Search(len(fetches), func(k int) bool { return fetches[k].At >= f })
 	// Recall: versions published in [f, t) are those created by changes in
 	// that range; change k (0-based) creates version k+1.
 	firstPub := sort.Search(len(changes), func(k int) bool { return changes[k] >= f }) + 1
-	lastPub := sort.Search(len(changes), func(k int) bool { return changes[k] >= t })
+	lastPub := len(changes)
 	pt.Published = max(lastPub-firstPub+1, 0)
 	prevVer := -1
-	for _, r := range resps { // versions are non-decreasing in time
-		if v := int(r.version); v != prevVer && v >= firstPub && v <= lastPub {
+	for _, r := range fetches { // versions are non-decreasing in time
+		if v := r.Version; v != prevVer && v >= firstPub && v <= lastPub {
 			pt.Captured++
 		}
-		prevVer = int(r.version)
+		prevVer = r.Version
+	}
+	// staleSince is when a copy of version v went stale.
+	staleSince := func(v int) time.Duration {
+		switch {
+		case v < 0 || len(changes) == 0:
+			return f // no copy: stale since the window opened
+		case v < len(changes):
+			return changes[v] // the change that replaced the copy's version
+		}
+		return changes[len(changes)-1]
 	}
 
 	sec := func(d time.Duration) float64 { return (d - f).Seconds() }
@@ -350,22 +371,18 @@ func integratePage(changes []time.Duration, resps []response, f, t time.Duration
 		if ci < len(changes) && changes[ci] < b {
 			b = changes[ci]
 		}
-		if ri < len(resps) && resps[ri].off < b {
-			b = resps[ri].off
+		if ri < len(fetches) && fetches[ri].At < b {
+			b = fetches[ri].At
 		}
 		if b > a {
 			sa, sb := sec(a), sec(b)
 			if cp == cur {
 				pt.Freshness += sb - sa
-				ser.addFresh(sa, sb)
+				series.addFresh(sa, sb)
 			} else {
-				stale := f // no copy: stale since the window opened
-				if cp >= 0 {
-					stale = changes[min(cp, len(changes)-1)] // the change that replaced the copy's version
-				}
-				ss := sec(stale)
+				ss := sec(staleSince(cp))
 				pt.AgeSeconds += (sb - sa) * ((sa+sb)/2 - ss)
-				ser.addAge(sa, sb, ss)
+				series.addAge(sa, sb, ss)
 			}
 		}
 		a = b
@@ -373,44 +390,62 @@ func integratePage(changes []time.Duration, resps []response, f, t time.Duration
 			cur++
 			ci++
 		}
-		for ri < len(resps) && resps[ri].off <= a {
-			cp = int(resps[ri].version)
+		for ri < len(fetches) && fetches[ri].At <= a {
+			cp = fetches[ri].Version
 			ri++
 		}
 	}
 	return pt
 }
 
-// seriesAcc accumulates exact per-step integrals of the freshness indicator
-// and of age. A segment adds its partial first and last steps directly and
-// its whole interior steps through difference arrays, so each segment costs
-// O(1) however many steps it spans. A nil *seriesAcc ignores everything.
-type seriesAcc struct {
-	step, total float64
+// SeriesSum accumulates, over pages, the exact integrals of the freshness
+// indicator and of age over each step of a window, for Report.Series and
+// the benchmarks' plots. A segment adds its partial first and last steps
+// directly and its whole interior steps through difference arrays, so each
+// segment costs O(1) however many steps it spans. A nil *SeriesSum ignores
+// everything.
+type SeriesSum struct {
+	stepDur     time.Duration
+	step, total float64 // seconds
 	fresh, age  []float64
 	dFresh      []float64 // interior fresh time per step
 	dAgeK       []float64 // interior age integral: coefficient of k
 	dAge0       []float64 // interior age integral: constant term
 }
 
-func newSeriesAcc(step, total float64) *seriesAcc {
-	n := max(int(math.Ceil(total/step)), 1)
-	return &seriesAcc{
-		step: step, total: total,
+// NewSeriesSum returns an empty sum over a window of the given length in
+// steps of step (the last one shorter when step does not divide it). A
+// step that would make more than 100 000 points is widened, and a step or
+// length that is not positive gives one step over the window.
+func NewSeriesSum(step, length time.Duration) *SeriesSum {
+	length = max(length, 1)
+	if step <= 0 {
+		step = length
+	}
+	if n := math.Ceil(float64(length) / float64(step)); n > maxSeriesPoints {
+		step = time.Duration(math.Ceil(float64(length) / maxSeriesPoints))
+	}
+	total := length.Seconds()
+	n := max(int(math.Ceil(float64(length)/float64(step))), 1)
+	return &SeriesSum{
+		stepDur: step, step: step.Seconds(), total: total,
 		fresh: make([]float64, n), age: make([]float64, n),
 		dFresh: make([]float64, n+1), dAgeK: make([]float64, n+1), dAge0: make([]float64, n+1),
 	}
 }
 
+// Step is the length of a step (after any widening).
+func (sa *SeriesSum) Step() time.Duration { return sa.stepDur }
+
 // span returns the first and last step that [a, b) touches.
-func (sa *seriesAcc) span(a, b float64) (int, int) {
+func (sa *SeriesSum) span(a, b float64) (int, int) {
 	n := len(sa.fresh)
 	i0 := min(max(int(a/sa.step), 0), n-1)
 	i1 := min(max(int(math.Ceil(b/sa.step))-1, i0), n-1)
 	return i0, i1
 }
 
-func (sa *seriesAcc) addFresh(a, b float64) {
+func (sa *SeriesSum) addFresh(a, b float64) {
 	if sa == nil {
 		return
 	}
@@ -426,7 +461,7 @@ func (sa *seriesAcc) addFresh(a, b float64) {
 }
 
 // addAge adds ∫ (x − s) dx over [a, b).
-func (sa *seriesAcc) addAge(a, b, s float64) {
+func (sa *SeriesSum) addAge(a, b, s float64) {
 	if sa == nil {
 		return
 	}
@@ -446,9 +481,12 @@ func (sa *seriesAcc) addAge(a, b, s float64) {
 	sa.dAge0[i1] -= st * (st/2 - s)
 }
 
-// points normalises the integrals by step length and page count.
-func (sa *seriesAcc) points(from time.Time, step time.Duration, pages float64) []SeriesPoint {
+// Points are the sums averaged over each step's length and over pages
+// pages (the unweighted database freshness and age per step); from is the
+// time of the window's start. Zero pages give zero points' values.
+func (sa *SeriesSum) Points(from time.Time, pages int) []SeriesPoint {
 	out := make([]SeriesPoint, len(sa.fresh))
+	n := float64(max(pages, 1))
 	var runFresh, runK, run0 float64
 	for k := range out {
 		runFresh += sa.dFresh[k]
@@ -456,9 +494,9 @@ func (sa *seriesAcc) points(from time.Time, step time.Duration, pages float64) [
 		run0 += sa.dAge0[k]
 		length := min(sa.step, sa.total-float64(k)*sa.step)
 		out[k] = SeriesPoint{
-			Time:       from.Add(time.Duration(k) * step),
-			Freshness:  (sa.fresh[k] + runFresh) / (pages * length),
-			AgeSeconds: (sa.age[k] + runK*float64(k) + run0) / (pages * length),
+			Time:       from.Add(time.Duration(k) * sa.stepDur),
+			Freshness:  (sa.fresh[k] + runFresh) / (n * length),
+			AgeSeconds: (sa.age[k] + runK*float64(k) + run0) / (n * length),
 		}
 	}
 	return out
