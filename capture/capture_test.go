@@ -2,6 +2,7 @@ package capture
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -492,7 +493,10 @@ func TestInvalidArguments(t *testing.T) {
 	}
 }
 
-// TestNoPanics throws odd inputs at every entry point.
+// TestNoPanics throws odd inputs at every entry point: each must either
+// return an error wrapping ErrInvalidArgument or a well-formed answer
+// (recalls in [0, 1], polls sorted in [0, T), at most n of them), and never
+// panic.
 func TestNoPanics(t *testing.T) {
 	rng := rand.New(rand.NewPCG(10, 10))
 	odd := []float64{0, -1, 1e-300, math.NaN(), math.Inf(1), math.Inf(-1), 59.999999999, 60, 1e308}
@@ -501,6 +505,39 @@ func TestNoPanics(t *testing.T) {
 			return odd[rng.IntN(len(odd))]
 		}
 		return rng.Float64() * 60
+	}
+	answers := 0
+	check := func(call string, err error, ok func() string) {
+		t.Helper()
+		if err != nil {
+			if !errors.Is(err, ErrInvalidArgument) {
+				t.Fatalf("%s: error %v does not wrap ErrInvalidArgument", call, err)
+			}
+			return
+		}
+		answers++
+		if bad := ok(); bad != "" {
+			t.Fatalf("%s: %s", call, bad)
+		}
+	}
+	recall := func(r float64) string {
+		if !(r >= 0 && r <= 1) {
+			return fmt.Sprintf("recall %v outside [0, 1]", r)
+		}
+		return ""
+	}
+	schedule := func(s Schedule, n int) func() string {
+		return func() string {
+			if len(s.Polls) > max(n, 0) {
+				return fmt.Sprintf("%d polls for n = %d", len(s.Polls), n)
+			}
+			for i, p := range s.Polls {
+				if !(p >= 0 && p < s.Period) || (i > 0 && p < s.Polls[i-1]) {
+					return fmt.Sprintf("polls %v not sorted in [0, %v)", s.Polls, s.Period)
+				}
+			}
+			return recall(s.Expected)
+		}
 	}
 	for range 3000 {
 		var ups []Update
@@ -516,16 +553,45 @@ func TestNoPanics(t *testing.T) {
 		}
 		n := rng.IntN(5) - 1
 		p := Pattern{Period: T, Updates: ups}
-		_, _ = PlanPattern(p, n)
-		_, _ = Theoretical(p, n)
-		_, _ = Exhaustive(p, n, rng.IntN(4))
-		_, _ = Plan(ph, n, T)
-		_, _ = Recall(ph, ph, T)
-		_, _, _ = ReplayRecall(ph, T, ts)
-		_, _ = LearnPattern(ts, T, pick())
-		_, _, _ = DetectPeriod(Exact(ts), []float64{T, 60})
-		_, _ = CheckDrift(Schedule{Period: T, Polls: ph, Expected: rng.Float64()}, p, ts, DriftConfig{})
-		_, _ = UniformPolls(n, T, pick())
+		s, err := PlanPattern(p, n)
+		check("PlanPattern", err, schedule(s, n))
+		s, err = Theoretical(p, n)
+		check("Theoretical", err, schedule(s, n))
+		s, err = Exhaustive(p, n, rng.IntN(4))
+		check("Exhaustive", err, schedule(s, n))
+		s, err = Plan(ph, n, T)
+		check("Plan", err, schedule(s, n))
+		r, err := Recall(ph, ph, T)
+		check("Recall", err, func() string { return recall(r) })
+		r, _, err = ReplayRecall(ph, T, ts)
+		check("ReplayRecall", err, func() string { return recall(r) })
+		lp, err := LearnPattern(ts, T, pick())
+		check("LearnPattern", err, func() string {
+			if err := lp.Validate(); err != nil {
+				return fmt.Sprintf("learnt pattern is invalid: %v", err)
+			}
+			return ""
+		})
+		best, all, err := DetectPeriod(Exact(ts), []float64{T, 60})
+		check("DetectPeriod", err, func() string {
+			if len(all) != 2 || !(best.Strength >= 0 && best.Strength <= 1) {
+				return fmt.Sprintf("best %+v of %+v", best, all)
+			}
+			return ""
+		})
+		d, err := CheckDrift(Schedule{Period: T, Polls: ph, Expected: rng.Float64()}, p, ts, DriftConfig{})
+		check("CheckDrift", err, func() string {
+			if d.Drifted != (d.Reason != "") || !(d.Outside >= 0 && d.Outside <= 1) {
+				return fmt.Sprintf("report %+v", d)
+			}
+			return recall(d.Observed)
+		})
+		polls, err := UniformPolls(n, T, pick())
+		check("UniformPolls", err, schedule(Schedule{Period: T, Polls: polls}, n))
+	}
+	// The draws must exercise the answers, not only the argument checks.
+	if answers < 3000 {
+		t.Errorf("only %d calls returned an answer", answers)
 	}
 }
 

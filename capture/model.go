@@ -319,8 +319,19 @@ func UniformPolls(n int, T, offset float64) ([]float64, error) {
 		return nil, invalid("capture: uniform polls: offset %v is not finite", offset)
 	}
 	out := make([]float64, n)
+	base := mod(offset, T)
 	for i := range out {
-		out[i] = mod(offset+float64(i)*T/float64(n), T)
+		// (base + i·T/n) mod T without forming a sum above T, which
+		// overflows for periods near the float64 limit.
+		rest := T - float64(i)*(T/float64(n))
+		switch x := base + (T - rest); {
+		case base >= rest:
+			out[i] = base - rest
+		case x < T:
+			out[i] = x
+		default: // rounded up to T: the phase wraps to 0
+			out[i] = 0
+		}
 	}
 	sort.Float64s(out)
 	return out, nil

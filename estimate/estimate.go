@@ -1,9 +1,9 @@
 // Package estimate estimates the change rate λ of a web page from what a
 // crawler can observe (docs/design.md §3.3): for each fetch only whether the
 // content changed since the previous fetch, sometimes with a Last-Modified
-// time. Changes are modelled as a Poisson process, following Cho &
-// Garcia-Molina ("Estimating frequency of change"; Cho & Garcia-Molina §2 for the
-// Poisson model).
+// time. Changes are modelled as a Poisson process (Cho & Garcia-Molina,
+// "Synchronizing a database to improve freshness", §2) and estimated after
+// Cho & Garcia-Molina, "Estimating frequency of change".
 //
 // The package offers batch estimators (RegularInterval, MLE, FromLastModified,
 // FromChangeTimes), a Gamma population prior for shrinkage (Prior, FitPrior)

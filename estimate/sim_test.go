@@ -5,12 +5,11 @@ import (
 	"math/rand/v2"
 )
 
-// page simulates a Poisson change process whose rate can be switched; it
-// yields both the change bit and the Last-Modified time a fetch would see.
+// page simulates a Poisson change process of a fixed rate; it yields the
+// Last-Modified time a fetch would see (the latest change so far).
 type page struct {
 	rng        *rand.Rand
 	rate       float64
-	now        float64 // simulation clock: changes before now are realised
 	next       float64 // next change time
 	lastChange float64
 }
@@ -21,13 +20,6 @@ func newPage(rng *rand.Rand, rate float64) *page {
 	return p
 }
 
-// setRate switches the rate at the current clock; memorylessness lets us
-// redraw the next change from now.
-func (p *page) setRate(rate float64) {
-	p.rate = rate
-	p.next = p.now + p.rng.ExpFloat64()/rate
-}
-
 // advance moves the clock to t and returns the time of the latest change so
 // far.
 func (p *page) advance(t float64) float64 {
@@ -35,7 +27,6 @@ func (p *page) advance(t float64) float64 {
 		p.lastChange = p.next
 		p.next += p.rng.ExpFloat64() / p.rate
 	}
-	p.now = t
 	return p.lastChange
 }
 

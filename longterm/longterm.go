@@ -1,7 +1,8 @@
 // Package longterm computes the long-term optimal refresh interval of
-// Razniewski & Nutt ("Long-term optimization of update frequencies for decaying information", §5; docs/design.md §3.4):
-// when the fetch budget is not fixed but bought, each element should be
-// refreshed at the interval U that maximises its net income
+// Razniewski & Nutt, "Long-term optimization of update frequencies for
+// decaying information" (§5; docs/design.md §3.4): when the fetch budget is
+// not fixed but bought, each element should be refreshed at the interval U
+// that maximises its net income
 //
 //	NI(U) = B·F(λ,U) − C/U,   F(λ,U) = (1/U)·∫₀ᵁ z(t) dt,
 //

@@ -169,9 +169,7 @@ func TestPaperCorpus(t *testing.T) {
 		t.Logf("%-24s queries %4d requests %6d coverage %.3f speedup %.2f fallback %3d uncertain %3d F before %.1f after %.2f",
 			r.name, len(p.Queries), rep.Requests, rep.CoverageRatio, rep.SpeedupRatio,
 			len(p.Fallback), len(p.Uncertain), rep.FreshnessBefore, rep.FreshnessAfterQueries)
-		if r.opts.Quota > 0 && rep.Requests > r.opts.Quota {
-			t.Errorf("%s: %d requests over quota %d", r.name, rep.Requests, r.opts.Quota)
-		}
+		checkCorpusPlan(t, r.name, p, r.opts)
 	}
 	// Author attribute: the candidates are the 200 author queries and each
 	// covers its whole group, so Eq. 2 must pick each exactly once: full
@@ -213,6 +211,11 @@ func TestPaperCorpus(t *testing.T) {
 		}
 	}
 	best4 := LoopFreshness(o, p.Items, 1, p.Model)
+	// The greedy sends the stalest group first, which the rearrangement
+	// inequality makes the worst place for it (§4.3).
+	if greedy := LoopFreshness(p.Slots, p.Items, 1, p.Model); best4 > greedy {
+		t.Errorf("ascending a_i gives E[F(L;kI)] = %v, greedy order %v: the order made it worse", best4, greedy)
+	}
 	rng := rand.New(rand.NewPCG(2, 2))
 	for range 20 {
 		perm := append([]Slot(nil), p.Slots...)
@@ -221,13 +224,83 @@ func TestPaperCorpus(t *testing.T) {
 			t.Errorf("random order %v beats ascending a_i %v", f, best4)
 		}
 	}
+	// §4.4 on the full plan: the interval found keeps the ordered loop
+	// within α and no longer one does. Under ½λt² the loop's freshness is
+	// C·I², so the largest interval is √(α/C) with C its value at I = 1.
 	alpha := p.Report.FreshnessBefore
 	I, err := p.FindInterval(alpha, IntervalOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	f := func(I float64) float64 { return LoopFreshness(o, p.Items, I, p.Model) }
+	if f(I) > alpha || f(I*(1+2e-9)) <= alpha {
+		t.Errorf("interval %v: E[F] = %v at I and %v just above, want ≤ α = %v < the latter", I, f(I), f(I*(1+2e-9)), alpha)
+	}
+	if exact := math.Sqrt(alpha / best4); math.Abs(I-exact) > 1e-8*exact {
+		t.Errorf("interval %v, closed form √(α/E[F at I=1]) = %v", I, exact)
+	}
 	t.Logf("loop of %d slots; E[F(L;kI)] at I=1: %.1f (greedy order %.1f); largest I keeping it ≤ %.1f: %.4g",
 		len(o), best4, LoopFreshness(p.Slots, p.Items, 1, p.Model), alpha, I)
+
+	// Options.TopK's advice: page-aware scoring (ScorePerRequest) with a
+	// large TopK, or a small TopK with MinSpeedup, beats Eq. 2 with a
+	// large TopK, which spends whole result lists of frequent title words
+	// on few items.
+	for _, good := range []string{"all/m1/req/topAll", "all/m1/req/top5/min1"} {
+		for _, plain := range []string{"all/m1/eq2/top100", "all/m1/eq2/topAll"} {
+			if g, b := plans[good].Report.SpeedupRatio, plans[plain].Report.SpeedupRatio; g <= b {
+				t.Errorf("%s speedup %.2f not above %s %.2f", good, g, plain, b)
+			}
+		}
+	}
+}
+
+// checkCorpusPlan checks what must hold of any plan GreedyProbes returns
+// for the corpus: its report adds up, it respects the options, and under
+// Method 1 with no quota and no MinSpeedup it covers every item.
+func checkCorpusPlan(t *testing.T, name string, p Plan, o Options) {
+	t.Helper()
+	rep := p.Report
+	if rep.Items != p.Items || p.Items == 0 {
+		t.Errorf("%s: report of %d items, plan of %d", name, rep.Items, p.Items)
+	}
+	// Every item is covered for sure, reached only by chance (Method 2
+	// first pages) or left to a fetch by id.
+	if got := rep.Covered + len(p.Uncertain) + len(p.Fallback); got != rep.Items {
+		t.Errorf("%s: covered %d + uncertain %d + fallback %d = %d, want %d items", name, rep.Covered, len(p.Uncertain), len(p.Fallback), got, rep.Items)
+	}
+	requests := 0
+	for _, q := range p.Queries {
+		requests += q.Requests
+		// Under Method 1 a query's expected new coverage is exactly the
+		// uncovered items it matches, the figure MinSpeedup bounds.
+		if o.Method == MethodAllPages && o.MinSpeedup > 0 && q.ExpectedCoverage/float64(q.Requests) < o.MinSpeedup {
+			t.Errorf("%s: query %v covers %.2f items in %d requests, below MinSpeedup %v", name, q.Query, q.ExpectedCoverage, q.Requests, o.MinSpeedup)
+		}
+	}
+	if requests != rep.Requests {
+		t.Errorf("%s: queries cost %d requests, report says %d", name, requests, rep.Requests)
+	}
+	if o.Quota > 0 && rep.Requests > o.Quota {
+		t.Errorf("%s: %d requests over quota %d", name, rep.Requests, o.Quota)
+	}
+	if rep.Requests > 0 && math.Abs(rep.SpeedupRatio-rep.ExpectedCovered/float64(rep.Requests)) > 1e-12 {
+		t.Errorf("%s: speedup %v, want expected coverage %v / %d requests", name, rep.SpeedupRatio, rep.ExpectedCovered, rep.Requests)
+	}
+	if rep.CoverageRatio < 0 || rep.CoverageRatio > 1 || math.Abs(rep.CoverageRatio-rep.ExpectedCovered/float64(rep.Items)) > 1e-12 {
+		t.Errorf("%s: coverage ratio %v, expected coverage %v of %d items", name, rep.CoverageRatio, rep.ExpectedCovered, rep.Items)
+	}
+	if !(rep.FreshnessAfterQueries >= 0 && rep.FreshnessAfterQueries <= rep.FreshnessBefore) {
+		t.Errorf("%s: content freshness %v after the queries, %v before", name, rep.FreshnessAfterQueries, rep.FreshnessBefore)
+	}
+	if o.Method == MethodAllPages {
+		if len(p.Uncertain) != 0 || float64(rep.Covered) != rep.ExpectedCovered {
+			t.Errorf("%s: Method 1 left %d items uncertain (covered %d, expected %v)", name, len(p.Uncertain), rep.Covered, rep.ExpectedCovered)
+		}
+		if o.Quota == 0 && o.MinSpeedup == 0 && (rep.Covered != rep.Items || rep.FreshnessAfterQueries != 0) {
+			t.Errorf("%s: no quota, yet %d of %d items covered (F after %v)", name, rep.Covered, rep.Items, rep.FreshnessAfterQueries)
+		}
+	}
 }
 
 // tinyInstance draws a small random instance in which every query has at

@@ -3,8 +3,8 @@
 // whose source exposes them only through a keyword search returning at most
 // K results per page, plus an expensive fetch-by-id.
 //
-// It implements docs/design.md §3.6, which follows the content-freshness paper ("content
-// freshness"):
+// It implements docs/design.md §3.6, which follows the content-freshness
+// paper on keyword-search probes (greedyProbes):
 //
 //   - Content freshness (paper §3.1 Definition 1, §4.2 Eq. 3): F(L;t) =
 //     (1/|L|) Σ w(r)·F(r;t). Under Poisson updates with rate λ the expected

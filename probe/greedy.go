@@ -84,11 +84,12 @@ type Options struct {
 	// Score is the efficiency heuristic; the zero value is the paper's
 	// Eq. 2.
 	Score Score
-	// MinSpeedup, when positive, discards a query once its expected number
-	// of newly covered items per request falls below it. The paper has no
-	// such rule (Method 1 on a single title word can cost thousands of
-	// pages for one item); MinSpeedup = 1 keeps only queries at least as
-	// cheap as fetching their items by id.
+	// MinSpeedup, when positive, discards a query once π(q) times the
+	// number of its matching items not yet covered for certain, per
+	// request, falls below it (under Method 1: the items it newly covers
+	// per request). The paper has no such rule (Method 1 on a single title
+	// word can cost thousands of pages for one item); MinSpeedup = 1 keeps
+	// only queries at least as cheap as fetching their items by id.
 	MinSpeedup float64
 }
 

@@ -21,11 +21,15 @@ func TestScheduleSmall(t *testing.T) {
 	if s.Seconds <= 0 || s.Passes == 0 || s.CappedHosts == 0 || s.ResolvePasses == 0 {
 		t.Errorf("solve: %+v", s)
 	}
+	// Table 6 rates, jittered: the optimum is near the paper's 0.62.
 	if s.Freshness < 0.5 || s.Freshness > 0.8 {
-		t.Errorf("freshness %.3f, want about the Table 6 optimum", s.Freshness)
+		t.Errorf("freshness %.3f, want within [0.5, 0.8], around the Table 6 optimum 0.62", s.Freshness)
 	}
+	// The input is one 24-byte alloc.Element per URL and the solution
+	// keeps one 8-byte frequency; the figures are heap measurements, so
+	// allow for what the collector frees meanwhile.
 	if s.ProblemBytesPerURL < 20 || s.RetainedBytesPerURL < 4 {
-		t.Errorf("memory per URL: input %.1f, kept %.1f; want ≥ 24 and ≥ 8", s.ProblemBytesPerURL, s.RetainedBytesPerURL)
+		t.Errorf("memory per URL: input %.1f B, kept %.1f B; want ≥ 20 (a 24-byte element) and ≥ 4 (an 8-byte frequency)", s.ProblemBytesPerURL, s.RetainedBytesPerURL)
 	}
 	if b := res.Bbolt; b == nil || b.BytesPerURL < b.RecordBytes/2 || b.RecordBytes < 300 {
 		t.Errorf("bbolt: %+v", b)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/freshcrawl/freshcrawl/internal/node"
 	"github.com/freshcrawl/freshcrawl/internal/proto"
+	"github.com/freshcrawl/freshcrawl/internal/store"
 )
 
 // A task whose worker never finishes it is delivered MaxDeliver times and
@@ -107,7 +108,19 @@ func TestRetryAfterSlowsHostForAllWorkers(t *testing.T) {
 	if _, err := n.Coordinator.AddSeeds(strings.NewReader(strings.Join(seeds, "\n")), "t"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 40*time.Second, "the host to recover after its 503s", func() bool {
+	waitFor(t, 40*time.Second, "the two 503s", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return served >= 4
+	})
+	mu.Lock()
+	retryEnd := times[3].Add(2 * time.Second) // the second 503's Retry-After
+	mu.Unlock()
+	// Recovery: once the Retry-After has passed the host is fetched at its
+	// normal rate (20/s) again. Ten more requests then come within a
+	// deadline of 10 s; a host still held at one request per Retry-After
+	// would need 20 s.
+	waitUntil(t, retryEnd.Add(10*time.Second), "ten requests after the Retry-After expired (the host did not recover its rate)", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return served >= 14
@@ -120,12 +133,11 @@ func TestRetryAfterSlowsHostForAllWorkers(t *testing.T) {
 			t.Errorf("request %d came %s after a 503 with Retry-After: 2", i, gap)
 		}
 	}
-	// Recovery: after the last 503, the host is fetched at its normal
-	// rate again, far faster than one request per Retry-After.
-	last := times[len(times)-1]
-	first := times[len(times)-6]
-	if span := last.Sub(first); span > 1500*time.Millisecond {
-		t.Errorf("5 requests after recovery took %s: the host did not recover its rate", span)
+	// The durable politeness state has recovered too: no error streak, no
+	// backoff, and no hold beyond the last Retry-After.
+	h := hostRecord(t, n, "127.0.0.1")
+	if h.ServerErrs != 0 || h.Backoff != 0 || h.BackoffTill.After(retryEnd) {
+		t.Errorf("host after recovery: %+v, want no errors or backoff and a hold until %s at the latest", h, retryEnd)
 	}
 }
 
@@ -162,7 +174,19 @@ func TestServerErrorsBackOffExponentially(t *testing.T) {
 	if _, err := n.Coordinator.AddSeeds(strings.NewReader(srv.URL+"/a\n"+srv.URL+"/b"), "t"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 40*time.Second, "requests after the errors", func() bool {
+	waitFor(t, 40*time.Second, "the success after the errors", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(times) >= 5
+	})
+	mu.Lock()
+	success := times[4]
+	mu.Unlock()
+	// After the success at 5 the backoff is reset and the host is fetched
+	// at its normal rate (20/s): four more requests come within a deadline
+	// of 8 s, where a backoff that did not reset (4 s and more a request)
+	// would need 16 s.
+	waitUntil(t, success.Add(8*time.Second), "four requests after the success (the backoff did not reset)", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(times) >= 9
@@ -170,16 +194,50 @@ func TestServerErrorsBackOffExponentially(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	// Requests 2, 3 and 4 fail. The second consecutive failure backs off
-	// 2 s, the third 4 s; after the success at 5 the rate is back.
+	// 2 s, the third 4 s.
 	if g := times[3].Sub(times[2]); g < 1950*time.Millisecond {
 		t.Errorf("gap after the 2nd consecutive 5xx: %s, want ≥ 2s", g)
 	}
 	if g := times[4].Sub(times[3]); g < 3950*time.Millisecond {
 		t.Errorf("gap after the 3rd consecutive 5xx: %s, want ≥ 4s", g)
 	}
-	if g := times[8].Sub(times[5]); g > 1500*time.Millisecond {
-		t.Errorf("3 requests after recovery took %s: the backoff did not reset", g)
+	if h := hostRecord(t, n, "127.0.0.1"); h.ServerErrs != 0 || h.Backoff != 0 {
+		t.Errorf("host after the success: %+v, want the error streak and backoff reset", h)
 	}
+}
+
+// waitUntil polls cond until it holds or the deadline passes; it checks
+// cond at least once, so a deadline already past still passes a condition
+// that holds.
+func waitUntil(t *testing.T, deadline time.Time, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if cond() {
+			return
+		}
+		if !time.Now().Before(deadline) {
+			t.Fatalf("deadline %s passed waiting for %s", deadline.Format(time.RFC3339Nano), what)
+		}
+		<-tick.C
+	}
+}
+
+// hostRecord is the stored politeness state of host.
+func hostRecord(t *testing.T, n *node.Node, host string) store.Host {
+	t.Helper()
+	hosts, err := n.DB.Hosts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hosts {
+		if h.Host == host {
+			return h
+		}
+	}
+	t.Fatalf("no politeness state stored for host %s (have %+v)", host, hosts)
+	return store.Host{}
 }
 
 // A restarted coordinator gets its URLs, their history and their schedule

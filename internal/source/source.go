@@ -1,11 +1,12 @@
 // Package source defines keyword-search sources: sites that expose the items
 // freshcrawl tracks (papers with citation counts, products with prices) only
 // through a keyword search returning K results a page, plus a fetch by id.
-// It is the configuration side of docs/design.md §3.6 (the content-freshness paper, "content
-// freshness"): where to send a query, how to read items off a result page,
-// which fields give an item's keywords, weight and tracked value, and the
-// planner's knobs (method, quota, α, interval). The planning maths lives in
-// package probe; parsing result pages in package worker/probeparse.
+// It is the configuration side of docs/design.md §3.6 (the content-freshness
+// paper on keyword-search probes): where to send a query, how to read items
+// off a result page, which fields give an item's keywords, weight and
+// tracked value, and the planner's knobs (method, quota, α, interval). The
+// planning maths lives in package probe; parsing result pages in package
+// internal/worker/probeparse.
 //
 // Sources are listed under the top-level `sources:` key of the YAML config
 // file (package config skips that key and leaves it to [Load]):

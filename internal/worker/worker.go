@@ -1,9 +1,12 @@
 // Package worker runs the stateless fetch loop: take a task from the shared
 // JetStream consumer, check robots.txt, fetch politely, extract the content
-// of interest, diff it against the previous version the task carries,
-// publish the result and only then acknowledge the task. Everything a
-// worker knows comes with the task or from the shared robots bucket, so a
-// worker can be killed at any moment and another takes over.
+// of interest and, when its hash differs from the previous version's (the
+// task carries only the hash), ask the coordinator for that version and
+// diff against it; then publish the result and only then acknowledge the
+// task. Probe tasks instead read the items off a keyword-search page.
+// Everything a worker knows comes with the task, from the shared robots
+// bucket or from the coordinator's content service, so a worker can be
+// killed at any moment and another takes over (docs/design.md §2.3).
 package worker
 
 import (

@@ -312,36 +312,56 @@ func blockUntilDone(t *testing.T, prefix string) *httptest.Server {
 	return ts
 }
 
+// getBefore runs f.Get and fails the test if it has not returned within
+// deadline: a fetch that ignores its timeout would otherwise hang on the
+// blocking handlers below until the whole test binary times out. The
+// deadline is a guard against that hang, many times the timeouts tested.
+func getBefore(t *testing.T, ctx context.Context, f *Fetcher, url string, deadline time.Duration) Response {
+	t.Helper()
+	done := make(chan Response, 1)
+	go func() { done <- f.Get(ctx, url) }()
+	timer := time.NewTimer(deadline)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		return r
+	case <-timer.C:
+		// The handler is released at cleanup, which ends the goroutine.
+		t.Fatalf("Get(%s) still running after %s: its timeout did not fire", url, deadline)
+		return Response{}
+	}
+}
+
+// hangGuard bounds every fetch of TestTimeouts (see getBefore).
+const hangGuard = 10 * time.Second
+
 func TestTimeouts(t *testing.T) {
+	ctx := context.Background()
 	t.Run("whole-fetch", func(t *testing.T) {
 		ts := blockUntilDone(t, "")
 		f := newFetcher(t, allowPrivate(Options{Timeout: 200 * time.Millisecond}))
-		r := f.Get(context.Background(), ts.URL)
-		wantKind(t, r, proto.ErrTimeout)
-		if r.Elapsed > 5*time.Second {
-			t.Fatalf("took %v", r.Elapsed)
-		}
+		wantKind(t, getBefore(t, ctx, f, ts.URL, hangGuard), proto.ErrTimeout)
 	})
 	t.Run("headers", func(t *testing.T) {
 		ts := blockUntilDone(t, "")
 		f := newFetcher(t, allowPrivate(Options{HeaderTimeout: 200 * time.Millisecond}))
-		wantKind(t, f.Get(context.Background(), ts.URL), proto.ErrTimeout)
+		wantKind(t, getBefore(t, ctx, f, ts.URL, hangGuard), proto.ErrTimeout)
 	})
 	t.Run("body", func(t *testing.T) {
 		ts := blockUntilDone(t, "<html>partial")
 		f := newFetcher(t, allowPrivate(Options{Timeout: 300 * time.Millisecond}))
-		wantKind(t, f.Get(context.Background(), ts.URL), proto.ErrTimeout)
+		wantKind(t, getBefore(t, ctx, f, ts.URL, hangGuard), proto.ErrTimeout)
 	})
 	t.Run("parent-deadline", func(t *testing.T) {
 		ts := blockUntilDone(t, "")
 		f := newFetcher(t, allowPrivate(Options{}))
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		defer cancel()
-		wantKind(t, f.Get(ctx, ts.URL), proto.ErrTimeout)
+		wantKind(t, getBefore(t, ctx, f, ts.URL, hangGuard), proto.ErrTimeout)
 	})
 	t.Run("parent-cancel", func(t *testing.T) {
 		f := newFetcher(t, allowPrivate(Options{}))
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := context.WithCancel(ctx)
 		cancel()
 		wantKind(t, f.Get(ctx, "http://127.0.0.1:1/"), proto.ErrOther)
 	})

@@ -1,8 +1,8 @@
 // Package probeparse reads items off the pages of a keyword-search source
-// (docs/design.md §3.6, the content-freshness paper): the result blocks of a search page, the
-// total result count the page shows (which feeds the server-count estimate
-// |R_S(q)| of paper §4.1), and the fields of an item page fetched by id
-// (paper §1.3). What to read is defined by a [source.Source]; this package
+// (docs/design.md §3.6, the content-freshness paper): the result blocks of
+// a search page, the total result count the page shows (which feeds the
+// server-count estimate |R_S(q)| of paper §4.1), and the fields of an item
+// page fetched by id (paper §1.3). What to read is defined by a [source.Source]; this package
 // only applies it, with goquery.
 //
 // Result pages come from the open web, so parsing is lenient where a single
