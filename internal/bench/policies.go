@@ -1,15 +1,16 @@
 // Package bench measures freshcrawl's revisit policy against its peers from
-// the truth of a simulated web (docs/design.md §4), never from freshcrawl's own
-// model: `freshcrawl bench policies`.
+// the truth of a simulated web (docs/design.md §4), never from freshcrawl's
+// own model: `freshcrawl bench policies`, and the throughput, schedule,
+// capture and probes runs.
 //
 // Two modes share workloads, policies and reporting. The virtual mode
-// (virtual.go) drives the coordinator's real Scheduler, estimator and
-// policies on a virtual clock against the sim's change processes, so
-// thousands of simulated days take seconds; the live mode (live.go) runs
-// the whole system (embedded NATS, coordinator, workers, HTTP) against an
-// in-process sim. Every figure is compared with the oracle: the optimum of
-// docs/design.md §3.2 computed with the true rates at the same number of
-// fetches.
+// (virtual.go) drives internal/schedule's Scheduler, estimator, policies
+// and result-to-update function on a virtual clock against the sim's
+// change processes, so thousands of simulated days take seconds; the live
+// mode (live.go) runs the whole system (embedded NATS, coordinator,
+// workers, HTTP) against an in-process sim. Every figure is compared with
+// the oracle: the optimum of docs/design.md §3.2 computed with the true
+// rates at the same number of fetches.
 package bench
 
 import (

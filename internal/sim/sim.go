@@ -1,12 +1,13 @@
 // Package sim is a local website whose pages change under known processes
-// and which reports, from its own log, how fresh a crawler's copy really was.
-//
-// It is freshcrawl's ground truth (docs/design.md §4, "Measuring freshness
-// honestly"): the crawler's own freshness figures come from its model, while
-// sim knows every change time (generated deterministically from a seed) and
-// every request, and integrates the freshness and age of Cho & Garcia-Molina
-// (Cho & Garcia-Molina, Definitions 1–3) exactly over time, plus the change recall of
-// Ashish, Kulkarni & Wang for periodically updated pages.
+// and which reports, from its own log, how fresh a crawler's copy really
+// was: freshcrawl's ground truth (docs/design.md §4, "Measuring freshness
+// honestly"). The crawler's own freshness figures come from its model; sim
+// knows every change time (generated deterministically from a seed) and
+// every request, and integrates freshness and age (Cho & Garcia-Molina,
+// "Synchronizing a database to improve freshness", Definitions 1–3)
+// exactly over time, plus the change recall of periodically updated pages
+// (Ashish, Kulkarni & Wang) and the content freshness of a keyword-search
+// site. The same truth integral and oracle serve the virtual benchmark.
 //
 // Each host is a distinct loopback address, 127.0.0.2, 127.0.0.3, ..., all
 // on one port, so per-host politeness is observable. On Linux the whole
