@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -347,6 +348,10 @@ func (d *Dispatcher) Replan(now func() time.Time) (schedule.PlanOutput, error) {
 		if done {
 			break
 		}
+		// Let the goroutines the chunk kept waiting run before the next:
+		// on a machine with few cores a fold would otherwise queue
+		// behind the whole apply for CPU, if no longer for the lock.
+		runtime.Gosched()
 	}
 	d.Poke()
 	return job.Output(), nil
