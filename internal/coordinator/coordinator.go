@@ -365,15 +365,10 @@ func mergeIgnore(def, own proto.IgnoreRules) proto.IgnoreRules {
 	return out
 }
 
-// MaintainEvery is the period of the maintenance loop, which among other
-// things asks the scheduler whether a plan is due. The virtual benchmark
-// checks for a due plan on the same period.
-const MaintainEvery = 2 * time.Second
-
 // maintainLoop re-plans, watches the queue, forgets stale workers and
 // releases tasks that are lost for good.
 func (c *Coordinator) maintainLoop(ctx context.Context) error {
-	tick := time.NewTicker(MaintainEvery)
+	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	prune := time.NewTicker(10 * time.Minute)
 	defer prune.Stop()
