@@ -231,7 +231,7 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 		Budget: budget, HostRate: o.HostRate / daySec, Policy: pol,
 		ExploreShare: o.Explore, Replan: time.Duration(o.ReplanDays * float64(virtualDay)),
 	})
-	// The coordinator's own estimator (schedule.Estimator).
+	// The estimator the coordinator folds results with (schedule.Estimator).
 	est := schedule.NewEstimator(time.Duration(o.HalfLifeDays*float64(virtualDay)), o.PriorRate/daySec)
 
 	gaps := make([]time.Duration, o.Hosts) // Crawl-delay per host
