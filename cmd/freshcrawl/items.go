@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/freshcrawl/freshcrawl/internal/config"
 	"github.com/freshcrawl/freshcrawl/internal/coordinator"
@@ -74,12 +73,13 @@ some lines were bad. With a coordinator running, the items go through its API.`,
 				in, name = f, args[0]
 			}
 			var sum coordinator.ItemsSummary
-			db, err := openWritable(cfg)
+			db, viaAPI, err := openWritable(cfg)
 			switch {
-			case err == nil:
+			case err != nil:
+			case !viaAPI:
 				defer db.Close()
 				sum, err = coordinator.IngestItems(db, in, name, src)
-			case errors.Is(err, bolt.ErrTimeout):
+			default:
 				sum, err = postItems(cfg, in, name, src)
 			}
 			for _, e := range sum.Errors {
@@ -100,13 +100,19 @@ some lines were bad. With a coordinator running, the items go through its API.`,
 	return cmd
 }
 
-// openWritable opens the local store unless --api names a coordinator; a
-// store locked by a running coordinator gives bolt.ErrTimeout.
-func openWritable(cfg config.Config) (*store.DB, error) {
+// openWritable opens the local store, or says that the command must go
+// through the coordinator's API instead: --api names a (possibly remote)
+// coordinator, whose store is never written behind its back, or a running
+// coordinator holds the local one (store.ErrLocked).
+func openWritable(cfg config.Config) (db *store.DB, viaAPI bool, err error) {
 	if cfg.API != "" {
-		return nil, bolt.ErrTimeout
+		return nil, true, nil
 	}
-	return store.OpenDir(cfg.Data, store.Options{Timeout: 300 * time.Millisecond})
+	db, err = store.OpenDir(cfg.Data, store.Options{Timeout: 300 * time.Millisecond})
+	if errors.Is(err, store.ErrLocked) {
+		return nil, true, nil
+	}
+	return db, false, err
 }
 
 func postItems(cfg config.Config, in io.Reader, name, src string) (coordinator.ItemsSummary, error) {

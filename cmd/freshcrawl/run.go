@@ -54,7 +54,7 @@ func roleCmd(r role) *cobra.Command {
 					return err
 				}
 			}
-			n, err := node.Start(cmd.Context(), cfg, r.roles(cfg), nil, log)
+			n, err := node.Start(cmd.Context(), node.Options{Config: cfg, Roles: r.roles(cfg), Log: log})
 			if err != nil {
 				return err
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	bolt "go.etcd.io/bbolt"
 	"golang.org/x/term"
 
 	"github.com/freshcrawl/freshcrawl/internal/config"
@@ -93,18 +91,11 @@ func seedOffline(cmd *cobra.Command, cfg config.Config, path string) error {
 	}
 	in = bufio.NewReaderSize(&countingReader{r: in, bar: bar}, 256*1024)
 
-	var db *store.DB
-	var err error
-	if cfg.API != "" {
-		// An explicit --api means a (possibly remote) coordinator: never
-		// write a local store behind its back.
-		err = bolt.ErrTimeout
-	} else {
-		db, err = store.OpenDir(cfg.Data, store.Options{Timeout: 300 * time.Millisecond})
-	}
+	db, viaAPI, err := openWritable(cfg)
 	var sum coordinator.SeedSummary
 	switch {
-	case err == nil:
+	case err != nil:
+	case !viaAPI:
 		defer db.Close()
 		sum, err = coordinator.IngestSeeds(db, in, name, func(e *seed.LineError) {
 			if bar != nil {
@@ -112,7 +103,7 @@ func seedOffline(cmd *cobra.Command, cfg config.Config, path string) error {
 			}
 			fmt.Fprintln(stderr, e.Error())
 		}, nil)
-	case errors.Is(err, bolt.ErrTimeout):
+	default:
 		// A coordinator holds the store (or --api names one): stream the
 		// file to its API.
 		sum, err = seedViaAPI(cfg, in, name)

@@ -150,7 +150,7 @@ func runDemo(ctx context.Context, out io.Writer, cfg config.Config, sf simFlags,
 		defer cancel()
 	}
 	seeds := strings.Join(s.URLs(), "\n") + "\n"
-	n, err := node.Start(ctx, cfg, node.Roles{Coordinator: true, Workers: cfg.Workers, HTTP: true}, nil, log)
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: cfg.Workers, HTTP: true}, Log: log})
 	if err != nil {
 		return err
 	}

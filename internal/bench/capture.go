@@ -129,7 +129,7 @@ func captureRun(ctx context.Context, o CaptureOptions, name string, uniform bool
 	cfg.HostRate = 2
 	cfg.Workers, cfg.Concurrency = 1, 4
 	cfg.CaptureUniform = uniform
-	n, err := node.Start(ctx, cfg, node.Roles{Coordinator: true, Workers: 1}, nil, o.Log)
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 1}, Log: o.Log})
 	if err != nil {
 		return CaptureResult{}, err
 	}

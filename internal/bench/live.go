@@ -89,7 +89,7 @@ func RunLive(ctx context.Context, w Workload, policy string, o Options, lo LiveO
 	if err != nil {
 		return Result{}, err
 	}
-	n, err := node.Start(ctx, cfg, node.Roles{Coordinator: true, Workers: cfg.Workers}, pol, log)
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: cfg.Workers}, Policy: pol, Log: log})
 	if err != nil {
 		return Result{}, fmt.Errorf("bench: start node: %w", err)
 	}

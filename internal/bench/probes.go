@@ -13,6 +13,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/coordinator"
 	"github.com/freshcrawl/freshcrawl/internal/node"
 	"github.com/freshcrawl/freshcrawl/internal/sim"
+	"github.com/freshcrawl/freshcrawl/internal/source"
 )
 
 // ProbesOptions configure the keyword-probe benchmark (the content-freshness paper §5.2).
@@ -103,7 +104,7 @@ func probesRun(ctx context.Context, o ProbesOptions, policy string) (ProbesResul
 	if err := s.WriteSearchItems(&items); err != nil {
 		return ProbesResult{}, err
 	}
-	n, err := node.Start(ctx, cfg, node.Roles{Coordinator: true, Workers: 1}, nil, o.Log, src)
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 1}, Log: o.Log, Sources: []source.Source{src}})
 	if err != nil {
 		return ProbesResult{}, err
 	}

@@ -295,7 +295,7 @@ func runFreshcrawl(ctx context.Context, o ThroughputOptions, pages []string) (Ru
 	if err := cfg.Validate(); err != nil {
 		return st, per, fmt.Errorf("throughput: %w", err)
 	}
-	n, err := node.Start(ctx, cfg, node.Roles{Coordinator: true, Workers: o.Workers}, nil, o.Log)
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: o.Workers}, Log: o.Log})
 	if err != nil {
 		return st, per, fmt.Errorf("throughput: start node: %w", err)
 	}

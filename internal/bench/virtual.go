@@ -278,19 +278,17 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 			lm = virtualEpoch().Add(tr.changes[ver-1]).Truncate(time.Second)
 		}
 		// The sim serves a truthful Last-Modified, as freshcrawl sim does.
-		prevOK := p.lastOK
-		if first {
-			prevOK = time.Time{}
-		}
-		p.rate = est.Observe(&p.est, schedule.Fetch{At: c.start, Prev: prevOK, Changed: changed, LastModified: lm})
-		if o.TrueRates {
-			p.rate = ts.rateAt(c.page, off)
-		}
-		p.copyVer, p.lastOK = ver, c.start
-		sched.Done(p.url, schedule.Feedback{
-			Start: c.start, End: c.end, OK: true, Changed: changed, NotModified: notModified,
-			LastModified: lm, Rate: p.rate, HostGap: gaps[ts.hosts[c.page]],
+		// The coordinator's fold learns through the same call.
+		fb := est.Learn(&p.est, p.rate, schedule.Observation{
+			Start: c.start, End: c.end, OK: true, First: first, Prev: p.lastOK, Changed: changed, NotModified: notModified,
+			LastModified: lm, HostGap: gaps[ts.hosts[c.page]],
 		})
+		if o.TrueRates {
+			fb.Rate = ts.rateAt(c.page, off)
+		}
+		p.rate = fb.Rate
+		p.copyVer, p.lastOK = ver, c.start
+		sched.Done(p.url, fb)
 		return nil
 	}
 

@@ -59,22 +59,26 @@ type Status struct {
 // Status reports the coordinator's state now.
 func (c *Coordinator) Status() Status {
 	now := time.Now()
-	c.mu.Lock()
-	plan, planAt, inUse := c.sched.Plan()
-	s := Status{
-		Time: now, Queue: c.queue, InFlight: len(c.inflight), MaxInFlight: c.opts.MaxInFlight,
-		URLs: c.sched.Len(), Hosts: c.sched.Hosts(), Policy: c.opts.Policy.Name(), Budget: c.opts.Budget,
-		ModelFreshness: plan.Freshness, ModelAge: plan.Age, GivenUp: plan.GivenUp, CappedHosts: plan.CappedHosts,
-		Unabsorbed: plan.Unabsorbed, PlannedAt: planAt, BudgetInUse: inUse, Disallowed: c.sched.Disallowed(),
+	s := Status{Time: now, InFlight: c.disp.InFlight(), MaxInFlight: c.opts.MaxInFlight, Policy: c.opts.Policy.Name(), Budget: c.opts.Budget}
+	if q := c.queue.Load(); q != nil {
+		s.Queue = *q
 	}
-	caps := c.sched.CaptureStatus(math.MaxInt)
+	var caps []schedule.CaptureStatus
+	c.disp.Do(func(sc *schedule.Scheduler) {
+		plan, planAt, inUse := sc.Plan()
+		s.URLs, s.Hosts, s.Disallowed = sc.Len(), sc.Hosts(), sc.Disallowed()
+		s.ModelFreshness, s.ModelAge, s.GivenUp, s.CappedHosts = plan.Freshness, plan.Age, plan.GivenUp, plan.CappedHosts
+		s.Unabsorbed, s.PlannedAt, s.BudgetInUse = plan.Unabsorbed, planAt, inUse
+		caps = sc.CaptureStatus(math.MaxInt)
+	})
 	s.Probes = c.probeStatus()
-	for id, at := range c.workers {
+	c.workers.Lock()
+	for id, at := range c.workers.seen {
 		if now.Sub(at) <= time.Minute {
 			s.Workers = append(s.Workers, id)
 		}
 	}
-	c.mu.Unlock()
+	c.workers.Unlock()
 	sort.Strings(s.Workers)
 	learnt := 0
 	for _, cs := range caps {

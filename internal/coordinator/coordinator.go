@@ -1,16 +1,16 @@
-// Package coordinator is freshcrawl's brain: it keeps every URL's change
-// estimate, plans fetch frequencies under the budget and per-host
-// politeness, dispatches due URLs as tasks, folds results back into the
-// store and serves the HTTP API and metrics.
+// Package coordinator is the shell that runs freshcrawl's data path: it
+// loads the store into the schedule, runs the dispatcher, pulls results
+// and has them folded, re-plans, plans keyword probes, and serves the
+// HTTP API and metrics. The work itself lives in the packages it wires:
 //
-// Data flow: seed → store → schedule (Policy) → dispatch (frontier) → task
-// stream → worker → result stream → fold → store.
+//	seed → store → schedule → dispatch → task stream → worker
+//	     → result stream → fold → store (and the schedule's feedback)
 package coordinator
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -19,9 +19,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"golang.org/x/time/rate"
 
 	"github.com/freshcrawl/freshcrawl/internal/broker"
+	"github.com/freshcrawl/freshcrawl/internal/dispatch"
+	"github.com/freshcrawl/freshcrawl/internal/fold"
 	"github.com/freshcrawl/freshcrawl/internal/proto"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
 	"github.com/freshcrawl/freshcrawl/internal/source"
@@ -45,8 +46,8 @@ type Options struct {
 	// changes per second (default one a day).
 	PriorRate float64
 	// HalfLife is the age at which an observation counts half in the
-	// change-rate estimate (default 30 days): shorter follows drift faster,
-	// longer is steadier. Default 90 days.
+	// change-rate estimate (default 90 days): shorter follows drift
+	// faster, longer is steadier.
 	HalfLife time.Duration
 	// LMSkew is the clock skew tolerated when checking Last-Modified
 	// (default 1 minute).
@@ -83,9 +84,6 @@ func (o Options) withDefaults() Options {
 	if o.MaxInFlight <= 0 {
 		o.MaxInFlight = 256
 	}
-	if o.Policy == nil {
-		o.Policy = nil
-	}
 	if o.Replan <= 0 {
 		o.Replan = 30 * time.Second
 	}
@@ -116,34 +114,42 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// inflight is a dispatched task awaiting its result.
-type inflight struct {
-	url string
-	at  time.Time
-}
-
-// Coordinator is one running coordinator.
+// Coordinator is one running coordinator. Its state is split by what
+// guards it, so that no lock is held across slow work:
+//
+//   - the live schedule and the tasks in flight: the dispatcher's lock
+//     (dispatch.Dispatcher), never held across I/O or a policy's solve;
+//   - worker heartbeats: workers;
+//   - one-off probe requests and the result totals they saw: probes;
+//   - the sources' probe planners: rounds, held while a round is planned;
+//   - counters: counts, and the per-minute windows their own.
+//
+// A goroutine holding rounds may take probes, and one holding probes may
+// take the dispatcher's lock; never the other way round.
 type Coordinator struct {
-	opts Options
-	db   *store.DB
-	nc   *nats.Conn
-	js   jetstream.JetStream
-	log  *slog.Logger
-	m    *metrics
+	opts   Options
+	db     *store.DB
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	log    *slog.Logger
+	m      *metrics
+	disp   *dispatch.Dispatcher
+	folder *fold.Folder
 
-	mu       sync.Mutex
-	sched    *schedule.Scheduler
-	inflight map[string]inflight // task id → URL
-	workers  map[string]time.Time
-	sources  []*sourceState
-	probes   map[string]schedule.ProbeRequest // one-off probe URL → its request
-	queue    broker.QueueInfo
+	sources []*sourceState // fixed after New; their planners are guarded by rounds
+	rounds  sync.Mutex
 
-	est schedule.Estimator
+	workers struct {
+		sync.Mutex
+		seen map[string]time.Time // worker id → last heartbeat
+	}
+	probes struct {
+		sync.Mutex
+		reqs   map[string]schedule.ProbeRequest // one-off probe URL → its request
+		totals map[string][]observedTotal       // by source: first-page totals folded since its last round
+	}
+	queue atomic.Pointer[broker.QueueInfo]
 
-	wake     chan struct{} // something became due or a slot freed
-	limiter  *rate.Limiter // the global budget
-	seq      atomic.Uint64
 	fetchWin window
 	chgWin   window
 	counts   struct {
@@ -160,18 +166,20 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 	if err := schedule.CheckProbePolicy(opts.ProbePolicy); err != nil {
 		return nil, err
 	}
-	c := &Coordinator{
-		opts: opts, db: db, nc: nc, js: js, log: opts.Log.With("role", "coordinator"), m: newMetrics(),
-		sched:    schedule.NewScheduler(schedule.SchedulerOptions{Budget: opts.Budget, HostRate: opts.HostRate, Policy: opts.Policy, ExploreShare: opts.ExploreShare, Replan: opts.Replan, CaptureUniform: opts.CaptureUniform}),
-		inflight: map[string]inflight{}, workers: map[string]time.Time{}, probes: map[string]schedule.ProbeRequest{},
-		wake:    make(chan struct{}, 1),
-		limiter: rate.NewLimiter(rate.Limit(opts.Budget), 1),
-	}
-	c.counts.errors = map[string]int64{}
-	c.est = schedule.NewEstimator(opts.HalfLife, opts.PriorRate)
+	c := &Coordinator{opts: opts, db: db, nc: nc, js: js, log: opts.Log.With("role", "coordinator")}
+	sched := schedule.NewScheduler(schedule.SchedulerOptions{Budget: opts.Budget, HostRate: opts.HostRate, Policy: opts.Policy, ExploreShare: opts.ExploreShare, Replan: opts.Replan, CaptureUniform: opts.CaptureUniform})
+	c.opts.Policy = sched.Policy()
+	est := schedule.NewEstimator(opts.HalfLife, opts.PriorRate)
 	if opts.LMSkew > 0 {
-		c.est.Trust.ClockSkew = opts.LMSkew.Seconds()
+		est.Trust.ClockSkew = opts.LMSkew.Seconds()
 	}
+	c.disp = dispatch.New(js, sched, dispatch.Options{Budget: opts.Budget, MaxInFlight: opts.MaxInFlight, Prepare: c.prepare, Log: c.log})
+	c.folder = fold.New(db, est, c.log)
+	c.m = newMetrics(c.disp)
+	c.workers.seen = map[string]time.Time{}
+	c.probes.reqs = map[string]schedule.ProbeRequest{}
+	c.probes.totals = map[string][]observedTotal{}
+	c.counts.errors = map[string]int64{}
 	c.m.budget.Set(opts.Budget)
 	for _, src := range opts.Sources {
 		ss, err := newSourceState(src, opts.ProbePolicy, opts.PriorRate)
@@ -181,13 +189,6 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 		c.sources = append(c.sources, ss)
 	}
 	return c, nil
-}
-
-func (c *Coordinator) poke() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
 }
 
 // load rebuilds the in-memory schedule from the store.
@@ -206,12 +207,12 @@ func (c *Coordinator) load() error {
 				return err
 			}
 		}
-		c.mu.Lock()
-		c.sched.Add(info(u), now)
-		for _, v := range vs {
-			c.sched.ObserveVersion(u.URL, v.After, v.Before, v.Exact, v.CapturedAt)
-		}
-		c.mu.Unlock()
+		c.disp.Do(func(s *schedule.Scheduler) {
+			s.Add(info(u), now)
+			for _, v := range vs {
+				s.ObserveVersion(u.URL, v.After, v.Before, v.Exact, v.CapturedAt)
+			}
+		})
 		n++
 		return nil
 	})
@@ -243,15 +244,13 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			c.log.Warn("purge stale tasks", "err", err)
 		}
 	}
-	c.replan(time.Now())
+	c.replan()
 
 	hb, err := c.nc.Subscribe(proto.HeartbeatSubject, func(m *nats.Msg) {
-		var h proto.Heartbeat
-		if b, err := decodeHeartbeat(m.Data); err == nil {
-			h = b
-			c.mu.Lock()
-			c.workers[h.WorkerID] = time.Now()
-			c.mu.Unlock()
+		if h, err := decodeHeartbeat(m.Data); err == nil {
+			c.workers.Lock()
+			c.workers.seen[h.WorkerID] = time.Now()
+			c.workers.Unlock()
 		}
 	})
 	if err != nil {
@@ -271,7 +270,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	errc := make(chan error, 4)
-	loops := []func(context.Context) error{c.dispatchLoop, c.resultLoop, c.maintainLoop}
+	loops := []func(context.Context) error{c.disp.Run, c.resultLoop, c.maintainLoop}
 	if len(c.sources) > 0 {
 		loops = append(loops, c.probeLoop)
 	}
@@ -295,100 +294,40 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	return runErr
 }
 
-func (c *Coordinator) dispatchLoop(ctx context.Context) error {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for ctx.Err() == nil {
-		now := time.Now()
-		c.mu.Lock()
-		var d schedule.Dispatch
-		var ok bool
-		var next time.Time
-		if len(c.inflight) < c.opts.MaxInFlight {
-			d, ok, next = c.sched.Next(now)
-		}
-		var task proto.Task
-		if ok {
-			task = newTask(d, now)
-			c.probeTask(d.URL, &task)
-			c.inflight[task.ID] = inflight{url: d.URL, at: now}
-			c.m.inFlight.Set(float64(len(c.inflight)))
-		}
-		c.mu.Unlock()
-		if !ok {
-			wait := time.Second
-			if !next.IsZero() {
-				wait = min(wait, max(next.Sub(now), time.Millisecond))
-			}
-			timer.Reset(wait)
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-c.wake:
-			case <-timer.C:
-			}
-			continue
-		}
-		// The global budget: never more than Budget tasks a second.
-		if err := c.limiter.Wait(ctx); err != nil {
-			c.release(task.ID, now, now)
-			return nil
-		}
-		if err := c.publish(ctx, task); err != nil {
-			c.log.Warn("publish task failed; will retry", "url", task.URL, "err", err)
-			c.release(task.ID, now, now.Add(time.Second))
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-		}
+func decodeHeartbeat(b []byte) (proto.Heartbeat, error) {
+	var h proto.Heartbeat
+	if err := json.Unmarshal(b, &h); err != nil {
+		return h, err
 	}
-	return nil
+	if h.V != proto.Version || h.WorkerID == "" {
+		return h, errors.New("bad heartbeat")
+	}
+	return h, nil
 }
 
-// newTask builds the task of a dispatch. Its id is the URL's hash and due
-// time, so a republish of the same fetch is dropped by JetStream.
-func newTask(d schedule.Dispatch, now time.Time) proto.Task {
-	h := sha256.Sum256([]byte(d.URL))
-	id := hex.EncodeToString(h[:8]) + "-" + fmt.Sprint(d.Due.UnixNano())
-	kind := proto.KindFetch
-	if d.Capture {
-		kind = proto.KindCapture
-	}
-	return proto.Task{V: proto.Version, ID: id, Kind: kind, URL: d.URL, Host: d.Host, IssuedAt: now, NotBefore: now, MinGap: d.Gap}
-}
-
-// publish fills the task's previous version from the store and sends it.
-func (c *Coordinator) publish(ctx context.Context, t proto.Task) error {
+// prepare completes a task before the dispatcher publishes it: a probe's
+// spec, the URL's selector and noise rules, and the previous version's
+// validators from the store. The previous text is not sent: most fetches
+// find the page unchanged, and a worker that finds it changed asks for it
+// (ContentSubject).
+func (c *Coordinator) prepare(_ context.Context, t *proto.Task) error {
+	c.probeTask(t)
 	var rec store.URL
-	err := c.db.View(func(tx *store.Tx) error {
-		if t.Kind == proto.KindProbe {
+	if t.Kind != proto.KindProbe {
+		err := c.db.View(func(tx *store.Tx) error {
+			u, found, err := tx.Get(t.URL)
+			if err != nil || !found {
+				return err
+			}
+			rec = u
 			return nil
-		}
-		u, found, err := tx.Get(t.URL)
-		if err != nil || !found {
+		})
+		if err != nil {
 			return err
 		}
-		rec = u
-		return nil
-	})
-	if err != nil {
-		return err
 	}
 	t.Selector, t.Ignore = rec.Selector, mergeIgnore(c.opts.DefaultIgnore, rec.Ignore)
-	// The previous text is not sent: most fetches find the page unchanged,
-	// and a worker that finds it changed asks for it (ContentSubject).
 	t.ETag, t.LastModified, t.PrevHash = rec.ETag, rec.LastMod, rec.Hash
-	b, err := proto.Encode(t)
-	if err != nil {
-		return err
-	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, err := c.js.Publish(pctx, proto.TaskSubject(t.Kind), b, jetstream.WithMsgID(t.ID)); err != nil {
-		return fmt.Errorf("publish task %s: %w", t.ID, err)
-	}
-	c.m.dispatched.Inc()
 	return nil
 }
 
@@ -414,24 +353,6 @@ func (c *Coordinator) serveContent(m *nats.Msg) {
 	_ = m.RespondMsg(reply)
 }
 
-// probeLoop starts the probe rounds of keyword-search sources when due.
-func (c *Coordinator) probeLoop(ctx context.Context) error {
-	every := time.Second
-	for _, ss := range c.sources {
-		every = min(every, max(ss.Source().TimeUnit/10, 10*time.Millisecond))
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case now := <-t.C:
-			c.probeRounds(now)
-		}
-	}
-}
-
 // mergeIgnore adds a URL's own noise rules to the defaults; the URL's
 // minimum change, when set, wins.
 func mergeIgnore(def, own proto.IgnoreRules) proto.IgnoreRules {
@@ -442,20 +363,6 @@ func mergeIgnore(def, own proto.IgnoreRules) proto.IgnoreRules {
 		out.MinChange = own.MinChange
 	}
 	return out
-}
-
-// release ends a task without a result (publish failed, lost, failed).
-func (c *Coordinator) release(taskID string, fetchedAt, due time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	in, ok := c.inflight[taskID]
-	if !ok {
-		return
-	}
-	delete(c.inflight, taskID)
-	c.sched.Abort(in.url, fetchedAt, due)
-	c.m.inFlight.Set(float64(len(c.inflight)))
-	c.poke()
 }
 
 // MaintainEvery is the period of the maintenance loop, which among other
@@ -484,54 +391,51 @@ func (c *Coordinator) maintainLoop(ctx context.Context) error {
 			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			q, err := broker.Queue(qctx, c.js)
 			cancel()
-			c.mu.Lock()
 			if err == nil {
-				c.queue = q
+				c.queue.Store(&q)
+				c.m.queue.WithLabelValues("pending").Set(float64(q.Pending))
+				c.m.queue.WithLabelValues("ack_pending").Set(float64(q.AckPending))
+				c.m.queue.WithLabelValues("redelivered").Set(float64(q.Redelivered))
+				c.m.queue.WithLabelValues("results").Set(float64(q.Results))
 			}
-			for id, at := range c.workers {
+			c.workers.Lock()
+			for id, at := range c.workers.seen {
 				if now.Sub(at) > time.Minute {
-					delete(c.workers, id)
+					delete(c.workers.seen, id)
 				}
 			}
-			c.m.workers.Set(float64(len(c.workers)))
+			c.m.workers.Set(float64(len(c.workers.seen)))
+			c.workers.Unlock()
 			// A task is lost for good once every delivery could have timed
 			// out; the advisory normally tells us sooner.
-			lostAfter := c.opts.AckWait*time.Duration(c.opts.MaxDeliver) + time.Minute
-			var lost []string
-			for id, in := range c.inflight {
-				if now.Sub(in.at) > lostAfter {
-					lost = append(lost, id)
-				}
-			}
-			due := c.sched.ReplanDue(now)
-			c.mu.Unlock()
-			c.m.queue.WithLabelValues("pending").Set(float64(q.Pending))
-			c.m.queue.WithLabelValues("ack_pending").Set(float64(q.AckPending))
-			c.m.queue.WithLabelValues("redelivered").Set(float64(q.Redelivered))
-			c.m.queue.WithLabelValues("results").Set(float64(q.Results))
-			for _, id := range lost {
+			for _, id := range c.disp.Lost(now, c.opts.AckWait*time.Duration(c.opts.MaxDeliver)+time.Minute) {
 				c.log.Warn("task lost, rescheduling", "task", id)
-				c.release(id, now, now)
+				c.disp.Release(id, now, now)
 			}
+			var due bool
+			c.disp.Do(func(s *schedule.Scheduler) { due = s.ReplanDue(now) })
 			if due {
-				c.replan(now)
+				c.replan()
 			}
 		}
 	}
 }
 
-// replan re-solves the policy over all URLs and sets every interval.
-func (c *Coordinator) replan(now time.Time) {
-	c.mu.Lock()
-	out, err := c.sched.Replan(now)
-	_, _, inUse := c.sched.Plan()
-	n := c.sched.Len()
-	disallowed := c.sched.Disallowed()
-	c.mu.Unlock()
+// replan re-solves the policy over all URLs and sets every interval,
+// without holding the schedule's lock while the policy runs
+// (dispatch.Dispatcher.Replan).
+func (c *Coordinator) replan() {
+	out, err := c.disp.Replan(time.Now)
 	if err != nil {
 		c.log.Error("plan failed; keeping the previous one", "policy", c.opts.Policy.Name(), "err", err)
 		return
 	}
+	var inUse float64
+	var n, disallowed int
+	c.disp.Do(func(s *schedule.Scheduler) {
+		_, _, inUse = s.Plan()
+		n, disallowed = s.Len(), s.Disallowed()
+	})
 	c.m.fresh.Set(out.Freshness)
 	c.m.age.Set(out.Age)
 	c.m.givenUp.Set(float64(out.GivenUp))
@@ -543,9 +447,10 @@ func (c *Coordinator) replan(now time.Time) {
 	if out.Unabsorbed > 0 && n > 0 {
 		c.log.Warn("budget exceeds what the hosts can take under politeness", "unabsorbed_per_s", out.Unabsorbed)
 	}
-	c.poke()
 }
 
+// onMaxDeliveries records a task that ran out of deliveries as failed and
+// deletes it from the work queue, which keeps such a message otherwise.
 func (c *Coordinator) onMaxDeliveries(ctx context.Context, data []byte) {
 	adv, err := broker.ParseMaxDeliveries(data)
 	if err != nil {
@@ -569,7 +474,6 @@ func (c *Coordinator) onMaxDeliveries(ctx context.Context, data []byte) {
 	if err == nil {
 		c.recordFailed(task, fmt.Sprintf("gave up after %d deliveries", adv.Deliveries))
 	}
-	// A work-queue stream keeps a message that ran out of deliveries.
 	if err := st.DeleteMsg(ctx, adv.StreamSeq); err != nil {
 		c.log.Warn("delete failed task", "seq", adv.StreamSeq, "err", err)
 	}
@@ -577,21 +481,7 @@ func (c *Coordinator) onMaxDeliveries(ctx context.Context, data []byte) {
 
 func (c *Coordinator) recordFailed(task proto.Task, why string) {
 	now := time.Now()
-	_, err := c.db.Fold(task.ID, func(tx *store.Tx) error {
-		u, found, err := tx.Get(task.URL)
-		if err != nil || !found {
-			return err
-		}
-		u.Failed++
-		u.Errors++
-		if u.ErrorKinds == nil {
-			u.ErrorKinds = map[string]int64{}
-		}
-		u.ErrorKinds[string(proto.ErrFailed)]++
-		u.LastErrKind, u.LastErr = string(proto.ErrFailed), why
-		return tx.Put(u)
-	})
-	if err != nil {
+	if _, err := c.folder.Failed(task, why); err != nil {
 		c.log.Error("record failed task", "task", task.ID, "err", err)
 	}
 	c.m.failed.Inc()
@@ -601,5 +491,5 @@ func (c *Coordinator) recordFailed(task proto.Task, why string) {
 	c.counts.errors[string(proto.ErrFailed)]++
 	c.counts.Unlock()
 	c.log.Warn("task failed", "task", task.ID, "url", task.URL, "why", why)
-	c.release(task.ID, now, now.Add(time.Duration(float64(time.Second)/c.opts.HostRate)))
+	c.disp.Release(task.ID, now, now.Add(time.Duration(float64(time.Second)/c.opts.HostRate)))
 }

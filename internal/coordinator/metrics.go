@@ -15,10 +15,10 @@ type metrics struct {
 	changes     prometheus.Counter
 	errors      *prometheus.CounterVec // by kind
 	failed      prometheus.Counter
-	dispatched  prometheus.Counter
+	dispatched  prometheus.CounterFunc
 	duplicates  prometheus.Counter
 	bytes       prometheus.Counter
-	inFlight    prometheus.Gauge
+	inFlight    prometheus.GaugeFunc
 	urls        prometheus.Gauge
 	workers     prometheus.Gauge
 	queue       *prometheus.GaugeVec // pending, ack_pending, redelivered, results
@@ -41,17 +41,23 @@ type metrics struct {
 	speedup          *prometheus.GaugeVec
 }
 
-func newMetrics() *metrics {
+// inFlighter is what the metrics read of the dispatcher at scrape time.
+type inFlighter interface {
+	InFlight() int
+	Published() uint64
+}
+
+func newMetrics(d inFlighter) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	ns := "freshcrawl"
 	m.fetches = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "fetches_total", Help: "Fetch results folded, by outcome (ok, not_modified, error)."}, []string{"outcome"})
 	m.changes = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "changes_total", Help: "Changes detected."})
 	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "errors_total", Help: "Failed fetches by error kind."}, []string{"kind"})
 	m.failed = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "tasks_failed_total", Help: "Tasks that ran out of deliveries (MaxDeliver)."})
-	m.dispatched = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "tasks_dispatched_total", Help: "Tasks published to the task stream."})
+	m.dispatched = prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "tasks_dispatched_total", Help: "Tasks published to the task stream."}, func() float64 { return float64(d.Published()) })
 	m.duplicates = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "results_duplicate_total", Help: "Redelivered results that were already folded."})
 	m.bytes = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "fetched_bytes_total", Help: "Bytes of response bodies."})
-	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "tasks_in_flight", Help: "Tasks dispatched and not yet folded."})
+	m.inFlight = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "tasks_in_flight", Help: "Tasks dispatched and not yet folded."}, func() float64 { return float64(d.InFlight()) })
 	m.urls = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "urls", Help: "URLs known."})
 	m.workers = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "workers_seen", Help: "Workers that sent a heartbeat in the last minute."})
 	m.queue = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "queue_depth", Help: "Task queue depth by state (pending, ack_pending, redelivered) and results awaiting fold (results)."}, []string{"state"})

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -9,7 +10,6 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/proto"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
 	"github.com/freshcrawl/freshcrawl/internal/source"
-	"github.com/freshcrawl/freshcrawl/internal/store"
 )
 
 // Keyword-search probes (docs/design.md §3.6, the content-freshness paper). Every round, for each
@@ -21,7 +21,8 @@ import (
 // the result pages back into the tracked items.
 
 // sourceState is a keyword-search source as the coordinator runs it: its
-// planner, and its definition as it travels with every probe task.
+// planner (guarded by Coordinator.rounds), and its definition as it
+// travels with every probe task (fixed).
 type sourceState struct {
 	*schedule.Prober
 	def json.RawMessage
@@ -41,13 +42,37 @@ func newSourceState(src source.Source, policy string, priorRate float64) (*sourc
 	return &sourceState{Prober: p, def: def}, nil
 }
 
-// probeRounds starts the rounds that are due; the caller holds no lock.
-func (c *Coordinator) probeRounds(now time.Time) {
+// observedTotal is the result count a query's first result page showed.
+type observedTotal struct {
+	query []string
+	total int
+}
+
+// probeLoop starts the probe rounds of keyword-search sources when due.
+func (c *Coordinator) probeLoop(ctx context.Context) error {
+	every := time.Second
 	for _, ss := range c.sources {
-		c.mu.Lock()
-		due := ss.Due(now)
-		c.mu.Unlock()
-		if !due {
+		every = min(every, max(ss.Source().TimeUnit/10, 10*time.Millisecond))
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C:
+			c.probeRounds(now)
+		}
+	}
+}
+
+// probeRounds starts the rounds that are due. Planning a round holds only
+// the rounds lock: folds never wait for it.
+func (c *Coordinator) probeRounds(now time.Time) {
+	c.rounds.Lock()
+	defer c.rounds.Unlock()
+	for _, ss := range c.sources {
+		if !ss.Due(now) {
 			continue
 		}
 		name := ss.Source().Name
@@ -56,33 +81,41 @@ func (c *Coordinator) probeRounds(now time.Time) {
 			c.log.Error("probe round: read items", "source", name, "err", err)
 			continue
 		}
+		if len(stored) == 0 {
+			ss.Idle(now)
+			continue
+		}
 		items := make([]schedule.TrackedItem, len(stored))
 		for i, it := range stored {
 			items[i] = schedule.TrackedItem{ID: it.ID, Attrs: it.Attrs, Rate: it.Rate, LastSync: it.LastSync}
 		}
-		c.mu.Lock()
-		if len(items) == 0 {
-			ss.Idle(now)
-			c.mu.Unlock()
-			continue
+		c.probes.Lock()
+		totals := c.probes.totals[name]
+		delete(c.probes.totals, name)
+		c.probes.Unlock()
+		for _, t := range totals {
+			ss.ObserveTotal(t.query, t.total)
 		}
 		reqs, length, rep, err := ss.Round(items, now)
 		if err != nil {
-			c.mu.Unlock()
 			c.log.Error("probe round", "source", name, "err", err)
 			continue
 		}
-		// Spread the round's requests over its length, in order.
+		// Spread the round's requests over its length, in order. A request
+		// is recorded before the dispatcher can hand it out.
 		queued := 0
-		for i, r := range reqs {
-			u := ss.URL(r)
-			at := now.Add(time.Duration(float64(length) * float64(i) / float64(len(reqs))))
-			if c.sched.Enqueue(u, ss.Host(), at) {
-				c.probes[u] = r
-				queued++
+		c.probes.Lock()
+		c.disp.Do(func(s *schedule.Scheduler) {
+			for i, r := range reqs {
+				u := ss.URL(r)
+				at := now.Add(time.Duration(float64(length) * float64(i) / float64(len(reqs))))
+				if s.Enqueue(u, ss.Host(), at) {
+					c.probes.reqs[u] = r
+					queued++
+				}
 			}
-		}
-		c.mu.Unlock()
+		})
+		c.probes.Unlock()
 		c.m.probeRequests.Add(float64(queued))
 		c.m.contentFreshness.WithLabelValues(name).Set(rep.ContentFreshness)
 		c.m.coverage.WithLabelValues(name).Set(rep.CoverageRatio)
@@ -90,27 +123,31 @@ func (c *Coordinator) probeRounds(now time.Time) {
 		c.log.Info("probe round", "source", name, "policy", rep.Policy, "items", rep.Items, "queries", rep.Queries,
 			"requests", rep.Requests, "by_id", rep.ByID, "coverage", round(rep.CoverageRatio), "speedup", round(rep.SpeedupRatio),
 			"content_freshness", round(rep.ContentFreshness), "interval_units", round(rep.Interval))
-		c.poke()
+		c.disp.Poke()
 	}
 }
 
 func round(v float64) float64 { return math.Round(v*1000) / 1000 }
 
-// probeTask is the task of a one-off probe request.
-func (c *Coordinator) probeTask(url string, t *proto.Task) bool {
-	r, ok := c.probes[url]
+// probeTask makes t the task of a one-off probe request, if its URL is
+// one.
+func (c *Coordinator) probeTask(t *proto.Task) {
+	c.probes.Lock()
+	r, ok := c.probes.reqs[t.URL]
+	c.probes.Unlock()
 	if !ok {
-		return false
+		return
 	}
 	ss := c.sourceByName(r.Source)
 	if ss == nil {
-		return false
+		return
 	}
 	t.Kind = proto.KindProbe
 	t.Probe = &proto.ProbeSpec{Source: r.Source, Def: ss.def, Query: r.Query, Page: r.Page, Item: r.Item}
-	return true
 }
 
+// sourceByName is the source called name (nil if none); c.sources does
+// not change after New.
 func (c *Coordinator) sourceByName(name string) *sourceState {
 	for _, ss := range c.sources {
 		if ss.Source().Name == name {
@@ -120,59 +157,9 @@ func (c *Coordinator) sourceByName(name string) *sourceState {
 	return nil
 }
 
-// foldProbe folds a probe result into the tracked items: each item seen
-// gets its new value, the dissimilarity of the refresh, its sync time and
-// an observation for its change-rate estimate.
-func (c *Coordinator) foldProbe(tx *store.Tx, r *proto.Result, ss *sourceState) error {
-	at := r.StartedAt
-	for _, pi := range r.Items {
-		it, found, err := tx.GetItem(ss.Source().Name, pi.ID)
-		if err != nil {
-			return err
-		}
-		if !found {
-			continue // not tracked: results also show items nobody asked for
-		}
-		if !it.HasValue {
-			// The attributes the item was added with are the first copy.
-			it.Value, it.HasValue = ss.Source().Value(it.Attrs)
-		}
-		newV, ok := ss.Source().Value(pi.Fields)
-		if !ok {
-			continue
-		}
-		changed := it.HasValue && newV != it.Value
-		if it.HasValue {
-			it.Dissimilarity += ss.Source().Dissimilarity(it.Attrs, pi.Fields)
-			if !it.LastSync.IsZero() && at.After(it.LastSync) {
-				var st schedule.EstimateState
-				if len(it.Estimate) > 0 {
-					_ = st.UnmarshalBinary(it.Estimate)
-				}
-				it.Rate = c.est.Observe(&st, schedule.Fetch{At: at, Prev: it.LastSync, Changed: changed})
-				it.Estimate, _ = st.MarshalBinary()
-			}
-		}
-		if changed {
-			it.Changes++
-		}
-		if it.Attrs == nil {
-			it.Attrs = map[string]string{}
-		}
-		for k, v := range pi.Fields {
-			it.Attrs[k] = v
-		}
-		it.Value, it.HasValue = newV, true
-		it.LastSync = at
-		it.Syncs++
-		if err := tx.PutItem(it); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func (c *Coordinator) probeStatus() []schedule.ProbeStatus {
+	c.rounds.Lock()
+	defer c.rounds.Unlock()
 	var out []schedule.ProbeStatus
 	for _, ss := range c.sources {
 		out = append(out, ss.Status())

@@ -4,6 +4,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/freshcrawl/freshcrawl/internal/schedule"
 	"github.com/freshcrawl/freshcrawl/internal/seed"
 	"github.com/freshcrawl/freshcrawl/internal/store"
 )
@@ -73,22 +74,24 @@ func IngestSeeds(db *store.DB, r io.Reader, file string, onBad func(*seed.LineEr
 	return sum, flush()
 }
 
-// AddSeeds ingests seeds into the store and the live
+// AddSeeds ingests seeds into the store and the live schedule, a batch
+// at a time.
 func (c *Coordinator) AddSeeds(r io.Reader, file string) (SeedSummary, error) {
 	return IngestSeeds(c.db, r, file, nil, func(batch []store.URL) {
 		now := time.Now()
-		c.mu.Lock()
-		for _, u := range batch {
-			// A known URL keeps its estimate and schedule; only the
-			// seed's fields change.
-			if u.Rate <= 0 {
-				u.Rate = c.opts.PriorRate
+		var n int
+		c.disp.Do(func(s *schedule.Scheduler) {
+			for _, u := range batch {
+				// A known URL keeps its estimate and schedule; only the
+				// seed's fields change.
+				if u.Rate <= 0 {
+					u.Rate = c.opts.PriorRate
+				}
+				s.Add(info(u), now)
 			}
-			c.sched.Add(info(u), now)
-		}
-		n := c.sched.Len()
-		c.mu.Unlock()
+			n = s.Len()
+		})
 		c.m.urls.Set(float64(n))
-		c.poke()
+		c.disp.Poke()
 	})
 }

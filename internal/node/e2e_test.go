@@ -125,7 +125,7 @@ func TestEndToEnd(t *testing.T) {
 	}()
 
 	cfg := testConfig(t, t.TempDir())
-	coord, err := node.Start(ctx, cfg, node.Roles{Coordinator: true}, nil, quietLog())
+	coord, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true}, Log: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestEndToEnd(t *testing.T) {
 	wcfg := cfg
 	wcfg.NATS = coord.NATSURL
 	wcfg.WorkerID = "A"
-	workerA, err := node.Start(ctx, wcfg, node.Roles{Workers: 1}, nil, quietLog())
+	workerA, err := node.Start(ctx, node.Options{Config: wcfg, Roles: node.Roles{Workers: 1}, Log: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestEndToEnd(t *testing.T) {
 	workerA.Stop()
 
 	wcfg.WorkerID = "B"
-	workerB, err := node.Start(ctx, wcfg, node.Roles{Workers: 1}, nil, quietLog())
+	workerB, err := node.Start(ctx, node.Options{Config: wcfg, Roles: node.Roles{Workers: 1}, Log: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}

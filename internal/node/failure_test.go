@@ -25,7 +25,7 @@ func TestFailedAfterMaxDeliver(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	cfg.MaxDeliver = 2
 	cfg.AckWait = time.Second
-	coord, err := node.Start(ctx, cfg, node.Roles{Coordinator: true}, nil, quietLog())
+	coord, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true}, Log: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestRetryAfterSlowsHostForAllWorkers(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	cfg.HostRate = 20 // 50 ms between requests when healthy
 	cfg.Budget = 20
-	n, err := node.Start(ctx, cfg, node.Roles{Coordinator: true, Workers: 2}, nil, quietLog())
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 2}, Log: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestServerErrorsBackOffExponentially(t *testing.T) {
 	defer srv.Close()
 	cfg := testConfig(t, t.TempDir())
 	cfg.HostRate, cfg.Budget = 20, 20
-	n, err := node.Start(ctx, cfg, node.Roles{Coordinator: true, Workers: 2}, nil, quietLog())
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 2}, Log: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestRestartKeepsEverything(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	cfg := testConfig(t, dir)
-	n, err := node.Start(ctx, cfg, node.Roles{Coordinator: true, Workers: 1}, nil, quietLog())
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 1}, Log: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestRestartKeepsEverything(t *testing.T) {
 		return true
 	})
 	n.Stop()
-	n2, err := node.Start(ctx, cfg, node.Roles{Coordinator: true}, nil, quietLog())
+	n2, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true}, Log: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,13 +49,12 @@ type Node struct {
 	DB          *store.DB
 	Coordinator *coordinator.Coordinator
 	Workers     []*worker.Worker
-	// Policy overrides the configured policy (benchmarks).
-	srv    *server.Server
-	http   *http.Server
-	httpLn net.Listener
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	errc   chan error
+	srv         *server.Server
+	http        *http.Server
+	httpLn      net.Listener
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
+	errc        chan error
 }
 
 // Settings are the NATS settings cfg implies.
@@ -68,10 +67,27 @@ func Settings(cfg config.Config) broker.Settings {
 	return s
 }
 
+// Options say what a process runs and how.
+type Options struct {
+	// Config is the process's configuration.
+	Config config.Config
+	// Roles are the parts it runs.
+	Roles Roles
+	// Policy overrides the configured policy (benchmarks); nil uses
+	// Config.Policy and Config.Objective.
+	Policy schedule.Policy
+	// Log receives structured logs (default slog.Default()).
+	Log *slog.Logger
+	// Sources are keyword-search sources added to those of the config
+	// file (benchmarks, tests).
+	Sources []source.Source
+}
+
 // Start starts the roles and returns once everything is up. The process
 // then runs until ctx is done or Stop is called; Wait returns the first
 // error.
-func Start(ctx context.Context, cfg config.Config, roles Roles, policy schedule.Policy, log *slog.Logger, extraSources ...source.Source) (*Node, error) {
+func Start(ctx context.Context, o Options) (*Node, error) {
+	cfg, roles, policy, log := o.Config, o.Roles, o.Policy, o.Log
 	if log == nil {
 		log = slog.Default()
 	}
@@ -140,7 +156,7 @@ func Start(ctx context.Context, cfg config.Config, roles Roles, policy schedule.
 				return nil, err
 			}
 		}
-		sources = append(sources, extraSources...)
+		sources = append(sources, o.Sources...)
 		if policy == nil {
 			policy, err = schedule.PolicyByName(cfg.Policy, cfg.Objective)
 			if err != nil {

@@ -37,7 +37,7 @@ func TestPolitenessAcrossWorkers(t *testing.T) {
 	cfg.Workers = 8
 	cfg.Concurrency = 4
 	cfg.PriorRate = 1
-	n, err := node.Start(ctx, cfg, node.Roles{Coordinator: true, Workers: 8}, nil, quietLog())
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 8}, Log: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}

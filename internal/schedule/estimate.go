@@ -124,3 +124,47 @@ func (s *EstimateState) UnmarshalBinary(b []byte) error {
 	}
 	return nil
 }
+
+// Observation is one fetch outcome as the schedule learns from it. The
+// coordinator's fold builds it from a result and the URL's stored record,
+// the virtual benchmark from its simulated fetch; both hand it to Learn.
+type Observation struct {
+	// Start and End are when the request started and finished.
+	Start, End time.Time
+	OK         bool
+	// First is set when this fetch saw the URL's content for the first
+	// time: it carries no interval to learn a rate from.
+	First bool
+	// Prev is the previous successful fetch (zero: none).
+	Prev time.Time
+	// Changed: the content differs from the previous version.
+	Changed      bool
+	NotModified  bool
+	Disallowed   bool
+	LastModified time.Time // zero if the server sent none
+	// HostGap and HostNotBefore are the host's politeness after the fetch
+	// (Crawl-delay; Retry-After or backoff), as Feedback has them.
+	HostGap       time.Duration
+	HostNotBefore time.Time
+}
+
+// Learn is the one step from a fetch outcome to the schedule: a
+// successful fetch is folded into the URL's estimator state st (nil for a
+// one-off request, which has no estimate), and the returned Feedback, for
+// Scheduler.Done, carries the URL's rate after the fetch — the new
+// estimate, or rate, the one it had, when there was nothing to learn.
+// The caller persists st with the fetch's other effects before it hands
+// the Feedback to the scheduler.
+func (e Estimator) Learn(st *EstimateState, rate float64, o Observation) Feedback {
+	if o.OK && st != nil {
+		f := Fetch{At: o.Start, Prev: o.Prev, Changed: o.Changed, LastModified: o.LastModified}
+		if o.First {
+			f.Prev = time.Time{}
+		}
+		rate = e.Observe(st, f)
+	}
+	return Feedback{
+		Start: o.Start, End: o.End, OK: o.OK, Changed: o.Changed, NotModified: o.NotModified, Disallowed: o.Disallowed,
+		LastModified: o.LastModified, Rate: rate, HostGap: o.HostGap, HostNotBefore: o.HostNotBefore,
+	}
+}

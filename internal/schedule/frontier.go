@@ -18,6 +18,7 @@ type entry struct {
 	capture  bool
 	cap      *captureState // capture URLs only
 	oneShot  bool          // a one-off request (a probe): forgotten once done
+	pos      int           // in Scheduler.list, -1 for a one-off request
 	// disallowed by robots.txt (or robots.txt unreachable): no share of
 	// the budget, rechecked every DisallowRetry against the cached
 	// robots.txt so that a host that allows it again gets it back.
@@ -32,7 +33,8 @@ type hostQueue struct {
 	gap       time.Duration // least time between two fetches in force now
 	nextFree  time.Time     // earliest time the host may be fetched again
 	inFlight  int
-	index     int // in frontier.hosts heap, -1 when not queued
+	index     int   // in frontier.hosts heap, -1 when not queued
+	plan      int32 // in Scheduler.planHosts, -1 until a URL of the host is added
 	lastFetch time.Time
 	// busy is a moving average of how long a request to the host takes:
 	// the host is spaced from the end of each request, so it can take at
@@ -80,7 +82,7 @@ func newFrontier() *frontier {
 func (f *frontier) host(name string, gap time.Duration) *hostQueue {
 	h, ok := f.hosts[name]
 	if !ok {
-		h = &hostQueue{name: name, gap: gap, index: -1}
+		h = &hostQueue{name: name, gap: gap, index: -1, plan: -1}
 		f.hosts[name] = h
 	}
 	return h
@@ -92,7 +94,7 @@ func (f *frontier) add(url, host string, gap time.Duration) (*entry, bool) {
 		return e, false
 	}
 	h := f.host(host, gap)
-	e := &entry{url: url, host: h, index: -1, weight: 1}
+	e := &entry{url: url, host: h, index: -1, pos: -1, weight: 1}
 	f.urls[url] = e
 	return e, true
 }

@@ -83,8 +83,10 @@ type Adaptive interface {
 // Scheduler is the scheduling step with no I/O and no clock of its own:
 // every call says what time it is, so the same code runs in the
 // coordinator on the wall clock and in `freshcrawl bench policies
-// --mode virtual` on a simulated one. It is not safe for concurrent use;
-// the coordinator holds its lock.
+// --mode virtual` on a simulated one. It is not safe for concurrent use:
+// the coordinator's dispatcher holds it under its lock, and re-plans in
+// three steps (Snapshot, PlanJob.Solve, Apply) so that the lock is never
+// held while the policy runs.
 type Scheduler struct {
 	o      SchedulerOptions
 	front  *frontier
@@ -94,6 +96,21 @@ type Scheduler struct {
 	inUse  float64
 	shots  int      // one-off entries queued or in flight
 	list   []*entry // every URL (not one-off requests), in the order added: the plan's element order
+
+	// The plan's input, kept up to date element by element (mirror) so a
+	// re-plan copies arrays instead of walking a million entries under
+	// the caller's lock. Index i is list[i].
+	rates   []float64
+	weights []float64 // 0 for a disallowed URL: it takes no budget
+	blocked []bool    // disallowed by robots.txt
+	freqs   []float64 // the URL's frequency now, 1/interval (0: unscheduled or disallowed): an adaptive policy's plan
+	// hosts[i] indexes planHosts, in order of first appearance in list.
+	// It only ever grows, so a snapshot may share it.
+	hosts     []int32
+	planHosts []*hostQueue
+
+	disallowed int                 // URLs disallowed now
+	captures   map[*entry]struct{} // capture URLs
 }
 
 // NewScheduler returns an empty scheduler.
@@ -116,7 +133,35 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 	if o.DisallowRetry <= 0 {
 		o.DisallowRetry = time.Hour
 	}
-	return &Scheduler{o: o, front: newFrontier()}
+	return &Scheduler{o: o, front: newFrontier(), captures: map[*entry]struct{}{}}
+}
+
+// mirror copies e's plan input into the scheduler's arrays; every change
+// of e's rate, weight, interval or disallowed flag ends with it.
+func (s *Scheduler) mirror(e *entry) {
+	if e.pos < 0 {
+		return
+	}
+	w, f := e.weight, 0.0
+	if e.disallowed {
+		w = 0
+	} else if e.interval > 0 {
+		f = float64(time.Second) / float64(e.interval)
+	}
+	s.rates[e.pos], s.weights[e.pos], s.blocked[e.pos], s.freqs[e.pos] = e.rate, w, e.disallowed, f
+}
+
+// setDisallowed sets e's disallowed flag, keeping the count.
+func (s *Scheduler) setDisallowed(e *entry, v bool) {
+	if e.disallowed == v {
+		return
+	}
+	e.disallowed = v
+	if v {
+		s.disallowed++
+	} else {
+		s.disallowed--
+	}
 }
 
 // Policy is the scheduler's policy.
@@ -159,14 +204,22 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		}
 		e.weight, e.capture = u.Weight, u.Capture
 		s.setCapture(e, u)
+		s.mirror(e)
 		return false
 	}
 	e, _ := s.front.add(u.URL, u.Host, s.baseGap())
 	e.weight, e.capture, e.rate = u.Weight, u.Capture, u.Rate
+	e.pos = len(s.list)
 	s.list = append(s.list, e)
+	if e.host.plan < 0 {
+		e.host.plan = int32(len(s.planHosts))
+		s.planHosts = append(s.planHosts, e.host)
+	}
+	s.hosts = append(s.hosts, e.host.plan)
+	s.rates, s.weights, s.blocked, s.freqs = append(s.rates, 0), append(s.weights, 0), append(s.blocked, false), append(s.freqs, 0)
 	s.setCapture(e, u)
 	s.moved++
-	e.disallowed = u.Disallowed
+	s.setDisallowed(e, u.Disallowed)
 	e.interval = u.Interval
 	if e.interval <= 0 {
 		if a, ok := s.o.Policy.(Adaptive); ok {
@@ -184,6 +237,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		spread := float64(s.Len()) / s.o.Budget * float64(time.Second)
 		due = now.Add(time.Duration(spread * frac(u.URL)))
 	}
+	s.mirror(e)
 	s.front.schedule(e, due)
 	return true
 }
@@ -193,8 +247,10 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 func (s *Scheduler) setCapture(e *entry, u URLInfo) {
 	if !u.Capture {
 		e.cap = nil
+		delete(s.captures, e)
 		return
 	}
+	s.captures[e] = struct{}{}
 	if e.cap == nil || (e.cap.configured && e.cap.period != u.Period.Seconds()) || (!e.cap.configured && u.Period > 0) {
 		e.cap = newCaptureState(u.Period, u.Polls)
 		e.cap.uniform = s.o.CaptureUniform
@@ -214,7 +270,7 @@ func (s *Scheduler) ObserveCapture(url string, from, to time.Time, exact bool) {
 // CaptureStatus lists the capture URLs' schedules (at most limit).
 func (s *Scheduler) CaptureStatus(limit int) []CaptureStatus {
 	var out []CaptureStatus
-	for _, e := range s.front.urls {
+	for e := range s.captures {
 		if e.cap != nil {
 			out = append(out, e.cap.status(e.url, e.interval))
 		}
@@ -270,7 +326,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		s.moved++
 	}
 	if e.disallowed != fb.Disallowed {
-		e.disallowed = fb.Disallowed
+		s.setDisallowed(e, fb.Disallowed)
 		s.moved++
 	}
 	if e.interval <= 0 {
@@ -292,6 +348,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	case adaptive && e.interval > 0:
 		e.interval, due = a.Next(e.interval, fb)
 	}
+	s.mirror(e)
 	s.front.done(e, end, due)
 }
 
@@ -330,58 +387,99 @@ func (s *Scheduler) Plan() (PlanOutput, time.Time, float64) { return s.plan, s.p
 
 // Disallowed counts URLs robots.txt disallows (rechecked every
 // DisallowRetry, with no share of the budget).
-func (s *Scheduler) Disallowed() int {
-	n := 0
-	for _, e := range s.front.urls {
-		if e.disallowed {
-			n++
-		}
+func (s *Scheduler) Disallowed() int { return s.disallowed }
+
+// Replan re-solves the policy over all URLs and sets every interval: the
+// three steps of a PlanJob at once, for a caller that owns the Scheduler
+// (the virtual benchmark). An adaptive policy has no global plan: only the
+// model's freshness is refreshed.
+func (s *Scheduler) Replan(now time.Time) (PlanOutput, error) {
+	j := s.Snapshot(now)
+	if err := j.Solve(); err != nil {
+		return PlanOutput{}, err
 	}
-	return n
+	for !s.Apply(j, now, len(j.freq)) {
+	}
+	return j.out, nil
 }
 
-// Replan re-solves the policy over all URLs and sets every interval. An
-// adaptive policy has no global plan: only the model's freshness is
-// refreshed.
-func (s *Scheduler) Replan(now time.Time) (PlanOutput, error) {
-	// A stable order (the order URLs were added) keeps the element set of
-	// consecutive plans aligned, so the policy can warm-start, without
-	// sorting millions of URLs on every plan.
-	entries := s.list
-	hostIdx := map[*hostQueue]int32{}
-	in := PlanInput{Budget: s.o.Budget, Rates: make([]float64, len(entries)), Weights: make([]float64, len(entries)), Hosts: make([]int32, len(entries))}
-	for i, e := range entries {
-		hi, ok := hostIdx[e.host]
-		if !ok {
-			hi = int32(len(in.HostCaps))
-			hostIdx[e.host] = hi
-			// The cap is what the host can take given its gap (host rate,
-			// Crawl-delay) and how long its requests last.
-			in.HostCaps = append(in.HostCaps, e.host.capacity())
-		}
-		w := e.weight
-		if e.disallowed {
-			w = 0 // takes no budget
-		}
-		in.Rates[i], in.Weights[i], in.Hosts[i] = e.rate, w, hi
+// PlanJob is one re-plan, split so that a caller sharing the Scheduler
+// under a lock holds the lock only for the cheap steps:
+//
+//	j := s.Snapshot(now) // locked: copies the plan input, O(n) memcpy
+//	err := j.Solve()     // unlocked: runs the policy, the slow part
+//	s.Apply(j, now, k)   // locked, repeated until it returns true: sets k intervals a call
+//
+// URLs added after the snapshot keep their interval until the next plan;
+// estimates that move meanwhile count towards the next one (ReplanDue).
+// Only one PlanJob of a Scheduler may be in progress at a time.
+type PlanJob struct {
+	at       time.Time
+	policy   Policy
+	adaptive bool
+	budget   float64
+	explore  float64
+	in       PlanInput
+	blocked  []bool
+	moved    int // Scheduler.moved at the snapshot
+
+	out   PlanOutput
+	freq  []float64 // per element, exploration included
+	sat   []bool    // per host: the plan gives it all it can take
+	inUse float64
+	next  int // elements applied so far
+}
+
+// Len is the number of URLs the plan covers.
+func (j *PlanJob) Len() int { return len(j.in.Rates) }
+
+// Output is the policy's plan once solved.
+func (j *PlanJob) Output() PlanOutput { return j.out }
+
+// Snapshot copies what a re-plan needs at now: every URL's rate, weight
+// and host, and every host's capacity. It costs a copy of three arrays of
+// n numbers, not a walk over the entries.
+func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
+	n := len(s.list)
+	_, adaptive := s.o.Policy.(Adaptive)
+	j := &PlanJob{at: now, policy: s.o.Policy, adaptive: adaptive, budget: s.o.Budget, explore: s.o.ExploreShare, moved: s.moved}
+	j.in = PlanInput{
+		Budget:  s.o.Budget,
+		Rates:   append([]float64(nil), s.rates...),
+		Weights: append([]float64(nil), s.weights...),
+		// Appends never touch the first n elements, so the slice is
+		// shared; the cap stops the policy from appending into it.
+		Hosts:    s.hosts[:n:n],
+		HostCaps: make([]float64, len(s.planHosts)),
 	}
-	if _, ok := s.o.Policy.(Adaptive); ok {
-		freq := make([]float64, len(entries))
-		s.inUse = 0
-		for i, e := range entries {
-			if e.interval > 0 && !e.disallowed {
-				freq[i] = float64(time.Second) / float64(e.interval)
-				s.inUse += freq[i]
-			}
-		}
-		out := PlanOutput{Freq: freq}
-		out.Freshness, out.Age = modelFreshness(in, freq)
-		s.plan, s.planAt, s.moved = out, now, 0
-		return out, nil
+	j.blocked = append([]bool(nil), s.blocked...)
+	for i, h := range s.planHosts {
+		// The cap is what the host can take given its gap (host rate,
+		// Crawl-delay) and how long its requests last.
+		j.in.HostCaps[i] = h.capacity()
 	}
-	out, err := s.o.Policy.Plan(in)
+	if adaptive {
+		j.freq = append([]float64(nil), s.freqs...)
+	}
+	return j
+}
+
+// Solve runs the policy over the snapshot. It touches nothing of the
+// Scheduler, so it runs without the caller's lock.
+func (j *PlanJob) Solve() error {
+	in := j.in
+	if j.adaptive {
+		j.inUse = 0
+		for _, f := range j.freq {
+			j.inUse += f
+		}
+		j.out = PlanOutput{Freq: j.freq}
+		j.out.Freshness, j.out.Age = modelFreshness(in, j.freq)
+		return nil
+	}
+	out, err := j.policy.Plan(in)
 	if err != nil {
-		return out, err
+		return err
 	}
 	// URLs the optimum gives up on are still explored. Their fetches come
 	// out of the budget, not on top of it (else the global limiter would
@@ -389,14 +487,14 @@ func (s *Scheduler) Replan(now time.Time) (PlanOutput, error) {
 	// exploration leaves.
 	// A URL's exploration rate is a share of its uniform frequency, and
 	// on a host that cannot give every URL that much, of the host's share.
-	uniform := s.o.Budget / math.Max(1, float64(len(entries)))
+	uniform := j.budget / math.Max(1, float64(len(in.Rates)))
 	perHost := make([]int, len(in.HostCaps))
 	for _, h := range in.Hosts {
 		perHost[h]++
 	}
 	explore := func(i int) float64 {
 		h := in.Hosts[i]
-		return s.o.ExploreShare * math.Min(uniform, in.HostCaps[h]/float64(perHost[h]))
+		return j.explore * math.Min(uniform, in.HostCaps[h]/float64(perHost[h]))
 	}
 	if givenUp(out.Freq, in.Weights) > 0 {
 		spent := 0.0
@@ -408,15 +506,15 @@ func (s *Scheduler) Replan(now time.Time) (PlanOutput, error) {
 			}
 		}
 		again := in
-		again.Budget = math.Max(s.o.Budget-spent, s.o.Budget/2)
+		again.Budget = math.Max(j.budget-spent, j.budget/2)
 		again.HostCaps = caps
-		if o2, err := s.o.Policy.Plan(again); err == nil {
+		if o2, err := j.policy.Plan(again); err == nil {
 			out = o2
 		}
 	}
-	freq := make([]float64, len(entries))
-	for i, e := range entries {
-		if e.disallowed {
+	freq := make([]float64, len(in.Rates))
+	for i := range freq {
+		if j.blocked[i] {
 			continue
 		}
 		freq[i] = out.Freq[i]
@@ -435,26 +533,58 @@ func (s *Scheduler) Replan(now time.Time) (PlanOutput, error) {
 			freq[i] *= in.HostCaps[h] / sum[h]
 		}
 	}
-	for hq, hi := range hostIdx {
-		saturated := in.HostCaps[hi] > 0 && sum[hi] >= 0.98*in.HostCaps[hi]
-		if hq.saturated != saturated {
-			hq.saturated = saturated
-			s.front.fixHost(hq)
+	j.sat = make([]bool, len(in.HostCaps))
+	for h := range j.sat {
+		j.sat[h] = in.HostCaps[h] > 0 && sum[h] >= 0.98*in.HostCaps[h]
+	}
+	j.inUse = 0
+	for _, f := range freq {
+		if f > 0 {
+			j.inUse += f
 		}
 	}
-	s.inUse = 0
-	for i, e := range entries {
+	j.out, j.freq = out, freq
+	return nil
+}
+
+// Apply sets the intervals of up to limit more URLs from a solved job,
+// moving each queued URL's next fetch by the change of its interval, and
+// reports whether the job is done; the plan takes effect (Plan,
+// ReplanDue) with the last call. A caller that shares the Scheduler under
+// a lock takes it for each call, so that a fold waits for at most limit
+// URLs' worth of heap updates.
+func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
+	if j.next == 0 && !j.adaptive {
+		for h, sat := range j.sat {
+			if hq := s.planHosts[h]; hq.saturated != sat {
+				hq.saturated = sat
+				s.front.fixHost(hq)
+			}
+		}
+	}
+	end := len(j.freq)
+	if j.adaptive {
+		j.next = end
+	}
+	if limit < end-j.next {
+		end = j.next + limit
+	}
+	for i := j.next; i < end; i++ {
+		e := s.list[i]
 		if e.disallowed {
 			e.interval = s.o.DisallowRetry
+			s.mirror(e)
 			continue
 		}
-		f := freq[i]
+		f := j.freq[i]
 		if f <= 0 {
 			continue
 		}
-		s.inUse += f
 		old := e.interval
-		iv := max(time.Duration(float64(time.Second)/f), time.Millisecond)
+		iv := time.Duration(float64(time.Second) / f)
+		if iv < time.Millisecond {
+			iv = time.Millisecond
+		}
 		e.interval = iv
 		if e.index >= 0 && old > 0 && !e.nextDue.IsZero() && e.cap == nil {
 			// Keep the phase: move the next fetch by the change of
@@ -465,9 +595,18 @@ func (s *Scheduler) Replan(now time.Time) (PlanOutput, error) {
 			}
 			s.front.schedule(e, due)
 		}
+		s.mirror(e)
 	}
-	s.plan, s.planAt, s.moved = out, now, 0
-	return out, nil
+	j.next = end
+	if j.next < len(j.freq) {
+		return false
+	}
+	s.plan, s.planAt, s.inUse = j.out, j.at, j.inUse
+	s.moved -= j.moved
+	if s.moved < 0 {
+		s.moved = 0
+	}
+	return true
 }
 
 // givenUp counts the elements that matter (weight > 0) and get no fetches.

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Bucket names. Keys are documented per bucket.
@@ -40,8 +41,15 @@ var (
 // SchemaVersion is written to the meta bucket; Open refuses a newer one.
 const SchemaVersion = 1
 
-// ErrNotFound is returned when a key is absent.
-var ErrNotFound = errors.New("not found")
+// Errors callers can test for with errors.Is; bbolt's own errors stay
+// wrapped behind them.
+var (
+	// ErrNotFound is returned when a key is absent.
+	ErrNotFound = errors.New("not found")
+	// ErrLocked is returned by Open when another process holds the store
+	// (a running coordinator): stop it, or go through its API.
+	ErrLocked = errors.New("store is locked by another process (is a coordinator running on this data directory? stop it, or reach it through its API with --api)")
+)
 
 // Options tune Open.
 type Options struct {
@@ -92,8 +100,8 @@ func Open(path string, opt Options) (*DB, error) {
 		NoFreelistSync: true,
 	})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
-			return nil, fmt.Errorf("open store %s: locked by another process (is a coordinator running on this data directory?): %w", path, err)
+		if errors.Is(err, berrors.ErrTimeout) {
+			return nil, fmt.Errorf("open store %s: %w: %w", path, ErrLocked, err)
 		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}

@@ -1,0 +1,212 @@
+package broker
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/freshcrawl/freshcrawl/internal/proto"
+)
+
+func start(t *testing.T) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	srv, err := StartEmbedded(EmbeddedOptions{Dir: filepath.Join(t.TempDir(), "nats"), Listen: "127.0.0.1:-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, js, err := Connect(srv.ClientURL(), "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		nc.Close()
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	})
+	return nc, js
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func settings(ackWait time.Duration, maxDeliver, maxAckPending int) Settings {
+	s := DefaultSettings()
+	s.AckWait, s.MaxDeliver, s.MaxAckPending, s.Duplicates = ackWait, maxDeliver, maxAckPending, 90*time.Second
+	return s
+}
+
+func consumerConfig(t *testing.T, js jetstream.JetStream, stream, name string) jetstream.ConsumerConfig {
+	t.Helper()
+	c, err := js.Consumer(ctx(t), stream, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Info(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Config
+}
+
+// Ensure creates the work-queue streams and the durable consumers with
+// the settings, and a second Ensure updates them.
+func TestEnsureCreatesWithSettings(t *testing.T) {
+	_, js := start(t)
+	if err := Ensure(ctx(t), js, settings(7*time.Second, 4, 33)); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{proto.TaskStream, proto.ResultStream} {
+		st, err := js.Stream(ctx(t), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := st.Info(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := info.Config
+		if cfg.Retention != jetstream.WorkQueuePolicy || cfg.Storage != jetstream.FileStorage || cfg.Replicas != 1 || cfg.Duplicates != 90*time.Second {
+			t.Errorf("stream %s: %+v", name, cfg)
+		}
+	}
+	task := consumerConfig(t, js, proto.TaskStream, proto.TaskConsumer)
+	if task.AckPolicy != jetstream.AckExplicitPolicy || task.AckWait != 7*time.Second || task.MaxDeliver != 4 || task.MaxAckPending != 33 || task.FilterSubject != proto.TaskSubjectPrefix+">" {
+		t.Errorf("task consumer: %+v", task)
+	}
+	res := consumerConfig(t, js, proto.ResultStream, proto.ResultConsumer)
+	if res.AckPolicy != jetstream.AckExplicitPolicy || res.MaxDeliver != -1 {
+		t.Errorf("result consumer: %+v (a result must be redelivered until folded)", res)
+	}
+	if err := Ensure(ctx(t), js, settings(9*time.Second, 4, 50)); err != nil {
+		t.Fatal(err)
+	}
+	if task := consumerConfig(t, js, proto.TaskStream, proto.TaskConsumer); task.AckWait != 9*time.Second || task.MaxAckPending != 50 {
+		t.Errorf("after a second Ensure the task consumer has AckWait %v, MaxAckPending %d; want 9s and 50", task.AckWait, task.MaxAckPending)
+	}
+}
+
+// A worker's EnsureExisting leaves the coordinator's settings alone, and
+// creates everything when it comes first.
+func TestEnsureExisting(t *testing.T) {
+	_, js := start(t)
+	if err := EnsureExisting(ctx(t), js, settings(5*time.Second, 3, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if task := consumerConfig(t, js, proto.TaskStream, proto.TaskConsumer); task.MaxAckPending != 8 || task.AckWait != 5*time.Second {
+		t.Errorf("created by a worker first: %+v, want its settings", task)
+	}
+	if err := Ensure(ctx(t), js, settings(60*time.Second, 5, 256)); err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureExisting(ctx(t), js, settings(5*time.Second, 3, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if task := consumerConfig(t, js, proto.TaskStream, proto.TaskConsumer); task.MaxAckPending != 256 || task.AckWait != 60*time.Second || task.MaxDeliver != 5 {
+		t.Errorf("a worker changed the coordinator's settings: %+v", task)
+	}
+}
+
+// Queue reports tasks pending, delivered and unacknowledged, and results
+// awaiting their fold.
+func TestQueue(t *testing.T) {
+	_, js := start(t)
+	if err := Ensure(ctx(t), js, settings(time.Minute, 5, 64)); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := js.Publish(ctx(t), proto.TaskSubject(proto.KindFetch), []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if _, err := js.Publish(ctx(t), proto.ResultSubject(proto.KindFetch), []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons, err := js.Consumer(ctx(t), proto.TaskStream, proto.TaskConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for range b.Messages() {
+		got++
+	}
+	if got != 1 {
+		t.Fatalf("fetched %d tasks, want 1", got)
+	}
+	q, err := Queue(ctx(t), js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := QueueInfo{Pending: 2, AckPending: 1, Messages: 3, Results: 2}
+	if q != want {
+		t.Errorf("queue %+v, want %+v", q, want)
+	}
+}
+
+// A task that runs out of deliveries raises the advisory, and
+// ParseMaxDeliveries finds the task in it.
+func TestMaxDeliveriesAdvisory(t *testing.T) {
+	nc, js := start(t)
+	if err := Ensure(ctx(t), js, settings(200*time.Millisecond, 1, 64)); err != nil {
+		t.Fatal(err)
+	}
+	advisories := make(chan *nats.Msg, 4)
+	sub, err := nc.ChanSubscribe(MaxDeliveriesSubject(), advisories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	ack, err := js.Publish(ctx(t), proto.TaskSubject(proto.KindFetch), []byte("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.Consumer(ctx(t), proto.TaskStream, proto.TaskConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second)); err != nil { // taken, never acknowledged
+		t.Fatal(err)
+	}
+	select {
+	case m := <-advisories:
+		adv, err := ParseMaxDeliveries(m.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if adv.StreamSeq != ack.Sequence || adv.Deliveries != 1 || adv.Stream != proto.TaskStream || adv.Consumer != proto.TaskConsumer {
+			t.Errorf("advisory %+v, want task %d after 1 delivery", adv, ack.Sequence)
+		}
+	case <-ctx(t).Done():
+		t.Fatal("no max-deliveries advisory")
+	}
+}
+
+func TestParseMaxDeliveriesRefuses(t *testing.T) {
+	for _, b := range []string{"", "{", `{"stream":"S","deliveries":3}`, `{"stream_seq":"x"}`} {
+		if a, err := ParseMaxDeliveries([]byte(b)); err == nil {
+			t.Errorf("%q parsed as %+v", b, a)
+		}
+	}
+}
+
+func TestStartEmbeddedBadAddress(t *testing.T) {
+	for _, addr := range []string{"nowhere", "127.0.0.1:http"} {
+		if _, err := StartEmbedded(EmbeddedOptions{Dir: t.TempDir(), Listen: addr}); err == nil {
+			t.Errorf("listen %q: started", addr)
+		}
+	}
+}

@@ -1,0 +1,196 @@
+package fold
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/freshcrawl/freshcrawl/internal/proto"
+	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/internal/source"
+	"github.com/freshcrawl/freshcrawl/internal/store"
+)
+
+var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func newFolder(t *testing.T, recs ...store.URL) (*Folder, *store.DB) {
+	t.Helper()
+	db, err := store.OpenDir(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if len(recs) > 0 {
+		if _, err := db.Upsert(recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	est := schedule.NewEstimator(90*24*time.Hour, 0.25/86400)
+	return New(db, est, slog.New(slog.NewTextHandler(io.Discard, nil))), db
+}
+
+func result(id, url string, at time.Time, hash string) proto.Result {
+	return proto.Result{V: proto.Version, TaskID: id, Kind: proto.KindFetch, URL: url, Host: "a.example", StartedAt: at, FinishedAt: at.Add(time.Second),
+		Status: 200, Hash: hash, Changed: true, Text: "text " + hash, LastModified: at.Add(-time.Hour).Format(http.TimeFormat)}
+}
+
+func fold(t *testing.T, f *Folder, in ...Input) []Outcome {
+	t.Helper()
+	out, err := f.Fold(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// First content, a change, and a redelivery of the change: the record,
+// content, change log and estimate move once per result, and the feedback
+// carries the estimator's rate.
+func TestFoldFetches(t *testing.T) {
+	const u = "http://a.example/p"
+	f, db := newFolder(t, store.URL{URL: u, Host: "a.example", Weight: 1, Mode: "freshness"})
+	first := fold(t, f, Input{Result: result("t1", u, t0, "h1"), Interval: time.Hour})
+	if !first[0].Applied || first[0].Changed || first[0].Event != nil {
+		t.Errorf("first content: %+v, want applied, no change", first[0])
+	}
+	change := Input{Result: result("t2", u, t0.Add(2*time.Hour), "h2"), Interval: 30 * time.Minute}
+	change.Result.Diff = &proto.DiffSummary{LinesAdded: 2}
+	second := fold(t, f, change)
+	o := second[0]
+	if !o.Applied || !o.Changed || o.Event == nil || o.Event.PrevHash != "h1" || o.Event.Hash != "h2" || o.Event.Diff.LinesAdded != 2 {
+		t.Errorf("change: %+v", o)
+	}
+	rec, err := db.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Fetches != 2 || rec.Changes != 1 || rec.Hash != "h2" || rec.Interval != 30*time.Minute || !rec.NextDue.Equal(t0.Add(2*time.Hour+30*time.Minute)) {
+		t.Errorf("record %+v", rec)
+	}
+	if o.Feedback.Rate != rec.Rate || rec.Rate <= 0 || !o.Feedback.Changed || !o.Feedback.Start.Equal(t0.Add(2*time.Hour)) || !o.Feedback.End.Equal(t0.Add(2*time.Hour+time.Second)) {
+		t.Errorf("feedback %+v with stored rate %v", o.Feedback, rec.Rate)
+	}
+	if text, _ := db.Content(u); text != "text h2" {
+		t.Errorf("content %q", text)
+	}
+	again := fold(t, f, change)
+	if again[0].Applied || again[0].Event != nil {
+		t.Errorf("redelivery: %+v, want not applied", again[0])
+	}
+	after, _ := db.Get(u)
+	changes, _ := db.Changes(0, 10)
+	if after.Fetches != 2 || after.Rate != rec.Rate || string(after.Estimate) != string(rec.Estimate) || len(changes) != 1 {
+		t.Errorf("redelivery changed the record (%+v) or the log (%d changes)", after, len(changes))
+	}
+}
+
+// Server errors back the host off exponentially and Retry-After holds it;
+// a failed fetch keeps the rate and does not touch the estimate.
+func TestFoldHostPoliteness(t *testing.T) {
+	const u = "http://a.example/p"
+	f, db := newFolder(t, store.URL{URL: u, Host: "a.example", Weight: 1, Mode: "freshness", Rate: 1e-5})
+	var last Outcome
+	for i := range 3 {
+		r := result("e"+string(rune('0'+i)), u, t0.Add(time.Duration(i)*time.Minute), "")
+		r.Status, r.ErrKind, r.Changed, r.CrawlDelay = 503, proto.ErrHTTPStatus, false, 3*time.Second
+		last = fold(t, f, Input{Result: r})[0]
+	}
+	hosts, err := db.Hosts()
+	if err != nil || len(hosts) != 1 {
+		t.Fatalf("hosts %+v, %v", hosts, err)
+	}
+	h := hosts[0]
+	if h.ServerErrs != 3 || h.Backoff != 4*time.Second || !h.BackoffTill.Equal(t0.Add(2*time.Minute+4*time.Second)) || h.CrawlDelay != 3*time.Second {
+		t.Errorf("host after three 503s: %+v", h)
+	}
+	if fb := last.Feedback; fb.OK || fb.Rate != 1e-5 || fb.HostGap != 3*time.Second || !fb.HostNotBefore.Equal(h.BackoffTill) {
+		t.Errorf("feedback %+v, want the stored rate and the host's politeness", fb)
+	}
+	rec, _ := db.Get(u)
+	if rec.Errors != 3 || rec.ErrorKinds[string(proto.ErrHTTPStatus)] != 3 || len(rec.Estimate) != 0 || rec.Rate != 1e-5 {
+		t.Errorf("record %+v", rec)
+	}
+	r := result("ok", u, t0.Add(time.Hour), "h1")
+	r.RetryAfter = 10 * time.Minute
+	fold(t, f, Input{Result: r})
+	hosts, _ = db.Hosts()
+	if h := hosts[0]; h.ServerErrs != 0 || !h.BackoffTill.Equal(t0.Add(70*time.Minute)) || h.CrawlDelay != 0 {
+		t.Errorf("host after a success with Retry-After: %+v", h)
+	}
+	fold(t, f, Input{Result: result("ok2", u, t0.Add(2*time.Hour), "h1")})
+	hosts, _ = db.Hosts()
+	if h := hosts[0]; h.Backoff != 0 {
+		t.Errorf("host after a plain success: %+v, want the backoff reset", h)
+	}
+}
+
+// A capture URL keeps every version, dated exactly by a plausible
+// Last-Modified.
+func TestFoldCaptureVersions(t *testing.T) {
+	const u = "http://a.example/feed"
+	f, db := newFolder(t, store.URL{URL: u, Host: "a.example", Weight: 1, Mode: "capture"})
+	fold(t, f, Input{Result: result("c1", u, t0, "h1")})
+	o := fold(t, f, Input{Result: result("c2", u, t0.Add(3*time.Hour), "h2")})[0]
+	if o.Version == nil || !o.Version.Exact || !o.Version.Before.Equal(t0.Add(2*time.Hour)) || !o.Version.After.Equal(t0) || o.Version.Text != "" {
+		t.Errorf("version %+v, want exactly at Last-Modified, after the previous poll, without text", o.Version)
+	}
+	vs, err := db.Versions(u)
+	if err != nil || len(vs) != 2 {
+		t.Fatalf("versions %+v, %v", vs, err)
+	}
+	if v, _ := db.Version(u, 2); v.Text != "text h2" {
+		t.Errorf("stored version text %q", v.Text)
+	}
+}
+
+// A probe result updates the tracked items it shows, with their value,
+// dissimilarity and an estimate; items not tracked and results of probes
+// no longer planned are left alone.
+func TestFoldProbeItems(t *testing.T) {
+	f, db := newFolder(t)
+	src := &source.Source{Name: "s", ValueField: "cites"}
+	if _, err := db.UpsertItems([]store.Item{{Source: "s", ID: "i1", Attrs: map[string]string{"cites": "3"}, LastSync: t0}}); err != nil {
+		t.Fatal(err)
+	}
+	probe := proto.Result{V: proto.Version, TaskID: "p1", Kind: proto.KindProbe, URL: "http://s.example/search?q=x", Host: "s.example",
+		StartedAt: t0.Add(24 * time.Hour), FinishedAt: t0.Add(24*time.Hour + time.Second), Status: 200,
+		Items: []proto.ProbeItem{{ID: "i1", Fields: map[string]string{"cites": "5"}}, {ID: "stranger", Fields: map[string]string{"cites": "9"}}}}
+	o := fold(t, f, Input{Result: probe, Source: src})[0]
+	if !o.Applied || o.Feedback.Rate != 0 || !o.Feedback.OK {
+		t.Errorf("probe outcome %+v, want applied with no rate of its own", o)
+	}
+	items, err := db.Items("s")
+	if err != nil || len(items) != 1 {
+		t.Fatalf("items %+v, %v", items, err)
+	}
+	it := items[0]
+	if it.Value != 5 || it.Changes != 1 || it.Syncs != 1 || it.Dissimilarity != 2 || it.Rate <= 0 || !it.LastSync.Equal(probe.StartedAt) {
+		t.Errorf("item after the probe: %+v", it)
+	}
+	orphan := probe
+	orphan.TaskID, orphan.Items = "p2", []proto.ProbeItem{{ID: "i1", Fields: map[string]string{"cites": "50"}}}
+	fold(t, f, Input{Result: orphan}) // its request is gone: no source
+	if items, _ := db.Items("s"); items[0].Value != 5 {
+		t.Errorf("a probe no longer planned changed item %+v", items[0])
+	}
+}
+
+// A task out of deliveries is recorded failed once, however often the
+// advisory comes.
+func TestFailed(t *testing.T) {
+	const u = "http://a.example/p"
+	f, db := newFolder(t, store.URL{URL: u, Host: "a.example", Weight: 1, Mode: "freshness"})
+	task := proto.Task{V: proto.Version, ID: "t1", Kind: proto.KindFetch, URL: u}
+	for i, want := range []bool{true, false} {
+		applied, err := f.Failed(task, "gave up after 5 deliveries")
+		if err != nil || applied != want {
+			t.Fatalf("call %d: applied %v, %v; want %v", i, applied, err, want)
+		}
+	}
+	rec, _ := db.Get(u)
+	if rec.Failed != 1 || rec.LastErrKind != string(proto.ErrFailed) || rec.ErrorKinds[string(proto.ErrFailed)] != 1 {
+		t.Errorf("record %+v", rec)
+	}
+}

@@ -1,0 +1,232 @@
+package schedule
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// randomScheduler adds n URLs on hosts hosts with random rates, weights,
+// intervals and due times, as a coordinator loads them from its store.
+func randomScheduler(t *testing.T, n, hosts int, seed uint64, policy Policy) (*Scheduler, time.Time) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 1))
+	now := time.Unix(1_700_000_000, 0)
+	s := NewScheduler(SchedulerOptions{Budget: float64(n) / 3600, HostRate: 0.5, Policy: policy})
+	for i := range n {
+		h := rng.IntN(hosts)
+		iv := time.Duration(1+rng.IntN(7200)) * time.Second
+		s.Add(URLInfo{URL: fmt.Sprintf("http://h%d/p%d", h, i), Host: fmt.Sprintf("h%d", h), Weight: rng.Float64() * 2,
+			Rate: rng.Float64() / 3600, Interval: iv, NextDue: now.Add(time.Duration(rng.Int64N(int64(iv)))), Disallowed: rng.IntN(50) == 0}, now)
+	}
+	return s, now
+}
+
+// checkInvariants verifies the frontier's heaps and index fields, and that
+// the plan-input mirrors agree with the entries.
+func checkInvariants(t *testing.T, s *Scheduler) {
+	t.Helper()
+	for _, h := range s.front.hosts {
+		for i, e := range h.urls {
+			if e.index != i || e.host != h {
+				t.Fatalf("host %s: entry %s at %d has index %d", h.name, e.url, i, e.index)
+			}
+			if p := (i - 1) / 2; i > 0 && h.urls[i].nextDue.Before(h.urls[p].nextDue) {
+				t.Fatalf("host %s: URL heap out of order at %d", h.name, i)
+			}
+		}
+		queued := len(h.urls) > 0 && h.inFlight == 0
+		if queued != (h.index >= 0) {
+			t.Fatalf("host %s: %d queued, %d in flight, ready index %d", h.name, len(h.urls), h.inFlight, h.index)
+		}
+	}
+	for i, h := range s.front.ready {
+		if h.index != i {
+			t.Fatalf("ready heap: host %s at %d has index %d", h.name, i, h.index)
+		}
+		if p := (i - 1) / 2; i > 0 && s.front.ready.Less(i, p) {
+			t.Fatalf("ready heap out of order at %d", i)
+		}
+	}
+	disallowed := 0
+	for i, e := range s.list {
+		w := e.weight
+		if e.disallowed {
+			w = 0
+			disallowed++
+		}
+		if e.pos != i || s.rates[i] != e.rate || s.weights[i] != w || s.blocked[i] != e.disallowed || s.planHosts[s.hosts[i]] != e.host {
+			t.Fatalf("mirror of %s (pos %d) disagrees with the entry", e.url, i)
+		}
+		if e.interval > 0 && !e.disallowed && s.freqs[i] != float64(time.Second)/float64(e.interval) {
+			t.Fatalf("mirror of %s: frequency %v for interval %v", e.url, s.freqs[i], e.interval)
+		}
+	}
+	if disallowed != s.Disallowed() {
+		t.Fatalf("%d disallowed URLs, Disallowed() says %d", disallowed, s.Disallowed())
+	}
+}
+
+// Re-planning in steps of a few URLs ends in exactly the state of one
+// Replan: same intervals, same due times, same plan.
+func TestReplanInStepsEqualsReplan(t *testing.T) {
+	for _, name := range []string{"uniform", "optimal", "nutch"} {
+		t.Run(name, func(t *testing.T) {
+			pol := func() Policy {
+				p, err := PolicyByName(name, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+			a, now := randomScheduler(t, 3000, 30, 7, pol())
+			b, _ := randomScheduler(t, 3000, 30, 7, pol())
+			at := now.Add(time.Minute)
+			outA, err := a.Replan(at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := b.Snapshot(at)
+			if err := j.Solve(); err != nil {
+				t.Fatal(err)
+			}
+			steps := 1
+			for !b.Apply(j, at, 97) {
+				steps++
+			}
+			if name != "nutch" && steps != (3000+96)/97 {
+				t.Errorf("%d Apply steps of 97 for 3000 URLs", steps)
+			}
+			for i, ea := range a.list {
+				eb := b.list[i]
+				if ea.interval != eb.interval || !ea.nextDue.Equal(eb.nextDue) {
+					t.Fatalf("%s: interval %v due %v in one step, %v %v in steps", ea.url, ea.interval, ea.nextDue, eb.interval, eb.nextDue)
+				}
+			}
+			planA, atA, useA := a.Plan()
+			planB, atB, useB := b.Plan()
+			if planA.Freshness != planB.Freshness || useA != useB || !atA.Equal(atB) || planA.Freshness != outA.Freshness || j.Output().Freshness != outA.Freshness {
+				t.Errorf("plans differ: %+v %v vs %+v %v", planA.Freshness, useA, planB.Freshness, useB)
+			}
+			checkInvariants(t, a)
+			checkInvariants(t, b)
+		})
+	}
+}
+
+// Between the steps of a re-plan the scheduler keeps working: URLs are
+// dispatched and finished, estimates move, a URL becomes disallowed and a
+// new one is added. Each keeps what happened to it, and the estimates that
+// moved during the plan still count towards the next one.
+func TestReplanStepsInterleavedWithFetches(t *testing.T) {
+	pol, err := PolicyByName("optimal", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, now := randomScheduler(t, 2000, 20, 3, pol)
+	if _, err := s.Replan(now); err != nil {
+		t.Fatal(err)
+	}
+	if s.ReplanDue(now) {
+		t.Fatal("a plan was just made")
+	}
+	at := now.Add(time.Hour)
+	j := s.Snapshot(at)
+	// While the policy solves: every URL moves its estimate; one becomes
+	// disallowed; one is added.
+	var blocked *entry
+	for _, e := range s.list {
+		if !e.disallowed {
+			blocked = e
+			break
+		}
+	}
+	clock := at
+	moved := 0
+	fetch := func() {
+		clock = clock.Add(time.Second)
+		d, ok, _ := s.Next(clock)
+		if !ok {
+			return
+		}
+		fb := Feedback{Start: clock, End: clock.Add(time.Second), OK: true, Rate: s.Rate(d.URL) * 1.5}
+		if d.URL == blocked.url {
+			fb.Disallowed = true
+		}
+		s.Done(d.URL, fb)
+		moved++
+	}
+	for range 300 {
+		fetch()
+	}
+	s.Done(blocked.url, Feedback{Start: clock, End: clock, OK: false, Disallowed: true, Rate: blocked.rate})
+	s.Add(URLInfo{URL: "http://late/x", Host: "late", Weight: 1, Rate: 1.0 / 3600, Interval: 42 * time.Second, NextDue: clock.Add(time.Minute)}, clock)
+	if err := j.Solve(); err != nil {
+		t.Fatal(err)
+	}
+	for !s.Apply(j, clock, 64) {
+		for range 3 {
+			fetch()
+		}
+		checkInvariants(t, s)
+	}
+	checkInvariants(t, s)
+	if !blocked.disallowed || blocked.interval != s.o.DisallowRetry {
+		t.Errorf("URL disallowed during the plan: disallowed %v, interval %v, want %v", blocked.disallowed, blocked.interval, s.o.DisallowRetry)
+	}
+	if iv := s.Interval("http://late/x"); iv != 42*time.Second {
+		t.Errorf("URL added during the plan has interval %v, want its own 42s until the next plan", iv)
+	}
+	if _, planAt, _ := s.Plan(); !planAt.Equal(at) {
+		t.Errorf("plan made at %v, want the snapshot's %v", planAt, at)
+	}
+	if moved < 200 {
+		t.Fatalf("only %d fetches during the plan", moved)
+	}
+	if !s.ReplanDue(at) {
+		t.Errorf("%d estimates moved during the plan (of %d URLs), yet no re-plan is due", s.moved, s.Len())
+	}
+	for i, e := range s.list[:j.Len()] {
+		if e.disallowed || j.freq[i] <= 0 {
+			continue
+		}
+		want := max(time.Duration(float64(time.Second)/j.freq[i]), time.Millisecond)
+		if e.interval != want && e.cap == nil {
+			t.Fatalf("%s: interval %v, plan says %v", e.url, e.interval, want)
+		}
+	}
+}
+
+// Snapshot copies what the policy reads: changes after it do not reach
+// the running solve.
+func TestSnapshotIsACopy(t *testing.T) {
+	s, now := randomScheduler(t, 100, 5, 1, nil)
+	j := s.Snapshot(now)
+	rate := j.in.Rates[0]
+	s.Done(s.list[0].url, Feedback{Start: now, End: now, OK: true, Rate: rate * 10})
+	if j.in.Rates[0] != rate || s.rates[0] != rate*10 {
+		t.Errorf("snapshot rate %v (want %v unchanged), live %v (want %v)", j.in.Rates[0], rate, s.rates[0], rate*10)
+	}
+}
+
+// Disallowed and CaptureStatus are kept as URLs change, not recounted.
+func TestCountsFollowChanges(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	s := NewScheduler(SchedulerOptions{Budget: 1, HostRate: 1})
+	s.Add(URLInfo{URL: "http://a/1", Host: "a", Weight: 1, Disallowed: true}, now)
+	s.Add(URLInfo{URL: "http://a/2", Host: "a", Weight: 1, Capture: true, Period: time.Hour}, now)
+	s.Add(URLInfo{URL: "http://b/1", Host: "b", Weight: 1, Capture: true}, now)
+	if s.Disallowed() != 1 || len(s.CaptureStatus(10)) != 2 {
+		t.Fatalf("disallowed %d, capture URLs %d; want 1 and 2", s.Disallowed(), len(s.CaptureStatus(10)))
+	}
+	s.Done("http://a/1", Feedback{Start: now, End: now, OK: true})
+	s.Add(URLInfo{URL: "http://b/1", Host: "b", Weight: 1}, now) // no longer capture
+	if s.Disallowed() != 0 {
+		t.Errorf("disallowed %d after the URL was allowed again", s.Disallowed())
+	}
+	if cs := s.CaptureStatus(10); len(cs) != 1 || cs[0].URL != "http://a/2" {
+		t.Errorf("capture status %+v, want only http://a/2", cs)
+	}
+	checkInvariants(t, s)
+}
