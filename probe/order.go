@@ -70,15 +70,17 @@ func LoopFreshness(slots []Slot, numItems int, interval float64, m Model) float6
 
 // RoundFreshness returns the expected content freshness F(L; now+length)
 // of the whole relation at the end of a round that starts at now and sends
-// the slots' requests in the given order, evenly spread over its length:
-// the j-th of R requests (from 1) at now + j·length/R, a slot's items
-// synchronised by its last request. Items in no slot keep ageing from
-// their LastSync. It is §4.3's E[F(L; kI)] (per-request slots of length
-// I = length/R) extended to rounds that do not reach every item, the usual
-// case under a quota, where the paper's loop sum would count only the
-// items the round reaches. Items of a slot that are not in items are
-// ignored; an item in several slots counts in the first. Returns 0 for no
-// items.
+// the slots' requests in the given order, evenly spread over its length as
+// the crawler sends them: the j-th of R requests (from 0) at
+// now + j·length/R, a slot's items synchronised by its last request. Items
+// in no slot keep ageing from their LastSync. It is §4.3's E[F(L; kI)]
+// (per-request slots of length I = length/R; the paper sends query i at the
+// end of slot i rather than at its start) extended to rounds that do not
+// reach every item, the usual case under a quota, where the paper's loop
+// sum would count only the items the round reaches. Items of a slot that
+// are not in items are ignored; an item in several slots is as fresh as
+// its last one makes it. Every item of a slot counts as synchronised, which
+// under Method 2 (first pages only) is optimistic. Returns 0 for no items.
 func RoundFreshness(items []Item, slots []Slot, now, length float64, m Model) float64 {
 	if len(items) == 0 {
 		return 0
@@ -91,11 +93,9 @@ func RoundFreshness(items []Item, slots []Slot, now, length float64, m Model) fl
 	done := 0
 	for _, sl := range slots {
 		done += max(sl.Requests, 1)
-		x := length * float64(done) / float64(total)
+		x := length * float64(done-1) / float64(total)
 		for _, id := range sl.Items {
-			if _, ok := at[id]; !ok {
-				at[id] = x
-			}
+			at[id] = x
 		}
 	}
 	var s float64

@@ -208,8 +208,10 @@ func (p *Prober) ObserveResults(query []string, page, total int, ids []string, a
 	if len(ids) < p.src.PageSize && (r.last == 0 || page < r.last) {
 		r.last = page
 	}
+	// The total, when the pages show one, says how many pages there are;
+	// otherwise a short page is the last.
 	pages := r.last
-	if n, ok := p.observed[q]; ok && pages == 0 {
+	if n, ok := p.observed[q]; ok {
 		pages = max((n+p.src.PageSize-1)/p.src.PageSize, 1)
 	}
 	if pages == 0 {
@@ -384,15 +386,26 @@ func (p *Prober) plan(items []TrackedItem, now time.Time) ([]ProbeRequest, Round
 	// slots (items nothing reached within the quota) are not sent.
 	sent := plan.Slots[:len(plan.Queries)+len(plan.ByID)]
 	order := probe.Order(sent, plan.Items, rep.Interval, plan.Model)
+	// A query refreshes every tracked item it matches, not only the group
+	// it was chosen for; the model of the round's end counts them all.
+	local := make(map[probe.Query][]string, len(plan.Queries))
+	reach := make([]probe.Slot, len(order))
+	for i, sl := range order {
+		reach[i] = sl
+		if sl.ID == "" {
+			local[sl.Query] = matching(pitems, sl.Query.Keywords())
+			reach[i].Items = local[sl.Query]
+		}
+	}
 	if p.src.Alpha > 0 {
-		f := func(length float64) float64 { return probe.RoundFreshness(pitems, order, t, length, probe.ModelCount) }
+		f := func(length float64) float64 { return probe.RoundFreshness(pitems, reach, t, length, probe.ModelCount) }
 		iv, err := probe.RoundLength(f, p.src.Alpha, rep.Interval, maxRoundFactor*rep.Interval, 0)
 		if err != nil {
 			return nil, rep, fmt.Errorf("source %s: interval search: %w", p.src.Name, err)
 		}
 		rep.Interval = iv
 	}
-	rep.ExpectedAtEnd = probe.RoundFreshness(pitems, order, t, rep.Interval, probe.ModelCount)
+	rep.ExpectedAtEnd = probe.RoundFreshness(pitems, reach, t, rep.Interval, probe.ModelCount)
 	byQuery := make(map[probe.Query]probe.PlannedQuery, len(plan.Queries))
 	for _, q := range plan.Queries {
 		byQuery[q.Query] = q
@@ -413,7 +426,7 @@ func (p *Prober) plan(items []TrackedItem, now time.Time) ([]ProbeRequest, Round
 			reqs = append(reqs, ProbeRequest{Source: p.src.Name, Query: terms, Page: pg})
 		}
 		p.planned[q.Query] = q.LocalCount
-		p.reads[q.Query] = &queryRead{local: matching(pitems, terms), pages: map[int]bool{}, seen: map[string]bool{}}
+		p.reads[q.Query] = &queryRead{local: local[q.Query], pages: map[int]bool{}, seen: map[string]bool{}}
 		rep.Queries++
 	}
 	rep.Requests = len(reqs)
