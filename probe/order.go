@@ -68,45 +68,65 @@ func LoopFreshness(slots []Slot, numItems int, interval float64, m Model) float6
 	return s / float64(numItems)
 }
 
-// RoundFreshness returns the expected content freshness F(L; now+length)
-// of the whole relation at the end of a round that starts at now and sends
-// the slots' requests in the given order, evenly spread over its length as
-// the crawler sends them: the j-th of R requests (from 0) at
-// now + j·length/R, a slot's items synchronised by its last request. Items
-// in no slot keep ageing from their LastSync. It is §4.3's E[F(L; kI)]
-// (per-request slots of length I = length/R; the paper sends query i at the
-// end of slot i rather than at its start) extended to rounds that do not
-// reach every item, the usual case under a quota, where the paper's loop
-// sum would count only the items the round reaches. Items of a slot that
-// are not in items are ignored; an item in several slots is as fresh as
-// its last one makes it. Every item of a slot counts as synchronised, which
-// under Method 2 (first pages only) is optimistic. Returns 0 for no items.
-func RoundFreshness(items []Item, slots []Slot, now, length float64, m Model) float64 {
-	if len(items) == 0 {
+// RoundFreshness returns the expected content freshness over a round that
+// starts at now and sends the slots' requests in the given order, evenly
+// spread over its length as the crawler sends them: the j-th of R requests
+// (from 0) at now + j·length/R, a slot's items synchronised by its last
+// request. Items in no slot keep ageing from their LastSync. With mean
+// false it is F(L; now+length) at the round's end: §4.3's E[F(L; kI)]
+// (per-request slots of length I = length/R; the paper sends query i at
+// the end of slot i rather than at its start) extended to rounds that do
+// not reach every item, the usual case under a quota, where the paper's
+// loop sum would count only the items the round reaches. With mean true it
+// is the time average of F(L; t) over the round, which the §4.3 order
+// (stalest group last) does not flatter as it does the end. Items of a
+// slot that are not in items are ignored; an item in several slots is
+// synchronised by each. Every item of a slot counts as
+// synchronised, which under Method 2 (first pages only) is optimistic.
+// Returns 0 for no items or, with mean, a non-positive length.
+func RoundFreshness(items []Item, slots []Slot, now, length float64, m Model, mean bool) float64 {
+	if len(items) == 0 || (mean && !(length > 0)) {
 		return 0
 	}
 	total := 0
 	for _, sl := range slots {
 		total += max(sl.Requests, 1)
 	}
-	at := make(map[string]float64) // sync time of an item, from the round start
+	at := make(map[string][]float64) // sync times of an item, from the round start, ascending
 	done := 0
 	for _, sl := range slots {
 		done += max(sl.Requests, 1)
 		x := length * float64(done-1) / float64(total)
 		for _, id := range sl.Items {
-			at[id] = x
+			at[id] = append(at[id], x)
 		}
 	}
 	var s float64
 	for _, it := range items {
-		if x, ok := at[it.ID]; ok {
-			if it.Weight > 0 {
-				s += it.Weight * m.Expected(it.Rate, length-x)
-			}
+		if !(it.Weight > 0) || !(it.Rate > 0) {
 			continue
 		}
-		s += ItemFreshness(it, now+length, m)
+		age := now - it.LastSync // at the round's start
+		xs := at[it.ID]
+		var v float64
+		switch {
+		case !mean && len(xs) > 0:
+			v = m.delay(length - xs[len(xs)-1])
+		case !mean:
+			v = m.delay(age + length)
+		default:
+			// Piecewise: ageing from the last sync before the round, then
+			// from each sync in it.
+			from, prev := age, 0.0
+			for _, x := range xs {
+				v += m.delayIntegral(from, from+x-prev)
+				from, prev = 0, x
+			}
+			v = (v + m.delayIntegral(from, from+length-prev)) / length
+		}
+		if w := it.Weight * it.Rate * v; !math.IsNaN(w) {
+			s += w
+		}
 	}
 	return s / float64(len(items))
 }
@@ -221,7 +241,8 @@ func FindInterval(freshness func(interval float64) float64, alpha float64, opt I
 
 // RoundLength is §4.4's search applied to a round: the largest length in
 // [minLength, maxLength] with freshness(length) ≤ alpha, for a freshness
-// non-decreasing in the length such as [RoundFreshness]: doubling from
+// non-decreasing in the length such as [RoundFreshness] (at the end, or
+// its mean over the round with the request fractions fixed): doubling from
 // minLength until alpha is bracketed, then bisection to a relative relTol
 // (0 means 1e-6). minLength is the shortest round the request budget
 // allows, so when even it exceeds alpha the answer is minLength (the

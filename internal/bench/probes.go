@@ -62,6 +62,7 @@ type ProbesResult struct {
 	Rounds                                   []RoundLog
 	RoundsMeasured                           int
 	ModelMean, TruthAtRounds, ModelRatio     float64 // model vs truth over the measured rounds
+	ExpectedMean                             float64 // the rounds' expected mean content freshness, weighted by length
 	IntervalMin, IntervalMedian, IntervalMax float64
 	LocalRatio, PairRatio                    float64 // learnt, at the last round
 	Unreached, Gone                          int     // at the last round

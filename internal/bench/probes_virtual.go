@@ -245,6 +245,7 @@ func measureProbes(s *sim.Sim, o ProbesOptions, policy string, alpha float64, ro
 	}
 	var model, tr []float64
 	var intervals []float64
+	var expSum, lenSum float64
 	for i := range rounds {
 		rounds[i].Truth = truth[i]
 		if rounds[i].At.Before(from) {
@@ -253,6 +254,11 @@ func measureProbes(s *sim.Sim, o ProbesOptions, policy string, alpha float64, ro
 		model = append(model, rounds[i].ContentFreshness)
 		tr = append(tr, truth[i])
 		intervals = append(intervals, rounds[i].Interval)
+		expSum += rounds[i].ExpectedMean * rounds[i].Interval
+		lenSum += rounds[i].Interval
+	}
+	if lenSum > 0 {
+		res.ExpectedMean = expSum / lenSum
 	}
 	res.Rounds = rounds
 	res.RoundsMeasured = len(model)
@@ -355,8 +361,8 @@ func printProbes(out io.Writer, o ProbesOptions, rs []ProbesResult) {
 				r.Policy, r.LocalRatio, r.PairRatio, r.Unreached, r.Gone)
 		}
 		if r.Alpha > 0 {
-			fmt.Fprintf(out, "%s: round interval min %.3g, median %.3g, max %.3g time units over %d measured rounds\n",
-				r.Policy, r.IntervalMin, r.IntervalMedian, r.IntervalMax, r.RoundsMeasured)
+			fmt.Fprintf(out, "%s: round interval min %.3g, median %.3g, max %.3g time units over %d measured rounds; the rounds expected %.2f on average (α %g), the truth measured %.2f\n",
+				r.Policy, r.IntervalMin, r.IntervalMedian, r.IntervalMax, r.RoundsMeasured, r.ExpectedMean, r.Alpha, r.ContentFreshness)
 		}
 	}
 }
@@ -379,13 +385,13 @@ func rsPapers(rs []ProbesResult) int {
 // interval found, requests, and the model's and the truth's content
 // freshness.
 func WriteRoundsCSV(w io.Writer, rs []ProbesResult) error {
-	if _, err := fmt.Fprintln(w, "policy,units,interval_units,requests,queries,by_id,model_content_freshness,truth_content_freshness,expected_at_end"); err != nil {
+	if _, err := fmt.Fprintln(w, "policy,units,interval_units,requests,queries,by_id,model_content_freshness,truth_content_freshness,expected_mean"); err != nil {
 		return fmt.Errorf("bench: rounds: %w", err)
 	}
 	for _, r := range rs {
 		for _, x := range r.Rounds {
 			if _, err := fmt.Fprintf(w, "%s,%.4f,%.6g,%d,%d,%d,%.6g,%.6g,%.6g\n", r.Policy, x.Units, x.Interval, x.Requests, x.Queries, x.ByID,
-				x.ContentFreshness, x.Truth, x.ExpectedAtEnd); err != nil {
+				x.ContentFreshness, x.Truth, x.ExpectedMean); err != nil {
 				return fmt.Errorf("bench: rounds: %w", err)
 			}
 		}

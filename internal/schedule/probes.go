@@ -40,7 +40,8 @@ func CheckProbePolicy(name string) error {
 
 // maxRoundFactor caps a round found by the interval search at this many
 // times the source's interval, so a copy that nothing makes stale is still
-// looked at now and then and new items are picked up.
+// looked at now and then and new items are picked up. A round also lasts
+// at most twice the one before it (see plan).
 const maxRoundFactor = 64
 
 // ProbeRequest is one planned request of a round: a result page of a
@@ -71,9 +72,9 @@ type RoundReport struct {
 	// dissimilarity: (1/|L|)·Σ w·λ·(t − last sync), the expected number of
 	// updates missed, weighted (0 = in sync; larger is staler).
 	ContentFreshness float64 `json:"content_freshness"`
-	// ExpectedAtEnd is the model's expected content freshness at the end
-	// of the round, after its requests (what alpha bounds).
-	ExpectedAtEnd float64 `json:"expected_at_end"`
+	// ExpectedMean is the model's expected content freshness averaged
+	// over the round, its requests included: what alpha bounds.
+	ExpectedMean float64 `json:"expected_mean"`
 	// LocalRatio and PairRatio are the server/local ratios the planner
 	// assumed for single and pair queries it has no count for, learnt
 	// from the totals seen so far (probe.LearnRatio).
@@ -373,7 +374,7 @@ func (p *Prober) plan(items []TrackedItem, now time.Time) ([]ProbeRequest, Round
 		if rep.Requests > 0 {
 			rep.SpeedupRatio = 1
 		}
-		rep.ExpectedAtEnd = probe.RoundFreshness(pitems, slots, t, rep.Interval, probe.ModelCount)
+		rep.ExpectedMean = probe.RoundFreshness(pitems, slots, t, rep.Interval, probe.ModelCount, true)
 		return reqs, rep, nil
 	}
 	rep.LocalRatio, rep.PairRatio = p.ratios()
@@ -398,14 +399,23 @@ func (p *Prober) plan(items []TrackedItem, now time.Time) ([]ProbeRequest, Round
 		}
 	}
 	if p.src.Alpha > 0 {
-		f := func(length float64) float64 { return probe.RoundFreshness(pitems, reach, t, length, probe.ModelCount) }
-		iv, err := probe.RoundLength(f, p.src.Alpha, rep.Interval, maxRoundFactor*rep.Interval, 0)
+		f := func(length float64) float64 { return probe.RoundFreshness(pitems, reach, t, length, probe.ModelCount, true) }
+		// A round may at most double the last one: rates still at their
+		// prior make a copy look fresher than it is, and must not stretch
+		// the rounds before refreshes have shown the real ones.
+		longest := maxRoundFactor * rep.Interval
+		if p.rounds > 0 {
+			longest = min(longest, max(2*p.last.Interval, rep.Interval))
+		} else {
+			longest = 2 * rep.Interval
+		}
+		iv, err := probe.RoundLength(f, p.src.Alpha, rep.Interval, longest, 0)
 		if err != nil {
 			return nil, rep, fmt.Errorf("source %s: interval search: %w", p.src.Name, err)
 		}
 		rep.Interval = iv
 	}
-	rep.ExpectedAtEnd = probe.RoundFreshness(pitems, reach, t, rep.Interval, probe.ModelCount)
+	rep.ExpectedMean = probe.RoundFreshness(pitems, reach, t, rep.Interval, probe.ModelCount, true)
 	byQuery := make(map[probe.Query]probe.PlannedQuery, len(plan.Queries))
 	for _, q := range plan.Queries {
 		byQuery[q.Query] = q

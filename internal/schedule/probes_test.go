@@ -48,21 +48,32 @@ func probeSource(t *testing.T, quota int, alpha float64) source.Source {
 	return srcs[0]
 }
 
+// lastPage is the last page of the query of reqs[j] among the consecutive
+// requests of that query.
+func lastPage(reqs []ProbeRequest, j int) int {
+	k := j
+	for k+1 < len(reqs) && reqs[k+1].Item == "" && slices.Equal(reqs[k+1].Query, reqs[j].Query) {
+		k++
+	}
+	return reqs[k].Page
+}
+
 func tracked(id, title string, weight, ratePerSec float64, lastSync time.Time) TrackedItem {
 	return TrackedItem{ID: id, Attrs: map[string]string{"title": title, "weight": fmt.Sprint(weight), "citations": "1"},
 		Rate: ratePerSec, LastSync: lastSync}
 }
 
-// The round length the interval search reports is the longest one whose
-// expected content freshness at the end, after the round's requests as
-// they are sent, stays within alpha: checked against a brute-force scan
-// that recomputes that freshness from the planned requests alone.
+// The round length the interval search reports is the longest one over
+// which the expected content freshness, averaged over the round with its
+// requests as they are sent, stays within alpha: checked against a
+// brute-force scan of lengths that recomputes that freshness from the
+// planned requests alone.
 func TestProberIntervalBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	base := time.Unix(1_700_000_000, 0)
 	words := []string{"alpha", "beta", "gamma", "delta", "eps", "zeta"}
 	for trial := range 25 {
-		alpha := 0.5 + 20*rng.Float64()
+		alpha := 0.5 + 6*rng.Float64()
 		src := probeSource(t, 1+rng.IntN(6), alpha)
 		p, err := NewProber(src, ProbeGreedy, 0.25)
 		if err != nil {
@@ -73,8 +84,8 @@ func TestProberIntervalBruteForce(t *testing.T) {
 		for i := range 3 + rng.IntN(15) {
 			a, b := words[rng.IntN(len(words))], words[rng.IntN(len(words))]
 			id := fmt.Sprintf("i%d", i)
-			items = append(items, tracked(id, a+" "+b, float64(1+rng.IntN(5)), 2*rng.Float64(),
-				base.Add(-time.Duration(rng.Float64()*10*float64(time.Second)))))
+			items = append(items, tracked(id, a+" "+b, float64(1+rng.IntN(5)), rng.Float64(),
+				base.Add(-time.Duration(rng.Float64()*3*float64(time.Second)))))
 			kw[id] = src.Keywords(items[i].Attrs)
 		}
 		// A few totals seen, so queries have different page counts.
@@ -83,60 +94,111 @@ func TestProberIntervalBruteForce(t *testing.T) {
 				p.ObserveTotal([]string{w}, rng.IntN(40))
 			}
 		}
-		reqs, length, rep, err := p.Round(items, base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := length.Seconds(); math.Abs(got-rep.Interval) > 1e-6 {
-			t.Fatalf("trial %d: round length %v, report %v units", trial, got, rep.Interval)
-		}
-		// When each item is synchronised, as a fraction of the round.
-		syncAt := map[string]float64{}
-		n := float64(len(reqs))
-		for j, r := range reqs {
-			x := float64(j) / n
-			if r.Item != "" {
-				syncAt[r.Item] = x
-				continue
+		// Rounds at most twice as long as the one before (the first at
+		// most twice the interval), each refreshing what it reaches.
+		now, longest := base, 2.0
+		for round := range 8 {
+			reqs, length, rep, err := p.Round(items, now)
+			if err != nil {
+				t.Fatal(err)
 			}
-			for id, k := range kw {
-				match := true
-				for _, term := range r.Query {
-					if !slices.Contains(k, term) {
-						match = false
-					}
-				}
-				if match {
-					syncAt[id] = x // the query's last page overwrites earlier ones
+			synced := checkRoundLength(t, fmt.Sprintf("trial %d round %d alpha %.3g", trial, round, alpha), src, items, kw, now, reqs, length, rep, alpha, longest)
+			// The round refreshes what it reached.
+			for i, it := range items {
+				if xs := synced[it.ID]; len(xs) > 0 {
+					items[i].LastSync = now.Add(time.Duration(xs[len(xs)-1] * float64(length)))
 				}
 			}
-		}
-		fresh := func(l float64) float64 {
-			var s float64
-			for _, it := range items {
-				w := src.Weight(it.Attrs)
-				age := l + base.Sub(it.LastSync).Seconds()
-				if x, ok := syncAt[it.ID]; ok {
-					age = l * (1 - x)
-				}
-				s += w * it.Rate * age
-			}
-			return s / float64(len(items))
-		}
-		const step = 2e-3
-		want := 1.0
-		for l := 1.0; l <= maxRoundFactor; l += step {
-			if fresh(l) <= alpha {
-				want = l
-			}
-		}
-		if math.Abs(rep.Interval-want) > 2*step {
-			t.Errorf("trial %d alpha %.3g: interval %.4f, brute force %.4f (F %.4g / %.4g)", trial, alpha, rep.Interval, want, fresh(rep.Interval), fresh(want))
-		}
-		if math.Abs(rep.ExpectedAtEnd-fresh(rep.Interval)) > 1e-6*max(1, rep.ExpectedAtEnd) {
-			t.Errorf("trial %d: expected at end %v, recomputed %v", trial, rep.ExpectedAtEnd, fresh(rep.Interval))
+			longest = min(maxRoundFactor, 2*rep.Interval)
+			now = now.Add(length)
 		}
 	}
+}
+
+// checkRoundLength checks a round's length against the brute-force scan
+// and returns when each item is synchronised, as fractions of the round.
+func checkRoundLength(t *testing.T, name string, src source.Source, items []TrackedItem, kw map[string][]string, now time.Time,
+	reqs []ProbeRequest, length time.Duration, rep RoundReport, alpha, longest float64) map[string][]float64 {
+	t.Helper()
+	if got := length.Seconds(); math.Abs(got-rep.Interval) > 1e-6 {
+		t.Fatalf("%s: round length %v, report %v units", name, got, rep.Interval)
+	}
+	// When each item is synchronised, as fractions of the round.
+	syncAt := map[string][]float64{}
+	n := float64(len(reqs))
+	for j, r := range reqs {
+		x := float64(j) / n
+		if r.Item != "" {
+			syncAt[r.Item] = append(syncAt[r.Item], x)
+			continue
+		}
+		if r.Page != lastPage(reqs, j) {
+			continue // a query's items count as read with its last page
+		}
+		for id, k := range kw {
+			match := true
+			for _, term := range r.Query {
+				if !slices.Contains(k, term) {
+					match = false
+				}
+			}
+			if match {
+				syncAt[id] = append(syncAt[id], x)
+			}
+		}
+	}
+	// F(L; u) within a round of length l (syncs at u counted when right is
+	// set), and its mean: F is linear between syncs, so the trapezoid rule
+	// over the syncs is exact.
+	at := func(l, u float64, right bool) float64 {
+		var s float64
+		for _, it := range items {
+			age := u + now.Sub(it.LastSync).Seconds()
+			for _, x := range syncAt[it.ID] {
+				if x*l < u || (right && x*l == u) {
+					age = u - x*l
+				}
+			}
+			s += src.Weight(it.Attrs) * it.Rate * age
+		}
+		return s / float64(len(items))
+	}
+	fresh := func(l float64) float64 {
+		pts := []float64{0, l}
+		for _, xs := range syncAt {
+			for _, x := range xs {
+				pts = append(pts, x*l)
+			}
+		}
+		slices.Sort(pts)
+		var area float64
+		for k := 1; k < len(pts); k++ {
+			a, b := pts[k-1], pts[k]
+			area += (at(l, a, true) + at(l, b, false)) / 2 * (b - a)
+		}
+		return area / l
+	}
+	// Every length on a grid of 0.02 from 1 to the longest allowed, then
+	// every 0.0005 within the last grid cell that keeps alpha.
+	const coarse, fine = 0.02, 5e-4
+	want := 1.0
+	for l := 1.0; l <= longest+1e-9; l += coarse {
+		if fresh(l) <= alpha {
+			want = l
+		}
+	}
+	for l := want; l < min(want+coarse, longest+1e-9); l += fine {
+		if fresh(l) <= alpha {
+			want = l
+		}
+	}
+	if math.Abs(rep.Interval-want) > 2*fine {
+		t.Errorf("%s: interval %.4f, brute force %.4f (F %.4g / %.4g, longest %v)", name, rep.Interval, want, fresh(rep.Interval), fresh(want), longest)
+	}
+	if math.Abs(rep.ExpectedMean-fresh(rep.Interval)) > 1e-6*max(1, rep.ExpectedMean) {
+		t.Errorf("%s: expected mean %v, recomputed %v", name, rep.ExpectedMean, fresh(rep.Interval))
+	}
+	return syncAt
 }
 
 // What a complete read of a query shows: an item that matches it locally

@@ -43,7 +43,7 @@
 //	    reference_scale: 4.6     # |R_S(q)| ≈ scale·reference count
 //	    method: 1                # 1: read every result page; 2: first page only (§5.1)
 //	    quota: 10                # requests a round (queries and fetches by id); 0 = until all covered
-//	    alpha: 20                # content freshness to stay under at a round's end (§4.4); 0 = fixed interval
+//	    alpha: 20                # content freshness to stay under over a round (§4.4); 0 = fixed interval
 //	    interval: 1              # the round length in time units (with alpha: the shortest)
 //
 // Every key is checked: unknown keys, wrong types, bad CSS selectors (parsed
@@ -146,9 +146,9 @@ type Source struct {
 	LocalRatio float64 `json:"local_ratio,omitempty"`
 	// Alpha is the content-freshness threshold of the §4.4 interval
 	// search: a greedy round lasts the longest time, at least Interval,
-	// after which the model's expected content freshness of all tracked
-	// items stays at most Alpha (in the units of the dissimilarity). 0
-	// means every round lasts Interval.
+	// over which the model's expected content freshness of all tracked
+	// items, averaged over the round, stays at most Alpha (in the units of
+	// the dissimilarity). 0 means every round lasts Interval.
 	Alpha float64 `json:"alpha"`
 	// Interval is the length of a round in time units, the shortest when
 	// Alpha is set (where the §4.4 search starts doubling): Quota requests
