@@ -32,25 +32,39 @@ func WriteProbesSVGFile(path, title string, rs []ProbesResult, warmupUnits float
 
 // WriteProbesSVG draws the truth's content freshness against time units,
 // one line per run, the warm-up shaded: a small hand-written SVG like
-// WriteSVG's.
+// WriteSVG's. The y axis is logarithmic: the runs differ by orders of
+// magnitude (Naive 2 grows without bound), and on a linear axis the
+// greedy line would lie on the floor.
 func WriteProbesSVG(out io.Writer, title string, rs []ProbesResult, warmupUnits float64) error {
 	const w, h, left, right, top, bottom = 900.0, 480.0, 70.0, 200.0, 40.0, 50.0
 	pw, ph := w-left-right, h-top-bottom
-	maxX, maxY := 0.0, 0.0
+	maxX, minY, maxY := 0.0, math.Inf(1), 0.0
 	for _, r := range rs {
 		for _, p := range r.Series {
 			maxX = math.Max(maxX, p.Units)
-			if !math.IsNaN(p.ContentFreshness) && !math.IsInf(p.ContentFreshness, 0) {
-				maxY = math.Max(maxY, p.ContentFreshness)
+			if v := p.ContentFreshness; v > 0 && !math.IsInf(v, 0) {
+				minY, maxY = math.Min(minY, v), math.Max(maxY, v)
 			}
 		}
 	}
 	if maxX <= 0 {
 		maxX = 1
 	}
-	yTop := niceCeil(maxY)
+	if !(maxY > 0) {
+		minY, maxY = 1, 10
+	}
+	lo, hi := math.Floor(math.Log10(minY)), math.Ceil(math.Log10(maxY))
+	if hi <= lo {
+		hi = lo + 1
+	}
 	x := func(u float64) float64 { return left + pw*u/maxX }
-	y := func(v float64) float64 { return top + ph*(1-v/yTop) }
+	y := func(v float64) float64 {
+		l := lo
+		if v > 0 {
+			l = math.Min(math.Max(math.Log10(v), lo), hi)
+		}
+		return top + ph*(1-(l-lo)/(hi-lo))
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%g" height="%g" viewBox="0 0 %g %g" font-family="sans-serif" font-size="12">`+"\n", w, h, w, h)
 	fmt.Fprintf(&b, `<rect width="%g" height="%g" fill="white"/>`+"\n", w, h)
@@ -59,22 +73,31 @@ func WriteProbesSVG(out io.Writer, title string, rs []ProbesResult, warmupUnits 
 		fmt.Fprintf(&b, `<rect x="%g" y="%g" width="%g" height="%g" fill="#eeeeee"/><text x="%g" y="%g" fill="#777">warm-up</text>`+"\n",
 			left, top, x(math.Min(warmupUnits, maxX))-left, ph, left+4, top+14)
 	}
-	for k := 0; k <= 10; k++ {
-		v := yTop * float64(k) / 10
-		fmt.Fprintf(&b, `<line x1="%g" y1="%.1f" x2="%g" y2="%.1f" stroke="#ddd"/><text x="%g" y="%.1f" text-anchor="end">%g</text>`+"\n", left, y(v), left+pw, y(v), left-6, y(v)+4, v)
+	for e := lo; e <= hi; e++ {
+		for _, m := range []float64{1, 2, 5} {
+			v := m * math.Pow(10, e)
+			if math.Log10(v) > hi+1e-9 {
+				break
+			}
+			stroke := "#eee"
+			if m == 1 {
+				stroke = "#ccc"
+			}
+			fmt.Fprintf(&b, `<line x1="%g" y1="%.1f" x2="%g" y2="%.1f" stroke="%s"/><text x="%g" y="%.1f" text-anchor="end">%g</text>`+"\n", left, y(v), left+pw, y(v), stroke, left-6, y(v)+4, v)
+		}
 	}
 	for k := 0; k <= 5; k++ {
 		u := maxX * float64(k) / 5
 		fmt.Fprintf(&b, `<text x="%.1f" y="%g" text-anchor="middle">%.0f</text>`+"\n", x(u), top+ph+18, u)
 	}
 	fmt.Fprintf(&b, `<text x="%g" y="%g" text-anchor="middle">time units</text>`+"\n", left+pw/2, h-10)
-	fmt.Fprintf(&b, `<text transform="translate(16 %g) rotate(-90)" text-anchor="middle">content freshness (truth, weighted citations missed)</text>`+"\n", top+ph/2)
+	fmt.Fprintf(&b, `<text transform="translate(16 %g) rotate(-90)" text-anchor="middle">content freshness (truth; weighted citations missed, log scale)</text>`+"\n", top+ph/2)
 	fmt.Fprintf(&b, `<rect x="%g" y="%g" width="%g" height="%g" fill="none" stroke="#333"/>`+"\n", left, top, pw, ph)
 	for i, r := range rs {
 		c := plotColour(i)
 		pts := make([]string, 0, len(r.Series))
 		for _, p := range r.Series {
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(p.Units), y(math.Min(p.ContentFreshness, yTop))))
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(p.Units), y(p.ContentFreshness)))
 		}
 		if len(pts) > 0 {
 			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`+"\n", c, strings.Join(pts, " "))
@@ -89,18 +112,4 @@ func WriteProbesSVG(out io.Writer, title string, rs []ProbesResult, warmupUnits 
 		return fmt.Errorf("bench: plot: %w", err)
 	}
 	return nil
-}
-
-// niceCeil rounds v up to 1, 2 or 5 times a power of ten (1 for v ≤ 0).
-func niceCeil(v float64) float64 {
-	if !(v > 0) || math.IsInf(v, 0) {
-		return 1
-	}
-	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if m*p >= v {
-			return m * p
-		}
-	}
-	return 10 * p
 }

@@ -399,7 +399,9 @@ func (p *Prober) plan(items []TrackedItem, now time.Time) ([]ProbeRequest, Round
 		}
 	}
 	if p.src.Alpha > 0 {
-		f := func(length float64) float64 { return probe.RoundFreshness(pitems, reach, t, length, probe.ModelCount, true) }
+		f := func(length float64) float64 {
+			return probe.RoundFreshness(pitems, reach, t, length, probe.ModelCount, true)
+		}
 		// A round may at most double the last one: rates still at their
 		// prior make a copy look fresher than it is, and must not stretch
 		// the rounds before refreshes have shown the real ones.
