@@ -69,10 +69,10 @@ type Options struct {
 	K int
 	// Method is MethodAllPages (1) or MethodFirstPage (2); 0 means 1.
 	Method Method
-	// Quota is the maximum number of keyword requests (Algorithm 2 stopping
-	// condition (1)); 0 means unlimited (stop at full coverage, condition
-	// (2)). Fallback fetches by id are not counted against it; they are
-	// reported separately.
+	// Quota is the maximum number of requests (Algorithm 2 stopping
+	// condition (1)): keyword requests, and with ByID the fetches by id the
+	// greedy chooses; 0 means unlimited (stop at full coverage, condition
+	// (2)). Plan.Fallback, the items left over, is not counted against it.
 	Quota int
 	// TopK is k of paper §5.3: at every greedy step the candidate keyword
 	// set is the TopK most frequent keywords among the uncovered items, and
