@@ -16,8 +16,8 @@ import (
 // content freshness averages within 20 % of the truth at the same
 // instants, and the interval search's rounds respect their bounds.
 func TestProbesVirtual(t *testing.T) {
-	o := ProbesOptions{Papers: 500, K: 10, TimeUnit: time.Second, Seed: 3, Policies: []string{"greedy", "naive1", "naive2"},
-		Absent: 0.02, Renamed: 0.05, Units: 300, WarmupUnits: 60, Steps: 50, Alpha: 15}
+	o := ProbesOptions{Papers: 300, K: 10, TimeUnit: time.Second, Seed: 3, Policies: []string{"greedy", "naive1", "naive2"},
+		Absent: 0.02, Renamed: 0.05, Units: 200, WarmupUnits: 50, Steps: 50, Alpha: 4}
 	var out bytes.Buffer
 	rs, err := ProbesVirtual(context.Background(), o, &out)
 	if err != nil {
@@ -44,16 +44,16 @@ func TestProbesVirtual(t *testing.T) {
 	if g.ItemRequests == 0 || g.SearchRequests == 0 {
 		t.Errorf("greedy sent %d searches and %d fetches by id: want both", g.SearchRequests, g.ItemRequests)
 	}
-	if g.Gone != 10 {
-		t.Errorf("greedy found %d absent papers gone, want all 10", g.Gone)
+	if g.Gone != 6 {
+		t.Errorf("greedy found %d absent papers gone, want all 6", g.Gone)
 	}
-	a := by["greedy α=15"]
+	a := by["greedy α=4"]
 	if a.IntervalMin < 1 || a.IntervalMax > 64 || a.IntervalMax <= a.IntervalMin {
 		t.Errorf("interval search: min %v max %v, want in [1, 64] and varying", a.IntervalMin, a.IntervalMax)
 	}
 	for _, x := range a.Rounds {
-		if x.Interval < 1 || (x.Interval > 1 && x.ExpectedMean > 15*(1+1e-5)) {
-			t.Fatalf("round at %.1f: interval %v with expected end %v: beyond alpha 15 though longer than the shortest round", x.Units, x.Interval, x.ExpectedMean)
+		if x.Interval < 1 || (x.Interval > 1 && x.ExpectedMean > 4*(1+1e-5)) {
+			t.Fatalf("round at %.1f: interval %v with expected mean %v: beyond alpha 4 though longer than the shortest round", x.Units, x.Interval, x.ExpectedMean)
 		}
 	}
 	dir := t.TempDir()

@@ -107,11 +107,10 @@ type TrackedItem struct {
 // queryRead follows the result pages of one query of the current round, to
 // find the tracked items a complete read did not list.
 type queryRead struct {
-	local  []string     // tracked items matching the query when planned
-	pages  map[int]bool // pages seen
-	last   int          // a seen page with fewer than K results, 0 if none
-	seen   map[string]bool
-	marked bool
+	local []string     // tracked items matching the query when planned
+	pages map[int]bool // pages seen
+	last  int          // a seen page with fewer than K results, 0 if none
+	seen  map[string]bool
 }
 
 // Prober is the planning state of one keyword-search source. It is not
@@ -199,7 +198,7 @@ func (p *Prober) ObserveResults(query []string, page, total int, ids []string, a
 		delete(p.gone, id)
 	}
 	r := p.reads[q]
-	if r == nil || r.marked {
+	if r == nil {
 		return
 	}
 	r.pages[page] = true
@@ -223,7 +222,7 @@ func (p *Prober) ObserveResults(query []string, page, total int, ids []string, a
 			return
 		}
 	}
-	r.marked = true
+	delete(p.reads, q) // read in full: later pages change nothing
 	for _, id := range r.local {
 		if !r.seen[id] {
 			p.unreached[id] = at
@@ -238,7 +237,8 @@ func (p *Prober) ObserveGone(id string) { p.gone[id] = true }
 
 // ObserveRefresh folds one refresh of a tracked item, from attributes old
 // (its copy, synchronised at prev) to fresh (read at at), into its
-// change-rate estimate st and returns the new rate in changes per second.
+// change-rate estimate st and returns the new rate per second (of updates,
+// when they are counted).
 // When the source's dissimilarity counts updates (source.CountsUpdates:
 // a citation count grows by one per citation) the dissimilarity of the
 // refresh is the number of updates since prev, a Poisson count, which
