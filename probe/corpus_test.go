@@ -498,6 +498,15 @@ func BenchmarkGreedyProbes10000(b *testing.B) {
 	benchmarkGreedy(b, 10000, Options{})
 }
 
+// A crawler's round: a quota of 10 requests shared with fetches by id.
+func BenchmarkGreedyProbes1000ByIDQuota10(b *testing.B) {
+	benchmarkGreedy(b, 1000, Options{ByID: true, Quota: 10})
+}
+
+func BenchmarkGreedyProbes10000ByIDQuota100(b *testing.B) {
+	benchmarkGreedy(b, 10000, Options{ByID: true, Quota: 100})
+}
+
 func BenchmarkGreedyProbes10000PerRequest(b *testing.B) {
 	benchmarkGreedy(b, 10000, Options{Score: ScorePerRequest})
 }
