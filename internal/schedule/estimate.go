@@ -86,6 +86,20 @@ func (e Estimator) Observe(st *EstimateState, f Fetch) float64 {
 	return st.State.Rate(e.Prior)
 }
 
+// ObserveCount folds a refresh at at, whose previous refresh was at prev,
+// that counted n updates in between (a tracked value that counts its own
+// updates, such as a citation count: see Prober.ObserveRefresh), and
+// returns the new rate. A first refresh (zero prev), a non-positive
+// interval or an invalid n changes nothing.
+func (e Estimator) ObserveCount(st *EstimateState, at, prev time.Time, n float64) float64 {
+	if !prev.IsZero() && at.After(prev) {
+		cfg := e.Config
+		cfg.HalfLife = max(cfg.HalfLife, minMemory*at.Sub(prev).Seconds())
+		_ = st.State.ObserveCount(secs(at), at.Sub(prev).Seconds(), n, cfg)
+	}
+	return st.State.Rate(e.Prior)
+}
+
 // MarshalBinary encodes the state for the URL record; it never fails.
 func (s EstimateState) MarshalBinary() ([]byte, error) {
 	b, _ := s.State.AppendBinary(nil)

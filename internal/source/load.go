@@ -413,8 +413,12 @@ func (d *decoder) source(n *yaml.Node) Source {
 			d.mapping(v, p, handle)
 		},
 		"weight": func(v *yaml.Node, p string) {
+			if v.Kind == yaml.MappingNode {
+				d.mapping(v, p, map[string]func(*yaml.Node, string){"attribute": d.str(&s.WeightAttr)})
+				return
+			}
 			if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
-				d.fail(p, v.Line, "expected a field name or a number, got %s", kindName(v))
+				d.fail(p, v.Line, "expected a field name, a number or {attribute: NAME}, got %s", kindName(v))
 				return
 			}
 			if v.Tag == "!!int" || v.Tag == "!!float" {

@@ -36,13 +36,15 @@
 //	      - {field: authors, split: ",", whole: true}
 //	    value_field: citations   # the tracked numeric value
 //	    dissimilarity: {citations: numeric}   # or: changed (0/1); default numeric on value_field
-//	    weight: citations        # a field name, or a constant such as 1 (paper §3.1)
+//	    weight: citations        # a field name, a constant such as 1 (paper §3.1), or
+//	                             # {attribute: NAME}: an attribute given with the items
+//	                             # (an importance of your own; pages never change it)
 //	    reference_counts: dblp_counts.csv     # CSV "query,count" (paper §4.1), optional
 //	    reference_scale: 4.6     # |R_S(q)| ≈ scale·reference count
 //	    method: 1                # 1: read every result page; 2: first page only (§5.1)
-//	    quota: 10                # keyword requests a round; 0 = until all covered
-//	    alpha: 300               # freshness threshold for the interval search (§4.4); 0 = fixed interval
-//	    interval: 1              # initial (or, with alpha 0, fixed) interval in time units
+//	    quota: 10                # requests a round (queries and fetches by id); 0 = until all covered
+//	    alpha: 20                # content freshness to stay under over a round (§4.4); 0 = fixed interval
+//	    interval: 1              # the round length in time units (with alpha: the shortest)
 //
 // Every key is checked: unknown keys, wrong types, bad CSS selectors (parsed
 // with cascadia), bad regular expressions (RE2, so a hostile page cannot make
@@ -111,6 +113,11 @@ type Source struct {
 	// otherwise w(r) = WeightConst (YAML weight: a number; default 1).
 	WeightField string  `json:"weight_field,omitempty"`
 	WeightConst float64 `json:"weight_const,omitempty"`
+	// WeightAttr (YAML weight: {attribute: NAME}) makes w(r) the numeric
+	// value of an attribute given with the items, which no page shows and
+	// so no refresh changes: an importance of the user's own, or a weight
+	// frozen when the list was made. It must not be under fields.
+	WeightAttr string `json:"weight_attr,omitempty"`
 
 	// ReferenceCounts is a CSV file of "query,count" lines from a reference
 	// corpus (paper §4.1, DBLP for Google Scholar); ReferenceScale is c in
@@ -122,24 +129,30 @@ type Source struct {
 
 	// Method is MethodAllPages or MethodFirstPage (§5.1).
 	Method int `json:"method"`
-	// Quota caps keyword requests a round; 0 means until all are covered.
+	// Quota caps the requests of a round, keyword queries and fetches by
+	// id together; 0 means until every item is covered.
 	Quota int `json:"quota"`
 	// Score is how greedyProbes ranks a query: "per_result" (default, the
-	// paper's Eq. 2: Σ w·F / |R_S(q)|) or "per_request" (Σ w·F divided by
-	// the requests the query costs, ⌈|R_S(q)|/K⌉). Under a budget counted in
-	// requests, per_result favours one-result pair queries (each a whole
-	// request for one item); per_request groups items that share a page.
+	// paper's Eq. 2: Σ w·F over the results the query transfers, counted
+	// in whole result pages) or "per_request" (Σ w·F over the requests the
+	// query costs, ⌈|R_S(q)|/K⌉). Counted in whole pages the two rank every
+	// query alike; per_request is kept for configurations that name it.
 	Score string `json:"score,omitempty"`
-	// LocalRatio is the assumed |R_S(q)|/|R_L(q)| for a query whose server
-	// count is neither observed nor in the reference counts (0 means
-	// the planner's default, a pessimistic 10). A source whose items
-	// are all tracked locally has 1.
+	// LocalRatio is the prior |R_S(q)|/|R_L(q)| for a query whose server
+	// count is neither observed nor in the reference counts (0 means the
+	// planner's default, a pessimistic 10). The planner learns the ratio
+	// from the totals result pages show (probe.LearnRatio), so this only
+	// decides the first rounds.
 	LocalRatio float64 `json:"local_ratio,omitempty"`
-	// Alpha is the content-freshness threshold of the §4.4 interval search;
-	// 0 means Interval is used as a fixed interval.
+	// Alpha is the content-freshness threshold of the §4.4 interval
+	// search: a greedy round lasts the longest time, at least Interval,
+	// over which the model's expected content freshness of all tracked
+	// items, averaged over the round, stays at most Alpha (in the units of
+	// the dissimilarity). 0 means every round lasts Interval.
 	Alpha float64 `json:"alpha"`
-	// Interval is the initial interval I_0 of the §4.4 search (the paper's
-	// "simple choice" is 1), or the fixed interval when Alpha is 0.
+	// Interval is the length of a round in time units, the shortest when
+	// Alpha is set (where the §4.4 search starts doubling): Quota requests
+	// per Interval is the source's request budget.
 	Interval float64 `json:"interval"`
 
 	c *compiled // set by Validate; read-only afterwards
@@ -325,7 +338,7 @@ func (s *Source) Validate() error {
 	if s.Interval == 0 {
 		s.Interval = 1
 	}
-	if s.WeightField == "" && s.WeightConst == 0 {
+	if s.WeightField == "" && s.WeightAttr == "" && s.WeightConst == 0 {
 		s.WeightConst = 1
 	}
 	for i := range s.KeywordSpecs {
@@ -500,9 +513,19 @@ func (s *Source) compile() (*compiled, error) {
 			bad("fields."+s.ValueField+".numeric", "expected true for the value field")
 		}
 	}
-	if s.WeightField != "" {
+	switch {
+	case s.WeightAttr != "":
+		if s.WeightField != "" {
+			bad("weight", "expected a field name or an attribute, not both")
+		}
+		if _, ok := s.Fields[s.WeightAttr]; ok {
+			bad("weight.attribute", "%q is a field read off result pages: use weight: %s", s.WeightAttr, s.WeightAttr)
+		} else if err := checkName(s.WeightAttr); err != nil {
+			bad("weight.attribute", "%v", err)
+		}
+	case s.WeightField != "":
 		known("weight", s.WeightField)
-	} else if !(s.WeightConst >= 0) || math.IsInf(s.WeightConst, 0) {
+	case !(s.WeightConst >= 0) || math.IsInf(s.WeightConst, 0):
 		bad("weight", "expected a field name or a finite number ≥ 0, got %v", s.WeightConst)
 	}
 	for _, name := range sortedKeys(s.Dissims) {
@@ -667,17 +690,41 @@ func words(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }
 
-// Weight returns w(r) (paper §3.1): the numeric value of WeightField, or
-// WeightConst. An item whose weight field is missing, unparsable or negative
-// weighs 1, so an item not yet seen is still refreshed rather than ignored.
+// Weight returns w(r) (paper §3.1): the numeric value of WeightField or
+// WeightAttr, or WeightConst. An item whose weight field is missing,
+// unparsable or negative weighs 1, so an item not yet seen is still
+// refreshed rather than ignored.
 func (s *Source) Weight(fields map[string]string) float64 {
-	if s.WeightField == "" {
+	name := s.WeightField
+	if s.WeightAttr != "" {
+		name = s.WeightAttr
+	}
+	if name == "" {
 		return s.WeightConst
 	}
-	if v, ok := ParseNumber(fields[s.WeightField]); ok && v >= 0 {
+	if v, ok := ParseNumber(fields[name]); ok && v >= 0 {
 		return v
 	}
 	return 1
+}
+
+// CountsUpdates reports whether the dissimilarity of a refresh counts the
+// updates it missed: every configured dissimilarity is numeric, as for a
+// citation count that grows by one per citation (paper §4.2). The
+// planner's model then needs the rate at which dissimilarity accrues, and
+// the dissimilarity over the time since the last refresh measures it
+// directly (Prober.ObserveRefresh); with a 0/1 dissimilarity only
+// "changed or not" is known.
+func (s *Source) CountsUpdates() bool {
+	if len(s.Dissims) == 0 {
+		return true // numeric on the value field
+	}
+	for _, d := range s.Dissims {
+		if d != DissimNumeric {
+			return false
+		}
+	}
+	return true
 }
 
 // Value returns the tracked numeric value, false when missing or unparsable.

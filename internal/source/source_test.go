@@ -121,6 +121,8 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"value not numeric", "{selector: .n, numeric: true}", ".n", "sources[0].fields.n.numeric: expected true for the value field"},
 		{"value unknown", "value_field: n", "value_field: x", `sources[0].value_field: unknown field "x"`},
 		{"weight unknown", "value_field: n", "value_field: n\n    weight: cites", `sources[0].weight: unknown field "cites"`},
+		{"weight attribute is a field", "value_field: n", "value_field: n\n    weight: {attribute: n}", `sources[0].weight.attribute: "n" is a field read off result pages`},
+		{"weight attribute key", "value_field: n", "value_field: n\n    weight: {attr: w}", `sources[0].weight.attr: unknown key`},
 		{"keyword field", "[{field: t}]", "[{field: nope}]", `sources[0].keywords[0].field: unknown field "nope"`},
 		{"stopwords", "[{field: t}]", "[{field: t, stopwords: french}]", `sources[0].keywords[0].stopwords: expected "english", "none" or a list`},
 		{"dissim", "value_field: n", "value_field: n\n    dissimilarity: {n: squared}", `sources[0].dissimilarity.n: expected "numeric" or "changed"`},
@@ -332,5 +334,41 @@ func TestJSONRoundTrip(t *testing.T) {
 	}
 	if _, err := DecodeJSON([]byte(`{"name":"x"}`)); err == nil || !strings.Contains(err.Error(), "search_url: missing") {
 		t.Errorf("invalid: %v", err)
+	}
+}
+
+// weight: {attribute: NAME} reads an attribute given with the items, which
+// no result page carries; CountsUpdates says whether a refresh's
+// dissimilarity counts updates.
+func TestWeightAttributeAndCountsUpdates(t *testing.T) {
+	y := strings.Replace(goodYAML, "weight: citations", "weight: {attribute: importance}", 1)
+	srcs, err := Parse([]byte(y), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := srcs[0]
+	if s.WeightAttr != "importance" || s.WeightField != "" || s.WeightConst != 0 {
+		t.Fatalf("decoded weight %q %q %v", s.WeightAttr, s.WeightField, s.WeightConst)
+	}
+	if w := s.Weight(map[string]string{"importance": "7", "citations": "1000"}); w != 7 {
+		t.Errorf("Weight = %v, want the attribute 7", w)
+	}
+	if w := s.Weight(map[string]string{"citations": "1000"}); w != 1 {
+		t.Errorf("Weight without the attribute = %v, want 1", w)
+	}
+	// Round trip through the task encoding keeps it.
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := DecodeJSON(b)
+	if err != nil || d.WeightAttr != "importance" {
+		t.Fatalf("DecodeJSON: %v %q", err, d.WeightAttr)
+	}
+	if !s.CountsUpdates() {
+		t.Error("numeric value field (the default dissimilarity): CountsUpdates false")
+	}
+	if srcs[1].CountsUpdates() {
+		t.Error("dvd: a changed dissimilarity does not count updates")
 	}
 }
