@@ -120,7 +120,7 @@ func (o Options) withDefaults() Options {
 //   - the live schedule and the tasks in flight: the dispatcher's lock
 //     (dispatch.Dispatcher), never held across I/O or a policy's solve;
 //   - worker heartbeats: workers;
-//   - one-off probe requests and the result totals they saw: probes;
+//   - one-off probe requests and what their results showed: probes;
 //   - the sources' probe planners: rounds, held while a round is planned;
 //   - counters: counts, and the per-minute windows their own.
 //
@@ -145,8 +145,8 @@ type Coordinator struct {
 	}
 	probes struct {
 		sync.Mutex
-		reqs   map[string]schedule.ProbeRequest // one-off probe URL → its request
-		totals map[string][]observedTotal       // by source: first-page totals folded since its last round
+		reqs map[string]schedule.ProbeRequest // one-off probe URL → its request
+		seen map[string][]probeSeen           // by source: what results taught since its last round
 	}
 	queue atomic.Pointer[broker.QueueInfo]
 
@@ -178,7 +178,7 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 	c.m = newMetrics(c.disp)
 	c.workers.seen = map[string]time.Time{}
 	c.probes.reqs = map[string]schedule.ProbeRequest{}
-	c.probes.totals = map[string][]observedTotal{}
+	c.probes.seen = map[string][]probeSeen{}
 	c.counts.errors = map[string]int64{}
 	c.m.budget.Set(opts.Budget)
 	for _, src := range opts.Sources {

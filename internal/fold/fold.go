@@ -311,7 +311,7 @@ func (f *Folder) items(tx *store.Tx, r *proto.Result, at time.Time, src *source.
 				if len(it.Estimate) > 0 {
 					_ = st.UnmarshalBinary(it.Estimate)
 				}
-				it.Rate = f.est.Observe(&st, schedule.Fetch{At: at, Prev: it.LastSync, Changed: changed})
+				it.Rate = schedule.ObserveRefresh(f.est, src, &st, it.LastSync, at, it.Attrs, pi.Fields)
 				it.Estimate, _ = st.MarshalBinary()
 			}
 		}

@@ -167,10 +167,10 @@ func (p *Prober) Due(now time.Time) bool { return !now.Before(p.next) }
 // Idle defers the next round by one time unit (no items to plan for).
 func (p *Prober) Idle(now time.Time) { p.next = now.Add(p.src.TimeUnit) }
 
-// ObserveTotal records the total result count a query's first result
+// observeTotal records the total result count a query's first result
 // page showed: the planner's server count for it (paper §4.1). It is
 // ObserveResults without the items; prefer that.
-func (p *Prober) ObserveTotal(query []string, total int) {
+func (p *Prober) observeTotal(query []string, total int) {
 	if total >= 0 && len(query) > 0 {
 		p.observed[queryOf(query)] = total
 	}
@@ -246,14 +246,20 @@ func (p *Prober) ObserveGone(id string) { p.gone[id] = true }
 // the change bit of the value is used. A first refresh (zero prev) only
 // returns the current estimate.
 func (p *Prober) ObserveRefresh(e Estimator, st *EstimateState, prev, at time.Time, old, fresh map[string]string) float64 {
+	return ObserveRefresh(e, &p.src, st, prev, at, old, fresh)
+}
+
+// ObserveRefresh is Prober.ObserveRefresh for a source definition alone:
+// the fold, which has the definition but not the planner, calls it.
+func ObserveRefresh(e Estimator, src *source.Source, st *EstimateState, prev, at time.Time, old, fresh map[string]string) float64 {
 	if prev.IsZero() || !at.After(prev) {
 		return st.State.Rate(e.Prior)
 	}
-	if p.src.CountsUpdates() {
-		return e.ObserveCount(st, at, prev, p.src.Dissimilarity(old, fresh))
+	if src.CountsUpdates() {
+		return e.ObserveCount(st, at, prev, src.Dissimilarity(old, fresh))
 	}
-	a, okA := p.src.Value(old)
-	b, okB := p.src.Value(fresh)
+	a, okA := src.Value(old)
+	b, okB := src.Value(fresh)
 	return e.Observe(st, Fetch{At: at, Prev: prev, Changed: okA != okB || a != b})
 }
 

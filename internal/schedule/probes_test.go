@@ -91,7 +91,7 @@ func TestProberIntervalBruteForce(t *testing.T) {
 		// A few totals seen, so queries have different page counts.
 		for _, w := range words {
 			if rng.IntN(2) == 0 {
-				p.ObserveTotal([]string{w}, rng.IntN(40))
+				p.observeTotal([]string{w}, rng.IntN(40))
 			}
 		}
 		// Rounds at most twice as long as the one before (the first at
