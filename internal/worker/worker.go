@@ -360,7 +360,7 @@ func (w *Worker) fetchPage(ctx context.Context, task proto.Task, res *proto.Resu
 	}
 	rules, err := extract.Compile(task.Selector, task.Ignore)
 	if err != nil {
-		res.ErrKind, res.Err = proto.ErrContent, err.Error()
+		res.ErrKind, res.Err = proto.ErrContent, "extraction rules: "+err.Error()
 		return
 	}
 	var text, hash string
