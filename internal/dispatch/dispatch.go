@@ -29,12 +29,26 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
 )
 
-// Options configure a Dispatcher.
+// DefaultMaxInFlight bounds the tasks dispatched and not yet folded unless
+// told otherwise. It also sizes the task consumer's MaxAckPending.
+const DefaultMaxInFlight = 256
+
+// CheckMaxInFlight reports whether n is a valid MaxInFlight: > 0.
+func CheckMaxInFlight(n int) error {
+	if n <= 0 {
+		return fmt.Errorf("must be > 0, got %d", n)
+	}
+	return nil
+}
+
+// Options configure a Dispatcher. Zero fields take the defaults.
 type Options struct {
 	// Budget is the total tasks per second (the global limiter, burst 1:
-	// never two tasks back to back above the budget).
+	// never two tasks back to back above the budget); default
+	// schedule.DefaultBudget.
 	Budget float64
-	// MaxInFlight bounds tasks dispatched and not yet finished.
+	// MaxInFlight bounds tasks dispatched and not yet finished (default
+	// DefaultMaxInFlight).
 	MaxInFlight int
 	// Prepare completes a task before it is published (the previous
 	// version's validators, a probe's spec). It runs without the lock;
@@ -69,10 +83,10 @@ type Dispatcher struct {
 // New returns a dispatcher of the tasks of sched onto js.
 func New(js jetstream.JetStream, sched *schedule.Scheduler, o Options) *Dispatcher {
 	if o.Budget <= 0 {
-		o.Budget = 10
+		o.Budget = schedule.DefaultBudget
 	}
 	if o.MaxInFlight <= 0 {
-		o.MaxInFlight = 256
+		o.MaxInFlight = DefaultMaxInFlight
 	}
 	if o.RetryAfter <= 0 {
 		o.RetryAfter = time.Second

@@ -8,13 +8,15 @@ import (
 	"time"
 )
 
-// SchedulerOptions configure a Scheduler.
+// SchedulerOptions configure a Scheduler. Zero fields take the defaults
+// (defaults.go).
 type SchedulerOptions struct {
 	// Budget is the total fetches per second.
 	Budget float64
 	// HostRate is the most fetches per second of one host.
 	HostRate float64
-	// Policy turns estimates into frequencies.
+	// Policy turns estimates into frequencies (default: the optimal
+	// policy for freshness, DefaultPolicy).
 	Policy Policy
 	// ExploreShare keeps URLs the optimum gives up on at ExploreShare ×
 	// budget/URLs, so that a wrong estimate can recover.
@@ -116,22 +118,22 @@ type Scheduler struct {
 // NewScheduler returns an empty scheduler.
 func NewScheduler(o SchedulerOptions) *Scheduler {
 	if o.Budget <= 0 {
-		o.Budget = 10
+		o.Budget = DefaultBudget
 	}
 	if o.HostRate <= 0 {
-		o.HostRate = 1
+		o.HostRate = DefaultHostRate
 	}
 	if o.Policy == nil {
-		o.Policy = uniformPolicy{}
+		o.Policy = defaultPolicy()
 	}
 	if o.ExploreShare <= 0 {
-		o.ExploreShare = 0.3
+		o.ExploreShare = DefaultExploreShare
 	}
 	if o.Replan <= 0 {
-		o.Replan = 30 * time.Second
+		o.Replan = DefaultReplan
 	}
 	if o.DisallowRetry <= 0 {
-		o.DisallowRetry = time.Hour
+		o.DisallowRetry = DefaultDisallowRetry
 	}
 	return &Scheduler{o: o, front: newFrontier(), captures: map[*entry]struct{}{}}
 }
