@@ -134,8 +134,8 @@ const (
 	DefaultAckWait    = 60 * time.Second
 	DefaultMaxDeliver = 5
 	DefaultReplicas   = 1
-	// MaxReplicas is JetStream's limit on a stream's replicas.
-	MaxReplicas = 5
+	// maxReplicas is JetStream's limit on a stream's replicas.
+	maxReplicas = 5
 )
 
 // DefaultSettings are the defaults of a single-process run.
@@ -161,16 +161,16 @@ func CheckMaxDeliver(n int) error {
 }
 
 // CheckReplicas reports whether n is a valid number of replicas: 1 to
-// MaxReplicas.
+// maxReplicas.
 func CheckReplicas(n int) error {
-	if n < 1 || n > MaxReplicas {
-		return fmt.Errorf("must be 1..%d, got %d", MaxReplicas, n)
+	if n < 1 || n > maxReplicas {
+		return fmt.Errorf("must be 1..%d, got %d", maxReplicas, n)
 	}
 	return nil
 }
 
-// RobotsBucket is the KV bucket workers share robots.txt entries in.
-const RobotsBucket = "freshcrawl_robots"
+// robotsBucket is the KV bucket workers share robots.txt entries in.
+const robotsBucket = "freshcrawl_robots"
 
 // EnsureExisting is Ensure for a worker: if the coordinator already made the
 // streams and consumers, their settings (MaxAckPending sized to the
@@ -250,7 +250,7 @@ func RobotsKV(ctx context.Context, js jetstream.JetStream, s Settings) (jetstrea
 		s.Replicas = 1
 	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      RobotsBucket,
+		Bucket:      robotsBucket,
 		Description: "robots.txt per host, shared by all workers",
 		TTL:         s.RobotsTTL,
 		Replicas:    s.Replicas,

@@ -83,10 +83,10 @@ type Config struct {
 // data, where it serves, how much it logs, how many workers `run` starts.
 // Every other default belongs to the package that uses the setting.
 const (
-	DefaultData     = "./freshcrawl-data"
-	DefaultListen   = "127.0.0.1:8080"
-	DefaultLogLevel = "info"
-	DefaultWorkers  = 4
+	defaultData     = "./freshcrawl-data"
+	defaultListen   = "127.0.0.1:8080"
+	defaultLogLevel = "info"
+	defaultWorkers  = 4
 )
 
 // Default returns the defaults. Every value is its owner's constant, so
@@ -95,13 +95,13 @@ const (
 // README and the compose file against the flags).
 func Default() Config {
 	return Config{
-		Data: DefaultData, NATSListen: broker.DefaultListen, Listen: DefaultListen, LogLevel: DefaultLogLevel,
+		Data: defaultData, NATSListen: broker.DefaultListen, Listen: defaultListen, LogLevel: defaultLogLevel,
 		Budget: Rate(schedule.DefaultBudget), HostRate: Rate(schedule.DefaultHostRate), MaxInFlight: dispatch.DefaultMaxInFlight,
 		Policy: schedule.DefaultPolicy, Objective: schedule.DefaultObjective, ProbePolicy: schedule.DefaultProbePolicy,
 		Replan: schedule.DefaultReplan, PriorRate: Rate(schedule.DefaultPriorRate), HalfLife: schedule.DefaultHalfLife,
 		Explore: schedule.DefaultExploreShare, LMSkew: schedule.DefaultLMSkew,
 		AckWait: broker.DefaultAckWait, MaxDeliver: broker.DefaultMaxDeliver, Replicas: broker.DefaultReplicas,
-		Workers: DefaultWorkers, Concurrency: worker.DefaultConcurrency,
+		Workers: defaultWorkers, Concurrency: worker.DefaultConcurrency,
 		UserAgent: fetch.DefaultUserAgent, Timeout: fetch.DefaultTimeout, MaxBody: fetch.DefaultMaxBody, MaxRedirects: fetch.DefaultMaxRedirects,
 	}
 }

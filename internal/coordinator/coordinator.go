@@ -25,6 +25,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/fold"
 	"github.com/freshcrawl/freshcrawl/internal/proto"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/internal/seed"
 	"github.com/freshcrawl/freshcrawl/internal/source"
 	"github.com/freshcrawl/freshcrawl/internal/store"
 	"github.com/freshcrawl/freshcrawl/internal/worker/extract"
@@ -227,7 +228,7 @@ func (c *Coordinator) load() error {
 			u.Rate = c.opts.PriorRate
 		}
 		var vs []store.Version
-		if u.Mode == "capture" {
+		if u.Mode == string(seed.ModeCapture) {
 			// Capture URLs relearn their rhythm from the stored versions.
 			var err error
 			if vs, err = c.db.Versions(u.URL); err != nil {
@@ -254,7 +255,7 @@ func (c *Coordinator) load() error {
 // info is what the scheduler needs of a stored URL.
 func info(u store.URL) schedule.URLInfo {
 	period, _ := time.ParseDuration(u.Period) // validated when seeded
-	return schedule.URLInfo{URL: u.URL, Host: u.Host, Weight: u.Weight, Capture: u.Mode == "capture", Rate: u.Rate, Interval: u.Interval, NextDue: u.NextDue, Disallowed: u.Disallowed,
+	return schedule.URLInfo{URL: u.URL, Host: u.Host, Weight: u.Weight, Capture: u.Mode == string(seed.ModeCapture), Rate: u.Rate, Interval: u.Interval, NextDue: u.NextDue, Disallowed: u.Disallowed,
 		Period: period, Polls: u.Polls}
 }
 

@@ -187,15 +187,15 @@ func (d *Dispatcher) take(now time.Time) (proto.Task, bool, time.Time) {
 	if !ok {
 		return proto.Task{}, false, at
 	}
-	task := NewTask(next, now)
+	task := newTask(next, now)
 	d.inflight[task.ID] = flight{url: next.URL, at: now}
 	d.perURL[next.URL]++
 	return task, true, time.Time{}
 }
 
-// NewTask builds the task of a dispatch. Its id is the URL's hash and due
+// newTask builds the task of a dispatch. Its id is the URL's hash and due
 // time, so a republish of the same fetch is dropped by JetStream.
-func NewTask(d schedule.Dispatch, now time.Time) proto.Task {
+func newTask(d schedule.Dispatch, now time.Time) proto.Task {
 	h := sha256.Sum256([]byte(d.URL))
 	id := hex.EncodeToString(h[:8]) + "-" + strconv.FormatInt(d.Due.UnixNano(), 10)
 	kind := proto.KindFetch

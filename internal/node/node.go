@@ -57,8 +57,8 @@ type Node struct {
 	errc        chan error
 }
 
-// Settings are the NATS settings cfg implies.
-func Settings(cfg config.Config) broker.Settings {
+// brokerSettings are the NATS settings cfg implies.
+func brokerSettings(cfg config.Config) broker.Settings {
 	s := broker.DefaultSettings()
 	s.Replicas = cfg.Replicas
 	s.AckWait = cfg.AckWait
@@ -123,7 +123,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		return nil, err
 	}
 	n.NC, n.JS = nc, js
-	settings := Settings(cfg)
+	settings := brokerSettings(cfg)
 	ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	if roles.Coordinator {
 		err = broker.Ensure(ectx, js, settings)

@@ -35,7 +35,7 @@ const (
 	// estimate.DefaultTrustConfig.
 	DefaultLMSkew = time.Minute
 	// DefaultProbePolicy refreshes tracked items with keyword probes.
-	DefaultProbePolicy = ProbeGreedy
+	DefaultProbePolicy = probeGreedy
 	// DefaultDisallowRetry is how often a URL disallowed by robots.txt is
 	// checked again.
 	DefaultDisallowRetry = time.Hour

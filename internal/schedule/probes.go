@@ -23,18 +23,18 @@ import (
 
 // Probe policies.
 const (
-	ProbeGreedy = "greedy"
-	ProbeNaive1 = "naive1"
-	ProbeNaive2 = "naive2"
+	probeGreedy = "greedy"
+	probeNaive1 = "naive1"
+	probeNaive2 = "naive2"
 )
 
 // CheckProbePolicy reports whether name is a probe policy.
 func CheckProbePolicy(name string) error {
 	switch name {
-	case ProbeGreedy, ProbeNaive1, ProbeNaive2:
+	case probeGreedy, probeNaive1, probeNaive2:
 		return nil
 	}
-	return fmt.Errorf("probe policy %q: want %s, %s or %s", name, ProbeGreedy, ProbeNaive1, ProbeNaive2)
+	return fmt.Errorf("probe policy %q: want %s, %s or %s", name, probeGreedy, probeNaive1, probeNaive2)
 }
 
 // ProbeRequest is one planned request of a round: a result page of a
@@ -201,11 +201,11 @@ func (p *Prober) plan(items []TrackedItem, now time.Time) ([]ProbeRequest, Round
 	budget := p.src.Quota // requests a round; 0 = no limit
 	var reqs []ProbeRequest
 	switch p.policy {
-	case ProbeNaive1, ProbeNaive2:
+	case probeNaive1, probeNaive2:
 		// Fetch by id, stalest first (round robin), up to the quota.
 		order := make([]int, 0, len(pitems))
 		for i, it := range pitems {
-			if p.policy == ProbeNaive2 && it.Rate >= 1 {
+			if p.policy == probeNaive2 && it.Rate >= 1 {
 				continue // Naive 2 never syncs items that change more than once a unit
 			}
 			order = append(order, i)

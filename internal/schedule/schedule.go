@@ -72,9 +72,9 @@ type Feedback struct {
 	HostNotBefore time.Time
 }
 
-// Adaptive is a policy that sets each URL's interval from its own fetch
+// adaptivePolicy is a policy that sets each URL's interval from its own fetch
 // outcomes (Nutch, StormCrawler) instead of from a global allocation.
-type Adaptive interface {
+type adaptivePolicy interface {
 	Policy
 	// Initial is the interval of a URL never fetched.
 	Initial() time.Duration
@@ -224,7 +224,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	s.setDisallowed(e, u.Disallowed)
 	e.interval = u.Interval
 	if e.interval <= 0 {
-		if a, ok := s.o.Policy.(Adaptive); ok {
+		if a, ok := s.o.Policy.(adaptivePolicy); ok {
 			e.interval = a.Initial()
 		} else {
 			// Until the next plan: the uniform share, so a new URL is
@@ -261,9 +261,9 @@ func (s *Scheduler) setCapture(e *entry, u URLInfo) {
 	e.cap.polls = u.Polls
 }
 
-// ObserveCapture records an update a poll of a capture URL saw: exactly at
+// observeCapture records an update a poll of a capture URL saw: exactly at
 // `to` (trustworthy Last-Modified) or somewhere in (from, to].
-func (s *Scheduler) ObserveCapture(url string, from, to time.Time, exact bool) {
+func (s *Scheduler) observeCapture(url string, from, to time.Time, exact bool) {
 	if e, ok := s.front.urls[url]; ok && e.cap != nil {
 		e.cap.observe(from, to, exact, e.interval)
 	}
@@ -342,7 +342,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		end = fb.Start
 	}
 	due := fb.Start.Add(e.interval)
-	switch a, adaptive := s.o.Policy.(Adaptive); {
+	switch a, adaptive := s.o.Policy.(adaptivePolicy); {
 	case e.disallowed:
 		due = fb.Start.Add(s.o.DisallowRetry)
 	case e.cap != nil && e.interval > 0:
@@ -432,8 +432,8 @@ type PlanJob struct {
 	next  int // elements applied so far
 }
 
-// Len is the number of URLs the plan covers.
-func (j *PlanJob) Len() int { return len(j.in.Rates) }
+// size is the number of URLs the plan covers.
+func (j *PlanJob) size() int { return len(j.in.Rates) }
 
 // Output is the policy's plan once solved.
 func (j *PlanJob) Output() PlanOutput { return j.out }
@@ -443,7 +443,7 @@ func (j *PlanJob) Output() PlanOutput { return j.out }
 // n numbers, not a walk over the entries.
 func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	n := len(s.list)
-	_, adaptive := s.o.Policy.(Adaptive)
+	_, adaptive := s.o.Policy.(adaptivePolicy)
 	j := &PlanJob{at: now, policy: s.o.Policy, adaptive: adaptive, budget: s.o.Budget, explore: s.o.ExploreShare, moved: s.moved}
 	j.in = PlanInput{
 		Budget:  s.o.Budget,

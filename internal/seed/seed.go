@@ -67,15 +67,15 @@ type jsonSeed struct {
 	Polls    int                `json:"polls"`
 }
 
-// MaxLine is the longest line accepted; a longer one is a bad line.
-const MaxLine = 1 << 20
+// maxLine is the longest line accepted; a longer one is a bad line.
+const maxLine = 1 << 20
 
 // Parse reads seeds from r and calls emit for every good line and bad for
 // every bad one (with file name and line number). It stops early only when
 // emit returns an error or r fails.
 func Parse(r io.Reader, file string, emit func(Seed) error, bad func(*LineError)) (good, bads int, err error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), MaxLine)
+	sc.Buffer(make([]byte, 0, 64*1024), maxLine)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -86,7 +86,7 @@ func Parse(r io.Reader, file string, emit func(Seed) error, bad func(*LineError)
 		if len(text) == 0 || text[0] == '#' {
 			continue
 		}
-		s, perr := ParseLine(text)
+		s, perr := parseLine(text)
 		if perr != nil {
 			bads++
 			if bad != nil {
@@ -101,15 +101,15 @@ func Parse(r io.Reader, file string, emit func(Seed) error, bad func(*LineError)
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return good, bads, fmt.Errorf("%s:%d: line longer than %d bytes", file, line+1, MaxLine)
+			return good, bads, fmt.Errorf("%s:%d: line longer than %d bytes", file, line+1, maxLine)
 		}
 		return good, bads, fmt.Errorf("read %s: %w", file, err)
 	}
 	return good, bads, nil
 }
 
-// ParseLine parses one non-blank, non-comment line.
-func ParseLine(text []byte) (Seed, error) {
+// parseLine parses one non-blank, non-comment line.
+func parseLine(text []byte) (Seed, error) {
 	if text[0] != '{' {
 		u, host, err := Normalize(string(text))
 		if err != nil {

@@ -114,7 +114,7 @@ func FuzzParseLine(f *testing.F) {
 		if len(b) == 0 {
 			return
 		}
-		s, err := ParseLine(b)
+		s, err := parseLine(b)
 		if err == nil && (s.Weight <= 0 || s.URL == "") {
 			t.Fatalf("accepted %q with weight %v url %q", b, s.Weight, s.URL)
 		}

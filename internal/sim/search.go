@@ -77,13 +77,13 @@ type SearchConfig struct {
 type SearchWeight int
 
 const (
-	// WeightInitialCitations weighs a paper by its initial citation count,
+	// weightInitialCitations weighs a paper by its initial citation count,
 	// the paper's §3.1 w(r) = r.Num_of_citation, frozen at time zero so the
 	// truth does not depend on the crawler. (A crawler that weighs by its
 	// copy's current count sees weights drift upwards as citations grow.)
-	WeightInitialCitations SearchWeight = iota
-	// WeightUnit weighs every paper 1 (plain mean dissimilarity).
-	WeightUnit
+	weightInitialCitations SearchWeight = iota
+	// weightUnit weighs every paper 1 (plain mean dissimilarity).
+	weightUnit
 )
 
 const (
@@ -92,8 +92,8 @@ const (
 	defaultMaxCitations = 1000
 	maxSearchPapers     = 1_000_000
 	maxSearchK          = 1000
-	// SearchSourceName is the name of the source SearchSource defines.
-	SearchSourceName = "sim-papers"
+	// searchSourceName is the name of the source SearchSource defines.
+	searchSourceName = "sim-papers"
 )
 
 func (c SearchConfig) withDefaults() SearchConfig {
@@ -123,7 +123,7 @@ func (c SearchConfig) validate(hosts int) error {
 		return fmt.Errorf("sim: Config.Search.TimeUnit = %v: must be > 0 (0 = 1s)", c.TimeUnit)
 	case c.Host < 0 || c.Host >= hosts:
 		return fmt.Errorf("sim: Config.Search.Host = %d: no such host (Hosts = %d)", c.Host, hosts)
-	case c.Weight != WeightInitialCitations && c.Weight != WeightUnit:
+	case c.Weight != weightInitialCitations && c.Weight != weightUnit:
 		return fmt.Errorf("sim: Config.Search.Weight = %d: unknown weight", c.Weight)
 	case c.MaxCitations < 0:
 		return fmt.Errorf("sim: Config.Search.MaxCitations = %d: must be ≥ 0 (0 = %d)", c.MaxCitations, defaultMaxCitations)
@@ -164,10 +164,10 @@ type served struct {
 	value int64
 }
 
-// SearchItem is one tracked paper as the crawler's seed file lists it: its
+// searchItem is one tracked paper as the crawler's seed file lists it: its
 // id, title, authors (", "-separated, as result pages show them) and initial
 // citation count (the crawler's copy at time zero).
-type SearchItem struct {
+type searchItem struct {
 	ID        string `json:"id"`
 	Title     string `json:"title"`
 	Authors   string `json:"authors"`
@@ -175,7 +175,7 @@ type SearchItem struct {
 }
 
 // Letters of the synthetic words and names, and the stopwords sprinkled
-// into titles (all in source.EnglishStopwords, so `stopwords: english`
+// into titles (all in the source package's English stopwords, so `stopwords: english`
 // drops them).
 const (
 	consonantList = "b d f g k l m n p r s t v z ch sh tr br"
@@ -305,7 +305,7 @@ func newSearchSite(c SearchConfig, vocab []string) *searchSite {
 		p.initial = int(min(math.Floor(x), float64(c.MaxCitations)))
 		p.rate = float64(p.initial) / 4
 		p.weight = 1
-		if c.Weight == WeightInitialCitations {
+		if c.Weight == weightInitialCitations {
 			p.weight = float64(p.initial)
 		}
 		p.sched = newSchedule(schedSeed, i, p.rate/c.TimeUnit.Seconds(), nil)
@@ -502,24 +502,24 @@ func (site *searchSite) renderItem(i int, value int64) []byte {
 	return b.Bytes()
 }
 
-// SearchItems lists the papers of the search source with their initial
+// searchItems lists the papers of the search source with their initial
 // citation counts: the tracked-items seed of a crawl (the local relation L
 // at time zero, in sync with the server). Nil without Config.Search.
-func (s *Sim) SearchItems() []SearchItem {
+func (s *Sim) searchItems() []searchItem {
 	if s.search == nil {
 		return nil
 	}
-	out := make([]SearchItem, len(s.search.papers))
+	out := make([]searchItem, len(s.search.papers))
 	for i, p := range s.search.papers {
-		out[i] = SearchItem{ID: p.id, Title: p.title, Authors: strings.Join(p.authors, ", "), Citations: p.initial}
+		out[i] = searchItem{ID: p.id, Title: p.title, Authors: strings.Join(p.authors, ", "), Citations: p.initial}
 	}
 	return out
 }
 
-// WriteSearchItems writes SearchItems as JSON lines, the seed file format.
+// WriteSearchItems writes searchItems as JSON lines, the seed file format.
 func (s *Sim) WriteSearchItems(w io.Writer) error {
 	enc := json.NewEncoder(w)
-	for _, it := range s.SearchItems() {
+	for _, it := range s.searchItems() {
 		if err := enc.Encode(it); err != nil {
 			return err
 		}
@@ -527,31 +527,31 @@ func (s *Sim) WriteSearchItems(w io.Writer) error {
 	return nil
 }
 
-// SearchURL returns the base URL of the search host, e.g.
+// searchURL returns the base URL of the search host, e.g.
 // http://127.0.0.2:PORT ("" without Config.Search). With Config.Port 0 it
 // is final only after Start.
-func (s *Sim) SearchURL() string {
+func (s *Sim) searchURL() string {
 	if s.search == nil {
 		return ""
 	}
 	return "http://" + net.JoinHostPort(hostIP(s.search.cfg.Host), strconv.Itoa(s.Port()))
 }
 
-// SearchSourceYAML returns a config file fragment (a `sources:` list) that
+// searchSourceYAML returns a config file fragment (a `sources:` list) that
 // points freshcrawl at the search host. Weight follows Config.Search.Weight
 // (the crawler's copy of the citation count, or 1); the planner sends 10
 // keyword queries a time unit, as in paper §5.2 Fig. 2. "" without
 // Config.Search.
-func (s *Sim) SearchSourceYAML() string {
+func (s *Sim) searchSourceYAML() string {
 	if s.search == nil {
 		return ""
 	}
 	c := s.search.cfg
 	weight := "citations"
-	if c.Weight == WeightUnit {
+	if c.Weight == weightUnit {
 		weight = "1"
 	}
-	base := s.SearchURL()
+	base := s.searchURL()
 	return fmt.Sprintf(`sources:
   - name: %s
     search_url: "%s/search?q={query}&page={page}"
@@ -581,15 +581,15 @@ func (s *Sim) SearchSourceYAML() string {
     local_ratio: 1
     quota: 10
     interval: 1
-`, SearchSourceName, base, base, c.K, c.TimeUnit, weight)
+`, searchSourceName, base, base, c.K, c.TimeUnit, weight)
 }
 
-// SearchSource returns the parsed, validated SearchSourceYAML.
+// SearchSource returns the parsed, validated searchSourceYAML.
 func (s *Sim) SearchSource() (source.Source, error) {
 	if s.search == nil {
 		return source.Source{}, fmt.Errorf("sim: no search source (Config.Search is nil)")
 	}
-	srcs, err := source.Parse([]byte(s.SearchSourceYAML()), "sim search source")
+	srcs, err := source.Parse([]byte(s.searchSourceYAML()), "sim search source")
 	if err != nil {
 		return source.Source{}, err
 	}

@@ -94,9 +94,9 @@ func TestSearchAuthorGroups(t *testing.T) {
 }
 
 func TestSearchDeterministic(t *testing.T) {
-	a := newSearchSim(t, newFakeClock(), SearchConfig{Papers: 50, Seed: 11}).SearchItems()
-	b := newSearchSim(t, newFakeClock(), SearchConfig{Papers: 50, Seed: 11}).SearchItems()
-	c := newSearchSim(t, newFakeClock(), SearchConfig{Papers: 50, Seed: 12}).SearchItems()
+	a := newSearchSim(t, newFakeClock(), SearchConfig{Papers: 50, Seed: 11}).searchItems()
+	b := newSearchSim(t, newFakeClock(), SearchConfig{Papers: 50, Seed: 11}).searchItems()
+	c := newSearchSim(t, newFakeClock(), SearchConfig{Papers: 50, Seed: 12}).searchItems()
 	if !slices.Equal(a, b) {
 		t.Fatal("same seed, different corpus")
 	}
@@ -317,9 +317,9 @@ func TestSearchSourceParsesServedPages(t *testing.T) {
 	s := newSearchSim(t, clk, SearchConfig{Papers: 300, Seed: 4, K: 5})
 	src, err := s.SearchSource()
 	if err != nil {
-		t.Fatalf("SearchSource: %v\n%s", err, s.SearchSourceYAML())
+		t.Fatalf("SearchSource: %v\n%s", err, s.searchSourceYAML())
 	}
-	it := s.SearchItems()[17]
+	it := s.searchItems()[17]
 	kw := src.Keywords(map[string]string{"title": it.Title, "authors": it.Authors})
 	if !slices.Contains(kw, strings.ToLower(strings.Split(it.Authors, ", ")[0])) {
 		t.Fatalf("keywords %v lack the lead author of %q", kw, it.Authors)
@@ -360,8 +360,8 @@ func TestSearchSourceParsesServedPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	var first SearchItem
-	if len(lines) != 300 || json.Unmarshal([]byte(lines[0]), &first) != nil || first != s.SearchItems()[0] {
+	var first searchItem
+	if len(lines) != 300 || json.Unmarshal([]byte(lines[0]), &first) != nil || first != s.searchItems()[0] {
 		t.Fatalf("seed file: %d lines, first %q", len(lines), lines[0])
 	}
 }
@@ -415,7 +415,7 @@ func TestSearchOverNetwork(t *testing.T) {
 		}
 		return b
 	}
-	it := s.SearchItems()[0]
+	it := s.searchItems()[0]
 	kw := src.Keywords(map[string]string{"title": it.Title, "authors": it.Authors})
 	q := kw[:1]
 	seen := 0

@@ -40,7 +40,7 @@ func TestUpsertKeepsHistory(t *testing.T) {
 	if u.Weight != 5 || u.Selector != "h1" || u.Fetches != 3 || u.Hash != "h" {
 		t.Errorf("re-seed should update seed fields and keep history: %+v", u)
 	}
-	if n, _ := db.Count(); n != 2 {
+	if n, _ := db.count(); n != 2 {
 		t.Errorf("count %d, want 2 (no duplicates)", n)
 	}
 }
@@ -81,7 +81,7 @@ func TestFoldIsIdempotent(t *testing.T) {
 	if _, err := db.Fold("task-3", func(tx *Tx) error { _ = inc(tx); return boom }); !errors.Is(err, boom) {
 		t.Fatalf("err %v", err)
 	}
-	if ok, _ := db.Folded("task-3"); ok {
+	if ok, _ := db.folded("task-3"); ok {
 		t.Error("a failed fold was marked folded")
 	}
 	if u, _ := db.Get("http://a.com/"); u.Fetches != 2 {

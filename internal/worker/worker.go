@@ -210,7 +210,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	defer stop()
 	go w.touch(workCtx, msg)
 
-	res := w.Process(workCtx, task)
+	res := w.process(workCtx, task)
 	res.Attempt = attempt
 	if ctx.Err() != nil {
 		// Shutting down mid-task: let another worker have it now.
@@ -296,9 +296,9 @@ func (w *Worker) reserve(host string, gap time.Duration, notBefore time.Time) ti
 	return at
 }
 
-// Process runs one task and returns its result; it never fails, every
+// process runs one task and returns its result; it never fails, every
 // failure is a result with an error kind.
-func (w *Worker) Process(ctx context.Context, task proto.Task) (res proto.Result) {
+func (w *Worker) process(ctx context.Context, task proto.Task) (res proto.Result) {
 	res = proto.Result{V: proto.Version, TaskID: task.ID, Kind: task.Kind, URL: task.URL, Host: task.Host, WorkerID: w.opts.ID}
 	defer func() {
 		if p := recover(); p != nil {
@@ -411,7 +411,7 @@ func (w *Worker) fetchPage(ctx context.Context, task proto.Task, res *proto.Resu
 		}
 	}
 	d := extract.Diff(prev, text)
-	if !extract.Significant(d, task.Ignore.MinChange) {
+	if !extract.Significant(d, rules.MinChange()) {
 		// Below the threshold: keep the old version as the baseline so
 		// small changes that add up are still seen.
 		res.Hash = task.PrevHash

@@ -32,11 +32,11 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/worker/fetch"
 )
 
-// ErrNoMatch is returned by Extract when a selector matches nothing. It is
+// errNoMatch is returned by Extract when a selector matches nothing. It is
 // an error rather than empty text because a page whose layout changed would
 // otherwise look like a page whose content was deleted, and raise a false
 // change; the worker reports it as proto.ErrContent.
-var ErrNoMatch = errors.New("selector matched nothing")
+var errNoMatch = errors.New("selector matched nothing")
 
 // Rules are compiled extraction rules: a content selector and the noise to
 // drop. They are immutable and safe for concurrent use; compile once per
@@ -188,7 +188,7 @@ func (r *Rules) htmlText(body []byte) (string, error) {
 	}
 	matches := goquery.NewDocumentFromNode(root).FindMatcher(r.selector).Nodes
 	if len(matches) == 0 {
-		return "", fmt.Errorf("extract: selector %q: %w", r.selectorText, ErrNoMatch)
+		return "", fmt.Errorf("extract: selector %q: %w", r.selectorText, errNoMatch)
 	}
 	picked := make(map[*html.Node]bool, len(matches))
 	for _, n := range matches {

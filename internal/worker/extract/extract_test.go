@@ -188,7 +188,7 @@ func TestExtractBinary(t *testing.T) {
 
 func TestExtractNoMatch(t *testing.T) {
 	_, err := mustCompile(t, "#gone", proto.IgnoreRules{}).Extract([]byte(shopPage), fetch.HTML)
-	if !errors.Is(err, ErrNoMatch) || !strings.Contains(err.Error(), "#gone") {
+	if !errors.Is(err, errNoMatch) || !strings.Contains(err.Error(), "#gone") {
 		t.Fatalf("err = %v", err)
 	}
 }
