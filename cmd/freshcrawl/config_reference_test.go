@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/freshcrawl/freshcrawl/internal/config"
+	"github.com/freshcrawl/freshcrawl/internal/source"
 )
 
 // readmeRow is one row of the README's configuration table.
@@ -235,6 +236,41 @@ func TestEveryKeyHasAFlagAndAVariable(t *testing.T) {
 	for _, k := range config.Keys() {
 		if f := fs.Lookup(k.Name); f != nil && k.Name != "config" && !f.Changed {
 			t.Errorf("%s did not set --%s", config.EnvName(k.Name), k.Name)
+		}
+	}
+}
+
+// TestReadmeYAMLExamples: every YAML example in the README is a config
+// file the binary accepts, its keyword-search sources included.
+func TestReadmeYAMLExamples(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(b), -1)
+	if len(blocks) == 0 {
+		t.Fatal("README.md: no YAML example found")
+	}
+	for i, m := range blocks {
+		file := filepath.Join(t.TempDir(), "freshcrawl.yaml")
+		if err := os.WriteFile(file, []byte(m[1]), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg := config.Default()
+		fs := pflag.NewFlagSet("example", pflag.ContinueOnError)
+		cfg.Register(fs)
+		if err := fs.Parse([]string{"--config", file}); err != nil {
+			t.Fatal(err)
+		}
+		if err := config.Resolve(fs, nil); err != nil {
+			t.Errorf("README.md YAML example %d: %v", i+1, err)
+			continue
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("README.md YAML example %d: %v", i+1, err)
+		}
+		if _, err := source.Load(file); err != nil {
+			t.Errorf("README.md YAML example %d: sources: %v", i+1, err)
 		}
 	}
 }
