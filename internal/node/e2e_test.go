@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/freshcrawl/freshcrawl/internal/config"
+	"github.com/freshcrawl/freshcrawl/internal/coordinator"
 	"github.com/freshcrawl/freshcrawl/internal/node"
 	"github.com/freshcrawl/freshcrawl/internal/proto"
 	"github.com/freshcrawl/freshcrawl/internal/store"
@@ -275,8 +276,14 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil || len(changes) < 3 {
 		t.Errorf("change log has %d entries (%v), want ≥ 3", len(changes), err)
 	}
-	st := coord.Coordinator.Status()
-	if st.Fetches == 0 || st.Changes < 3 || st.URLs != 11 {
+	// The coordinator counts a fold just after committing it, so the
+	// status may trail the store by a moment: wait for it.
+	var st coordinator.Status
+	waitFor(t, 10*time.Second, "status to count the three changes", func() bool {
+		st = coord.Coordinator.Status()
+		return st.Changes >= 3
+	})
+	if st.Fetches == 0 || st.URLs != 11 {
 		t.Errorf("status %+v", st)
 	}
 	if st.InFlight > cfg.MaxInFlight {
