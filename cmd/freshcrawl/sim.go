@@ -93,6 +93,7 @@ func demoCmd() *cobra.Command {
 	cfg.Listen = "127.0.0.1:0"
 	cfg.NATSListen = "127.0.0.1:-1"
 	cfg.Data = ""
+	cfg.LogLevel = "warn" // the demo prints its own progress
 	var sf simFlags
 	var duration, every, warmup time.Duration
 	cmd := &cobra.Command{
@@ -131,7 +132,6 @@ func demoCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&every, "every", 5*time.Second, "print progress this often")
 	cmd.Flags().DurationVar(&warmup, "warmup", 10*time.Second, "leave this much out of the steady-state freshness figure")
 	withConfig(cmd, &cfg, "data", "listen", "nats-listen", "budget", "host-rate", "workers", "concurrency", "policy", "objective", "replan", "prior-rate", "log-level")
-	_ = cmd.Flags().Set("log-level", "warn")
 	return cmd
 }
 

@@ -20,7 +20,7 @@ func WriteProbesSVGFile(path, title string, rs []ProbesResult, warmupUnits float
 	if err != nil {
 		return fmt.Errorf("bench: plot: %w", err)
 	}
-	if err := WriteProbesSVG(f, title, rs, warmupUnits); err != nil {
+	if err := writeProbesSVG(f, title, rs, warmupUnits); err != nil {
 		f.Close()
 		return err
 	}
@@ -30,12 +30,12 @@ func WriteProbesSVGFile(path, title string, rs []ProbesResult, warmupUnits float
 	return nil
 }
 
-// WriteProbesSVG draws the truth's content freshness against time units,
+// writeProbesSVG draws the truth's content freshness against time units,
 // one line per run, the warm-up shaded: a small hand-written SVG like
 // WriteSVG's. The y axis is logarithmic: the runs differ by orders of
 // magnitude (Naive 2 grows without bound), and on a linear axis the
 // greedy line would lie on the floor.
-func WriteProbesSVG(out io.Writer, title string, rs []ProbesResult, warmupUnits float64) error {
+func writeProbesSVG(out io.Writer, title string, rs []ProbesResult, warmupUnits float64) error {
 	const w, h, left, right, top, bottom = 900.0, 480.0, 70.0, 200.0, 40.0, 50.0
 	pw, ph := w-left-right, h-top-bottom
 	maxX, minY, maxY := 0.0, math.Inf(1), 0.0

@@ -12,16 +12,16 @@ import (
 
 // Workload names, in the order they run by default.
 const (
-	WorkloadTable6    = "table6"
-	WorkloadHeavyTail = "heavytail"
-	WorkloadWeighted  = "weighted"
-	WorkloadDrift     = "drift"
-	WorkloadHostBound = "hostbound"
+	workloadTable6    = "table6"
+	workloadHeavyTail = "heavytail"
+	workloadWeighted  = "weighted"
+	workloadDrift     = "drift"
+	workloadHostBound = "hostbound"
 )
 
-// Workloads lists every workload name.
-func Workloads() []string {
-	return []string{WorkloadTable6, WorkloadHeavyTail, WorkloadWeighted, WorkloadDrift, WorkloadHostBound}
+// workloadNames lists every workload name.
+func workloadNames() []string {
+	return []string{workloadTable6, workloadHeavyTail, workloadWeighted, workloadDrift, workloadHostBound}
 }
 
 // Workload is a simulated web to benchmark on: the change processes (as
@@ -55,9 +55,9 @@ func NewWorkload(name string, pages, hosts int, seed uint64) (Workload, error) {
 	rng := rand.New(rand.NewPCG(seed, 0x776f726b6c6f6164)) // "workload"
 	w := Workload{Name: name, Mix: sim.Table6Mix()}
 	switch name {
-	case WorkloadTable6:
+	case workloadTable6:
 		w.Description = "Cho & Garcia-Molina Table 6: 23% daily, 15% weekly, 16% monthly, 16% quarterly, 30% yearly"
-	case WorkloadHeavyTail:
+	case workloadHeavyTail:
 		// Log-normal rates: median 0.08 a day, σ = 1.5 (mean ≈ 0.25 a
 		// day, like Table 6), capped at 20 a day; every page its own
 		// class so the sim keeps the exact draw.
@@ -67,7 +67,7 @@ func NewWorkload(name string, pages, hosts int, seed uint64) (Workload, error) {
 			r := math.Min(0.08*math.Exp(1.5*rng.NormFloat64()), 20)
 			w.Mix[i] = sim.RateClass{Share: 1 / float64(pages), Rate: r}
 		}
-	case WorkloadWeighted:
+	case workloadWeighted:
 		// Importance independent of change rate, log-normal σ = 1: a few
 		// pages matter an order of magnitude more than most.
 		w.Description = "Table 6 rates, importance weights log-normal sigma 1 (independent of rates)"
@@ -75,10 +75,10 @@ func NewWorkload(name string, pages, hosts int, seed uint64) (Workload, error) {
 		for i := range w.Weights {
 			w.Weights[i] = math.Exp(rng.NormFloat64())
 		}
-	case WorkloadDrift:
+	case workloadDrift:
 		w.Description = "Table 6 mix, every page redraws its rate class halfway through the run"
 		w.After, w.DriftAt = sim.Table6Mix(), 0.5
-	case WorkloadHostBound:
+	case workloadHostBound:
 		n := max(1, hosts/4)
 		w.Description = fmt.Sprintf("Table 6 rates, %d of %d hosts capped by Crawl-delay at 1/4 of their uniform share", n, hosts)
 		for h := range n {
@@ -86,22 +86,22 @@ func NewWorkload(name string, pages, hosts int, seed uint64) (Workload, error) {
 		}
 		w.BoundShare = 0.25
 	default:
-		return Workload{}, fmt.Errorf("unknown workload %q: want one of %s", name, strings.Join(Workloads(), ", "))
+		return Workload{}, fmt.Errorf("unknown workload %q: want one of %s", name, strings.Join(workloadNames(), ", "))
 	}
 	return w, nil
 }
 
-// Weight is page i's importance.
-func (w Workload) Weight(i int) float64 {
+// weight is page i's importance.
+func (w Workload) weight(i int) float64 {
 	if w.Weights == nil {
 		return 1
 	}
 	return w.Weights[i]
 }
 
-// CrawlDelayDays is the Crawl-delay of host h in simulated days (0: none),
+// crawlDelayDays is the Crawl-delay of host h in simulated days (0: none),
 // for a budget of budgetPerDay fetches a simulated day over hosts hosts.
-func (w Workload) CrawlDelayDays(h, hosts int, budgetPerDay float64) float64 {
+func (w Workload) crawlDelayDays(h, hosts int, budgetPerDay float64) float64 {
 	if !slices.Contains(w.BoundHosts, h) || w.BoundShare <= 0 || budgetPerDay <= 0 {
 		return 0
 	}
@@ -114,7 +114,7 @@ func hostCapsPerDay(w Workload, o Options) []float64 {
 	caps := make([]float64, o.Hosts)
 	for h := range caps {
 		caps[h] = o.HostRate
-		if d := w.CrawlDelayDays(h, o.Hosts, o.Budget); d > 0 {
+		if d := w.crawlDelayDays(h, o.Hosts, o.Budget); d > 0 {
 			caps[h] = math.Min(caps[h], 1/d)
 		}
 	}
@@ -124,13 +124,13 @@ func hostCapsPerDay(w Workload, o Options) []float64 {
 // ParseWorkloads splits a comma-separated list ("" or "all": every one).
 func ParseWorkloads(s string) ([]string, error) {
 	if s == "" || s == "all" {
-		return Workloads(), nil
+		return workloadNames(), nil
 	}
 	var out []string
 	for name := range strings.SplitSeq(s, ",") {
 		name = strings.TrimSpace(name)
-		if !slices.Contains(Workloads(), name) {
-			return nil, fmt.Errorf("unknown workload %q: want one of %s", name, strings.Join(Workloads(), ", "))
+		if !slices.Contains(workloadNames(), name) {
+			return nil, fmt.Errorf("unknown workload %q: want one of %s", name, strings.Join(workloadNames(), ", "))
 		}
 		out = append(out, name)
 	}

@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -127,7 +126,7 @@ func (c *Coordinator) Handler() http.Handler {
 	mux.HandleFunc("GET /api/versions", c.handleVersions)
 	mux.HandleFunc("GET /api/changes", c.handleChanges)
 	mux.HandleFunc("POST /api/items", c.handleAddItems)
-	mux.HandleFunc("GET /api/items", func(w http.ResponseWriter, r *http.Request) { ServeItems(c.db, w, r) })
+	mux.HandleFunc("GET /api/items", func(w http.ResponseWriter, r *http.Request) { serveItems(c.db, w, r) })
 	mux.Handle("GET /metrics", promhttp.HandlerFor(c.m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	return mux
@@ -169,12 +168,12 @@ func (c *Coordinator) handleURL(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Coordinator) handleVersions(w http.ResponseWriter, r *http.Request) {
-	ServeVersions(c.db, w, r)
+	serveVersions(c.db, w, r)
 }
 
-// ServeVersions answers GET /api/versions from db (shared with the CLI's
+// serveVersions answers GET /api/versions from db (shared with the CLI's
 // offline mode).
-func ServeVersions(db *store.DB, w http.ResponseWriter, r *http.Request) {
+func serveVersions(db *store.DB, w http.ResponseWriter, r *http.Request) {
 	u := r.URL.Query().Get("url")
 	if u == "" {
 		writeErr(w, http.StatusBadRequest, errors.New("missing url parameter"))
@@ -229,24 +228,6 @@ func statusOf(err error) int {
 	return http.StatusInternalServerError
 }
 
-// Serve runs the HTTP API on addr until ctx is done.
-func (c *Coordinator) Serve(ctx context.Context, srv *http.Server) error {
-	srv.Handler = c.Handler()
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	select {
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return srv.Shutdown(sctx)
-	case err := <-errc:
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
-		}
-		return fmt.Errorf("HTTP API on %s: %w", srv.Addr, err)
-	}
-}
-
 func (c *Coordinator) handleAddItems(w http.ResponseWriter, r *http.Request) {
 	src := r.URL.Query().Get("source")
 	if c.sourceByName(src) == nil {
@@ -298,8 +279,8 @@ func Items(db *store.DB, source string) ([]ItemView, error) {
 	return out, nil
 }
 
-// ServeItems answers GET /api/items.
-func ServeItems(db *store.DB, w http.ResponseWriter, r *http.Request) {
+// serveItems answers GET /api/items.
+func serveItems(db *store.DB, w http.ResponseWriter, r *http.Request) {
 	items, err := Items(db, r.URL.Query().Get("source"))
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, err)

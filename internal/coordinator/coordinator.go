@@ -25,11 +25,16 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/fold"
 	"github.com/freshcrawl/freshcrawl/internal/proto"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/internal/seed"
 	"github.com/freshcrawl/freshcrawl/internal/source"
 	"github.com/freshcrawl/freshcrawl/internal/store"
+	"github.com/freshcrawl/freshcrawl/internal/worker/extract"
 )
 
-// Options configure a coordinator.
+// Options configure a coordinator. Zero fields take the defaults of the
+// package that owns the setting (schedule.DefaultBudget,
+// dispatch.DefaultMaxInFlight, broker.DefaultAckWait, …); New refuses
+// values out of range.
 type Options struct {
 	// Budget is the total fetches per second.
 	Budget float64
@@ -37,20 +42,20 @@ type Options struct {
 	HostRate float64
 	// MaxInFlight bounds tasks dispatched and not yet folded.
 	MaxInFlight int
-	// Policy turns estimates into frequencies (default uniform).
+	// Policy turns estimates into frequencies (default: the optimal
+	// policy for freshness).
 	Policy schedule.Policy
-	// Replan is how often the plan is re-solved (default 30s); it is also
-	// re-solved when estimates moved enough.
+	// Replan is how often the plan is re-solved; it is also re-solved
+	// when estimates moved enough.
 	Replan time.Duration
 	// PriorRate is the change rate assumed for a URL never observed,
-	// changes per second (default one a day).
+	// changes per second.
 	PriorRate float64
 	// HalfLife is the age at which an observation counts half in the
-	// change-rate estimate (default 90 days): shorter follows drift
-	// faster, longer is steadier.
+	// change-rate estimate: shorter follows drift faster, longer is
+	// steadier.
 	HalfLife time.Duration
-	// LMSkew is the clock skew tolerated when checking Last-Modified
-	// (default 1 minute).
+	// LMSkew is the clock skew tolerated when checking Last-Modified.
 	LMSkew time.Duration
 	// ExploreShare is the share of the plan's frequency floor given to URLs
 	// the optimum gives up on, so a wrong estimate can recover: such a URL
@@ -74,44 +79,69 @@ type Options struct {
 	Log *slog.Logger
 }
 
+// withDefaults fills the zero fields the coordinator reads itself; those
+// it only passes on (ExploreShare, Replan, Policy) are left to their
+// owner.
 func (o Options) withDefaults() Options {
 	if o.Budget <= 0 {
-		o.Budget = 10
+		o.Budget = schedule.DefaultBudget
 	}
 	if o.HostRate <= 0 {
-		o.HostRate = 1
+		o.HostRate = schedule.DefaultHostRate
 	}
 	if o.MaxInFlight <= 0 {
-		o.MaxInFlight = 256
-	}
-	if o.Replan <= 0 {
-		o.Replan = 30 * time.Second
+		o.MaxInFlight = dispatch.DefaultMaxInFlight
 	}
 	if o.PriorRate <= 0 {
-		// A quarter of a change a day: the mean of the page population Cho
-		// & Garcia-Molina measured (Cho & Garcia-Molina Table 6), as in
-		// estimate.DefaultPrior.
-		o.PriorRate = 0.25 / 86400
+		o.PriorRate = schedule.DefaultPriorRate
 	}
 	if o.HalfLife <= 0 {
-		o.HalfLife = 90 * 24 * time.Hour
+		o.HalfLife = schedule.DefaultHalfLife
 	}
-	if o.ExploreShare <= 0 {
-		o.ExploreShare = 0.3
+	if o.LMSkew <= 0 {
+		o.LMSkew = schedule.DefaultLMSkew
 	}
 	if o.AckWait <= 0 {
-		o.AckWait = 60 * time.Second
+		o.AckWait = broker.DefaultAckWait
 	}
 	if o.MaxDeliver <= 0 {
-		o.MaxDeliver = 5
+		o.MaxDeliver = broker.DefaultMaxDeliver
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
 	if o.ProbePolicy == "" {
-		o.ProbePolicy = schedule.ProbeGreedy
+		o.ProbePolicy = schedule.DefaultProbePolicy
 	}
 	return o
+}
+
+// validate checks the options after withDefaults, with the checks of the
+// settings' owners, and compiles the default noise rules as a worker will.
+// AckWait and MaxDeliver are not checked here: they are the task
+// consumer's, whatever created it.
+func (o Options) validate() error {
+	var errs []error
+	check := func(field string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", field, err))
+		}
+	}
+	check("Budget", schedule.CheckRate(o.Budget))
+	check("HostRate", schedule.CheckRate(o.HostRate))
+	check("PriorRate", schedule.CheckRate(o.PriorRate))
+	check("MaxInFlight", dispatch.CheckMaxInFlight(o.MaxInFlight))
+	if o.ExploreShare != 0 { // 0: the scheduler's default
+		check("ExploreShare", schedule.CheckExploreShare(o.ExploreShare))
+	}
+	check("LMSkew", schedule.CheckLMSkew(o.LMSkew))
+	check("ProbePolicy", schedule.CheckProbePolicy(o.ProbePolicy))
+	_, err := extract.Compile("", o.DefaultIgnore)
+	check("DefaultIgnore", err)
+	if len(errs) > 0 {
+		return fmt.Errorf("coordinator options: %w", errors.Join(errs...))
+	}
+	return nil
 }
 
 // Coordinator is one running coordinator. Its state is split by what
@@ -163,16 +193,14 @@ type Coordinator struct {
 // must exist (broker.Ensure). It fails on a bad source definition.
 func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Coordinator, error) {
 	opts = opts.withDefaults()
-	if err := schedule.CheckProbePolicy(opts.ProbePolicy); err != nil {
+	if err := opts.validate(); err != nil {
 		return nil, err
 	}
 	c := &Coordinator{opts: opts, db: db, nc: nc, js: js, log: opts.Log.With("role", "coordinator")}
 	sched := schedule.NewScheduler(schedule.SchedulerOptions{Budget: opts.Budget, HostRate: opts.HostRate, Policy: opts.Policy, ExploreShare: opts.ExploreShare, Replan: opts.Replan, CaptureUniform: opts.CaptureUniform})
 	c.opts.Policy = sched.Policy()
 	est := schedule.NewEstimator(opts.HalfLife, opts.PriorRate)
-	if opts.LMSkew > 0 {
-		est.Trust.ClockSkew = opts.LMSkew.Seconds()
-	}
+	est.Trust.ClockSkew = opts.LMSkew.Seconds()
 	c.disp = dispatch.New(js, sched, dispatch.Options{Budget: opts.Budget, MaxInFlight: opts.MaxInFlight, Prepare: c.prepare, Log: c.log})
 	c.folder = fold.New(db, est, c.log)
 	c.m = newMetrics(c.disp)
@@ -200,7 +228,7 @@ func (c *Coordinator) load() error {
 			u.Rate = c.opts.PriorRate
 		}
 		var vs []store.Version
-		if u.Mode == "capture" {
+		if u.Mode == string(seed.ModeCapture) {
 			// Capture URLs relearn their rhythm from the stored versions.
 			var err error
 			if vs, err = c.db.Versions(u.URL); err != nil {
@@ -227,7 +255,7 @@ func (c *Coordinator) load() error {
 // info is what the scheduler needs of a stored URL.
 func info(u store.URL) schedule.URLInfo {
 	period, _ := time.ParseDuration(u.Period) // validated when seeded
-	return schedule.URLInfo{URL: u.URL, Host: u.Host, Weight: u.Weight, Capture: u.Mode == "capture", Rate: u.Rate, Interval: u.Interval, NextDue: u.NextDue, Disallowed: u.Disallowed,
+	return schedule.URLInfo{URL: u.URL, Host: u.Host, Weight: u.Weight, Capture: u.Mode == string(seed.ModeCapture), Rate: u.Rate, Interval: u.Interval, NextDue: u.NextDue, Disallowed: u.Disallowed,
 		Period: period, Polls: u.Polls}
 }
 

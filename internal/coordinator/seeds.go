@@ -15,11 +15,11 @@ type SeedSummary struct {
 	Added   int      `json:"added"`
 	Updated int      `json:"updated"`
 	Bad     int      `json:"bad"`
-	Errors  []string `json:"errors,omitempty"` // the first MaxSeedErrors bad lines
+	Errors  []string `json:"errors,omitempty"` // the first maxSeedErrors (1000) bad lines
 }
 
-// MaxSeedErrors bounds the bad lines kept in a summary; all are counted.
-const MaxSeedErrors = 1000
+// maxSeedErrors bounds the bad lines kept in a summary; all are counted.
+const maxSeedErrors = 1000
 
 // seedBatch is how many seeds one store transaction takes: large enough
 // that a million lines is a thousand commits, small enough to keep memory
@@ -56,7 +56,7 @@ func IngestSeeds(db *store.DB, r io.Reader, file string, onBad func(*seed.LineEr
 		}
 		return nil
 	}, func(e *seed.LineError) {
-		if len(sum.Errors) < MaxSeedErrors {
+		if len(sum.Errors) < maxSeedErrors {
 			sum.Errors = append(sum.Errors, e.Error())
 		}
 		if onBad != nil {

@@ -29,12 +29,26 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
 )
 
-// Options configure a Dispatcher.
+// DefaultMaxInFlight bounds the tasks dispatched and not yet folded unless
+// told otherwise. It also sizes the task consumer's MaxAckPending.
+const DefaultMaxInFlight = 256
+
+// CheckMaxInFlight reports whether n is a valid MaxInFlight: > 0.
+func CheckMaxInFlight(n int) error {
+	if n <= 0 {
+		return fmt.Errorf("must be > 0, got %d", n)
+	}
+	return nil
+}
+
+// Options configure a Dispatcher. Zero fields take the defaults.
 type Options struct {
 	// Budget is the total tasks per second (the global limiter, burst 1:
-	// never two tasks back to back above the budget).
+	// never two tasks back to back above the budget); default
+	// schedule.DefaultBudget.
 	Budget float64
-	// MaxInFlight bounds tasks dispatched and not yet finished.
+	// MaxInFlight bounds tasks dispatched and not yet finished (default
+	// DefaultMaxInFlight).
 	MaxInFlight int
 	// Prepare completes a task before it is published (the previous
 	// version's validators, a probe's spec). It runs without the lock;
@@ -69,10 +83,10 @@ type Dispatcher struct {
 // New returns a dispatcher of the tasks of sched onto js.
 func New(js jetstream.JetStream, sched *schedule.Scheduler, o Options) *Dispatcher {
 	if o.Budget <= 0 {
-		o.Budget = 10
+		o.Budget = schedule.DefaultBudget
 	}
 	if o.MaxInFlight <= 0 {
-		o.MaxInFlight = 256
+		o.MaxInFlight = DefaultMaxInFlight
 	}
 	if o.RetryAfter <= 0 {
 		o.RetryAfter = time.Second
@@ -173,15 +187,15 @@ func (d *Dispatcher) take(now time.Time) (proto.Task, bool, time.Time) {
 	if !ok {
 		return proto.Task{}, false, at
 	}
-	task := NewTask(next, now)
+	task := newTask(next, now)
 	d.inflight[task.ID] = flight{url: next.URL, at: now}
 	d.perURL[next.URL]++
 	return task, true, time.Time{}
 }
 
-// NewTask builds the task of a dispatch. Its id is the URL's hash and due
+// newTask builds the task of a dispatch. Its id is the URL's hash and due
 // time, so a republish of the same fetch is dropped by JetStream.
-func NewTask(d schedule.Dispatch, now time.Time) proto.Task {
+func newTask(d schedule.Dispatch, now time.Time) proto.Task {
 	h := sha256.Sum256([]byte(d.URL))
 	id := hex.EncodeToString(h[:8]) + "-" + strconv.FormatInt(d.Due.UnixNano(), 10)
 	kind := proto.KindFetch

@@ -225,14 +225,23 @@ func runDispatcher(t *testing.T, d *Dispatcher) {
 	})
 }
 
+// waitFor checks cond on every tick until it holds, and fails if it still
+// does not after 20 s (a bound on a broken run).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.NewTimer(20 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-deadline.C:
+			if cond() {
+				return
+			}
 			t.Fatalf("timed out waiting for %s", what)
+		case <-tick.C:
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

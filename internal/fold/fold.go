@@ -16,6 +16,7 @@ import (
 
 	"github.com/freshcrawl/freshcrawl/internal/proto"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/internal/seed"
 	"github.com/freshcrawl/freshcrawl/internal/source"
 	"github.com/freshcrawl/freshcrawl/internal/store"
 )
@@ -65,8 +66,8 @@ type Outcome struct {
 	Feedback schedule.Feedback
 }
 
-// At is when a result's fetch happened: its start, else its end.
-func At(r *proto.Result) time.Time {
+// fetchedAt is when a result's fetch happened: its start, else its end.
+func fetchedAt(r *proto.Result) time.Time {
 	if r.StartedAt.IsZero() {
 		return r.FinishedAt
 	}
@@ -80,7 +81,7 @@ func (f *Folder) Fold(in []Input) ([]Outcome, error) {
 	ids := make([]string, len(in))
 	for i := range in {
 		ids[i] = in[i].Result.TaskID
-		out[i].At = At(&in[i].Result)
+		out[i].At = fetchedAt(&in[i].Result)
 	}
 	applied, err := f.db.FoldMany(ids, func(i int, tx *store.Tx) error {
 		return f.one(tx, &in[i], &out[i])
@@ -154,7 +155,7 @@ func (f *Folder) one(tx *store.Tx, in *Input, o *Outcome) error {
 			if err := tx.SetContent(u.URL, r.Text); err != nil {
 				return err
 			}
-			if u.Mode == "capture" {
+			if u.Mode == string(seed.ModeCapture) {
 				if _, err := addVersion(tx, &u, r, prevOK, at); err != nil {
 					return err
 				}
@@ -175,7 +176,7 @@ func (f *Folder) one(tx *store.Tx, in *Input, o *Outcome) error {
 			if err := tx.SetContent(u.URL, r.Text); err != nil {
 				return err
 			}
-			if u.Mode == "capture" {
+			if u.Mode == string(seed.ModeCapture) {
 				v, err := addVersion(tx, &u, r, prevOK, at)
 				if err != nil {
 					return err

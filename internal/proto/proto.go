@@ -65,8 +65,8 @@ const (
 	KindProbe Kind = "probe"
 )
 
-// Valid reports whether k is a kind this version understands.
-func (k Kind) Valid() bool {
+// valid reports whether k is a kind this version understands.
+func (k Kind) valid() bool {
 	switch k {
 	case KindFetch, KindCapture, KindProbe:
 		return true
@@ -258,8 +258,8 @@ type Heartbeat struct {
 	Active   int       `json:"active"` // tasks being worked on now
 }
 
-// ErrVersion is returned for a message of another format version.
-var ErrVersion = errors.New("unsupported message version")
+// errVersion is returned for a message of another format version.
+var errVersion = errors.New("unsupported message version")
 
 // Encode marshals a message. The encoding is JSON: readable in `nats sub`,
 // and fast enough that fetching, not encoding, bounds a worker.
@@ -278,9 +278,9 @@ func DecodeTask(b []byte) (Task, error) {
 		return t, fmt.Errorf("decode task: %w", err)
 	}
 	if t.V != Version {
-		return t, fmt.Errorf("decode task %q: %w %d (want %d)", t.ID, ErrVersion, t.V, Version)
+		return t, fmt.Errorf("decode task %q: %w %d (want %d)", t.ID, errVersion, t.V, Version)
 	}
-	if t.ID == "" || t.URL == "" || !t.Kind.Valid() {
+	if t.ID == "" || t.URL == "" || !t.Kind.valid() {
 		return t, fmt.Errorf("decode task: missing id, url or valid kind (id=%q kind=%q)", t.ID, t.Kind)
 	}
 	return t, nil
@@ -293,7 +293,7 @@ func DecodeResult(b []byte) (Result, error) {
 		return r, fmt.Errorf("decode result: %w", err)
 	}
 	if r.V != Version {
-		return r, fmt.Errorf("decode result %q: %w %d (want %d)", r.TaskID, ErrVersion, r.V, Version)
+		return r, fmt.Errorf("decode result %q: %w %d (want %d)", r.TaskID, errVersion, r.V, Version)
 	}
 	if r.TaskID == "" || r.URL == "" {
 		return r, fmt.Errorf("decode result: missing task_id or url")

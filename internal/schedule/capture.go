@@ -233,7 +233,7 @@ func (s *Scheduler) ObserveVersion(url string, after, before time.Time, exact bo
 		// [Last-Modified, +1s), and a poll must come after it.
 		to = earliest(to.Add(time.Second), capturedAt)
 	}
-	s.ObserveCapture(url, after, to, exact)
+	s.observeCapture(url, after, to, exact)
 }
 
 func earliest(a, b time.Time) time.Time {

@@ -49,7 +49,7 @@ func TestCaptureLearnsPhases(t *testing.T) {
 		captured[v] = true
 		if v != lastVersion && lastVersion >= 0 && v > 0 {
 			lm := updates[v-1].Truncate(time.Second)
-			s.ObserveCapture(d.URL, lastPoll, earliest(lm.Add(time.Second), now), true)
+			s.observeCapture(d.URL, lastPoll, earliest(lm.Add(time.Second), now), true)
 		}
 		s.Done(d.URL, Feedback{Start: now, End: now, OK: true, Changed: v != lastVersion})
 		lastPoll, lastVersion = now, v

@@ -38,7 +38,7 @@ type EstimateState struct {
 const minMemory = 8
 
 // Fetch is one successful fetch as the estimator sees it.
-type Fetch struct {
+type fetchObs struct {
 	At           time.Time
 	Prev         time.Time // the previous successful fetch (zero: first)
 	Changed      bool
@@ -49,7 +49,7 @@ type Fetch struct {
 // that has earned trust (estimate.CheckLastModified over this URL's
 // history) gives the change times directly, which is far more informative
 // than "changed or not" when fetches are rare; otherwise the bit is used.
-func (e Estimator) Observe(st *EstimateState, f Fetch) float64 {
+func (e Estimator) observe(st *EstimateState, f fetchObs) float64 {
 	at := secs(f.At)
 	cfg := e.Config
 	if !f.Prev.IsZero() {
@@ -91,7 +91,7 @@ func (e Estimator) Observe(st *EstimateState, f Fetch) float64 {
 // updates, such as a citation count: see Prober.ObserveRefresh), and
 // returns the new rate. A first refresh (zero prev), a non-positive
 // interval or an invalid n changes nothing.
-func (e Estimator) ObserveCount(st *EstimateState, at, prev time.Time, n float64) float64 {
+func (e Estimator) observeCount(st *EstimateState, at, prev time.Time, n float64) float64 {
 	if !prev.IsZero() && at.After(prev) {
 		cfg := e.Config
 		cfg.HalfLife = max(cfg.HalfLife, minMemory*at.Sub(prev).Seconds())
@@ -171,11 +171,11 @@ type Observation struct {
 // the Feedback to the scheduler.
 func (e Estimator) Learn(st *EstimateState, rate float64, o Observation) Feedback {
 	if o.OK && st != nil {
-		f := Fetch{At: o.Start, Prev: o.Prev, Changed: o.Changed, LastModified: o.LastModified}
+		f := fetchObs{At: o.Start, Prev: o.Prev, Changed: o.Changed, LastModified: o.LastModified}
 		if o.First {
 			f.Prev = time.Time{}
 		}
-		rate = e.Observe(st, f)
+		rate = e.observe(st, f)
 	}
 	return Feedback{
 		Start: o.Start, End: o.End, OK: o.OK, Changed: o.Changed, NotModified: o.NotModified, Disallowed: o.Disallowed,

@@ -20,12 +20,12 @@ func TestLearn(t *testing.T) {
 	var st, direct EstimateState
 	// Some history first, the same on both.
 	for k := range 5 {
-		f := Fetch{At: t0.Add(-time.Duration(5-k) * 24 * time.Hour), Prev: t0.Add(-time.Duration(6-k) * 24 * time.Hour), Changed: k%2 == 0}
-		est.Observe(&st, f)
-		est.Observe(&direct, f)
+		f := fetchObs{At: t0.Add(-time.Duration(5-k) * 24 * time.Hour), Prev: t0.Add(-time.Duration(6-k) * 24 * time.Hour), Changed: k%2 == 0}
+		est.observe(&st, f)
+		est.observe(&direct, f)
 	}
 	fb := est.Learn(&st, 1e-6, obs)
-	want := est.Observe(&direct, Fetch{At: obs.Start, Prev: obs.Prev, Changed: true, LastModified: obs.LastModified})
+	want := est.observe(&direct, fetchObs{At: obs.Start, Prev: obs.Prev, Changed: true, LastModified: obs.LastModified})
 	if fb.Rate != want {
 		t.Errorf("rate %v, Observe gives %v", fb.Rate, want)
 	}
@@ -44,7 +44,7 @@ func TestLearn(t *testing.T) {
 	first.First = true
 	var s1, s2 EstimateState
 	r1 := est.Learn(&s1, 0, first).Rate
-	r2 := est.Observe(&s2, Fetch{At: first.Start, Changed: true, LastModified: first.LastModified})
+	r2 := est.observe(&s2, fetchObs{At: first.Start, Changed: true, LastModified: first.LastModified})
 	if r1 != r2 {
 		t.Errorf("first fetch: rate %v, want %v as with no previous fetch", r1, r2)
 	}

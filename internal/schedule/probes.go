@@ -256,11 +256,11 @@ func ObserveRefresh(e Estimator, src *source.Source, st *EstimateState, prev, at
 		return st.State.Rate(e.Prior)
 	}
 	if src.CountsUpdates() {
-		return e.ObserveCount(st, at, prev, src.Dissimilarity(old, fresh))
+		return e.observeCount(st, at, prev, src.Dissimilarity(old, fresh))
 	}
 	a, okA := src.Value(old)
 	b, okB := src.Value(fresh)
-	return e.Observe(st, Fetch{At: at, Prev: prev, Changed: okA != okB || a != b})
+	return e.observe(st, fetchObs{At: at, Prev: prev, Changed: okA != okB || a != b})
 }
 
 // Status is the source's status.

@@ -187,7 +187,7 @@ func TestReplanStepsInterleavedWithFetches(t *testing.T) {
 	if !s.ReplanDue(at) {
 		t.Errorf("%d estimates moved during the plan (of %d URLs), yet no re-plan is due", s.moved, s.Len())
 	}
-	for i, e := range s.list[:j.Len()] {
+	for i, e := range s.list[:j.size()] {
 		if e.disallowed || j.freq[i] <= 0 {
 			continue
 		}

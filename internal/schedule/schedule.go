@@ -8,13 +8,15 @@ import (
 	"time"
 )
 
-// SchedulerOptions configure a Scheduler.
+// SchedulerOptions configure a Scheduler. Zero fields take the defaults
+// (defaults.go).
 type SchedulerOptions struct {
 	// Budget is the total fetches per second.
 	Budget float64
 	// HostRate is the most fetches per second of one host.
 	HostRate float64
-	// Policy turns estimates into frequencies.
+	// Policy turns estimates into frequencies (default: the optimal
+	// policy for freshness, DefaultPolicy).
 	Policy Policy
 	// ExploreShare keeps URLs the optimum gives up on at ExploreShare ×
 	// budget/URLs, so that a wrong estimate can recover.
@@ -70,9 +72,9 @@ type Feedback struct {
 	HostNotBefore time.Time
 }
 
-// Adaptive is a policy that sets each URL's interval from its own fetch
+// adaptivePolicy is a policy that sets each URL's interval from its own fetch
 // outcomes (Nutch, StormCrawler) instead of from a global allocation.
-type Adaptive interface {
+type adaptivePolicy interface {
 	Policy
 	// Initial is the interval of a URL never fetched.
 	Initial() time.Duration
@@ -116,22 +118,22 @@ type Scheduler struct {
 // NewScheduler returns an empty scheduler.
 func NewScheduler(o SchedulerOptions) *Scheduler {
 	if o.Budget <= 0 {
-		o.Budget = 10
+		o.Budget = DefaultBudget
 	}
 	if o.HostRate <= 0 {
-		o.HostRate = 1
+		o.HostRate = DefaultHostRate
 	}
 	if o.Policy == nil {
-		o.Policy = uniformPolicy{}
+		o.Policy = defaultPolicy()
 	}
 	if o.ExploreShare <= 0 {
-		o.ExploreShare = 0.3
+		o.ExploreShare = DefaultExploreShare
 	}
 	if o.Replan <= 0 {
-		o.Replan = 30 * time.Second
+		o.Replan = DefaultReplan
 	}
 	if o.DisallowRetry <= 0 {
-		o.DisallowRetry = time.Hour
+		o.DisallowRetry = DefaultDisallowRetry
 	}
 	return &Scheduler{o: o, front: newFrontier(), captures: map[*entry]struct{}{}}
 }
@@ -222,7 +224,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	s.setDisallowed(e, u.Disallowed)
 	e.interval = u.Interval
 	if e.interval <= 0 {
-		if a, ok := s.o.Policy.(Adaptive); ok {
+		if a, ok := s.o.Policy.(adaptivePolicy); ok {
 			e.interval = a.Initial()
 		} else {
 			// Until the next plan: the uniform share, so a new URL is
@@ -259,9 +261,9 @@ func (s *Scheduler) setCapture(e *entry, u URLInfo) {
 	e.cap.polls = u.Polls
 }
 
-// ObserveCapture records an update a poll of a capture URL saw: exactly at
+// observeCapture records an update a poll of a capture URL saw: exactly at
 // `to` (trustworthy Last-Modified) or somewhere in (from, to].
-func (s *Scheduler) ObserveCapture(url string, from, to time.Time, exact bool) {
+func (s *Scheduler) observeCapture(url string, from, to time.Time, exact bool) {
 	if e, ok := s.front.urls[url]; ok && e.cap != nil {
 		e.cap.observe(from, to, exact, e.interval)
 	}
@@ -340,7 +342,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		end = fb.Start
 	}
 	due := fb.Start.Add(e.interval)
-	switch a, adaptive := s.o.Policy.(Adaptive); {
+	switch a, adaptive := s.o.Policy.(adaptivePolicy); {
 	case e.disallowed:
 		due = fb.Start.Add(s.o.DisallowRetry)
 	case e.cap != nil && e.interval > 0:
@@ -430,8 +432,8 @@ type PlanJob struct {
 	next  int // elements applied so far
 }
 
-// Len is the number of URLs the plan covers.
-func (j *PlanJob) Len() int { return len(j.in.Rates) }
+// size is the number of URLs the plan covers.
+func (j *PlanJob) size() int { return len(j.in.Rates) }
 
 // Output is the policy's plan once solved.
 func (j *PlanJob) Output() PlanOutput { return j.out }
@@ -441,7 +443,7 @@ func (j *PlanJob) Output() PlanOutput { return j.out }
 // n numbers, not a walk over the entries.
 func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	n := len(s.list)
-	_, adaptive := s.o.Policy.(Adaptive)
+	_, adaptive := s.o.Policy.(adaptivePolicy)
 	j := &PlanJob{at: now, policy: s.o.Policy, adaptive: adaptive, budget: s.o.Budget, explore: s.o.ExploreShare, moved: s.moved}
 	j.in = PlanInput{
 		Budget:  s.o.Budget,

@@ -16,9 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/andybalholm/cascadia"
-
 	"github.com/freshcrawl/freshcrawl/internal/proto"
+	"github.com/freshcrawl/freshcrawl/internal/worker/extract"
 )
 
 // Mode says what the crawler keeps of a URL.
@@ -68,15 +67,15 @@ type jsonSeed struct {
 	Polls    int                `json:"polls"`
 }
 
-// MaxLine is the longest line accepted; a longer one is a bad line.
-const MaxLine = 1 << 20
+// maxLine is the longest line accepted; a longer one is a bad line.
+const maxLine = 1 << 20
 
 // Parse reads seeds from r and calls emit for every good line and bad for
 // every bad one (with file name and line number). It stops early only when
 // emit returns an error or r fails.
 func Parse(r io.Reader, file string, emit func(Seed) error, bad func(*LineError)) (good, bads int, err error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), MaxLine)
+	sc.Buffer(make([]byte, 0, 64*1024), maxLine)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -87,7 +86,7 @@ func Parse(r io.Reader, file string, emit func(Seed) error, bad func(*LineError)
 		if len(text) == 0 || text[0] == '#' {
 			continue
 		}
-		s, perr := ParseLine(text)
+		s, perr := parseLine(text)
 		if perr != nil {
 			bads++
 			if bad != nil {
@@ -102,15 +101,15 @@ func Parse(r io.Reader, file string, emit func(Seed) error, bad func(*LineError)
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return good, bads, fmt.Errorf("%s:%d: line longer than %d bytes", file, line+1, MaxLine)
+			return good, bads, fmt.Errorf("%s:%d: line longer than %d bytes", file, line+1, maxLine)
 		}
 		return good, bads, fmt.Errorf("read %s: %w", file, err)
 	}
 	return good, bads, nil
 }
 
-// ParseLine parses one non-blank, non-comment line.
-func ParseLine(text []byte) (Seed, error) {
+// parseLine parses one non-blank, non-comment line.
+func parseLine(text []byte) (Seed, error) {
 	if text[0] != '{' {
 		u, host, err := Normalize(string(text))
 		if err != nil {
@@ -149,16 +148,17 @@ func ParseLine(text []byte) (Seed, error) {
 	default:
 		return Seed{}, fmt.Errorf(`field "mode": want "freshness" or "capture", got %q`, js.Mode)
 	}
-	if s.Selector != "" {
-		if _, err := cascadia.Compile(s.Selector); err != nil {
-			return Seed{}, fmt.Errorf(`field "selector": %q: %w`, s.Selector, err)
-		}
-	}
 	if js.Ignore != nil {
 		s.Ignore = *js.Ignore
-		if err := ValidateIgnore(s.Ignore); err != nil {
-			return Seed{}, fmt.Errorf(`field "ignore": %w`, err)
+	}
+	// The worker's own compile: a rule it would refuse on every fetch is
+	// refused here, with the field at fault.
+	if _, err := extract.Compile(s.Selector, s.Ignore); err != nil {
+		var re *extract.RuleError
+		if errors.As(err, &re) {
+			return Seed{}, fmt.Errorf("field %q: %w", re.Field, re.Err)
 		}
+		return Seed{}, err
 	}
 	if (js.Period != "" || js.Polls != 0) && s.Mode != ModeCapture {
 		return Seed{}, errors.New(`fields "period" and "polls" apply to "mode": "capture" only`)
@@ -173,24 +173,6 @@ func ParseLine(text []byte) (Seed, error) {
 		return Seed{}, fmt.Errorf(`field "polls": must be ≥ 0, got %d`, js.Polls)
 	}
 	return s, nil
-}
-
-// ValidateIgnore checks that every selector and pattern of r compiles.
-func ValidateIgnore(r proto.IgnoreRules) error {
-	for _, sel := range r.Selectors {
-		if _, err := cascadia.Compile(sel); err != nil {
-			return fmt.Errorf("selector %q: %w", sel, err)
-		}
-	}
-	for _, p := range r.Patterns {
-		if _, err := compileRegexp(p); err != nil {
-			return fmt.Errorf("pattern %q: %w", p, err)
-		}
-	}
-	if r.MinChange < 0 || math.IsNaN(r.MinChange) {
-		return fmt.Errorf("min_change must be ≥ 0, got %v", r.MinChange)
-	}
-	return nil
 }
 
 // Normalize returns the canonical form of an http(s) URL and its host name:

@@ -90,13 +90,13 @@ type SearchConfig struct {
 type SearchWeight int
 
 const (
-	// WeightInitialCitations weighs a paper by its initial citation count,
+	// weightInitialCitations weighs a paper by its initial citation count,
 	// the paper's §3.1 w(r) = r.Num_of_citation, frozen at time zero so the
 	// truth does not depend on the crawler. (A crawler that weighs by its
 	// copy's current count sees weights drift upwards as citations grow.)
-	WeightInitialCitations SearchWeight = iota
-	// WeightUnit weighs every paper 1 (plain mean dissimilarity).
-	WeightUnit
+	weightInitialCitations SearchWeight = iota
+	// weightUnit weighs every paper 1 (plain mean dissimilarity).
+	weightUnit
 )
 
 const (
@@ -105,8 +105,8 @@ const (
 	defaultMaxCitations = 1000
 	maxSearchPapers     = 1_000_000
 	maxSearchK          = 1000
-	// SearchSourceName is the name of the source SearchSource defines.
-	SearchSourceName = "sim-papers"
+	// searchSourceName is the name of the source SearchSource defines.
+	searchSourceName = "sim-papers"
 )
 
 func (c SearchConfig) withDefaults() SearchConfig {
@@ -136,7 +136,7 @@ func (c SearchConfig) validate(hosts int) error {
 		return fmt.Errorf("sim: Config.Search.TimeUnit = %v: must be > 0 (0 = 1s)", c.TimeUnit)
 	case c.Host < 0 || c.Host >= hosts:
 		return fmt.Errorf("sim: Config.Search.Host = %d: no such host (Hosts = %d)", c.Host, hosts)
-	case c.Weight != WeightInitialCitations && c.Weight != WeightUnit:
+	case c.Weight != weightInitialCitations && c.Weight != weightUnit:
 		return fmt.Errorf("sim: Config.Search.Weight = %d: unknown weight", c.Weight)
 	case c.MaxCitations < 0:
 		return fmt.Errorf("sim: Config.Search.MaxCitations = %d: must be ≥ 0 (0 = %d)", c.MaxCitations, defaultMaxCitations)
@@ -356,7 +356,7 @@ func newSearchSite(c SearchConfig, vocab []string) *searchSite {
 		p.initial = int(min(math.Floor(x), float64(c.MaxCitations)))
 		p.rate = float64(p.initial) / 4
 		p.weight = 1
-		if c.Weight == WeightInitialCitations {
+		if c.Weight == weightInitialCitations {
 			p.weight = float64(p.initial)
 		}
 		p.sched = newSchedule(schedSeed, i, p.rate/c.TimeUnit.Seconds(), nil)
@@ -594,26 +594,26 @@ func (s *Sim) WriteSearchItems(w io.Writer) error {
 // SearchURL returns the base URL of the search host, e.g.
 // http://127.0.0.2:PORT ("" without Config.Search). With Config.Port 0 it
 // is final only after Start.
-func (s *Sim) SearchURL() string {
+func (s *Sim) searchURL() string {
 	if s.search == nil {
 		return ""
 	}
 	return "http://" + net.JoinHostPort(hostIP(s.search.cfg.Host), strconv.Itoa(s.Port()))
 }
 
-// SearchSourceYAML returns a config file fragment (a `sources:` list) that
+// searchSourceYAML returns a config file fragment (a `sources:` list) that
 // points freshcrawl at the search host. The weight of a paper is the
 // `weight` attribute of its SearchItems line, the weight the truth uses
 // (Config.Search.Weight); the planner sends 10 requests a time unit, as in
 // paper §5.2 Fig. 2; every other planner setting is the default (the
 // paper's Eq. 2 score, the pessimistic local ratio, no interval search).
 // "" without Config.Search.
-func (s *Sim) SearchSourceYAML() string {
+func (s *Sim) searchSourceYAML() string {
 	if s.search == nil {
 		return ""
 	}
 	c := s.search.cfg
-	base := s.SearchURL()
+	base := s.searchURL()
 	return fmt.Sprintf(`sources:
   - name: %s
     search_url: "%s/search?q={query}&page={page}"
@@ -641,15 +641,15 @@ func (s *Sim) SearchSourceYAML() string {
     method: 1
     quota: 10
     interval: 1
-`, SearchSourceName, base, base, c.K, c.TimeUnit)
+`, searchSourceName, base, base, c.K, c.TimeUnit)
 }
 
-// SearchSource returns the parsed, validated SearchSourceYAML.
+// SearchSource returns the parsed, validated searchSourceYAML.
 func (s *Sim) SearchSource() (source.Source, error) {
 	if s.search == nil {
 		return source.Source{}, fmt.Errorf("sim: no search source (Config.Search is nil)")
 	}
-	srcs, err := source.Parse([]byte(s.SearchSourceYAML()), "sim search source")
+	srcs, err := source.Parse([]byte(s.searchSourceYAML()), "sim search source")
 	if err != nil {
 		return source.Source{}, err
 	}

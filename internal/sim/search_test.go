@@ -318,7 +318,7 @@ func TestSearchSourceParsesServedPages(t *testing.T) {
 	s := newSearchSim(t, clk, SearchConfig{Papers: 300, Seed: 4, K: 5})
 	src, err := s.SearchSource()
 	if err != nil {
-		t.Fatalf("SearchSource: %v\n%s", err, s.SearchSourceYAML())
+		t.Fatalf("SearchSource: %v\n%s", err, s.searchSourceYAML())
 	}
 	it := s.SearchItems()[17]
 	kw := src.Keywords(map[string]string{"title": it.Title, "authors": it.Authors})

@@ -16,7 +16,7 @@ import (
 // The crawler's copy of a paper at time t is the citation count served in
 // the most recent successful, complete GET (a result page listing the paper
 // or its item page) at or before t; before any such response it is the
-// initial count from SearchItems (the seed file, in sync at time zero).
+// initial count from searchItems (the seed file, in sync at time zero).
 // Responses before From count, so a warm-up crawl carries over. The
 // dissimilarity is |server count − copy count| (§3.1), the weight w(r) is
 // set by SearchConfig.Weight, and

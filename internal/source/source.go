@@ -105,7 +105,7 @@ type Source struct {
 	// ValueField names the tracked numeric field (e.g. citations).
 	ValueField string `json:"value_field"`
 	// Dissims (YAML dissimilarity) maps a field to how a change in it is
-	// measured; empty means {ValueField: DissimNumeric} (paper §3.1:
+	// measured; empty means {ValueField: dissimNumeric} (paper §3.1:
 	// |r_L.c − r_S.c|).
 	Dissims map[string]Dissim `json:"dissimilarity,omitempty"`
 	// WeightField (YAML weight: a field name), when set, makes w(r) the
@@ -125,7 +125,7 @@ type Source struct {
 	// References.
 	ReferenceCounts string         `json:"reference_counts,omitempty"`
 	ReferenceScale  float64        `json:"reference_scale,omitempty"`
-	References      map[string]int `json:"-"` // by CanonicalQuery; planner only, not sent to workers
+	References      map[string]int `json:"-"` // by canonicalQuery; planner only, not sent to workers
 
 	// Method is MethodAllPages or MethodFirstPage (§5.1).
 	Method int `json:"method"`
@@ -161,10 +161,10 @@ type Source struct {
 // Methods of reading a query's results (the paper's §5.1), the values of
 // Source.Method.
 const (
-	// MethodAllPages (Method 1) reads every result page of a query.
-	MethodAllPages = 1
-	// MethodFirstPage (Method 2) reads the first result page only.
-	MethodFirstPage = 2
+	// methodAllPages (Method 1) reads every result page of a query.
+	methodAllPages = 1
+	// methodFirstPage (Method 2) reads the first result page only.
+	methodFirstPage = 2
 )
 
 // Field says how to read one value: the first element matching Selector
@@ -182,19 +182,19 @@ type Field struct {
 }
 
 // Split values of [KeywordSpec].
-const SplitWords = "words"
+const splitWords = "words"
 
 // KeywordSpec turns one field into keywords. Keywords are lower-cased
 // because the planner matches them exactly.
 type KeywordSpec struct {
 	Field string `json:"field"`
-	// Split is SplitWords (runs of letters and digits) or a separator such
-	// as ",". Default SplitWords.
+	// Split is splitWords (runs of letters and digits) or a separator such
+	// as ",". Default splitWords.
 	Split string `json:"split"`
 	// Whole keeps each separated piece as one keyword (an author's full
 	// name); otherwise pieces are split into words.
 	Whole bool `json:"whole,omitempty"`
-	// Stopwords are dropped ("english" in YAML selects EnglishStopwords).
+	// Stopwords are dropped ("english" in YAML selects englishStopwords).
 	Stopwords []string `json:"stopwords,omitempty"`
 }
 
@@ -202,16 +202,16 @@ type KeywordSpec struct {
 type Dissim string
 
 const (
-	// DissimNumeric is the absolute numeric difference (paper §3.1).
-	DissimNumeric Dissim = "numeric"
+	// dissimNumeric is the absolute numeric difference (paper §3.1).
+	dissimNumeric Dissim = "numeric"
 	// DissimChanged is 0 when equal, 1 when different.
 	DissimChanged Dissim = "changed"
 )
 
-// englishStopwords is the list `stopwords: english` selects: words too
+// englishStopwordList is the list `stopwords: english` selects: words too
 // common to be selective queries (paper §5.3 removes stopwords from titles),
 // plus a few title fillers ("via", "using", "towards").
-const englishStopwords = `a about above after again against all am an and any are as at be
+const englishStopwordList = `a about above after again against all am an and any are as at be
 because been before being below between both but by can could did do does
 doing down during each few for from further had has have having he her here
 hers him his how i if in into is it its itself just me more most my no nor
@@ -220,18 +220,18 @@ such than that the their them then there these they this those through to
 too under until up very was we were what when where which while who whom why
 will with would you your via using towards toward`
 
-// EnglishStopwords returns the built-in English stopword list.
-func EnglishStopwords() []string { return strings.Fields(englishStopwords) }
+// englishStopwords returns the built-in English stopword list.
+func englishStopwords() []string { return strings.Fields(englishStopwordList) }
 
-// FieldError is one problem with a definition: Path is the key path within
+// fieldError is one problem with a definition: Path is the key path within
 // the source ("fields.citations.selector"). Parse and Load prefix it with the
 // file and the source index.
-type FieldError struct {
+type fieldError struct {
 	Path string
 	Msg  string
 }
 
-func (e *FieldError) Error() string { return e.Path + ": " + e.Msg }
+func (e *fieldError) Error() string { return e.Path + ": " + e.Msg }
 
 // compiled holds the parsed selectors and patterns of a validated source.
 type compiled struct {
@@ -323,7 +323,7 @@ func (s *Source) Matchers() (*Matchers, error) {
 
 // Validate checks the definition, applies defaults (TimeUnit 1s, Method 1,
 // Interval 1, WeightConst 1 without WeightField) and compiles selectors and
-// patterns. Errors are [*FieldError]s naming the key, joined. It must not
+// patterns. Errors are *fieldErrors naming the key, joined. It must not
 // run concurrently with other uses of s. The compiled form is cached in s
 // (and shared by copies of s): call Validate again after changing a
 // definition, or the old selectors stay in use.
@@ -333,7 +333,7 @@ func (s *Source) Validate() error {
 		s.TimeUnit = time.Second
 	}
 	if s.Method == 0 {
-		s.Method = MethodAllPages
+		s.Method = methodAllPages
 	}
 	if s.Interval == 0 {
 		s.Interval = 1
@@ -343,7 +343,7 @@ func (s *Source) Validate() error {
 	}
 	for i := range s.KeywordSpecs {
 		if s.KeywordSpecs[i].Split == "" {
-			s.KeywordSpecs[i].Split = SplitWords
+			s.KeywordSpecs[i].Split = splitWords
 		}
 	}
 	c, err := s.compile()
@@ -357,13 +357,13 @@ func (s *Source) Validate() error {
 func (s *Source) compile() (*compiled, error) {
 	var errs []error
 	bad := func(path, format string, args ...any) {
-		errs = append(errs, &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+		errs = append(errs, &fieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
 	}
 	// Zero values stand for the defaults Validate applies, so Matchers can
 	// compile an unvalidated source without modifying it.
 	method, interval := s.Method, s.Interval
 	if method == 0 {
-		method = MethodAllPages
+		method = methodAllPages
 	}
 	if interval == 0 {
 		interval = 1
@@ -376,7 +376,7 @@ func (s *Source) compile() (*compiled, error) {
 		bad("search_url", "missing")
 	case !strings.Contains(s.SearchTemplate, "{query}"):
 		bad("search_url", "missing {query}")
-	case method == MethodAllPages && !strings.Contains(s.SearchTemplate, "{page}") && !strings.Contains(s.SearchTemplate, "{start}"):
+	case method == methodAllPages && !strings.Contains(s.SearchTemplate, "{page}") && !strings.Contains(s.SearchTemplate, "{start}"):
 		bad("search_url", "missing {page} or {start} (method 1 reads every result page)")
 	default:
 		if err := checkURL(s.fill(s.SearchTemplate, map[string]string{"query": "q", "page": "1", "start": "0"})); err != nil {
@@ -401,7 +401,7 @@ func (s *Source) compile() (*compiled, error) {
 	if s.TimeUnit < 0 {
 		bad("time_unit", "expected a positive duration, got %v", s.TimeUnit)
 	}
-	if method != MethodAllPages && method != MethodFirstPage {
+	if method != methodAllPages && method != methodFirstPage {
 		bad("method", "expected 1 (every result page) or 2 (first page only), got %d", s.Method)
 	}
 	if s.Score != "" && s.Score != "per_result" && s.Score != "per_request" {
@@ -530,8 +530,8 @@ func (s *Source) compile() (*compiled, error) {
 	}
 	for _, name := range sortedKeys(s.Dissims) {
 		known("dissimilarity."+name, name)
-		if d := s.Dissims[name]; d != DissimNumeric && d != DissimChanged {
-			bad("dissimilarity."+name, "expected %q or %q, got %q", DissimNumeric, DissimChanged, d)
+		if d := s.Dissims[name]; d != dissimNumeric && d != DissimChanged {
+			bad("dissimilarity."+name, "expected %q or %q, got %q", dissimNumeric, DissimChanged, d)
 		}
 	}
 	if len(s.KeywordSpecs) == 0 {
@@ -666,7 +666,7 @@ func (s *Source) Keywords(fields map[string]string) []string {
 			}
 		}
 		v := fields[k.Field]
-		if k.Split == "" || k.Split == SplitWords {
+		if k.Split == "" || k.Split == splitWords {
 			for _, w := range words(v) {
 				add(w, stop)
 			}
@@ -720,7 +720,7 @@ func (s *Source) CountsUpdates() bool {
 		return true // numeric on the value field
 	}
 	for _, d := range s.Dissims {
-		if d != DissimNumeric {
+		if d != dissimNumeric {
 			return false
 		}
 	}
@@ -743,12 +743,12 @@ func (s *Source) Value(fields map[string]string) (float64, bool) {
 func (s *Source) Dissimilarity(old, new map[string]string) float64 {
 	d := s.Dissims
 	if len(d) == 0 {
-		d = map[string]Dissim{s.ValueField: DissimNumeric}
+		d = map[string]Dissim{s.ValueField: dissimNumeric}
 	}
 	var sum float64
 	for _, f := range sortedKeys(d) {
 		a, b := old[f], new[f]
-		if d[f] == DissimNumeric {
+		if d[f] == dissimNumeric {
 			x, okx := ParseNumber(a)
 			y, oky := ParseNumber(b)
 			if okx && oky {

@@ -71,7 +71,7 @@ func TestParseGood(t *testing.T) {
 	}
 	d := srcs[1]
 	if d.WeightField != "" || d.WeightConst != 2.5 || d.Method != 1 || d.Interval != 1 || d.TimeUnit != time.Second ||
-		d.KeywordSpecs[0].Split != SplitWords || d.Dissims["name"] != DissimChanged {
+		d.KeywordSpecs[0].Split != splitWords || d.Dissims["name"] != DissimChanged {
 		t.Fatalf("defaults %+v", d)
 	}
 	if _, err := d.Matchers(); err != nil {
@@ -227,7 +227,7 @@ func TestKeywordsWeightValueDissimilarity(t *testing.T) {
 	if got := d.Keywords(map[string]string{"name": "The Lord of the Rings: Return"}); !slices.Equal(got, []string{"lord", "rings", "return"}) {
 		t.Errorf("list stopwords: %q", got)
 	}
-	if s.PageSize != 10 || s.Method != MethodFirstPage || s.Quota != 10 {
+	if s.PageSize != 10 || s.Method != methodFirstPage || s.Quota != 10 {
 		t.Errorf("planner knobs %+v", s)
 	}
 }
@@ -244,7 +244,7 @@ func TestCodeBuiltSource(t *testing.T) {
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if s.WeightConst != 1 || s.KeywordSpecs[0].Split != SplitWords {
+	if s.WeightConst != 1 || s.KeywordSpecs[0].Split != splitWords {
 		t.Errorf("defaults %+v", s)
 	}
 	s.Item = "li["
@@ -273,14 +273,14 @@ func TestLoadReferenceCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	refs := srcs[0].References
-	if refs["web"] != 120 || refs[CanonicalQuery("web", "crawler")] != 7 || refs["crawler web"] != 7 || len(refs) != 2 {
+	if refs["web"] != 120 || refs[canonicalQuery("web", "crawler")] != 7 || refs["crawler web"] != 7 || len(refs) != 2 {
 		t.Fatalf("references %v", refs)
 	}
 	if srcs[0].ReferenceScale != 4.6 {
 		t.Errorf("reference scale %v, want 4.6", srcs[0].ReferenceScale)
 	}
 	for _, bad := range []string{"a b c,1\n", "web,-3\n", "web\n", "web,x\n"} {
-		if _, err := ReadCounts(strings.NewReader(bad), "c.csv"); err == nil || !strings.HasPrefix(err.Error(), "c.csv") {
+		if _, err := readCounts(strings.NewReader(bad), "c.csv"); err == nil || !strings.HasPrefix(err.Error(), "c.csv") {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}
@@ -315,7 +315,7 @@ func TestJSONRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := srcs[0]
-	s.References = map[string]int{CanonicalQuery("a", "b"): 3} // not encoded
+	s.References = map[string]int{canonicalQuery("a", "b"): 3} // not encoded
 	b, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)

@@ -120,37 +120,14 @@ func (db *DB) ForEach(fn func(URL) error) error {
 	}
 }
 
-// Count returns the number of URL records.
-func (db *DB) Count() (int, error) {
+// count returns the number of URL records.
+func (db *DB) count() (int, error) {
 	n := 0
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		n = tx.Bucket(bucketURLs).Stats().KeyN
 		return nil
 	})
 	return n, err
-}
-
-// PutSchedule stores the interval and next due time of many URLs at once,
-// leaving every other field as it is.
-func (db *DB) PutSchedule(next map[string]time.Time, interval map[string]time.Duration) error {
-	return db.bolt.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketURLs)
-		for url, due := range next {
-			var u URL
-			found, err := getJSON(b, []byte(url), &u)
-			if err != nil || !found {
-				continue
-			}
-			u.NextDue = due
-			if iv, ok := interval[url]; ok {
-				u.Interval = iv
-			}
-			if err := putJSON(b, []byte(url), u); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }
 
 // Tx is the view of the store a fold has: everything it writes commits
@@ -243,18 +220,13 @@ func (db *DB) Fold(taskID string, fn func(*Tx) error) (applied bool, err error) 
 	return applied, nil
 }
 
-// Update runs fn in a read-write transaction with no fold mark.
-func (db *DB) Update(fn func(*Tx) error) error {
-	return db.bolt.Update(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx}) })
-}
-
 // View runs fn in a read-only transaction.
 func (db *DB) View(fn func(*Tx) error) error {
 	return db.bolt.View(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx}) })
 }
 
-// Folded reports whether taskID was folded.
-func (db *DB) Folded(taskID string) (bool, error) {
+// folded reports whether taskID was folded.
+func (db *DB) folded(taskID string) (bool, error) {
 	var ok bool
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		ok = tx.Bucket(bucketFolded).Get([]byte(taskID)) != nil

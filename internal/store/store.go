@@ -38,8 +38,8 @@ var (
 	allBuckets     = [][]byte{bucketURLs, bucketContent, bucketVersions, bucketChanges, bucketFolded, bucketHosts, bucketMeta, bucketItems}
 )
 
-// SchemaVersion is written to the meta bucket; Open refuses a newer one.
-const SchemaVersion = 1
+// schemaVersion is written to the meta bucket; Open refuses a newer one.
+const schemaVersion = 1
 
 // Errors callers can test for with errors.Is; bbolt's own errors stay
 // wrapped behind them.
@@ -127,11 +127,11 @@ func (db *DB) init() error {
 		}
 		meta := tx.Bucket(bucketMeta)
 		if v := meta.Get([]byte("schema")); v != nil {
-			if got := binary.BigEndian.Uint64(v); got > SchemaVersion {
-				return fmt.Errorf("store %s has schema %d, this binary knows up to %d: upgrade freshcrawl", db.path, got, SchemaVersion)
+			if got := binary.BigEndian.Uint64(v); got > schemaVersion {
+				return fmt.Errorf("store %s has schema %d, this binary knows up to %d: upgrade freshcrawl", db.path, got, schemaVersion)
 			}
 		}
-		return meta.Put([]byte("schema"), u64(SchemaVersion))
+		return meta.Put([]byte("schema"), u64(schemaVersion))
 	})
 	if err != nil {
 		return fmt.Errorf("initialise store: %w", err)
@@ -145,7 +145,7 @@ func (db *DB) checkSchema() error {
 		if meta == nil {
 			return fmt.Errorf("store %s is not a freshcrawl store (no meta bucket)", db.path)
 		}
-		if v := meta.Get([]byte("schema")); v != nil && binary.BigEndian.Uint64(v) > SchemaVersion {
+		if v := meta.Get([]byte("schema")); v != nil && binary.BigEndian.Uint64(v) > schemaVersion {
 			return fmt.Errorf("store %s has a newer schema: upgrade freshcrawl", db.path)
 		}
 		return nil

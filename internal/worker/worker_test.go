@@ -39,19 +39,19 @@ func TestNoiseRules(t *testing.T) {
 	w := newTestWorker()
 	ctx := context.Background()
 
-	first := w.Process(ctx, task(srv.URL, proto.Result{}, proto.IgnoreRules{}, ""))
+	first := w.process(ctx, task(srv.URL, proto.Result{}, proto.IgnoreRules{}, ""))
 	if !first.OK() || first.Changed || first.Text == "" {
 		t.Fatalf("first fetch: %+v", first)
 	}
-	noisy := w.Process(ctx, task(srv.URL, first, proto.IgnoreRules{}, ""))
+	noisy := w.process(ctx, task(srv.URL, first, proto.IgnoreRules{}, ""))
 	if !noisy.Changed || noisy.Diff == nil || noisy.Diff.Magnitude <= 0 {
 		t.Fatalf("without rules the clock and the ad should count as a change: %+v", noisy)
 	}
 
 	rules := proto.IgnoreRules{Selectors: []string{".ad"}, Patterns: []string{`\d{2}:\d{2}:\d{2}`, `\d{4}-\d{2}-\d{2}`}}
-	base := w.Process(ctx, task(srv.URL, proto.Result{}, rules, ""))
+	base := w.process(ctx, task(srv.URL, proto.Result{}, rules, ""))
 	for range 3 {
-		r := w.Process(ctx, task(srv.URL, base, rules, ""))
+		r := w.process(ctx, task(srv.URL, base, rules, ""))
 		if !r.OK() || r.Changed || r.Hash != base.Hash {
 			t.Fatalf("with rules set, a clock and an ad are not a change: %+v", r)
 		}
@@ -72,14 +72,14 @@ func TestChangeMagnitude(t *testing.T) {
 	defer srv.Close()
 	w := newTestWorker()
 	ctx := context.Background()
-	first := w.Process(ctx, task(srv.URL, proto.Result{}, proto.IgnoreRules{}, "#price"))
+	first := w.process(ctx, task(srv.URL, proto.Result{}, proto.IgnoreRules{}, "#price"))
 	price.Store("24.99")
-	r := w.Process(ctx, task(srv.URL, first, proto.IgnoreRules{}, "#price"))
+	r := w.process(ctx, task(srv.URL, first, proto.IgnoreRules{}, "#price"))
 	if !r.Changed || r.Diff == nil || !r.Diff.Numeric || r.Diff.Magnitude < 4.999 || r.Diff.Magnitude > 5.001 {
 		t.Fatalf("price change: %+v %+v", r, r.Diff)
 	}
 	price.Store("25.00")
-	small := w.Process(ctx, task(srv.URL, r, proto.IgnoreRules{MinChange: 0.5}, "#price"))
+	small := w.process(ctx, task(srv.URL, r, proto.IgnoreRules{MinChange: 0.5}, "#price"))
 	if small.Changed || small.Hash != r.Hash {
 		t.Fatalf("a 0.01 change below min_change 0.5 must not count: %+v", small)
 	}
@@ -106,15 +106,15 @@ func TestRobotsAndNotModified(t *testing.T) {
 	w := newTestWorker()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	r := w.Process(ctx, task(srv.URL+"/secret/x", proto.Result{}, proto.IgnoreRules{}, ""))
+	r := w.process(ctx, task(srv.URL+"/secret/x", proto.Result{}, proto.IgnoreRules{}, ""))
 	if r.ErrKind != proto.ErrRobots || !r.Disallowed || pageHits.Load() != 0 {
 		t.Fatalf("disallowed: %+v (page hits %d)", r, pageHits.Load())
 	}
 	if r.CrawlDelay != 2*time.Second {
 		t.Errorf("crawl delay %s, want 2s", r.CrawlDelay)
 	}
-	first := w.Process(ctx, task(srv.URL+"/page", proto.Result{}, proto.IgnoreRules{}, ""))
-	again := w.Process(ctx, task(srv.URL+"/page", first, proto.IgnoreRules{}, ""))
+	first := w.process(ctx, task(srv.URL+"/page", proto.Result{}, proto.IgnoreRules{}, ""))
+	again := w.process(ctx, task(srv.URL+"/page", first, proto.IgnoreRules{}, ""))
 	if !again.NotModified || again.Changed || again.Hash != first.Hash || again.ETag != `"v1"` {
 		t.Fatalf("304: %+v", again)
 	}
