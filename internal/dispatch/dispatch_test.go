@@ -261,9 +261,11 @@ func TestRunPublishesUnderBudget(t *testing.T) {
 	runDispatcher(t, d)
 	var tasks []proto.Task
 	var at []time.Time
-	waitFor(t, "4 tasks on the stream", func() bool {
+	// The stream may hold a task a moment before its publish returns and
+	// is counted: wait for both.
+	waitFor(t, "4 tasks on the stream and counted", func() bool {
 		tasks, at = published(t, js)
-		return len(tasks) == 4
+		return len(tasks) == 4 && d.Published() == 4
 	})
 	seen := map[string]bool{}
 	for i, task := range tasks {
