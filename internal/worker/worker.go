@@ -413,8 +413,12 @@ func (w *Worker) fetchPage(ctx context.Context, task proto.Task, res *proto.Resu
 	d := extract.Diff(prev, text)
 	if !extract.Significant(d, rules.MinChange()) {
 		// Below the threshold: keep the old version as the baseline so
-		// small changes that add up are still seen.
+		// small changes that add up are still seen. Its validators stay
+		// too: storing this response's ETag would make the next fetch a
+		// 304 against a version nobody kept, and the drift would never
+		// add up.
 		res.Hash = task.PrevHash
+		res.ETag, res.LastModified = task.ETag, task.LastModified
 		return
 	}
 	res.Changed, res.Text, res.Diff = true, text, &d

@@ -85,6 +85,52 @@ func TestChangeMagnitude(t *testing.T) {
 	}
 }
 
+// Changes below min_change keep the stored version as the baseline, and
+// with it the validators: a server that honours If-None-Match must keep
+// sending the page, so that small changes add up to a change that counts.
+func TestSmallChangesAddUp(t *testing.T) {
+	var price atomic.Int64
+	price.Store(1000) // cents
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		etag := fmt.Sprintf(`"v%d"`, price.Load())
+		w.Header().Set("ETag", etag)
+		if r.Header.Get("If-None-Match") == etag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		fmt.Fprintf(w, `<html><body><span id="price">%d.%02d</span></body></html>`, price.Load()/100, price.Load()%100)
+	}))
+	defer srv.Close()
+	w := newTestWorker()
+	ctx := context.Background()
+	rules := proto.IgnoreRules{MinChange: 0.5}
+	stored := w.process(ctx, task(srv.URL, proto.Result{}, rules, "#price"))
+	if !stored.OK() || stored.ETag != `"v1000"` {
+		t.Fatalf("first fetch: %+v", stored)
+	}
+	// Four steps of 0.20: each below 0.5, together 0.80 above it.
+	for step := 1; step <= 4; step++ {
+		price.Add(20)
+		r := w.process(ctx, task(srv.URL, stored, rules, "#price"))
+		if !r.OK() || r.NotModified {
+			t.Fatalf("step %d: the page changed since the stored version, want a 200: %+v", step, r)
+		}
+		if step < 3 {
+			if r.Changed || r.Hash != stored.Hash || r.ETag != stored.ETag {
+				t.Fatalf("step %d: a change of %.2f is below min_change, want the stored hash and validators kept: %+v", step, float64(step)*0.2, r)
+			}
+			continue
+		}
+		if !r.Changed || r.Diff == nil || r.Diff.Magnitude < 0.599 {
+			t.Fatalf("step %d: %.2f since the stored version must count: %+v %+v", step, float64(step)*0.2, r, r.Diff)
+		}
+		if r.ETag != fmt.Sprintf(`"v%d"`, price.Load()) {
+			t.Fatalf("step %d: a counted change stores the new validators, got %q", step, r.ETag)
+		}
+		return
+	}
+}
+
 // Disallowed URLs are never fetched; 304 counts as unchanged.
 func TestRobotsAndNotModified(t *testing.T) {
 	var pageHits atomic.Int64
