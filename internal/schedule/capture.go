@@ -68,6 +68,21 @@ func (cs *captureState) n(interval time.Duration) int {
 	return max(1, int(math.Round(cs.period/interval.Seconds())))
 }
 
+// rate is the polls per second the URL makes whatever the plan gives it:
+// its learnt polls, or its configured polls while learning; 0 while its
+// polls per period come from its share of the budget.
+func (cs *captureState) rate() float64 {
+	switch {
+	case cs.period <= 0:
+		return 0
+	case cs.sched != nil:
+		return float64(len(cs.sched.Polls)) / cs.period
+	case cs.polls > 0:
+		return float64(cs.polls) / cs.period
+	}
+	return 0
+}
+
 // observe records an update seen by a poll: exactly at `exact` when the
 // server's Last-Modified is trustworthy, else somewhere in (from, to].
 func (cs *captureState) observe(from, to time.Time, exact bool, interval time.Duration) {
