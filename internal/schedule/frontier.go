@@ -14,7 +14,7 @@ type entry struct {
 	interval time.Duration // 1/f from the plan; 0 = not scheduled (given up, disallowed)
 	nextDue  time.Time
 	inFlight bool
-	index    int // in its host's heap (urls or polls), -1 when not queued
+	index    int  // in its host's heap (urls or polls), -1 when not queued
 	strict   bool // queued in host.polls: never handed out before due
 	capture  bool
 	cap      *captureState // capture URLs only
@@ -34,7 +34,7 @@ type entry struct {
 type hostQueue struct {
 	name      string
 	urls      entryHeap
-	polls     entryHeap // capture URLs: handed out at their due time, never before
+	polls     entryHeap     // capture URLs: handed out at their due time, never before
 	gap       time.Duration // least time between two fetches in force now
 	nextFree  time.Time     // earliest time the host may be fetched again
 	inFlight  int

@@ -446,7 +446,7 @@ type PlanJob struct {
 	in       PlanInput
 	blocked  []bool
 	fixed    []float64 // per element: a capture URL's own rate, 0 if planned
-	moved    int // Scheduler.moved at the snapshot
+	moved    int       // Scheduler.moved at the snapshot
 
 	out   PlanOutput
 	freq  []float64 // per element, exploration included
