@@ -105,17 +105,13 @@ func cover(a, b, T float64, B int) coverage {
 	}
 	if rest > 0 {
 		s := mod(a, T)
-		e := s + rest
-		for x := s; x < e; {
-			k := int(x / w)
-			if k >= B { // wrapped
-				x -= T
-				e -= T
-				continue
+		k := min(B-1, int(s/w)) // unwrapped bin index, see spreadArc
+		for x, i := s, 0; x < s+rest && i <= B+1; i++ {
+			if hi := math.Min(float64(k+1)*w, s+rest); hi > x {
+				amt[int32(k%B)] += (hi - x) / w
+				x = hi
 			}
-			hi := math.Min(float64(k+1)*w, e)
-			amt[int32(k)] += (hi - x) / w
-			x = hi
+			k++
 		}
 	}
 	c.bin = make([]int32, 0, len(amt))
