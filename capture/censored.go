@@ -207,7 +207,7 @@ func estimatePhases(h History, T float64, B, smooth int) (PhaseHistogram, error)
 	}
 	counts, tmp := make([]float64, B), make([]float64, B)
 	prev := math.Inf(-1)
-	for it := 1; it <= 500; it++ {
+	for it := 1; it <= 200; it++ {
 		copy(counts, d.fixed)
 		for _, c := range d.censored {
 			// Expected updates in the interval, and given at least one,
@@ -245,7 +245,7 @@ func estimatePhases(h History, T float64, B, smooth int) (PhaseHistogram, error)
 		}
 		ph.Iterations = it
 		ll := logLik(d, ph.Q)
-		if ll-prev < 1e-7*math.Max(1, math.Abs(ll)) {
+		if ll-prev < 1e-6*math.Max(1, math.Abs(ll)) {
 			ph.LogLik = ll
 			break
 		}
@@ -496,7 +496,7 @@ func spreadUpdates(us []Update, a, b, mass, T float64) []Update {
 // A cluster that fires more than 1.15 times a period is that many
 // overlapping updates.
 func LearnPolls(h History, T float64) (Pattern, PhaseHistogram, error) {
-	ph, err := estimatePhases(h, T, 0, 2)
+	ph, err := estimatePhases(h, T, 0, 4)
 	if err != nil {
 		return Pattern{}, PhaseHistogram{}, err
 	}
@@ -590,4 +590,44 @@ func LearnPolls(h History, T float64) (Pattern, PhaseHistogram, error) {
 		return Pattern{}, ph, fmt.Errorf("capture: learn polls: %w", err)
 	}
 	return p, ph, nil
+}
+
+// RefinePeriod sharpens a period found by DetectPeriodRange: it maximises
+// the EM log-likelihood of the history's phase histogram (EstimatePhases,
+// DefaultBins, a far finer histogram than the search's) over periods
+// within ±delta of T, on a grid of 2·steps+1 periods and then a grid ten
+// times finer around the best. Over a history of many periods a small
+// error in the period becomes a large error in phase, which the coarse
+// search cannot see.
+func RefinePeriod(h History, T, delta float64, steps int) (float64, error) {
+	if err := checkPeriod(T); err != nil {
+		return 0, fmt.Errorf("capture: refine period: %w", err)
+	}
+	if !finite(delta) || delta < 0 || delta >= T || steps < 1 || steps > 1000 {
+		return 0, invalid("capture: refine period: delta %v, steps %d", delta, steps)
+	}
+	best, bestLL := T, math.Inf(-1)
+	try := func(x float64) error {
+		ph, err := estimatePhases(h, x, 0, 4)
+		if err != nil {
+			return fmt.Errorf("capture: refine period: %w", err)
+		}
+		if ph.LogLik > bestLL {
+			best, bestLL = x, ph.LogLik
+		}
+		return nil
+	}
+	for _, d := range []float64{delta, delta / 10} {
+		centre := best
+		for k := -steps; k <= steps; k++ {
+			x := centre + float64(k)*d/float64(steps)
+			if x <= 0 {
+				continue
+			}
+			if err := try(x); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return best, nil
 }

@@ -6,10 +6,12 @@ import (
 	"sort"
 )
 
-// Period search bounds (seconds): a minute to eight days by default; the
+// Period search bounds (seconds): 20 s (so that rhythms of under a minute
+// are found too) to eight days by default; the
 // search also stays above three median poll gaps (a rhythm polled fewer
 // than three times a period cannot be seen in censored changes) and below
-// a third of the history (three periods at least).
+// a sixth of the history (six periods at least: fewer fit too many
+// periods by chance).
 const (
 	MinPeriod = 20.0
 	MaxPeriod = 8 * 86400.0
@@ -90,15 +92,8 @@ func DetectPeriodRange(h History, lo, hi float64) (PeriodFit, error) {
 		return fit, invalid("capture: detect period: %d changes, need ≥ 4", len(ch))
 	}
 	span := h.Span()
-	median := func(xs []float64) float64 {
-		if len(xs) == 0 {
-			return 0
-		}
-		sort.Float64s(xs)
-		return xs[len(xs)/2]
-	}
 	lo = math.Max(lo, 3*median(gaps))
-	hi = math.Min(hi, span/3)
+	hi = math.Min(hi, span/6)
 	if hi < lo {
 		return fit, invalid("capture: detect period: a history of %.0fs polled every %.0fs cannot show a period in the range", span, median(gaps))
 	}
@@ -274,4 +269,48 @@ func (s *scorer) scoreAt(T float64, B int, off float64) float64 {
 		}
 	}
 	return ll - s.ll0()
+}
+
+// PeriodStrength scores a given period (a configured one) on a history:
+// the strength DetectPeriodRange would report for it.
+func PeriodStrength(h History, T float64) (PeriodFit, error) {
+	if err := checkPeriod(T); err != nil {
+		return PeriodFit{}, fmt.Errorf("capture: period strength: %w", err)
+	}
+	if err := h.Validate(); err != nil {
+		return PeriodFit{}, fmt.Errorf("capture: period strength: %w", err)
+	}
+	var ch []change
+	var gaps, widths []float64
+	for i := 1; i < len(h); i++ {
+		gaps = append(gaps, h[i].At-h[i-1].At)
+		switch {
+		case len(h[i].Exact) > 0:
+			for _, x := range h[i].Exact {
+				ch = append(ch, change{x, x})
+			}
+		case h[i].Changed:
+			ch = append(ch, change{h[i-1].At, h[i].At})
+			widths = append(widths, h[i].At-h[i-1].At)
+		}
+	}
+	fit := PeriodFit{Period: T, Changes: len(ch), Polls: len(h)}
+	if len(ch) < 2 || h.Span() <= 0 {
+		return fit, nil
+	}
+	w := math.Max(T/64, median(widths))
+	w = math.Min(w, T/8)
+	sc := &scorer{ch: ch, span: math.Max(h.Span(), T), w: w}
+	fit.Resolution = w
+	fit.Strength = clamp01(sc.score(T) / sc.most())
+	return fit, nil
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
 }

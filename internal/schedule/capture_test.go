@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"math"
 	"math/rand/v2"
 	"sort"
 	"testing"
@@ -10,8 +11,9 @@ import (
 // TestCaptureLearnsPhases drives the real Scheduler on a virtual clock
 // against a source that updates at 5 s and 15 s (±1 s) past every minute,
 // with 2 polls a minute (Ashish, Kulkarni & Wang's example, scaled): while it learns it
-// polls uniformly and captures about half the versions; once it has learnt
-// the phases it captures nearly all of them.
+// polls uniformly, sweeping the period (denser than 2 a minute: it has few
+// polls configured); within ten periods it has learnt the phases, and from
+// then on captures nearly every version with 2 polls a period.
 func TestCaptureLearnsPhases(t *testing.T) {
 	const T = 60.0
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -37,7 +39,7 @@ func TestCaptureLearnsPhases(t *testing.T) {
 	now := base
 	end := base.Add(400 * time.Minute)
 	learnedAt := time.Time{}
-	polls := 0
+	polls, pollsAfter := 0, 0
 	for now.Before(end) {
 		d, ok, next := s.Next(now)
 		if !ok {
@@ -45,6 +47,9 @@ func TestCaptureLearnsPhases(t *testing.T) {
 			continue
 		}
 		polls++
+		if !learnedAt.IsZero() {
+			pollsAfter++
+		}
 		v := versionAt(now)
 		captured[v] = true
 		if v != lastVersion && lastVersion >= 0 && v > 0 {
@@ -80,10 +85,100 @@ func TestCaptureLearnsPhases(t *testing.T) {
 	if after < 0.9 {
 		t.Errorf("recall after learning %.3f < 0.9", after)
 	}
-	if before > 0.7 {
-		t.Errorf("recall while polling uniformly %.3f; expected about 0.5", before)
+	if learnedAt.Sub(base) > 10*time.Minute {
+		t.Errorf("learnt after %s, more than ten periods", learnedAt.Sub(base))
 	}
-	if got := float64(polls) / 400; got < 1.9 || got > 2.2 {
-		t.Errorf("%.2f polls a period, want 2", got)
+	if got := float64(pollsAfter) / end.Sub(learnedAt).Minutes(); got < 1.9 || got > 2.2 {
+		t.Errorf("%.2f polls a period after learning, want 2", got)
+	}
+}
+
+// TestCaptureLearnsFromIntervals is the case without Last-Modified and
+// without a configured period: a source that updates twice, 5 s apart
+// (±1 s), every 45 s, and tells only that it changed. The scheduler finds
+// the period and the phases from the censored intervals (polling at its
+// share of the budget until it knows the period, then sweeping it) within
+// ten periods, and then captures at least 90 % of the versions with 2
+// polls a period.
+func TestCaptureLearnsFromIntervals(t *testing.T) {
+	for _, T := range []float64{30, 45, 60} {
+		rng := rand.New(rand.NewPCG(uint64(T), 3))
+		base := time.Unix(1_700_000_000, 0)
+		var updates []time.Time
+		for k := 0; k < 200; k++ {
+			for _, ph := range []float64{T / 3, T/3 + 5} {
+				at := float64(k)*T + ph + (rng.Float64()*2 - 1)
+				updates = append(updates, base.Add(time.Duration(at*float64(time.Second))))
+			}
+		}
+		sort.Slice(updates, func(i, j int) bool { return updates[i].Before(updates[j]) })
+		versionAt := func(at time.Time) int {
+			return sort.Search(len(updates), func(i int) bool { return updates[i].After(at) })
+		}
+		// 0.25 fetches a second: a poll every 4 s until the period is known
+		s := NewScheduler(SchedulerOptions{Budget: 0.25, HostRate: 10})
+		s.Add(URLInfo{URL: "http://h/feed", Host: "h", Weight: 1, Capture: true, Polls: 2}, base)
+		captured := map[int]bool{}
+		last := -1
+		now := base
+		var learnedAt time.Time
+		polls, pollsAfter := 0, 0
+		end := base.Add(time.Duration(200*T) * time.Second)
+		for now.Before(end) {
+			d, ok, next := s.Next(now)
+			if !ok {
+				now = next
+				continue
+			}
+			polls++
+			if !learnedAt.IsZero() {
+				pollsAfter++
+			}
+			v := versionAt(now)
+			captured[v] = true
+			s.Done(d.URL, Feedback{Start: now, End: now, OK: true, Changed: last >= 0 && v != last})
+			last = v
+			if st := s.CaptureStatus(1)[0]; learnedAt.IsZero() && !st.Learning {
+				learnedAt = now
+			}
+		}
+		if learnedAt.IsZero() {
+			t.Fatalf("T=%v: never learnt", T)
+		}
+		st := s.CaptureStatus(1)[0]
+		periods := learnedAt.Sub(base).Seconds() / T
+		// recall over 10 periods right after learning, and over the rest
+		recall := func(from, to time.Time) float64 {
+			n, c := 0, 0
+			for i, u := range updates {
+				if u.After(from) && u.Before(to) {
+					n++
+					if captured[i+1] {
+						c++
+					}
+				}
+			}
+			return float64(c) / float64(n)
+		}
+		ten := learnedAt.Add(time.Duration(10*T) * time.Second)
+		r10, rAll := recall(learnedAt, ten), recall(learnedAt, end)
+		perPeriod := float64(pollsAfter) / (end.Sub(learnedAt).Seconds() / T)
+		t.Logf("T=%v: period found %s (strength %.2f, %d changes over %d polls) after %.1f periods; phases %v; recall next 10 periods %.3f, after %.3f at %.2f polls a period",
+			T, st.Period, st.Strength, st.Observations, st.PolledTimes, periods, st.Phases, r10, rAll, perPeriod)
+		if !st.Detected {
+			t.Errorf("T=%v: period not reported as detected", T)
+		}
+		if got, err := time.ParseDuration(st.Period); err != nil || math.Abs(got.Seconds()-T) > 0.01*T {
+			t.Errorf("T=%v: period %q", T, st.Period)
+		}
+		if periods > 10 {
+			t.Errorf("T=%v: learning took %.1f periods, more than 10", T, periods)
+		}
+		if r10 < 0.9 || rAll < 0.9 {
+			t.Errorf("T=%v: recall %.3f over the 10 periods after learning, %.3f over the rest; want ≥ 0.9", T, r10, rAll)
+		}
+		if perPeriod > 2.5 {
+			t.Errorf("T=%v: %.2f polls a period after learning, want ≤ 2.5", T, perPeriod)
+		}
 	}
 }

@@ -276,16 +276,18 @@ func (s *Scheduler) setCapture(e *entry, u URLInfo) {
 // ObserveCapture records an update a poll of a capture URL saw: exactly at
 // `to` (trustworthy Last-Modified) or somewhere in (from, to].
 func (s *Scheduler) ObserveCapture(url string, from, to time.Time, exact bool) {
-	if e, ok := s.front.urls[url]; ok && e.cap != nil {
-		before := e.cap.rate()
-		e.cap.observe(from, to, exact, e.interval)
-		if e.cap.rate() != before {
-			// Learnt polls (or back to learning): the plan must count
-			// the URL at its new rate.
-			s.mirror(e)
-			s.moved++
-		}
+	e, ok := s.front.urls[url]
+	if !ok || e.cap == nil {
+		return
 	}
+	before := e.cap.rate()
+	if exact {
+		e.cap.exactAt(secs(to))
+	} else {
+		e.cap.changedIn(secs(from), secs(to))
+	}
+	e.cap.maybeLearn(e.interval)
+	s.captureMoved(e, before)
 }
 
 // CaptureStatus lists the capture URLs' schedules (at most limit).
@@ -365,6 +367,13 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	case e.disallowed:
 		due = fb.Start.Add(s.o.DisallowRetry)
 	case e.cap != nil && e.interval > 0:
+		if fb.OK {
+			before := e.cap.rate()
+			e.cap.poll(fb.Start, fb.Changed, e.interval)
+			if e.cap.rate() != before {
+				s.moved++ // mirrored below
+			}
+		}
 		// After the poll just made, and after the phase it was due at:
 		// a poll handed out early (a retry) must not be due again at
 		// the same phase, where it would get the same task id.
