@@ -205,9 +205,9 @@ func estimatePhases(h History, T float64, B, smooth int) (PhaseHistogram, error)
 	for k := range ph.Q {
 		ph.Q[k] = q0
 	}
-	counts, tmp := make([]float64, B), make([]float64, B)
-	prev := math.Inf(-1)
+	counts, tmp, prevQ := make([]float64, B), make([]float64, B), make([]float64, B)
 	for it := 1; it <= 200; it++ {
+		copy(prevQ, ph.Q)
 		copy(counts, d.fixed)
 		for _, c := range d.censored {
 			// Expected updates in the interval, and given at least one,
@@ -244,13 +244,17 @@ func estimatePhases(h History, T float64, B, smooth int) (PhaseHistogram, error)
 			smoothCircular(ph.Q, tmp, smooth)
 		}
 		ph.Iterations = it
-		ll := logLik(d, ph.Q)
-		if ll-prev < 1e-6*math.Max(1, math.Abs(ll)) {
-			ph.LogLik = ll
+		// Converged when no bin moved by more than 1e-4 of the largest.
+		top, moved := 0.0, 0.0
+		for k, q := range ph.Q {
+			top = math.Max(top, q)
+			moved = math.Max(moved, math.Abs(q-prevQ[k]))
+		}
+		if moved <= 1e-4*top {
 			break
 		}
-		prev, ph.LogLik = ll, ll
 	}
+	ph.LogLik = logLik(d, ph.Q)
 	return ph, nil
 }
 

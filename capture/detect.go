@@ -11,7 +11,7 @@ import (
 // search also stays above three median poll gaps (a rhythm polled fewer
 // than three times a period cannot be seen in censored changes) and below
 // a sixth of the history (six periods at least: fewer fit too many
-// periods by chance).
+// periods by chance), a third when most changes are exactly timed.
 const (
 	MinPeriod = 20.0
 	MaxPeriod = 8 * 86400.0
@@ -91,9 +91,41 @@ func DetectPeriodRange(h History, lo, hi float64) (PeriodFit, error) {
 	if len(ch) < 4 {
 		return fit, invalid("capture: detect period: %d changes, need ≥ 4", len(ch))
 	}
-	span := h.Span()
+	// The time the polls watched: gaps far longer than usual (polling
+	// paused, or the history skips a stretch) watched nothing, and
+	// changes seen across them say nothing of the phase.
+	maxGap := 4 * median(gaps)
+	span := 0.0
+	for _, g := range gaps {
+		if g <= maxGap {
+			span += g
+		}
+	}
+	kept := ch[:0]
+	for _, c := range ch {
+		if c.b-c.a <= maxGap {
+			kept = append(kept, c)
+		}
+	}
+	ch = kept
+	fit.Changes = len(ch)
+	if len(ch) < 4 {
+		return fit, invalid("capture: detect period: %d changes, need ≥ 4", len(ch))
+	}
+	// Exact times are trusted over three periods; censored changes,
+	// which fit many periods loosely, over six.
+	exact := 0
+	for _, c := range ch {
+		if c.a == c.b {
+			exact++
+		}
+	}
+	periods := 6.0
+	if 2*exact >= len(ch) {
+		periods = 3
+	}
 	lo = math.Max(lo, 3*median(gaps))
-	hi = math.Min(hi, span/6)
+	hi = math.Min(hi, span/periods)
 	if hi < lo {
 		return fit, invalid("capture: detect period: a history of %.0fs polled every %.0fs cannot show a period in the range", span, median(gaps))
 	}
@@ -146,7 +178,7 @@ func DetectPeriodRange(h History, lo, hi float64) (PeriodFit, error) {
 		}
 		return b
 	}
-	for d := 7; d >= 2; d-- {
+	for d := 20; d >= 2; d-- {
 		if best.T/float64(d) < lo {
 			continue
 		}
@@ -281,9 +313,8 @@ func PeriodStrength(h History, T float64) (PeriodFit, error) {
 		return PeriodFit{}, fmt.Errorf("capture: period strength: %w", err)
 	}
 	var ch []change
-	var gaps, widths []float64
+	var widths []float64
 	for i := 1; i < len(h); i++ {
-		gaps = append(gaps, h[i].At-h[i-1].At)
 		switch {
 		case len(h[i].Exact) > 0:
 			for _, x := range h[i].Exact {

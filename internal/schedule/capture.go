@@ -236,22 +236,7 @@ func (cs *captureState) maybeLearn(interval time.Duration) {
 		if changes(since) >= captureDriftMin {
 			rep, err := capture.CheckDriftPolls(cs.pattern, since, capture.DriftConfig{})
 			if err == nil && rep.Drifted {
-				// Sweep the period again and re-learn with what that
-				// adds: the history, now longer, pins a detected period
-				// down closer (a small error in it is what most often
-				// moves the phases), and shows phases that moved.
-				cs.sched, cs.lastLearn = nil, changes(cs.hist)
-				cs.drifts++
-				if cs.drifts > 2 {
-					// Still drifting after two sweeps: the rhythm itself
-					// changed; start afresh from now.
-					cs.hist = append(capture.History(nil), cs.hist[len(cs.hist)-1])
-					cs.sweep = append(capture.History(nil), cs.hist...)
-					cs.planFrom, cs.lastLearn, cs.drifts = 0, 0, 0
-					if !cs.configured {
-						cs.period, cs.fit = 0, capture.PeriodFit{}
-					}
-				}
+				cs.drifted(interval, changes(since))
 				return
 			}
 		}
@@ -262,15 +247,58 @@ func (cs *captureState) maybeLearn(interval time.Duration) {
 	cs.learn(interval)
 }
 
+// drifted answers a drift of the plan. A detected period is known only
+// to the precision of the learning sweep, and a small error in it moves
+// the updates across the learnt polls after a few dozen periods, which is
+// the usual drift: the period is sharpened on the whole history's
+// likelihood (the polls that missed a crossing update pin it down) and
+// the phases re-planned at once. Drifting again soon after, the URL sweeps
+// the period anew, keeping its history; a third time, the rhythm itself
+// changed, and it starts afresh.
+func (cs *captureState) drifted(interval time.Duration, sincePlan int) {
+	if sincePlan >= 3*captureDriftMin {
+		cs.drifts = 0 // the plan held a good while: a new drift
+	}
+	cs.drifts++
+	cs.lastLearn = changes(cs.hist)
+	switch {
+	case cs.drifts == 1 && !cs.configured:
+		if T, err := capture.RefinePeriod(cs.hist, cs.period, cs.period/200, 6); err == nil {
+			cs.period, cs.fit.Period = T, T
+		}
+		cs.sched = nil
+		cs.learnPhases(interval)
+	case cs.drifts <= 2:
+		cs.sched = nil
+	default:
+		cs.hist = append(capture.History(nil), cs.hist[len(cs.hist)-1])
+		cs.sweep = append(capture.History(nil), cs.hist...)
+		cs.sched, cs.planFrom, cs.lastLearn, cs.drifts = nil, 0, 0, 0
+		if !cs.configured {
+			cs.period, cs.fit = 0, capture.PeriodFit{}
+		}
+	}
+}
+
 // learn finds the period (when not configured) and plans the polls.
 func (cs *captureState) learn(interval time.Duration) {
-	if !cs.configured {
+	if !cs.configured && cs.period > 0 {
+		// Known but not planned on (a drift sent the URL sweeping
+		// again): sharpen it on the whole history, which the coarse
+		// search over the sweeps alone would not beat.
+		if T, err := capture.RefinePeriod(cs.hist, cs.period, cs.period/200, 6); err == nil {
+			cs.period, cs.fit.Period = T, T
+		}
+	} else if !cs.configured {
 		if changes(cs.sweep) < captureMinDetect {
 			return
 		}
 		fit, err := capture.DetectPeriodRange(cs.sweep, 0, 0)
 		if err != nil || fit.Strength < captureMinStrength {
 			return // no rhythm found yet: keep polling at the plan's interval
+		}
+		if T, err := capture.RefinePeriod(cs.hist, fit.Period, fit.Period/200, 6); err == nil {
+			fit.Period = T // sharper on the EM's finer histogram
 		}
 		if cs.period > 0 && math.Abs(fit.Period-cs.period) > cs.period/1000 {
 			cs.sched = nil // a new period: plan afresh
@@ -279,6 +307,11 @@ func (cs *captureState) learn(interval time.Duration) {
 	} else if fit, err := capture.PeriodStrength(cs.sweep, cs.period); err == nil {
 		cs.fit = fit
 	}
+	cs.learnPhases(interval)
+}
+
+// learnPhases plans the polls on the history at the period known.
+func (cs *captureState) learnPhases(interval time.Duration) {
 	p, _, err := capture.LearnPolls(cs.hist, cs.period)
 	if err != nil || len(p.Updates) == 0 {
 		return
