@@ -288,6 +288,9 @@ func (d *Dispatcher) Intervals(urls []string) []time.Duration {
 type Version struct {
 	After, Before time.Time
 	Exact         bool
+	// Times are the exact update times the poll's feed dated in the
+	// interval, newest first (none for a page that is not a feed).
+	Times []time.Time
 }
 
 // Finished is a folded result as the in-flight table and the scheduler
@@ -325,7 +328,10 @@ func (d *Dispatcher) Finish(done []Finished) []bool {
 			d.sched.Done(f.URL, f.Feedback)
 		}
 		if v := f.Version; v != nil && f.Applied {
-			d.sched.ObserveVersion(f.URL, v.After, v.Before, v.Exact, f.At)
+			// A feed's dates are the exact times; the version's Before is
+			// then only the newest of them.
+			d.sched.ObserveVersion(f.URL, v.After, v.Before, v.Exact && len(v.Times) == 0, f.At)
+			d.sched.ObserveExact(f.URL, v.Times, f.At)
 		}
 		gone[i] = !d.sched.Has(f.URL)
 	}

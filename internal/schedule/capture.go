@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/capture"
@@ -169,6 +170,9 @@ func (cs *captureState) exactAt(x float64) {
 	n := len(cs.hist)
 	if n >= 2 && x > cs.hist[n-2].At && x <= cs.hist[n-1].At {
 		p := &cs.hist[n-1]
+		if slices.Contains(p.Exact, x) {
+			return // told twice
+		}
 		if len(p.Exact) == 0 {
 			if p.Changed {
 				cs.intervals--
