@@ -190,3 +190,43 @@ func round1(xs []float64) []float64 {
 	}
 	return out
 }
+
+// CheckDriftPolls stays quiet while the polls see what the pattern
+// predicts and reports drift once the updates have moved.
+func TestCheckDriftPolls(t *testing.T) {
+	src := source{T: 60, phases: []float64{10, 15}, jitter: 1}
+	p := src.pattern()
+	polls := []float64{12, 17} // just after each update
+	run := func(phases []float64) History {
+		rng := rand.New(rand.NewPCG(4, 4))
+		ups := source{T: 60, phases: phases, jitter: 1}.updates(rng, 40)
+		var h History
+		u := 0
+		for k := range 40 {
+			for _, ph := range polls {
+				at := float64(k)*60 + ph
+				first := u
+				for u < len(ups) && ups[u] <= at {
+					u++
+				}
+				h = append(h, Poll{At: at, Changed: len(h) > 0 && u > first})
+			}
+		}
+		return h
+	}
+	same, err := CheckDriftPolls(p, run(src.phases), DriftConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if same.Drifted {
+		t.Errorf("no drift expected: %+v", same)
+	}
+	moved, err := CheckDriftPolls(p, run([]float64{30, 35}), DriftConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !moved.Drifted {
+		t.Errorf("updates moved to 30 s and 35 s, both now between the same two polls: no drift reported: %+v", moved)
+	}
+	t.Logf("same: %s %+v; moved: %s", same.Reason, same, moved.Reason)
+}

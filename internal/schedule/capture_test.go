@@ -85,6 +85,9 @@ func TestCaptureLearnsPhases(t *testing.T) {
 	if after < 0.9 {
 		t.Errorf("recall after learning %.3f < 0.9", after)
 	}
+	if st.Detected || st.Period != "1m0s" {
+		t.Errorf("period %q (detected %v): the configured period must win", st.Period, st.Detected)
+	}
 	if learnedAt.Sub(base) > 10*time.Minute {
 		t.Errorf("learnt after %s, more than ten periods", learnedAt.Sub(base))
 	}
@@ -182,6 +185,75 @@ func TestCaptureLearnsFromIntervals(t *testing.T) {
 		}
 		if perPeriod > 2.5 {
 			t.Errorf("T=%v: %.2f polls a period after learning, want ≤ 2.5", T, perPeriod)
+		}
+	}
+}
+
+// TestCaptureFollowsDrift: a source without Last-Modified, period
+// configured, moves its two updates from 10 s and 15 s to 35 s and 40 s
+// past the minute. The learnt polls stop seeing what the pattern
+// predicts; the URL sweeps the period again and re-learns the new phases.
+func TestCaptureFollowsDrift(t *testing.T) {
+	const T = 60.0
+	rng := rand.New(rand.NewPCG(8, 8))
+	base := time.Unix(1_700_000_040, 0) // a whole minute
+	var updates []time.Time
+	for k := 0; k < 160; k++ {
+		phases := []float64{10, 15}
+		if k >= 60 {
+			phases = []float64{35, 40}
+		}
+		for _, ph := range phases {
+			at := float64(k)*T + ph + (rng.Float64()*2 - 1)
+			updates = append(updates, base.Add(time.Duration(at*float64(time.Second))))
+		}
+	}
+	versionAt := func(at time.Time) int {
+		return sort.Search(len(updates), func(i int) bool { return updates[i].After(at) })
+	}
+	s := NewScheduler(SchedulerOptions{Budget: 1, HostRate: 10})
+	s.Add(URLInfo{URL: "http://h/p", Host: "h", Weight: 1, Capture: true, Period: time.Minute, Polls: 2}, base)
+	captured := map[int]bool{}
+	last := -1
+	now := base
+	end := base.Add(160 * time.Minute)
+	for now.Before(end) {
+		d, ok, next := s.Next(now)
+		if !ok {
+			now = next
+			continue
+		}
+		v := versionAt(now)
+		captured[v] = true
+		s.Done(d.URL, Feedback{Start: now, End: now, OK: true, Changed: last >= 0 && v != last})
+		last = v
+	}
+	recall := func(from, to time.Time) float64 {
+		n, c := 0, 0
+		for i, u := range updates {
+			if u.After(from) && u.Before(to) {
+				n++
+				if captured[i+1] {
+					c++
+				}
+			}
+		}
+		return float64(c) / float64(n)
+	}
+	before := recall(base.Add(20*time.Minute), base.Add(60*time.Minute))
+	after := recall(base.Add(100*time.Minute), end)
+	st := s.CaptureStatus(1)[0]
+	t.Logf("recall before the move %.3f, well after it %.3f; phases now %v", before, after, st.Phases)
+	if before < 0.9 || after < 0.9 {
+		t.Errorf("recall %.3f before the move, %.3f after re-learning; want ≥ 0.9 both", before, after)
+	}
+	if st.Learning || len(st.Phases) != 2 {
+		t.Fatalf("status %+v: want the new phases learnt", st)
+	}
+	for _, ph := range st.Phases {
+		d, err := time.ParseDuration(ph)
+		if err != nil || d < 35*time.Second || d > 45*time.Second {
+			t.Errorf("poll phase %s: want just after the new updates at 35 s and 40 s", ph)
 		}
 	}
 }
