@@ -331,7 +331,7 @@ func (d *Dispatcher) Finish(done []Finished) []bool {
 			// A feed's dates are the exact times; the version's Before is
 			// then only the newest of them.
 			d.sched.ObserveVersion(f.URL, v.After, v.Before, v.Exact && len(v.Times) == 0, f.At)
-			d.sched.ObserveExact(f.URL, v.Times, f.At)
+			d.sched.ObserveExact(f.URL, v.Times)
 		}
 		gone[i] = !d.sched.Has(f.URL)
 	}

@@ -482,13 +482,13 @@ func (s *Scheduler) captureMoved(e *entry, before float64) {
 }
 
 // ObserveExact records updates known to have happened exactly at times
-// (a feed's item dates), seen by the poll that started at polledAt.
-func (s *Scheduler) ObserveExact(url string, times []time.Time, polledAt time.Time) {
+// (a feed's item dates): each becomes an exact time of the change of the
+// poll whose interval holds it.
+func (s *Scheduler) ObserveExact(url string, times []time.Time) {
 	e, ok := s.front.urls[url]
 	if !ok || e.cap == nil {
 		return
 	}
-	_ = polledAt // the times place themselves among the polls
 	for _, t := range times {
 		e.cap.exactAt(secs(t))
 	}
