@@ -528,6 +528,8 @@ func LearnPolls(h History, T float64) (Pattern, PhaseHistogram, error) {
 	for c, bins := range cl {
 		lo[c], hi[c] = float64(bins[0])*w, float64(bins[len(bins)-1]+1)*w
 	}
+	// the exact times in each cluster: their range and count
+	exLo, exHi, exN := make([]float64, len(cl)), make([]float64, len(cl)), make([]int, len(cl))
 	for i := 1; i < len(h); i++ {
 		cv := cover(h[i-1].At, h[i].At, T, B)
 		for j, k := range cv.bin {
@@ -540,6 +542,13 @@ func LearnPolls(h History, T float64) (Pattern, PhaseHistogram, error) {
 			for _, x := range h[i].Exact {
 				if c := of[min(B-1, int(mod(x, T)/w))]; c >= 0 {
 					hits[c]++
+					mid := (lo[c] + hi[c]) / 2
+					u := mid + wrapHalf(x-mid, T)
+					if exN[c] == 0 {
+						exLo[c], exHi[c] = u, u
+					}
+					exLo[c], exHi[c] = math.Min(exLo[c], u), math.Max(exHi[c], u)
+					exN[c]++
 				}
 			}
 		case h[i].Changed:
@@ -576,6 +585,16 @@ func LearnPolls(h History, T float64) (Pattern, PhaseHistogram, error) {
 				hi[c] = math.Max(hi[c], math.Min(a, b))
 				lo[c] = math.Min(lo[c], math.Max(b, a))
 			}
+		}
+	}
+	for c := range cl {
+		if exN[c] >= 2 {
+			// m exact times from a window of width W span W·(m−1)/(m+1)
+			// on average: widen by a gap at each end, so that a poll at
+			// the end of the window does not miss the updates that come a
+			// little later than any seen so far.
+			gap := (exHi[c] - exLo[c]) / float64(exN[c]-1)
+			lo[c], hi[c] = math.Min(lo[c], exLo[c]-gap), math.Max(hi[c], exHi[c]+gap)
 		}
 	}
 	p := Pattern{Period: T}

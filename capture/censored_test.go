@@ -230,3 +230,36 @@ func TestCheckDriftPolls(t *testing.T) {
 	}
 	t.Logf("same: %s %+v; moved: %s", same.Reason, same, moved.Reason)
 }
+
+// WithSlack keeps the model's recall and moves polls off the very end of
+// the learnt windows, into the quiet stretch after them.
+func TestWithSlack(t *testing.T) {
+	p := Pattern{Period: 60, Updates: []Update{{Phase: 10, Jitter: 1, Weight: 1}, {Phase: 20, Jitter: 1, Weight: 1}}}
+	s, err := PlanPattern(p, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.WithSlack(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("polls %v → %v, expected %.3f → %.3f", s.Polls, w.Polls, s.Expected, w.Expected)
+	if w.Expected < s.Expected-1e-12 {
+		t.Errorf("slack lowered the expected recall: %.4f → %.4f", s.Expected, w.Expected)
+	}
+	// after 11 (window 9..11) the quiet stretch runs to 19: half of it is
+	// 4 s, capped at the widest window, 2 s; after 21 to 69 (9 next
+	// period): 2 s as well
+	want := []float64{13, 23}
+	for i := range want {
+		near(t, "poll", w.Polls[i], want[i], 1e-9)
+	}
+	// An update 0.5 s later than the learnt window is still caught.
+	late := Pattern{Period: 60, Updates: []Update{{Phase: 10.5, Jitter: 1, Weight: 1}, {Phase: 20.5, Jitter: 1, Weight: 1}}}
+	if r := mustRecall(t, late, w.Polls); r < 1-1e-12 {
+		t.Errorf("recall %.3f of updates 0.5 s late with slack; want 1", r)
+	}
+	if r := mustRecall(t, late, s.Polls); r > 0.9 {
+		t.Errorf("without slack the late updates are %.3f caught; the test needs them missed", r)
+	}
+}

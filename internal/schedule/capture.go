@@ -324,6 +324,11 @@ func (cs *captureState) learnPhases(interval time.Duration) {
 	if err != nil || len(s.Polls) == 0 {
 		return
 	}
+	// Windows learnt from a few updates are narrower than the truth: poll
+	// a little into the quiet stretch after each, not at its very end.
+	if w, err := s.WithSlack(p); err == nil {
+		s = w
+	}
 	if cs.sched == nil {
 		cs.planFrom = len(cs.hist)
 	}
