@@ -266,3 +266,37 @@ func TestCaptureFollowsDrift(t *testing.T) {
 		}
 	}
 }
+
+// A restarted coordinator rebuilds a capture URL's history from its
+// stored versions (each with the interval it appeared in): the polls
+// between two versions saw no change. With Last-Modified times the
+// phases are learnt again without a single new poll.
+func TestCaptureRelearnsFromStoredVersions(t *testing.T) {
+	base := time.Unix(1_700_000_040, 0)
+	s := NewScheduler(SchedulerOptions{Budget: 10, HostRate: 10})
+	s.Add(URLInfo{URL: "http://h/p", Host: "h", Weight: 1, Capture: true, Period: time.Minute, Polls: 2}, base)
+	at := func(sec float64) time.Time { return base.Add(time.Duration(sec * float64(time.Second))) }
+	s.ObserveVersion("http://h/p", time.Time{}, at(1), false, at(1)) // the first version
+	for k := range 12 {
+		for _, ph := range []float64{5, 15} {
+			up := float64(k)*60 + ph + 0.3
+			// stored: appeared after the poll 3 s before, Last-Modified
+			// to the second, captured by the poll 2 s after
+			s.ObserveVersion("http://h/p", at(up-3), at(up).Truncate(time.Second), true, at(up+2))
+		}
+	}
+	st := s.CaptureStatus(1)[0]
+	if st.Learning || len(st.Phases) != 2 {
+		t.Fatalf("status after rebuilding from 24 versions: %+v; want the phases learnt", st)
+	}
+	for i, ph := range st.Phases {
+		d, err := time.ParseDuration(ph)
+		lo := []time.Duration{5 * time.Second, 15 * time.Second}[i]
+		if err != nil || d < lo || d > lo+10*time.Second {
+			t.Errorf("phase %d at %s, want after the update at %s and before the next", i, ph, lo)
+		}
+	}
+	if st.ExactUpdates != 24 {
+		t.Errorf("%d exact updates, want 24", st.ExactUpdates)
+	}
+}
