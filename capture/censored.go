@@ -280,15 +280,6 @@ func logLik(d emData, q []float64) float64 {
 	return ll
 }
 
-// Mass is the expected number of updates per period.
-func (ph PhaseHistogram) Mass() float64 {
-	s := 0.0
-	for _, q := range ph.Q {
-		s += q
-	}
-	return s
-}
-
 // clusters returns the runs of bins whose expected updates stand out (at
 // least minQ and a twentieth of the largest, joined across single quiet
 // bins), each as unwrapped bin indices (a run across the period's end
@@ -381,51 +372,24 @@ func splitAtDips(run []int, q []float64) [][]int {
 // trimTails drops the ends of a cluster that hold 2.5 % of its mass each.
 func trimTails(bins []int, q []float64) []int {
 	B := len(q)
-	{
-		mass := 0.0
-		for _, b := range bins {
-			mass += q[b%B]
-		}
-		lo, hi := 0, len(bins)-1
-		for acc := 0.0; lo < hi; lo++ {
-			if acc+q[bins[lo]%B] > 0.025*mass {
-				break
-			}
-			acc += q[bins[lo]%B]
-		}
-		for acc := 0.0; hi > lo; hi-- {
-			if acc+q[bins[hi]%B] > 0.025*mass {
-				break
-			}
-			acc += q[bins[hi]%B]
-		}
-		return bins[lo : hi+1]
+	mass := 0.0
+	for _, b := range bins {
+		mass += q[b%B]
 	}
-}
-
-// Pattern turns the histogram into recurring updates, one cluster of bins
-// (see clusters) at a time, of weight its expected updates per period:
-// the right reading when the histogram was counted from exact times. For
-// censored histories use LearnPolls, which weighs clusters by how often
-// they saw a change.
-func (ph PhaseHistogram) Pattern(minQ float64) (Pattern, error) {
-	if err := checkPeriod(ph.Period); err != nil {
-		return Pattern{}, fmt.Errorf("capture: pattern: %w", err)
-	}
-	p := Pattern{Period: ph.Period}
-	B := len(ph.Q)
-	w := ph.Period / float64(B)
-	for _, bins := range ph.clusters(minQ) {
-		mass := 0.0
-		for _, b := range bins {
-			mass += ph.Q[b%B]
+	lo, hi := 0, len(bins)-1
+	for acc := 0.0; lo < hi; lo++ {
+		if acc+q[bins[lo]%B] > 0.025*mass {
+			break
 		}
-		if mass < 0.1 {
-			continue
-		}
-		p.Updates = spreadUpdates(p.Updates, float64(bins[0])*w, float64(bins[len(bins)-1]+1)*w, mass, ph.Period)
+		acc += q[bins[lo]%B]
 	}
-	return p, p.Validate()
+	for acc := 0.0; hi > lo; hi-- {
+		if acc+q[bins[hi]%B] > 0.025*mass {
+			break
+		}
+		acc += q[bins[hi]%B]
+	}
+	return bins[lo : hi+1]
 }
 
 // nearestCluster maps every bin to the cluster of the nearest core bin
