@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -91,5 +92,50 @@ func TestDetectPeriodRandom(t *testing.T) {
 		if fit.Strength > 0.25 {
 			t.Errorf("random changes (exact %v) scored %.2f at %.0fs", exact, fit.Strength, fit.Period)
 		}
+	}
+}
+
+// The learners take any history without panicking: empty, one poll, equal
+// times, huge times, out of order (an error), NaN (an error), exact times
+// outside their interval (an error), and random ones.
+func TestLearnersNoPanics(t *testing.T) {
+	nan := math.NaN()
+	hs := []History{
+		nil, {{At: 1}}, {{At: 1}, {At: 1, Changed: true}}, {{At: 5}, {At: 1}},
+		{{At: 0}, {At: nan}}, {{At: 0}, {At: 1, Exact: []float64{2}}},
+		{{At: 0}, {At: 1e15, Changed: true}, {At: 2e15, Changed: true}},
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	for range 30 {
+		var h History
+		at := 0.0
+		for range rng.IntN(60) {
+			at += rng.ExpFloat64() * 10
+			p := Poll{At: at, Changed: rng.IntN(2) == 0}
+			if p.Changed && rng.IntN(3) == 0 && len(h) > 0 {
+				p.Exact = []float64{h[len(h)-1].At + (at-h[len(h)-1].At)*rng.Float64()}
+				if p.Exact[0] <= h[len(h)-1].At {
+					p.Exact = nil
+				}
+			}
+			h = append(h, p)
+		}
+		hs = append(hs, h)
+	}
+	for i, h := range hs {
+		for _, T := range []float64{1, 45, 86400} {
+			if _, err := EstimatePhases(h, T, 0); err != nil && !errors.Is(err, ErrInvalidArgument) {
+				t.Errorf("history %d: EstimatePhases: %v", i, err)
+			}
+			if p, _, err := LearnPolls(h, T); err == nil {
+				if err := p.Validate(); err != nil {
+					t.Errorf("history %d: LearnPolls gave an invalid pattern: %v", i, err)
+				}
+			}
+			_, _ = RefinePeriod(h, T, T/100, 3)
+			_, _ = PeriodStrength(h, T)
+			_, _ = CheckDriftPolls(Pattern{Period: T, Updates: []Update{{Phase: 0, Weight: 1}}}, h, DriftConfig{})
+		}
+		_, _ = DetectPeriodRange(h, 0, 0)
 	}
 }
