@@ -450,7 +450,6 @@ type PlanJob struct {
 	at       time.Time
 	policy   Policy
 	adaptive bool
-	budget   float64
 	explore  float64
 	in       PlanInput
 	blocked  []bool
@@ -476,7 +475,7 @@ func (j *PlanJob) Output() PlanOutput { return j.out }
 func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	n := len(s.list)
 	_, adaptive := s.o.Policy.(Adaptive)
-	j := &PlanJob{at: now, policy: s.o.Policy, adaptive: adaptive, budget: s.o.Budget, explore: s.o.ExploreShare, moved: s.moved}
+	j := &PlanJob{at: now, policy: s.o.Policy, adaptive: adaptive, explore: s.o.ExploreShare, moved: s.moved}
 	j.in = PlanInput{
 		Budget:  s.o.Budget,
 		Rates:   append([]float64(nil), s.rates...),
