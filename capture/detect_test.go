@@ -106,7 +106,7 @@ func TestLearnersNoPanics(t *testing.T) {
 		{{At: 0}, {At: 1e15, Changed: true}, {At: 2e15, Changed: true}},
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
-	for range 30 {
+	for range 12 {
 		var h History
 		at := 0.0
 		for range rng.IntN(60) {
@@ -123,7 +123,7 @@ func TestLearnersNoPanics(t *testing.T) {
 		hs = append(hs, h)
 	}
 	for i, h := range hs {
-		for _, T := range []float64{1, 45, 86400} {
+		for _, T := range []float64{1, 45} {
 			if _, err := EstimatePhases(h, T, 0); err != nil && !errors.Is(err, ErrInvalidArgument) {
 				t.Errorf("history %d: EstimatePhases: %v", i, err)
 			}
