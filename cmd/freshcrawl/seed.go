@@ -228,13 +228,13 @@ func printStatus(w io.Writer, s coordinator.Status) {
 			case period == "":
 				period = "unknown yet"
 			case c.Detected:
-				period += fmt.Sprintf(" (detected, strength %.2f)", c.Strength)
+				period += fmt.Sprintf(" (detected, strength %.2f over %d changes in %d polls)", c.Strength, c.Observations, c.PolledTimes)
 			default:
-				period += fmt.Sprintf(" (configured, concentration %.2f)", c.Strength)
+				period += fmt.Sprintf(" (configured, strength %.2f over %d changes in %d polls)", c.Strength, c.Observations, c.PolledTimes)
 			}
-			state := fmt.Sprintf("polls at %v, expected recall %.3f, replayed on observed updates %.3f", c.Phases, c.ExpectedRecall, c.ReplayedRecall)
+			state := fmt.Sprintf("polls at %v, expected recall %.3f, replayed on exactly timed updates %.3f", c.Phases, c.ExpectedRecall, c.ReplayedRecall)
 			if c.Learning {
-				state = fmt.Sprintf("learning: %d exact update times so far", c.ExactUpdates)
+				state = fmt.Sprintf("learning: %d changes seen, %d exactly timed", c.ExactUpdates+c.IntervalOnly, c.ExactUpdates)
 			}
 			fmt.Fprintf(w, "  %s  period %s, %d polls/period, %s\n", c.URL, period, c.Polls, state)
 		}

@@ -318,3 +318,39 @@ func TestRunRetriesFailedPublish(t *testing.T) {
 		t.Errorf("%d in flight after the retry, want 1", d.InFlight())
 	}
 }
+
+// A task JetStream drops as a duplicate (its id was published within the
+// de-duplication window) is never delivered, so it must not stay in
+// flight, holding its host, until it is declared lost: it is released and
+// its URL tried again with a new due time, hence a new id.
+func TestRunReleasesDuplicateTask(t *testing.T) {
+	js := newJS(t)
+	now := time.Now()
+	s := schedule.NewScheduler(schedule.SchedulerOptions{Budget: 10, HostRate: 100})
+	s.Add(schedule.URLInfo{URL: "http://h/x", Host: "h", Weight: 1, Interval: time.Hour, NextDue: now}, now)
+	// The same fetch published before, as a scheduler that handed the
+	// same due time out twice would.
+	first := newTask(schedule.Dispatch{URL: "http://h/x", Host: "h", Due: now}, now)
+	b, err := proto.Encode(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := js.Publish(ctx, proto.TaskSubject(first.Kind), b, jetstream.WithMsgID(first.ID)); err != nil {
+		t.Fatal(err)
+	}
+	d := New(js, s, Options{Budget: 10, RetryAfter: 200 * time.Millisecond, Log: quietLog()})
+	runDispatcher(t, d)
+	var tasks []proto.Task
+	waitFor(t, "a second task for the URL under a new id", func() bool {
+		tasks, _ = published(t, js)
+		return len(tasks) == 2
+	})
+	if tasks[1].ID == first.ID || tasks[1].URL != first.URL {
+		t.Errorf("second task %s for %s; want a new id for %s", tasks[1].ID, tasks[1].URL, first.URL)
+	}
+	if d.InFlight() != 1 {
+		t.Errorf("%d tasks in flight, want only the one that was queued", d.InFlight())
+	}
+}

@@ -194,3 +194,42 @@ func TestFailed(t *testing.T) {
 		t.Errorf("record %+v", rec)
 	}
 }
+
+// A capture version of a feed takes the item dates of its poll's
+// interval as exact update times (the newest as the version's time): not
+// the items from before the previous poll, not a date past this poll
+// beyond the clock skew allowed, and a date within it as this poll's.
+func TestFoldFeedTimes(t *testing.T) {
+	const u = "http://a.example/feed"
+	f, db := newFolder(t, store.URL{URL: u, Host: "a.example", Weight: 1, Mode: "capture"})
+	first := result("t1", u, t0, "h1")
+	first.Kind = proto.KindCapture
+	fold(t, f, Input{Result: first})
+	poll := t0.Add(time.Minute)
+	r := result("t2", u, poll, "h2")
+	r.Kind, r.LastModified = proto.KindCapture, ""
+	r.FeedTimes = []time.Time{
+		poll.Add(time.Hour),         // far future: not this poll's
+		poll.Add(time.Second),       // within the skew: this poll's
+		poll.Add(-10 * time.Second), // in the interval
+		poll.Add(-40 * time.Second), // in the interval
+		t0.Add(-time.Minute),        // before the previous poll: an old item
+	}
+	o := fold(t, f, Input{Result: r})[0]
+	want := []time.Time{poll, poll.Add(-10 * time.Second), poll.Add(-40 * time.Second)}
+	if len(o.UpdateTimes) != len(want) {
+		t.Fatalf("update times %v, want %v", o.UpdateTimes, want)
+	}
+	for i := range want {
+		if !o.UpdateTimes[i].Equal(want[i]) {
+			t.Errorf("update time %d: %v, want %v", i, o.UpdateTimes[i], want[i])
+		}
+	}
+	if o.Version == nil || !o.Version.Exact || !o.Version.Before.Equal(poll) || !o.Version.After.Equal(t0) {
+		t.Errorf("version %+v: want exact at the newest dated update %v after %v", o.Version, poll, t0)
+	}
+	vs, err := db.Versions(u)
+	if err != nil || len(vs) != 2 || !vs[1].Exact {
+		t.Errorf("stored versions %+v (%v)", vs, err)
+	}
+}

@@ -223,6 +223,11 @@ type Result struct {
 	CrawlDelay time.Duration `json:"crawl_delay,omitempty"`
 	Disallowed bool          `json:"disallowed,omitempty"`
 
+	// FeedTimes are the item dates of a capture task's page when it is an
+	// RSS, Atom or JSON Feed document, newest first (at most
+	// the extractor's cap): the feed's own update times.
+	FeedTimes []time.Time `json:"feed_times,omitempty"`
+
 	// Items are the parsed result items of a probe task.
 	Items []ProbeItem `json:"items,omitempty"`
 	// Total is the result count a probe's first page showed, or -1.

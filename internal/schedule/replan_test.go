@@ -28,17 +28,23 @@ func randomScheduler(t *testing.T, n, hosts int, seed uint64, policy Policy) (*S
 func checkInvariants(t *testing.T, s *Scheduler) {
 	t.Helper()
 	for _, h := range s.front.hosts {
-		for i, e := range h.urls {
-			if e.index != i || e.host != h {
-				t.Fatalf("host %s: entry %s at %d has index %d", h.name, e.url, i, e.index)
-			}
-			if p := (i - 1) / 2; i > 0 && h.urls[i].nextDue.Before(h.urls[p].nextDue) {
-				t.Fatalf("host %s: URL heap out of order at %d", h.name, i)
+		for k, q := range []entryHeap{h.urls, h.polls} {
+			strict := k == 1
+			for i, e := range q {
+				if e.index != i || e.host != h {
+					t.Fatalf("host %s: entry %s at %d has index %d", h.name, e.url, i, e.index)
+				}
+				if e.strict != strict || strict != (e.cap != nil) {
+					t.Fatalf("host %s: entry %s (capture %v) in the wrong heap", h.name, e.url, e.cap != nil)
+				}
+				if p := (i - 1) / 2; i > 0 && q[i].nextDue.Before(q[p].nextDue) {
+					t.Fatalf("host %s: URL heap out of order at %d", h.name, i)
+				}
 			}
 		}
-		queued := len(h.urls) > 0 && h.inFlight == 0
+		queued := h.queued() > 0 && h.inFlight == 0
 		if queued != (h.index >= 0) {
-			t.Fatalf("host %s: %d queued, %d in flight, ready index %d", h.name, len(h.urls), h.inFlight, h.index)
+			t.Fatalf("host %s: %d queued, %d in flight, ready index %d", h.name, h.queued(), h.inFlight, h.index)
 		}
 	}
 	for i, h := range s.front.ready {
@@ -59,7 +65,7 @@ func checkInvariants(t *testing.T, s *Scheduler) {
 		if e.pos != i || s.rates[i] != e.rate || s.weights[i] != w || s.blocked[i] != e.disallowed || s.planHosts[s.hosts[i]] != e.host {
 			t.Fatalf("mirror of %s (pos %d) disagrees with the entry", e.url, i)
 		}
-		if e.interval > 0 && !e.disallowed && s.freqs[i] != float64(time.Second)/float64(e.interval) {
+		if e.interval > 0 && !e.disallowed && s.fixed[i] == 0 && s.freqs[i] != float64(time.Second)/float64(e.interval) {
 			t.Fatalf("mirror of %s: frequency %v for interval %v", e.url, s.freqs[i], e.interval)
 		}
 	}

@@ -391,6 +391,10 @@ func (w *Worker) fetchPage(ctx context.Context, task proto.Task, res *proto.Resu
 		hash = extract.Hash(text)
 	}
 	res.Hash = hash
+	if task.Kind == proto.KindCapture && resp.Class == fetch.Text {
+		// A feed dates its items: exact update times for capture.
+		res.FeedTimes, _ = extract.FeedTimes(resp.Body)
+	}
 	if hash == task.PrevHash {
 		return
 	}

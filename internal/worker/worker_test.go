@@ -171,3 +171,26 @@ func TestRobotsAndNotModified(t *testing.T) {
 		t.Error("FinishedAt not set")
 	}
 }
+
+// A capture task of a feed reports its items' dates; a fetch task of the
+// same feed reports none (only capture uses them).
+func TestCaptureFeedTimes(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/atom+xml")
+		fmt.Fprint(w, `<feed xmlns="http://www.w3.org/2005/Atom"><entry><updated>2026-11-22T10:00:00Z</updated></entry>
+<entry><updated>2026-11-22T11:00:00.5Z</updated></entry></feed>`)
+	}))
+	defer srv.Close()
+	w := newTestWorker()
+	tk := task(srv.URL+"/feed", proto.Result{}, proto.IgnoreRules{}, "")
+	tk.Kind = proto.KindCapture
+	r := w.process(context.Background(), tk)
+	want := []time.Time{time.Date(2026, 11, 22, 11, 0, 0, 5e8, time.UTC), time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	if !r.OK() || len(r.FeedTimes) != 2 || !r.FeedTimes[0].Equal(want[0]) || !r.FeedTimes[1].Equal(want[1]) {
+		t.Fatalf("capture of a feed: ok %v, feed times %v, want %v", r.OK(), r.FeedTimes, want)
+	}
+	tk.Kind = proto.KindFetch
+	if r := w.process(context.Background(), tk); len(r.FeedTimes) != 0 {
+		t.Errorf("fetch task reported feed times %v", r.FeedTimes)
+	}
+}
