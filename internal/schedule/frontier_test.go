@@ -13,7 +13,9 @@ import (
 // strictly after the one before.
 func TestSaturatedHostKeepsCapturePhases(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
-	s := NewScheduler(SchedulerOptions{Budget: 4, HostRate: 4})
+	// Uniform: every URL gets a share whatever its rate, so the three
+	// freshness URLs fill the host.
+	s := NewScheduler(SchedulerOptions{Budget: 4, HostRate: 4, Policy: uniformPolicy{}})
 	for _, u := range []string{"http://h/1", "http://h/2", "http://h/3"} {
 		s.Add(URLInfo{URL: u, Host: "h", Weight: 1}, now)
 	}
