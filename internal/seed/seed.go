@@ -44,6 +44,9 @@ type Seed struct {
 	// Polls is the number of capture polls per period, or 0 for a share of
 	// the budget.
 	Polls int
+	// KeepRaw keeps the raw response body of the latest version besides
+	// its extracted text.
+	KeepRaw bool
 }
 
 // LineError is a bad seed line. Parse reports it and goes on.
@@ -66,6 +69,7 @@ type jsonSeed struct {
 	Ignore   *proto.IgnoreRules `json:"ignore"`
 	Period   string             `json:"period"`
 	Polls    int                `json:"polls"`
+	KeepRaw  bool               `json:"keep_raw"`
 }
 
 // MaxLine is the longest line accepted; a longer one is a bad line.
@@ -134,7 +138,7 @@ func ParseLine(text []byte) (Seed, error) {
 	if err != nil {
 		return Seed{}, fmt.Errorf(`field "url": %w`, err)
 	}
-	s := Seed{URL: u, Host: host, Weight: 1, Mode: ModeFreshness, Selector: strings.TrimSpace(js.Selector), Period: js.Period, Polls: js.Polls}
+	s := Seed{URL: u, Host: host, Weight: 1, Mode: ModeFreshness, Selector: strings.TrimSpace(js.Selector), Period: js.Period, Polls: js.Polls, KeepRaw: js.KeepRaw}
 	if js.Weight != nil {
 		w := *js.Weight
 		if !(w > 0) || math.IsInf(w, 0) {

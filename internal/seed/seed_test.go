@@ -115,3 +115,16 @@ func FuzzParseLine(f *testing.F) {
 		}
 	})
 }
+
+func TestKeepRaw(t *testing.T) {
+	s, err := ParseLine([]byte(`{"url":"http://example.com/a","keep_raw":true}`))
+	if err != nil || !s.KeepRaw {
+		t.Fatalf("keep_raw: %+v %v", s, err)
+	}
+	if s, _ := ParseLine([]byte(`http://example.com/a`)); s.KeepRaw {
+		t.Error("a plain URL keeps its raw body")
+	}
+	if _, err := ParseLine([]byte(`{"url":"http://example.com/a","keep_raw":"yes"}`)); err == nil {
+		t.Error(`"keep_raw": "yes" accepted`)
+	}
+}
