@@ -22,6 +22,10 @@ type entry struct {
 	// the budget, rechecked every DisallowRetry against the cached
 	// robots.txt so that a host that allows it again gets it back.
 	disallowed bool
+	// paused by the operator: never queued, no share of the budget
+	// (lifecycle.go).
+	paused bool
+	rateSE float64 // standard error of rate
 }
 
 // hostQueue holds one host's URLs ordered by due time and the host's
@@ -104,10 +108,11 @@ func (f *frontier) schedule(e *entry, due time.Time) {
 	if e.inFlight {
 		return // requeued when its result comes back
 	}
+	off := e.interval <= 0 || e.paused
 	switch {
-	case e.interval <= 0 && e.index >= 0:
+	case off && e.index >= 0:
 		heap.Remove(&h.urls, e.index)
-	case e.interval <= 0:
+	case off:
 	case e.index >= 0:
 		heap.Fix(&h.urls, e.index)
 	default:

@@ -43,6 +43,10 @@ type URLInfo struct {
 	// per period (0: from the URL's share of the budget).
 	Period time.Duration
 	Polls  int
+	// Paused URLs are known but not fetched (lifecycle.go); RateSE is the
+	// standard error of Rate.
+	Paused bool
+	RateSE float64
 }
 
 // Dispatch is a URL the scheduler hands out.
@@ -61,8 +65,10 @@ type Feedback struct {
 	NotModified  bool
 	Disallowed   bool
 	LastModified time.Time // zero if unknown
-	// Rate is the URL's new estimated change rate (0 = unchanged).
-	Rate float64
+	// Rate is the URL's new estimated change rate (0 = unchanged) and
+	// RateSE its standard error.
+	Rate   float64
+	RateSE float64
 	// HostGap is the gap the host now needs (Crawl-delay; 0 = base rate)
 	// and HostNotBefore when it may be fetched again (Retry-After,
 	// backoff).
@@ -94,6 +100,7 @@ type Scheduler struct {
 	inUse  float64
 	shots  int      // one-off entries queued or in flight
 	list   []*entry // every URL (not one-off requests), in the order added: the plan's element order
+	life   lifecycle
 }
 
 // NewScheduler returns an empty scheduler.
@@ -166,7 +173,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	s.list = append(s.list, e)
 	s.setCapture(e, u)
 	s.moved++
-	e.disallowed = u.Disallowed
+	e.disallowed, e.paused, e.rateSE = u.Disallowed, u.Paused, u.RateSE
 	e.interval = u.Interval
 	if e.interval <= 0 {
 		if a, ok := s.o.Policy.(Adaptive); ok {
@@ -246,6 +253,9 @@ func (s *Scheduler) Next(now time.Time) (Dispatch, bool, time.Time) {
 // Done folds a fetch's outcome into the schedule: the host's spacing, the
 // URL's rate, and its next due time.
 func (s *Scheduler) Done(url string, fb Feedback) {
+	if s.releaseOrphan(url, fb.End) {
+		return
+	}
 	e, ok := s.front.urls[url]
 	if !ok {
 		return
@@ -266,7 +276,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		return
 	}
 	if fb.Rate > 0 && fb.Rate != e.rate {
-		e.rate = fb.Rate
+		e.rate, e.rateSE = fb.Rate, fb.RateSE
 		s.moved++
 	}
 	if e.disallowed != fb.Disallowed {
@@ -298,6 +308,9 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 // Abort requeues a URL whose fetch produced no result (lost, failed,
 // never published): it is due again at due.
 func (s *Scheduler) Abort(url string, at, due time.Time) {
+	if s.releaseOrphan(url, at) {
+		return
+	}
 	if e, ok := s.front.urls[url]; ok {
 		s.front.done(e, at, due)
 	}
@@ -360,7 +373,7 @@ func (s *Scheduler) Replan(now time.Time) (PlanOutput, error) {
 			in.HostCaps = append(in.HostCaps, e.host.capacity())
 		}
 		w := e.weight
-		if e.disallowed {
+		if e.disallowed || e.paused {
 			w = 0 // takes no budget
 		}
 		in.Rates[i], in.Weights[i], in.Hosts[i] = e.rate, w, hi
@@ -369,7 +382,7 @@ func (s *Scheduler) Replan(now time.Time) (PlanOutput, error) {
 		freq := make([]float64, len(entries))
 		s.inUse = 0
 		for i, e := range entries {
-			if e.interval > 0 && !e.disallowed {
+			if e.interval > 0 && !e.disallowed && !e.paused {
 				freq[i] = float64(time.Second) / float64(e.interval)
 				s.inUse += freq[i]
 			}
@@ -416,7 +429,7 @@ func (s *Scheduler) Replan(now time.Time) (PlanOutput, error) {
 	}
 	freq := make([]float64, len(entries))
 	for i, e := range entries {
-		if e.disallowed {
+		if e.disallowed || e.paused {
 			continue
 		}
 		freq[i] = out.Freq[i]
@@ -444,6 +457,9 @@ func (s *Scheduler) Replan(now time.Time) (PlanOutput, error) {
 	}
 	s.inUse = 0
 	for i, e := range entries {
+		if e.paused {
+			continue
+		}
 		if e.disallowed {
 			e.interval = s.o.DisallowRetry
 			continue
