@@ -165,8 +165,7 @@ func getJSON(u string, v any) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("GET %s: %s: %s", u, resp.Status, strings.TrimSpace(string(b)))
+		return readAPIError("GET", u, resp)
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
 }

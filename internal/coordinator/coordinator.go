@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/time/rate"
 
+	"github.com/freshcrawl/freshcrawl/internal/api"
 	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/proto"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
@@ -71,6 +72,9 @@ type Options struct {
 	MaxDeliver int
 	// Log receives structured logs.
 	Log *slog.Logger
+	// ConsoleEvery is the sampling period of the console's charts
+	// (default 5s).
+	ConsoleEvery time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -141,6 +145,8 @@ type Coordinator struct {
 
 	est schedule.Estimator
 
+	console *api.Server // the operator's console: dashboard and URL lifecycle
+
 	wake     chan struct{} // something became due or a slot freed
 	limiter  *rate.Limiter // the global budget
 	seq      atomic.Uint64
@@ -168,6 +174,7 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 		limiter: rate.NewLimiter(rate.Limit(opts.Budget), 1),
 	}
 	c.counts.errors = map[string]int64{}
+	c.console = api.New(console{c}, api.Options{Log: c.log, Every: opts.ConsoleEvery})
 	c.est = schedule.NewEstimator(opts.HalfLife, opts.PriorRate)
 	if opts.LMSkew > 0 {
 		c.est.Trust.ClockSkew = opts.LMSkew.Seconds()
@@ -195,9 +202,7 @@ func (c *Coordinator) load() error {
 	now := time.Now()
 	n := 0
 	err := c.db.ForEach(func(u store.URL) error {
-		if u.Rate <= 0 {
-			u.Rate = c.opts.PriorRate
-		}
+		u = c.withPrior(u)
 		var vs []store.Version
 		if u.Mode == "capture" {
 			// Capture URLs relearn their rhythm from the stored versions.
@@ -227,7 +232,7 @@ func (c *Coordinator) load() error {
 func info(u store.URL) schedule.URLInfo {
 	period, _ := time.ParseDuration(u.Period) // validated when seeded
 	return schedule.URLInfo{URL: u.URL, Host: u.Host, Weight: u.Weight, Capture: u.Mode == "capture", Rate: u.Rate, Interval: u.Interval, NextDue: u.NextDue, Disallowed: u.Disallowed,
-		Period: period, Polls: u.Polls}
+		Period: period, Polls: u.Polls, Paused: u.Paused, RateSE: u.RateSE}
 }
 
 // Run serves until ctx is done.
@@ -271,7 +276,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	errc := make(chan error, 4)
-	loops := []func(context.Context) error{c.dispatchLoop, c.resultLoop, c.maintainLoop}
+	loops := []func(context.Context) error{c.dispatchLoop, c.resultLoop, c.maintainLoop, c.console.Run}
 	if len(c.sources) > 0 {
 		loops = append(loops, c.probeLoop)
 	}
@@ -361,6 +366,7 @@ func newTask(d schedule.Dispatch, now time.Time) proto.Task {
 // publish fills the task's previous version from the store and sends it.
 func (c *Coordinator) publish(ctx context.Context, t proto.Task) error {
 	var rec store.URL
+	hasRaw := false
 	err := c.db.View(func(tx *store.Tx) error {
 		if t.Kind == proto.KindProbe {
 			return nil
@@ -370,6 +376,7 @@ func (c *Coordinator) publish(ctx context.Context, t proto.Task) error {
 			return err
 		}
 		rec = u
+		hasRaw = u.KeepRaw && tx.HasRaw(t.URL)
 		return nil
 	})
 	if err != nil {
@@ -379,6 +386,11 @@ func (c *Coordinator) publish(ctx context.Context, t proto.Task) error {
 	// The previous text is not sent: most fetches find the page unchanged,
 	// and a worker that finds it changed asks for it (ContentSubject).
 	t.ETag, t.LastModified, t.PrevHash = rec.ETag, rec.LastMod, rec.Hash
+	if t.KeepRaw = rec.KeepRaw; t.KeepRaw && !hasRaw {
+		// No raw body kept yet: ask for one, unconditionally, so a 304
+		// does not leave the URL without it.
+		t.NeedRaw, t.ETag, t.LastModified = true, "", ""
+	}
 	b, err := proto.Encode(t)
 	if err != nil {
 		return err

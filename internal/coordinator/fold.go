@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"time"
 
@@ -81,6 +82,7 @@ type folded struct {
 	res     proto.Result
 	applied bool
 	rate    float64
+	rateSE  float64
 	changed bool
 	event   *proto.ChangeEvent
 	host    store.Host
@@ -227,14 +229,23 @@ func (c *Coordinator) foldOne(tx *store.Tx, f *folded) error {
 			fe.LastModified = lm
 		}
 		u.Rate = c.est.Observe(&st, fe)
+		u.RateSE = finite(c.est.RateSE(&st))
 		u.Estimate, _ = st.MarshalBinary()
+		if len(r.Raw) > 0 && u.KeepRaw {
+			if err := tx.SetRaw(u.URL, store.Raw{ContentType: r.ContentType, FetchedAt: at, Hash: r.Hash, Size: max(r.Bytes, int64(len(r.Raw))), Truncated: r.RawTruncated || r.Truncated, Body: r.Raw}); err != nil {
+				return err
+			}
+		}
+	}
+	if err := tx.AddFetch(u.URL, fetchOf(r, at, f.changed)); err != nil {
+		return err
 	}
 	host, err := c.foldHost(tx, r, u.Host, at)
 	if err != nil {
 		return err
 	}
 	f.host = host
-	f.rate = u.Rate
+	f.rate, f.rateSE = u.Rate, u.RateSE
 	// Persist the schedule so a restarted coordinator resumes it.
 	c.mu.Lock()
 	if iv := c.sched.Interval(u.URL); iv > 0 {
@@ -257,6 +268,10 @@ func (c *Coordinator) foldHost(tx *store.Tx, r *proto.Result, name string, at ti
 	}
 	host.Host = name
 	host.LastFetch = at
+	host.Fetches++
+	if !r.OK() {
+		host.Errors++
+	}
 	if r.OK() {
 		host.ServerErrs = 0
 	} else if r.Status >= 500 || r.Status == 429 || r.ErrKind == proto.ErrConnect || r.ErrKind == proto.ErrTimeout {
@@ -364,7 +379,7 @@ func (c *Coordinator) afterFold(out []folded) {
 			fb := schedule.Feedback{Start: at, End: end, OK: r.OK(), Changed: f.changed, NotModified: r.NotModified, Disallowed: r.Disallowed,
 				HostGap: f.host.CrawlDelay, HostNotBefore: f.host.BackoffTill}
 			if f.applied {
-				fb.Rate = f.rate
+				fb.Rate, fb.RateSE = f.rate, f.rateSE
 			}
 			if lm, err := http.ParseTime(r.LastModified); err == nil {
 				fb.LastModified = lm
@@ -428,4 +443,27 @@ func (c *Coordinator) afterFold(out []folded) {
 		}
 	}
 	c.poke()
+}
+
+// fetchOf is a result as the URL's fetch history keeps it.
+func fetchOf(r *proto.Result, at time.Time, changed bool) store.Fetch {
+	f := store.Fetch{At: at, Duration: r.Duration, Status: r.Status, Bytes: r.Bytes, ErrKind: string(r.ErrKind), Outcome: store.OutcomeOK}
+	switch {
+	case !r.OK():
+		f.Outcome = store.OutcomeError
+	case r.NotModified:
+		f.Outcome = store.OutcomeNotModified
+	case changed:
+		f.Outcome = store.OutcomeChanged
+	}
+	return f
+}
+
+// finite keeps a standard error storable: JSON has no infinity, and an
+// unknown error is stored as 0.
+func finite(v float64) float64 {
+	if math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0
+	}
+	return v
 }

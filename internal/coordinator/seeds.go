@@ -81,10 +81,7 @@ func (c *Coordinator) AddSeeds(r io.Reader, file string) (SeedSummary, error) {
 		for _, u := range batch {
 			// A known URL keeps its estimate and schedule; only the
 			// seed's fields change.
-			if u.Rate <= 0 {
-				u.Rate = c.opts.PriorRate
-			}
-			c.sched.Add(info(u), now)
+			c.sched.Add(info(c.withPrior(u)), now)
 		}
 		n := c.sched.Len()
 		c.mu.Unlock()

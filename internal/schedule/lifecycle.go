@@ -25,7 +25,8 @@ type lifecycle struct {
 }
 
 type freshnessBand struct {
-	at, planAt  time.Time
+	done        bool
+	planAt      time.Time
 	n           int
 	lo, mid, hi float64
 }
@@ -292,36 +293,36 @@ func (s *Scheduler) HostViews() []HostView {
 	return out
 }
 
-// FreshnessBand returns the model's weighted freshness of the collection at
-// the frequencies in force, and its value if every rate estimate sat at the
+// FreshnessBand returns the model's weighted freshness of the last plan
+// (the plan's own figure) and its value if every rate estimate sat at the
 // upper (lo) or lower (hi) end of its interval rate·exp(±z·se/rate): the
 // uncertainty the estimates carry, taken as fully correlated (a prior
 // that is wrong for every new URL errs the same way for all). It is
-// recomputed at most once per plan.
-func (s *Scheduler) FreshnessBand(z float64, now time.Time) (mid, lo, hi float64) {
+// recomputed at most once per plan and list change.
+func (s *Scheduler) FreshnessBand(z float64) (mid, lo, hi float64) {
 	b := &s.life.band
-	if b.n == len(s.list) && b.planAt.Equal(s.planAt) && !b.at.IsZero() {
+	if b.n == len(s.list) && b.planAt.Equal(s.planAt) && b.done {
 		return b.mid, b.lo, b.hi
 	}
 	var num, numLo, numHi, den float64
-	for _, e := range s.list {
-		if e.paused || e.disallowed || !(e.weight > 0) || math.IsInf(e.weight, 1) {
+	for i, f := range s.plan.Freq {
+		if i >= len(s.list) {
+			break
+		}
+		e := s.list[i]
+		if e.paused || e.disallowed || !(e.weight > 0) || math.IsInf(e.weight, 1) || !(e.rate >= 0) || !(f >= 0) {
 			continue
 		}
-		f := 0.0
-		if e.interval > 0 {
-			f = float64(time.Second) / float64(e.interval)
-		}
-		rLo, rHi := estimate.RateInterval(e.rate, e.rateSE, z)
-		if e.rateSE <= 0 {
-			rLo, rHi = e.rate, e.rate
+		rLo, rHi := e.rate, e.rate
+		if e.rateSE > 0 {
+			rLo, rHi = estimate.RateInterval(e.rate, e.rateSE, z)
 		}
 		num += e.weight * alloc.FixedOrder.Freshness(e.rate, f)
 		numLo += e.weight * alloc.FixedOrder.Freshness(rHi, f)
 		numHi += e.weight * alloc.FixedOrder.Freshness(rLo, f)
 		den += e.weight
 	}
-	*b = freshnessBand{at: now, planAt: s.planAt, n: len(s.list), mid: 1, lo: 1, hi: 1}
+	*b = freshnessBand{done: true, planAt: s.planAt, n: len(s.list), mid: 1, lo: 1, hi: 1}
 	if den > 0 {
 		b.mid, b.lo, b.hi = num/den, numLo/den, numHi/den
 	}

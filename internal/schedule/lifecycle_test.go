@@ -211,9 +211,12 @@ func TestHostViews(t *testing.T) {
 
 func TestFreshnessBand(t *testing.T) {
 	s := newLifeSched(t, 4)
-	mid, lo, hi := s.FreshnessBand(1.645, t0)
+	mid, lo, hi := s.FreshnessBand(1.645)
 	if lo != mid || hi != mid {
 		t.Errorf("no standard errors: band [%v, %v] around %v", lo, hi, mid)
+	}
+	if p, _, _ := s.Plan(); math.Abs(p.Freshness-mid) > 1e-12 {
+		t.Errorf("band centre %v, plan's freshness %v", mid, p.Freshness)
 	}
 	for _, e := range s.front.urls {
 		e.rateSE = 0.05
@@ -222,13 +225,13 @@ func TestFreshnessBand(t *testing.T) {
 	if _, err := s.Replan(t0.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	mid2, lo2, hi2 := s.FreshnessBand(1.645, t0)
+	mid2, lo2, hi2 := s.FreshnessBand(1.645)
 	if !(lo2 < mid2 && mid2 < hi2) {
 		t.Errorf("band [%v, %v] around %v", lo2, hi2, mid2)
 	}
 	// The band is the freshness at the ends of each rate's interval.
-	iv := s.list[0].interval
-	f := float64(time.Second) / float64(iv)
+	p, _, _ := s.Plan()
+	f := p.Freq[0] // every URL has the same rate, weight and frequency
 	r := 0.1
 	want := -math.Expm1(-r*math.Exp(1.645*0.05/r)/f) / (r * math.Exp(1.645*0.05/r) / f)
 	if math.Abs(lo2-want) > 1e-9 {

@@ -522,3 +522,42 @@ func TestExportImportRoundTrip(t *testing.T) {
 		t.Errorf("rate order after import %v, want %v", head(got), head(want))
 	}
 }
+
+func TestChangesOfURL(t *testing.T) {
+	db := open(t, t.TempDir())
+	defer db.Close()
+	if err := db.Update(func(tx *Tx) error {
+		for i := range 30 {
+			u := "http://a/"
+			if i%3 == 0 {
+				u = "http://b/"
+			}
+			if _, err := tx.AddChange(Change{URL: u, Hash: fmt.Sprint(i)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := db.ChangesOf("http://a/", 0, 100)
+	if err != nil || len(a) != 20 {
+		t.Fatalf("%d changes of a, %v", len(a), err)
+	}
+	for i := 1; i < len(a); i++ {
+		if a[i].Seq <= a[i-1].Seq || a[i].URL != "http://a/" {
+			t.Fatalf("changes out of order or of another URL: %+v", a)
+		}
+	}
+	after, _ := db.ChangesOf("http://a/", a[9].Seq, 5)
+	if len(after) != 5 || after[0].Seq != a[10].Seq {
+		t.Errorf("after %d: %+v", a[9].Seq, after)
+	}
+	last, _ := db.LastChangesOf("http://a/", 3)
+	if len(last) != 3 || last[0].Seq != a[19].Seq || last[2].Seq != a[17].Seq {
+		t.Errorf("newest three: %+v", last)
+	}
+	if none, _ := db.ChangesOf("http://a", 0, 10); len(none) != 0 {
+		t.Errorf("a URL prefix matched another URL's changes: %v", none)
+	}
+}

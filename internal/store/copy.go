@@ -276,3 +276,26 @@ func get(tx *bolt.Tx, name, key []byte) []byte {
 	}
 	return b.Get(key)
 }
+
+// LastChangesOf returns url's newest n change-log entries, newest first.
+func (db *DB) LastChangesOf(url string, n int) ([]Change, error) {
+	var out []Change
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		if !indexedTx(tx) {
+			return errNotIndexed
+		}
+		log := tx.Bucket(bucketChanges)
+		p := prefixOf(url)
+		return scan(tx.Bucket(bucketIxChanges), p, nil, true, func(k []byte) bool {
+			if len(k) != len(p)+8 {
+				return true
+			}
+			var ch Change
+			if found, err := getJSON(log, k[len(p):], &ch); err == nil && found {
+				out = append(out, ch)
+			}
+			return len(out) < n
+		})
+	})
+	return out, err
+}

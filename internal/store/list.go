@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -35,6 +36,10 @@ type Query struct {
 	After string
 	Limit int // default 50, at most 1000
 }
+
+// ErrBadQuery marks a query that names an unknown sort or state or carries
+// a damaged cursor.
+var ErrBadQuery = errors.New("bad query")
 
 // MaxLimit is the largest page.
 const MaxLimit = 1000
@@ -89,7 +94,7 @@ func (db *DB) plan(q *Query) (driver, error) {
 	default:
 		id, ok := sortIDs[q.Sort]
 		if !ok {
-			return d, fmt.Errorf("unknown sort %q (want one of %s)", q.Sort, strings.Join(Sorts, ", "))
+			return d, fmt.Errorf("%w: unknown sort %q (want one of %s)", ErrBadQuery, q.Sort, strings.Join(Sorts, ", "))
 		}
 		d = driver{bucket: bucketIxSort, prefix: []byte{id}, url: urlOfSortKey}
 	}
@@ -107,7 +112,7 @@ func (db *DB) ListURLs(q Query) (Page, error) {
 	if q.After != "" {
 		var err error
 		if after, err = base64.RawURLEncoding.DecodeString(q.After); err != nil {
-			return page, fmt.Errorf("bad cursor %q: %w", q.After, err)
+			return page, fmt.Errorf("%w: bad cursor %q: %v", ErrBadQuery, q.After, err)
 		}
 	}
 	err := db.bolt.View(func(tx *bolt.Tx) error {
@@ -169,7 +174,7 @@ func (db *DB) EachURL(q Query, fn func(url string) error) error {
 // the driver key and URL of each match until fn returns false.
 func (db *DB) walk(tx *bolt.Tx, q *Query, after []byte, fn func(key, url []byte) bool) error {
 	if q.State != "" && q.State != StateActive && !slices.Contains(RecordStates, q.State) {
-		return fmt.Errorf("unknown state %q", q.State)
+		return fmt.Errorf("%w: unknown state %q", ErrBadQuery, q.State)
 	}
 	d, err := db.plan(q)
 	if err != nil {
