@@ -335,3 +335,11 @@ func (e Estimator) RateSE(st *EstimateState) float64 {
 	_, se := st.State.RateUncertainty(e.Prior)
 	return se
 }
+
+// later is the later of two times.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

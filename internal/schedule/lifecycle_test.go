@@ -238,3 +238,38 @@ func TestFreshnessBand(t *testing.T) {
 		t.Errorf("lower end %v, want %v", lo2, want)
 	}
 }
+
+// A capture URL served before its due time (a saturated host is served as
+// soon as it is free) must get a next due time after the one served: the
+// same due time again would give the same task id, which JetStream drops
+// as a duplicate, and the URL would stay in flight.
+func TestCaptureEarlyFetchMovesOn(t *testing.T) {
+	s := NewScheduler(SchedulerOptions{Budget: 10, HostRate: 100})
+	u := "http://h/cap"
+	s.Add(URLInfo{URL: u, Host: "h", Weight: 1, Rate: 0.1, Capture: true, Period: 10 * time.Second, Polls: 2, NextDue: t0}, t0)
+	if _, err := s.Replan(t0); err != nil {
+		t.Fatal(err)
+	}
+	now := t0
+	var served []time.Time
+	for range 6 {
+		d, ok, next := s.Next(now)
+		if !ok {
+			now = next
+			d, ok, _ = s.Next(now)
+			if !ok {
+				t.Fatal("nothing due")
+			}
+		}
+		served = append(served, d.Due)
+		// The fetch starts 100 ms before the due time it serves.
+		start := d.Due.Add(-100 * time.Millisecond)
+		s.Done(u, Feedback{Start: start, End: start, OK: true})
+		v, _ := s.View(u, now)
+		if !v.NextDue.After(d.Due) {
+			t.Fatalf("served due %v, next due %v: not later", d.Due, v.NextDue)
+		}
+		now = v.NextDue
+	}
+	t.Logf("served %v", served)
+}

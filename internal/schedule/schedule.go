@@ -298,7 +298,11 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	case e.disallowed:
 		due = fb.Start.Add(s.o.DisallowRetry)
 	case e.cap != nil && e.interval > 0:
-		due = e.cap.next(e.url, fb.Start, e.interval)
+		// From the due time just served when the fetch started before it
+		// (a saturated host is served early): the next poll phase after
+		// the start could be that same due time, whose task id JetStream
+		// would drop as a duplicate, leaving the URL in flight.
+		due = e.cap.next(e.url, later(fb.Start, e.nextDue), e.interval)
 	case adaptive && e.interval > 0:
 		e.interval, due = a.Next(e.interval, fb)
 	}

@@ -132,30 +132,52 @@ function niceMax(v) {
   return 10 * p;
 }
 
-// lineChart draws series [{name, values: [[ms, v]...]}] over the last hour,
-// with an optional band {lo: [[ms, v]], hi: [[ms, v]]} shaded behind.
+// rateUnit picks the unit that keeps rates up to v readable.
+function rateUnit(v) {
+  if (v >= 1) return [1, "/s"];
+  if (v * 60 >= 1) return [60, "/min"];
+  if (v * 3600 >= 1) return [3600, "/h"];
+  return [86400, "/d"];
+}
+
+// fmtAgo labels a time axis tick s seconds before now.
+function fmtAgo(s) {
+  if (s < 0.5) return "now";
+  if (s < 90) return `-${Math.round(s)} s`;
+  return `-${Math.round(s / 60)} min`;
+}
+
+// lineChart draws series [{name, values: [[ms, v]...]}] over the samples
+// kept (up to the last hour), with an optional band {lo: [[ms, v]], hi:
+// [[ms, v]]} shaded behind. opts.rate formats values as rates.
 function lineChart(title, series, opts) {
   opts = opts || {};
-  const W = 600, H = 190, L = 48, R = 10, T = 8, B = 22;
+  const W = 600, H = 190, L = 52, R = 10, T = 8, B = 22;
   const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": title });
-  const now = Date.now(), t0 = now - 3600e3;
+  const now = Date.now();
+  let first = now;
+  for (const s of series) if (s.values.length) first = Math.min(first, s.values[0][0]);
+  const span = Math.min(3600e3, Math.max(10e3, now - first));
+  const t0 = now - span;
   let ymax = opts.yMax;
   if (ymax === undefined) {
     let m = 0;
     for (const s of series) for (const [, v] of s.values) if (isFinite(v)) m = Math.max(m, v);
     if (opts.band) for (const [, v] of opts.band.hi) if (isFinite(v)) m = Math.max(m, v);
-    ymax = niceMax(m);
+    ymax = opts.rate ? niceMax(m * rateUnit(m)[0]) / rateUnit(m)[0] : niceMax(m);
   }
-  const x = t => L + (W - L - R) * (t - t0) / 3600e3;
+  const unit = rateUnit(ymax);
+  const fmt = opts.rate ? (v => isFinite(v) ? fmtNum(v * unit[0]) + unit[1] : "—") : (opts.fmt || fmtNum);
+  const x = t => L + (W - L - R) * (t - t0) / span;
   const y = v => T + (H - T - B) * (1 - Math.min(v, ymax) / ymax);
   for (let i = 0; i <= 4; i++) {
     const v = ymax * i / 4, yy = y(v);
     svg.append(el("line", { class: "grid", x1: L, x2: W - R, y1: yy, y2: yy }));
-    svg.append(el("text", { x: L - 4, y: yy + 3, "text-anchor": "end", text: opts.fmt ? opts.fmt(v) : fmtNum(v) }));
+    svg.append(el("text", { x: L - 4, y: yy + 3, "text-anchor": "end", text: fmt(v) }));
   }
-  for (let m = 60; m >= 0; m -= 15) {
-    const xx = x(now - m * 60e3);
-    svg.append(el("text", { x: xx, y: H - 6, "text-anchor": "middle", text: m ? `-${m} min` : "now" }));
+  for (let i = 4; i >= 0; i--) {
+    const ago = span * i / 4;
+    svg.append(el("text", { x: x(now - ago), y: H - 6, "text-anchor": i === 4 ? "start" : i === 0 ? "end" : "middle", text: fmtAgo(ago / 1000) }));
   }
   svg.append(el("line", { class: "axis", x1: L, x2: L, y1: T, y2: H - B }));
   svg.append(el("line", { class: "axis", x1: L, x2: W - R, y1: H - B, y2: H - B }));
@@ -180,13 +202,17 @@ function lineChart(title, series, opts) {
     }
     svg.append(el("polyline", { fill: "none", stroke: color, "stroke-width": 1.6, points: vs.map(([t, v]) => `${x(t).toFixed(1)},${y(v).toFixed(1)}`).join(" ") }));
   });
-  if (!drawn) svg.append(el("text", { class: "empty", x: W / 2, y: H / 2, "text-anchor": "middle", text: "no samples yet" }));
+  if (!drawn) svg.append(el("text", { class: "empty", x: W / 2, y: H / 2, "text-anchor": "middle", text: opts.empty || "no samples yet" }));
   const legend = el("div", { class: "legend" }, series.map((s, i) => {
     const last = s.values.length ? s.values[s.values.length - 1][1] : NaN;
     const sw = el("i");
     sw.style.background = s.color || PALETTE[i % PALETTE.length];
-    return el("span", {}, sw, `${s.name} ${opts.fmt ? opts.fmt(last) : fmtNum(last)}`);
+    return el("span", {}, sw, `${s.name} ${opts.rate ? fmtRate(last) : fmt(last)}`);
   }));
+  if (opts.band) {
+    const lo = opts.band.lo, hi = opts.band.hi;
+    if (lo.length && hi.length) legend.append(el("span", { text: `90% band ${fmt(lo[lo.length - 1][1])} – ${fmt(hi[hi.length - 1][1])}` }));
+  }
   return el("div", { class: "chart", "data-chart": title }, el("div", { class: "title", text: title }), svg, legend);
 }
 
@@ -241,11 +267,11 @@ async function pageOverview() {
         { name: "pending", values: ser("pending") }, { name: "awaiting ack", values: ser("ack_pending") },
         { name: "redelivered", values: ser("redelivered") }, { name: "unfolded", values: ser("unfolded") },
         { name: "in flight", values: ser("in_flight") }]),
-      lineChart("Fetch and change rate", [{ name: "fetches", values: ser("fetch_rate") }, { name: "changes", values: ser("change_rate") }], { fmt: fmtRate }),
-      lineChart("Budget", [{ name: "budget", values: ser("budget") }, { name: "in use", values: ser("in_use") }, { name: "unabsorbed", values: ser("unabsorbed") }], { fmt: fmtRate }),
+      lineChart("Fetch and change rate", [{ name: "fetches", values: ser("fetch_rate") }, { name: "changes", values: ser("change_rate") }], { rate: true }),
+      lineChart("Budget", [{ name: "budget", values: ser("budget") }, { name: "in use", values: ser("in_use") }, { name: "unabsorbed", values: ser("unabsorbed") }], { rate: true }),
       lineChart("Model freshness (90% band)", [{ name: "freshness", values: ser("freshness") }],
         { yMax: 1, fmt: fmtFresh, band: { lo: ser("freshness_lo"), hi: ser("freshness_hi") } }),
-      lineChart("Errors by kind", [...kinds].sort().map(k => ({ name: k, values: pts.map(p => [new Date(p.t).getTime(), (p.error_rates || {})[k] || 0]) })), { fmt: fmtRate }),
+      lineChart("Errors by kind", [...kinds].sort().map(k => ({ name: k, values: pts.map(p => [new Date(p.t).getTime(), (p.error_rates || {})[k] || 0]) })), { rate: true, empty: "no errors" }),
       lineChart("Workers seen", [{ name: "workers", values: ser("workers") }]),
     );
     root.replaceChildren(cards, charts, el("p", { class: "muted", text: `${pts.length} samples; updated ${new Date(o.time).toLocaleTimeString()}` }));
@@ -410,7 +436,7 @@ async function pageURL(params) {
     el("h2", { text: "Fetch history" }), fetches,
     el("h2", { text: "Change log" }), changes];
   if (d.versions && d.versions.length) {
-    const diffBox = el("div");
+    const diffBox = el("div", { "data-version-diff": "" });
     parts.push(el("h2", { text: "Versions" }), table([
       { key: "seq", label: "#", num: true },
       { key: "captured_at", label: "captured", render: v => fmtTime(v.captured_at), sortValue: v => v.captured_at },
@@ -489,6 +515,8 @@ async function route() {
     main().replaceChildren(el("p", { class: "err", text: e.message }));
     document.body.dataset.page = "error";
   }
+  // Which route the page shows, for tests and bookmarks alike.
+  document.body.dataset.route = location.hash || "#/";
 }
 
 window.addEventListener("hashchange", route);
