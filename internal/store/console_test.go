@@ -247,6 +247,9 @@ func TestIndexesBuiltForOldStore(t *testing.T) {
 	ro.Close()
 	db = open(t, dir)
 	defer db.Close()
+	if p, _ := db.ListURLs(Query{}); p.Total != 50 {
+		t.Errorf("total %d after re-index, want 50", p.Total)
+	}
 	got, _ := pageAll(t, db, Query{Sort: SortRate, Desc: true, Limit: 7})
 	if !slices.Equal(got, want) {
 		t.Errorf("after re-index: %v, want %v", head(got), head(want))
@@ -297,6 +300,9 @@ func TestDeleteKeepsHistoryUnlessPurged(t *testing.T) {
 	}
 	if d, err := db.Deleted(a); err != nil || d.DeletedAt.IsZero() || d.Changes != 1 {
 		t.Errorf("tombstone %+v %v", d, err)
+	}
+	if p, _ := db.ListURLs(Query{}); p.Total != 1 {
+		t.Errorf("total %d after deleting one of two URLs", p.Total)
 	}
 	if p, _ := db.ListURLs(Query{Host: "a.example"}); len(p.URLs) != 0 {
 		t.Errorf("deleted URL still listed: %v", p.URLs)

@@ -201,6 +201,11 @@ func putURL(tx *bolt.Tx, old *URL, u URL) error {
 	if err := index(tx, u.URL, was, &cur); err != nil {
 		return fmt.Errorf("index %s: %w", u.URL, err)
 	}
+	if old == nil {
+		if err := addCount(tx, 1); err != nil {
+			return err
+		}
+	}
 	return putJSON(tx.Bucket(bucketURLs), []byte(u.URL), u)
 }
 
@@ -210,13 +215,41 @@ func deleteURL(tx *bolt.Tx, old *URL) error {
 	if err := index(tx, old.URL, &v, nil); err != nil {
 		return fmt.Errorf("unindex %s: %w", old.URL, err)
 	}
+	if err := addCount(tx, -1); err != nil {
+		return err
+	}
 	return tx.Bucket(bucketURLs).Delete([]byte(old.URL))
 }
 
 func changeIndexKey(url string, seq uint64) []byte { return versionKey(url, seq) }
 
-// metaIndexed marks a complete index build in the meta bucket.
-var metaIndexed = []byte("indexed")
+// metaIndexed marks a complete index build in the meta bucket; metaCount
+// is the number of URL records, kept with the indexes so a listing's total
+// costs no walk over a million keys.
+var (
+	metaIndexed = []byte("indexed")
+	metaCount   = []byte("url_count")
+)
+
+func addCount(tx *bolt.Tx, d int64) error {
+	m := tx.Bucket(bucketMeta)
+	n := int64(0)
+	if v := m.Get(metaCount); len(v) == 8 {
+		n = int64(binary.BigEndian.Uint64(v))
+	}
+	return m.Put(metaCount, u64(uint64(max(n+d, 0))))
+}
+
+// countTx is the number of URL records (from the counter when the indexes
+// are built, else by walking the bucket).
+func countTx(tx *bolt.Tx) int {
+	if indexedTx(tx) {
+		if v := tx.Bucket(bucketMeta).Get(metaCount); len(v) == 8 {
+			return int(binary.BigEndian.Uint64(v))
+		}
+	}
+	return tx.Bucket(bucketURLs).Stats().KeyN
+}
 
 // indexVersion is bumped when the index layout changes: a store built with
 // another version is re-indexed on open.
@@ -245,7 +278,7 @@ func (db *DB) ensureIndexes() error {
 				return err
 			}
 		}
-		return nil
+		return tx.Bucket(bucketMeta).Put(metaCount, u64(0))
 	})
 	if err != nil {
 		return fmt.Errorf("reset indexes: %w", err)
@@ -256,6 +289,9 @@ func (db *DB) ensureIndexes() error {
 			return fmt.Errorf("decode url %q: %w", k, err)
 		}
 		cur := ixOf(&u)
+		if err := addCount(tx, 1); err != nil {
+			return err
+		}
 		return index(tx, u.URL, nil, &cur)
 	}); err != nil {
 		return fmt.Errorf("index URLs: %w", err)

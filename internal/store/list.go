@@ -356,7 +356,7 @@ func (db *DB) total(tx *bolt.Tx, q *Query) int {
 	bucket := bucketIxFilter
 	switch {
 	case filters == 0:
-		return tx.Bucket(bucketURLs).Stats().KeyN
+		return countTx(tx)
 	case filters > 1:
 		return -1
 	case q.State != "":
