@@ -344,6 +344,15 @@ func TestConsoleLifecycle(t *testing.T) {
 	if code := c.post("/api/url/pause", api.Selection{}, &e); code != http.StatusBadRequest {
 		t.Errorf("empty selection: %d %q", code, e.Error)
 	}
+	// A form another site could make a browser send is refused.
+	resp, err = http.Post(c.base+"/api/url/delete", "text/plain", strings.NewReader(`{"host":"127.0.0.1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnsupportedMediaType || rec("/p/0").URL == "" {
+		t.Errorf("text/plain delete: %d", resp.StatusCode)
+	}
 
 	// Export, then import: everything already stored is kept; a new line
 	// is added and joins the schedule.

@@ -91,6 +91,9 @@ func ServeExport(db *store.DB, w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
+	if !jsonBody(w, r, "application/x-ndjson", "application/jsonl", "application/json") {
+		return
+	}
 	name := r.URL.Query().Get("name")
 	if name == "" {
 		name = "request"

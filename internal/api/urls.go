@@ -469,6 +469,9 @@ const maxOpBody = 64 << 20
 
 func (s *Server) handleLifecycle(o op) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if !jsonBody(w, r, "application/json") {
+			return
+		}
 		var req SetRequest
 		dec := json.NewDecoder(io.LimitReader(r.Body, maxOpBody))
 		dec.DisallowUnknownFields()
@@ -588,4 +591,18 @@ func (s *Server) handleSources(w http.ResponseWriter, r *http.Request) {
 		out = append(out, SourceRow{ProbeStatus: p, Items: len(items)})
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// jsonBody refuses a request whose body is not one of the given media
+// types. A page on another site can make a browser POST a form (as
+// text/plain, say) to the console without asking, but not a JSON body:
+// that needs a CORS preflight the console never grants.
+func jsonBody(w http.ResponseWriter, r *http.Request, types ...string) bool {
+	ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";")
+	ct = strings.TrimSpace(strings.ToLower(ct))
+	if slices.Contains(types, ct) {
+		return true
+	}
+	writeErr(w, http.StatusUnsupportedMediaType, fmt.Errorf("Content-Type %q: want %s", ct, strings.Join(types, " or ")))
+	return false
 }
