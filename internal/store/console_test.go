@@ -16,7 +16,7 @@ import (
 
 // randomStore fills db with n URLs on a few hosts with random counters,
 // states and schedules, written through the same paths the coordinator
-// uses (Upsert, then Put in a fold).
+// uses (Upsert, then Tx.Put).
 func randomStore(t *testing.T, db *DB, n int, rng *rand.Rand) {
 	t.Helper()
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -32,8 +32,10 @@ func randomStore(t *testing.T, db *DB, n int, rng *rand.Rand) {
 	if _, err := db.Upsert(recs); err != nil {
 		t.Fatal(err)
 	}
-	for i, r := range recs {
-		if _, err := db.Fold(fmt.Sprintf("t%d", i), func(tx *Tx) error {
+	// One transaction: the records go through Tx.Put, as a fold writes
+	// them, without a commit each.
+	if err := db.Update(func(tx *Tx) error {
+		for _, r := range recs {
 			u, _, _ := tx.Get(r.URL)
 			u.Rate = rng.Float64()
 			u.Changes = int64(rng.IntN(5))
@@ -52,10 +54,13 @@ func randomStore(t *testing.T, db *DB, n int, rng *rand.Rand) {
 			case 2:
 				u.LastErrKind = "timeout"
 			}
-			return tx.Put(u)
-		}); err != nil {
-			t.Fatal(err)
+			if err := tx.Put(u); err != nil {
+				return err
+			}
 		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 
