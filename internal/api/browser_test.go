@@ -164,9 +164,14 @@ func TestDashboardInBrowser(t *testing.T) {
 			consoleErrs = nil
 		}
 	}
+	// step bounds one browser action, so a wait that never ends fails
+	// that step instead of using up the whole test's time.
+	const step = 20 * time.Second
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
-		if err := chromedp.Do(bctx, steps...); err != nil {
+		sctx, cancel := context.WithTimeout(bctx, step)
+		defer cancel()
+		if err := chromedp.Do(sctx, steps...); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
@@ -190,7 +195,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	str := func(js string) string {
 		t.Helper()
-		v, err := chromedp.Run(bctx, chromedp.Evaluate[string](js))
+		sctx, cancel := context.WithTimeout(bctx, step)
+		defer cancel()
+		v, err := chromedp.Run(sctx, chromedp.Evaluate[string](js))
 		if err != nil {
 			t.Fatalf("evaluate %s: %v", js, err)
 		}
@@ -205,7 +212,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	count := func(js string) int {
 		t.Helper()
-		n, err := chromedp.Run(bctx, chromedp.Evaluate[int](js))
+		sctx, cancel := context.WithTimeout(bctx, step)
+		defer cancel()
+		n, err := chromedp.Run(sctx, chromedp.Evaluate[int](js))
 		if err != nil {
 			t.Fatalf("evaluate %s: %v", js, err)
 		}

@@ -192,7 +192,8 @@ func List(db *store.DB, views Views, q ListQuery) (ListPage, error) {
 		sq.State = store.StateActive
 		switch {
 		case views != nil:
-			sq.Only = views.URLsIn(q.State)
+			// Never nil: a nil list would mean no restriction.
+			sq.Only = append([]string{}, views.URLsIn(q.State)...)
 		case q.State == StateGivenUp:
 			return ListPage{}, badRequest("state %q needs a running coordinator (its plan says which URLs it gives up on)", q.State)
 		default:

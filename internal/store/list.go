@@ -25,7 +25,8 @@ type Query struct {
 	Mode   string // freshness or capture
 	// State is a record state (paused, disallowed, failed) or active.
 	State string
-	// Only, when not nil, restricts the URLs to this sorted list (the
+	// Only, when not nil (an empty list selects nothing), restricts the
+	// URLs to this sorted list (the
 	// scheduler's given-up or due URLs); Match, when set, must hold too.
 	Only  []string
 	Match func(url string) bool
