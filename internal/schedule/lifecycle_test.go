@@ -273,3 +273,25 @@ func TestCaptureEarlyFetchMovesOn(t *testing.T) {
 	}
 	t.Logf("served %v", served)
 }
+
+// A URL loaded paused (a restart) is known but never dispatched until
+// resumed.
+func TestAddPaused(t *testing.T) {
+	s := NewScheduler(SchedulerOptions{Budget: 10, HostRate: 100})
+	s.Add(URLInfo{URL: "http://h/p", Host: "h", Weight: 1, Rate: 0.1, NextDue: t0, Paused: true}, t0)
+	s.Add(URLInfo{URL: "http://h/a", Host: "h", Weight: 1, Rate: 0.1, NextDue: t0}, t0)
+	if _, err := s.Replan(t0); err != nil {
+		t.Fatal(err)
+	}
+	got := drain(s, t0, t0.Add(2*time.Second))
+	if got["http://h/p"] != 0 || got["http://h/a"] == 0 {
+		t.Errorf("fetches %v", got)
+	}
+	if v, ok := s.View("http://h/p", t0); !ok || !v.Paused {
+		t.Errorf("view %+v %v", v, ok)
+	}
+	s.Resume([]string{"http://h/p"}, t0.Add(2*time.Second))
+	if got := drain(s, t0.Add(2*time.Second), t0.Add(4*time.Second)); got["http://h/p"] == 0 {
+		t.Errorf("resumed URL not fetched: %v", got)
+	}
+}
