@@ -410,6 +410,17 @@ func TestPauseAndSetSeed(t *testing.T) {
 	if p, _ := db.ListURLs(Query{Mode: "freshness"}); len(p.URLs) != 0 {
 		t.Errorf("old mode still indexed: %v", p.URLs)
 	}
+	// Turning keep_raw off drops the body kept so far.
+	if err := db.Update(func(tx *Tx) error { return tx.SetRaw(urls[0], Raw{Body: []byte("x")}) }); err != nil {
+		t.Fatal(err)
+	}
+	keep = false
+	if _, err := db.SetSeed(urls[:1], SeedChange{KeepRaw: &keep}); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := db.Raw(urls[0], false); found {
+		t.Error("raw body kept after keep_raw was turned off")
+	}
 }
 
 func TestFetchLogKeepsTheLast(t *testing.T) {

@@ -48,7 +48,7 @@ func (ch SeedChange) apply(u *URL) {
 
 // update applies fn to the records of urls that exist, in one transaction,
 // and returns the records as written. Unknown URLs are skipped.
-func (db *DB) update(urls []string, fn func(*URL) bool) ([]URL, error) {
+func (db *DB) update(urls []string, fn func(*bolt.Tx, *URL) (bool, error)) ([]URL, error) {
 	var out []URL
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		out = out[:0]
@@ -63,7 +63,11 @@ func (db *DB) update(urls []string, fn func(*URL) bool) ([]URL, error) {
 				continue
 			}
 			old := u
-			if !fn(&u) {
+			changed, err := fn(tx, &u)
+			if err != nil {
+				return err
+			}
+			if !changed {
 				continue
 			}
 			if err := putURL(tx, &old, u); err != nil {
@@ -79,16 +83,16 @@ func (db *DB) update(urls []string, fn func(*URL) bool) ([]URL, error) {
 // SetPaused pauses (or resumes) the URLs that exist and returns the
 // records it changed.
 func (db *DB) SetPaused(urls []string, paused bool, at time.Time) ([]URL, error) {
-	out, err := db.update(urls, func(u *URL) bool {
+	out, err := db.update(urls, func(_ *bolt.Tx, u *URL) (bool, error) {
 		if u.Paused == paused {
-			return false
+			return false, nil
 		}
 		u.Paused = paused
 		u.PausedAt = time.Time{}
 		if paused {
 			u.PausedAt = at
 		}
-		return true
+		return true, nil
 	})
 	if err != nil {
 		verb := "pause"
@@ -102,11 +106,17 @@ func (db *DB) SetPaused(urls []string, paused bool, at time.Time) ([]URL, error)
 
 // SetSeed changes seed fields of the URLs that exist and returns the
 // records as written. Validating the values is the caller's job (they
-// follow the seed format's rules).
+// follow the seed format's rules). Turning keep_raw off drops the raw body
+// kept so far, so none is shown that is no longer kept up to date.
 func (db *DB) SetSeed(urls []string, ch SeedChange) ([]URL, error) {
-	out, err := db.update(urls, func(u *URL) bool {
+	out, err := db.update(urls, func(tx *bolt.Tx, u *URL) (bool, error) {
 		ch.apply(u)
-		return true
+		if !u.KeepRaw {
+			if err := tx.Bucket(bucketRaw).Delete([]byte(u.URL)); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("set seed fields of %d URLs: %w", len(urls), err)
