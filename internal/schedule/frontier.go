@@ -18,11 +18,15 @@ type entry struct {
 	capture  bool
 	cap      *captureState // capture URLs only
 	oneShot  bool          // a one-off request (a probe): forgotten once done
-	pos      int           // in Scheduler.list, -1 for a one-off request
+	pos      int           // in Scheduler.list, -1 for a one-off request or a removed URL
 	// disallowed by robots.txt (or robots.txt unreachable): no share of
 	// the budget, rechecked every DisallowRetry against the cached
 	// robots.txt so that a host that allows it again gets it back.
 	disallowed bool
+	// paused by the operator: never queued, no share of the budget
+	// (lifecycle.go).
+	paused bool
+	rateSE float64 // standard error of rate
 }
 
 // hostQueue holds one host's URLs ordered by due time and the host's
@@ -106,10 +110,11 @@ func (f *frontier) schedule(e *entry, due time.Time) {
 	if e.inFlight {
 		return // requeued when its result comes back
 	}
+	off := e.interval <= 0 || e.paused
 	switch {
-	case e.interval <= 0 && e.index >= 0:
+	case off && e.index >= 0:
 		heap.Remove(&h.urls, e.index)
-	case e.interval <= 0:
+	case off:
 	case e.index >= 0:
 		heap.Fix(&h.urls, e.index)
 	default:
