@@ -134,6 +134,17 @@ func (d *Dispatcher) InFlight() int {
 	return len(d.inflight)
 }
 
+// InFlightOf is the number of tasks in flight for the URLs of urls.
+func (d *Dispatcher) InFlightOf(urls []string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, u := range urls {
+		n += d.perURL[u]
+	}
+	return n
+}
+
 // Published is the number of tasks published so far.
 func (d *Dispatcher) Published() uint64 { return d.published.Load() }
 

@@ -1,8 +1,10 @@
 // Package fold applies workers' results to the store: a batch of
 // proto.Result becomes, in one bbolt transaction, each URL's record
-// (counters, validators, hash, estimator state, schedule), its host's
-// politeness state, its latest content, the change log, capture versions
-// and the tracked items a keyword probe saw. Folding is idempotent: a
+// (counters, validators, hash, estimator state and the rate's standard
+// error, schedule), its fetch history, its host's politeness state and
+// counters, its latest content (and raw body, for a URL that keeps it),
+// the change log, capture versions and the tracked items a keyword probe
+// saw. Folding is idempotent: a
 // result already folded changes nothing. What each result teaches the
 // live schedule comes back as a schedule.Feedback, for the caller to apply
 // once the transaction has committed.
@@ -214,8 +216,17 @@ func (f *Folder) one(tx *store.Tx, in *Input, o *Outcome) error {
 	}
 	o.Feedback = f.est.Learn(st, u.Rate, obs)
 	if st != nil {
-		u.Rate = o.Feedback.Rate
+		u.Rate, u.RateSE = o.Feedback.Rate, o.Feedback.RateSE
 		u.Estimate, _ = st.MarshalBinary()
+	}
+	if r.OK() && len(r.Raw) > 0 && u.KeepRaw {
+		raw := store.Raw{ContentType: r.ContentType, FetchedAt: at, Hash: r.Hash, Size: max(r.Bytes, int64(len(r.Raw))), Truncated: r.RawTruncated || r.Truncated, Body: r.Raw}
+		if err := tx.SetRaw(u.URL, raw); err != nil {
+			return err
+		}
+	}
+	if err := tx.AddFetch(u.URL, fetchOf(r, at, o.Changed)); err != nil {
+		return err
 	}
 	// Persist the schedule so a restarted coordinator resumes it.
 	if in.Interval > 0 {
@@ -237,6 +248,10 @@ func foldHost(tx *store.Tx, r *proto.Result, name string, at time.Time) (store.H
 	}
 	host.Host = name
 	host.LastFetch = at
+	host.Fetches++
+	if !r.OK() {
+		host.Errors++
+	}
 	if r.OK() {
 		host.ServerErrs = 0
 	} else if r.Status >= 500 || r.Status == 429 || r.ErrKind == proto.ErrConnect || r.ErrKind == proto.ErrTimeout {
@@ -259,6 +274,20 @@ func foldHost(tx *store.Tx, r *proto.Result, name string, at time.Time) (store.H
 		host.Backoff = 0
 	}
 	return host, tx.PutHost(host)
+}
+
+// fetchOf is a result as the URL's fetch history keeps it.
+func fetchOf(r *proto.Result, at time.Time, changed bool) store.Fetch {
+	f := store.Fetch{At: at, Duration: r.Duration, Status: r.Status, Bytes: r.Bytes, ErrKind: string(r.ErrKind), Outcome: store.OutcomeOK}
+	switch {
+	case !r.OK():
+		f.Outcome = store.OutcomeError
+	case r.NotModified:
+		f.Outcome = store.OutcomeNotModified
+	case changed:
+		f.Outcome = store.OutcomeChanged
+	}
+	return f
 }
 
 // addVersion stores a capture version with the interval it appeared in:

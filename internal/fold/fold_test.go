@@ -233,3 +233,51 @@ func TestFoldFeedTimes(t *testing.T) {
 		t.Errorf("stored versions %+v (%v)", vs, err)
 	}
 }
+
+// What the console reads of a fold: the rate's standard error (stored and
+// in the feedback), the raw body of a URL that keeps it (and of no other),
+// the fetch history in order with each outcome, and the host's counts.
+func TestFoldConsoleRecords(t *testing.T) {
+	const keep, plain = "http://a.example/keep", "http://a.example/plain"
+	f, db := newFolder(t, store.URL{URL: keep, Host: "a.example", Weight: 1, Mode: "freshness", KeepRaw: true},
+		store.URL{URL: plain, Host: "a.example", Weight: 1, Mode: "freshness"})
+	withRaw := func(r proto.Result) proto.Result {
+		r.Raw, r.RawTruncated, r.ContentType, r.Bytes = []byte("<p>"+r.Hash+"</p>"), true, "text/html", 4096
+		return r
+	}
+	fold(t, f, Input{Result: withRaw(result("k1", keep, t0, "h1"))}, Input{Result: withRaw(result("p1", plain, t0, "h1"))})
+	changed := fold(t, f, Input{Result: withRaw(result("k2", keep, t0.Add(time.Hour), "h2"))})[0]
+	failed := result("k3", keep, t0.Add(2*time.Hour), "")
+	failed.Status, failed.ErrKind, failed.Err, failed.Changed = 503, proto.ErrHTTPStatus, "503", false
+	fold(t, f, Input{Result: failed})
+
+	rec, err := db.Get(keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(rec.RateSE > 0) || changed.Feedback.RateSE != rec.RateSE {
+		t.Errorf("rate %v ± %v stored, feedback ± %v; want a positive error, the same in both", rec.Rate, rec.RateSE, changed.Feedback.RateSE)
+	}
+	raw, found, err := db.Raw(keep, true)
+	if err != nil || !found || string(raw.Body) != "<p>h2</p>" || raw.Hash != "h2" || !raw.Truncated || raw.Size != 4096 || raw.ContentType != "text/html" {
+		t.Errorf("raw body of a URL keeping it: %+v found %v err %v; want the second version's", raw, found, err)
+	}
+	if _, found, _ := db.Raw(plain, false); found {
+		t.Error("raw body stored for a URL that does not keep it")
+	}
+	log, err := db.FetchLog(keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outcomes []string
+	for _, e := range log {
+		outcomes = append(outcomes, e.Outcome)
+	}
+	if len(log) != 3 || !log[0].At.Equal(t0) || outcomes[1] != store.OutcomeChanged || outcomes[2] != store.OutcomeError || log[2].Status != 503 {
+		t.Errorf("fetch history %+v", log)
+	}
+	hosts, err := db.Hosts()
+	if err != nil || len(hosts) != 1 || hosts[0].Fetches != 4 || hosts[0].Errors != 1 {
+		t.Errorf("hosts %+v %v; want a.example with 4 fetches, 1 error", hosts, err)
+	}
+}

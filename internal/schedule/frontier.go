@@ -19,11 +19,15 @@ type entry struct {
 	capture  bool
 	cap      *captureState // capture URLs only
 	oneShot  bool          // a one-off request (a probe): forgotten once done
-	pos      int           // in Scheduler.list, -1 for a one-off request
+	pos      int           // in Scheduler.list, -1 for a one-off request or a removed URL
 	// disallowed by robots.txt (or robots.txt unreachable): no share of
 	// the budget, rechecked every DisallowRetry against the cached
 	// robots.txt so that a host that allows it again gets it back.
 	disallowed bool
+	// paused by the operator: never queued, no share of the budget
+	// (lifecycle.go).
+	paused bool
+	rateSE float64 // standard error of rate
 }
 
 // hostQueue holds one host's URLs ordered by due time and the host's
@@ -96,6 +100,7 @@ func (h *hostQueue) heap(strict bool) *entryHeap {
 	return &h.urls
 }
 
+// latest is the later of two times.
 func latest(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
@@ -147,11 +152,12 @@ func (f *frontier) schedule(e *entry, due time.Time) {
 		return // requeued when its result comes back
 	}
 	strict := e.cap != nil
-	if e.index >= 0 && (e.strict != strict || e.interval <= 0) {
+	off := e.interval <= 0 || e.paused
+	if e.index >= 0 && (e.strict != strict || off) {
 		heap.Remove(h.heap(e.strict), e.index)
 	}
 	switch {
-	case e.interval <= 0:
+	case off:
 	case e.index >= 0:
 		heap.Fix(h.heap(e.strict), e.index)
 	default:

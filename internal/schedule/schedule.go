@@ -45,6 +45,10 @@ type URLInfo struct {
 	// per period (0: from the URL's share of the budget).
 	Period time.Duration
 	Polls  int
+	// Paused URLs are known but not fetched (lifecycle.go); RateSE is the
+	// standard error of Rate.
+	Paused bool
+	RateSE float64
 }
 
 // Dispatch is a URL the scheduler hands out.
@@ -63,8 +67,10 @@ type Feedback struct {
 	NotModified  bool
 	Disallowed   bool
 	LastModified time.Time // zero if unknown
-	// Rate is the URL's new estimated change rate (0 = unchanged).
-	Rate float64
+	// Rate is the URL's new estimated change rate (0 = unchanged) and
+	// RateSE its standard error.
+	Rate   float64
+	RateSE float64
 	// HostGap is the gap the host now needs (Crawl-delay; 0 = base rate)
 	// and HostNotBefore when it may be fetched again (Retry-After,
 	// backoff).
@@ -103,21 +109,28 @@ type Scheduler struct {
 	// re-plan copies arrays instead of walking a million entries under
 	// the caller's lock. Index i is list[i].
 	rates   []float64
-	weights []float64 // 0 for a disallowed URL: it takes no budget
-	blocked []bool    // disallowed by robots.txt
-	freqs   []float64 // the URL's frequency now, 1/interval (0: unscheduled or disallowed): an adaptive policy's plan
+	rateSEs []float64 // standard errors of rates, for the plan's freshness band
+	weights []float64 // 0 for a disallowed or paused URL: it takes no budget
+	blocked []bool    // disallowed by robots.txt or paused: no fetches, not even exploration
+	freqs   []float64 // the URL's frequency now, 1/interval (0: unscheduled, disallowed or paused): an adaptive policy's plan
 	// fixed is the rate a capture URL polls at whatever the plan says
 	// (its configured or learnt polls per period; 0: planned like any
 	// URL). The plan takes it off the budget and the host's capacity, so
 	// that the budget in use is what is really dispatched.
 	fixed []float64
 	// hosts[i] indexes planHosts, in order of first appearance in list.
-	// It only ever grows, so a snapshot may share it.
+	// Appends never touch its first elements, so a snapshot may share
+	// them; Remove builds a new array.
 	hosts     []int32
 	planHosts []*hostQueue
 
 	disallowed int                 // URLs disallowed now
 	captures   map[*entry]struct{} // capture URLs
+
+	// planList is the list the last plan was made over: plan.Freq[i]
+	// is list element planList[i] (removed ones have pos < 0).
+	planList []*entry
+	life     lifecycle
 }
 
 // NewScheduler returns an empty scheduler.
@@ -144,23 +157,25 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 }
 
 // mirror copies e's plan input into the scheduler's arrays; every change
-// of e's rate, weight, interval or disallowed flag ends with it.
+// of e's rate (or its error), weight, interval, disallowed or paused flag
+// ends with it.
 func (s *Scheduler) mirror(e *entry) {
 	if e.pos < 0 {
 		return
 	}
+	off := e.disallowed || e.paused
 	w, f, fx := e.weight, 0.0, 0.0
-	if e.disallowed {
+	if off {
 		w = 0
 	} else if e.interval > 0 {
 		f = float64(time.Second) / float64(e.interval)
 	}
-	if e.cap != nil && !e.disallowed {
+	if e.cap != nil && !off {
 		if fx = e.cap.rate(); fx > 0 {
 			f = fx
 		}
 	}
-	s.rates[e.pos], s.weights[e.pos], s.blocked[e.pos], s.freqs[e.pos], s.fixed[e.pos] = e.rate, w, e.disallowed, f, fx
+	s.rates[e.pos], s.rateSEs[e.pos], s.weights[e.pos], s.blocked[e.pos], s.freqs[e.pos], s.fixed[e.pos] = e.rate, e.rateSE, w, off, f, fx
 }
 
 // setDisallowed sets e's disallowed flag, keeping the count.
@@ -231,11 +246,12 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		s.planHosts = append(s.planHosts, e.host)
 	}
 	s.hosts = append(s.hosts, e.host.plan)
-	s.rates, s.weights, s.blocked, s.freqs = append(s.rates, 0), append(s.weights, 0), append(s.blocked, false), append(s.freqs, 0)
+	s.rates, s.rateSEs, s.weights, s.blocked, s.freqs = append(s.rates, 0), append(s.rateSEs, 0), append(s.weights, 0), append(s.blocked, false), append(s.freqs, 0)
 	s.fixed = append(s.fixed, 0)
 	s.setCapture(e, u)
 	s.moved++
 	s.setDisallowed(e, u.Disallowed)
+	e.paused, e.rateSE = u.Paused, u.RateSE
 	e.interval = u.Interval
 	if e.interval <= 0 {
 		if a, ok := s.o.Policy.(adaptivePolicy); ok {
@@ -327,6 +343,9 @@ func (s *Scheduler) Next(now time.Time) (Dispatch, bool, time.Time) {
 // Done folds a fetch's outcome into the schedule: the host's spacing, the
 // URL's rate, and its next due time.
 func (s *Scheduler) Done(url string, fb Feedback) {
+	if s.releaseOrphan(url, fb.End) {
+		return
+	}
 	e, ok := s.front.urls[url]
 	if !ok {
 		return
@@ -347,7 +366,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		return
 	}
 	if fb.Rate > 0 && fb.Rate != e.rate {
-		e.rate = fb.Rate
+		e.rate, e.rateSE = fb.Rate, fb.RateSE
 		s.moved++
 	}
 	if e.disallowed != fb.Disallowed {
@@ -390,6 +409,9 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 // Abort requeues a URL whose fetch produced no result (lost, failed,
 // never published): it is due again at due.
 func (s *Scheduler) Abort(url string, at, due time.Time) {
+	if s.releaseOrphan(url, at) {
+		return
+	}
 	if e, ok := s.front.urls[url]; ok {
 		s.front.done(e, at, due)
 	}
@@ -454,11 +476,17 @@ type PlanJob struct {
 	adaptive bool
 	explore  float64
 	in       PlanInput
+	rateSE   []float64 // per element: the standard error of its rate
 	blocked  []bool
 	fixed    []float64 // per element: a capture URL's own rate, 0 if planned
 	moved    int       // Scheduler.moved at the snapshot
+	// list is the scheduler's list at the snapshot, element i of the
+	// plan. Appends never touch it and Remove builds a new list, so it is
+	// shared, not copied; a URL removed meanwhile has pos < 0.
+	list []*entry
 
 	out   PlanOutput
+	band  freshnessBand
 	freq  []float64 // per element, exploration included
 	sat   []bool    // per host: the plan gives it all it can take
 	inUse float64
@@ -477,7 +505,7 @@ func (j *PlanJob) Output() PlanOutput { return j.out }
 func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	n := len(s.list)
 	_, adaptive := s.o.Policy.(adaptivePolicy)
-	j := &PlanJob{at: now, policy: s.o.Policy, adaptive: adaptive, explore: s.o.ExploreShare, moved: s.moved}
+	j := &PlanJob{at: now, policy: s.o.Policy, adaptive: adaptive, explore: s.o.ExploreShare, moved: s.moved, list: s.list[:n:n]}
 	j.in = PlanInput{
 		Budget:  s.o.Budget,
 		Rates:   append([]float64(nil), s.rates...),
@@ -489,6 +517,7 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	}
 	j.blocked = append([]bool(nil), s.blocked...)
 	j.fixed = append([]float64(nil), s.fixed...)
+	j.rateSE = append([]float64(nil), s.rateSEs...)
 	for i, h := range s.planHosts {
 		// The cap is what the host can take given its gap (host rate,
 		// Crawl-delay) and how long its requests last.
@@ -511,6 +540,7 @@ func (j *PlanJob) Solve() error {
 		}
 		j.out = PlanOutput{Freq: j.freq}
 		j.out.Freshness, j.out.Age = modelFreshness(in, j.freq)
+		j.band = bandOf(in, j.rateSE, j.out.Freq)
 		return nil
 	}
 	// Capture URLs that poll at their own rate take it off the budget
@@ -602,6 +632,7 @@ func (j *PlanJob) Solve() error {
 		}
 	}
 	j.out, j.freq = out, freq
+	j.band = bandOf(in, j.rateSE, out.Freq)
 	return nil
 }
 
@@ -628,7 +659,12 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		end = j.next + limit
 	}
 	for i := j.next; i < end; i++ {
-		e := s.list[i]
+		e := j.list[i]
+		if e.pos < 0 || e.paused {
+			// Removed since the snapshot, or paused: a paused URL keeps
+			// its interval for when it is resumed.
+			continue
+		}
 		if e.disallowed {
 			e.interval = s.o.DisallowRetry
 			s.mirror(e)
@@ -659,7 +695,7 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 	if j.next < len(j.freq) {
 		return false
 	}
-	s.plan, s.planAt, s.inUse = j.out, j.at, j.inUse
+	s.plan, s.planAt, s.inUse, s.planList, s.life.band = j.out, j.at, j.inUse, j.list, j.band
 	s.moved -= j.moved
 	if s.moved < 0 {
 		s.moved = 0

@@ -194,3 +194,40 @@ func TestCaptureFeedTimes(t *testing.T) {
 		t.Errorf("fetch task reported feed times %v", r.FeedTimes)
 	}
 }
+
+// A task that keeps the raw body gets it with the first version and with a
+// change, capped at MaxRaw; an unchanged page sends none unless the
+// coordinator says it has none yet.
+func TestRawBody(t *testing.T) {
+	var version atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "<html><body><p>version %d</p><!-- %s --></body></html>", version.Load(), strings.Repeat("x", 100))
+	}))
+	defer srv.Close()
+	w := New(nil, nil, robots.NewMemoryStore(), Options{ID: "t", MaxRaw: 64, Fetch: fetch.Options{UserAgent: "freshcrawl-test/1", AllowPrivate: true}})
+	ctx := context.Background()
+	keep := func(prev proto.Result, need bool) proto.Task {
+		tk := task(srv.URL, prev, proto.IgnoreRules{}, "")
+		tk.KeepRaw, tk.NeedRaw = true, need
+		return tk
+	}
+	first := w.process(ctx, keep(proto.Result{}, false))
+	if !first.OK() || !strings.HasPrefix(string(first.Raw), "<html><body><p>version 0</p>") || len(first.Raw) != 64 || !first.RawTruncated {
+		t.Fatalf("first version: raw %q (%d bytes, truncated %v)", first.Raw, len(first.Raw), first.RawTruncated)
+	}
+	if same := w.process(ctx, keep(first, false)); same.Changed || same.Raw != nil {
+		t.Errorf("unchanged page sent a raw body: %+v", same)
+	}
+	if need := w.process(ctx, keep(first, true)); need.Changed || len(need.Raw) != 64 {
+		t.Errorf("need_raw on an unchanged page: %d bytes", len(need.Raw))
+	}
+	version.Store(1)
+	changed := w.process(ctx, keep(first, false))
+	if !changed.Changed || !strings.Contains(string(changed.Raw), "version 1") {
+		t.Errorf("changed page: changed %v raw %q", changed.Changed, changed.Raw)
+	}
+	plain := w.process(ctx, task(srv.URL, proto.Result{}, proto.IgnoreRules{}, ""))
+	if plain.Raw != nil {
+		t.Errorf("a task without keep_raw got a raw body")
+	}
+}
