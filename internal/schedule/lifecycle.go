@@ -345,4 +345,3 @@ func (e Estimator) RateSE(st *EstimateState) float64 {
 	}
 	return se
 }
-
