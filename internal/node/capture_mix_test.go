@@ -123,9 +123,11 @@ func TestCaptureAndFreshnessShareHosts(t *testing.T) {
 	if st.CaptureURLs != captures {
 		t.Errorf("status shows %d capture URLs, seeded %d", st.CaptureURLs, captures)
 	}
-	// The plan's budget in use is what is dispatched: within a quarter of
-	// what the servers saw (robots.txt requests are not in the plan).
-	if st.BudgetInUse > 1.25*seen || st.BudgetInUse < 0.75*seen {
+	// The plan's budget in use is what is dispatched: within half of what
+	// the servers saw (robots.txt requests are not in the plan, and a
+	// loaded machine's workers lag the plan). The stall this guards
+	// against claimed four times what the servers saw.
+	if st.BudgetInUse > 1.5*seen || st.BudgetInUse < 0.5*seen {
 		t.Errorf("status claims %.1f/s in use; the servers saw %.1f/s", st.BudgetInUse, seen)
 	}
 	// robots.txt is every host's first request.

@@ -632,7 +632,7 @@ func (j *PlanJob) Solve() error {
 		}
 	}
 	j.out, j.freq = out, freq
-	j.band = bandOf(in, j.rateSE, out.Freq)
+	j.band = bandOf(j.in, j.rateSE, out.Freq) // every element: out.Freq is spread back above
 	return nil
 }
 
