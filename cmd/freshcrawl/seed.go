@@ -44,7 +44,7 @@ coordinator holds it, the seeds are streamed to its API (--api, default http://<
 			return seedOffline(cmd, cfg, args[0])
 		},
 	}
-	withConfig(cmd, &cfg, "data", "listen", "api", "log-level")
+	withConfig(cmd, &cfg, clientKeys...)
 	return cmd
 }
 
@@ -130,7 +130,7 @@ func seedOffline(cmd *cobra.Command, cfg config.Config, path string) error {
 func seedViaAPI(cfg config.Config, in io.Reader, name string) (coordinator.SeedSummary, error) {
 	var sum coordinator.SeedSummary
 	u := cfg.APIBase() + "/api/seeds?name=" + url.QueryEscape(name)
-	resp, err := http.Post(u, "text/plain", in)
+	resp, err := apiPost(cfg, u, "text/plain", in)
 	if err != nil {
 		if cfg.API != "" {
 			return sum, fmt.Errorf("the coordinator API at %s did not answer: %w", cfg.APIBase(), err)
@@ -148,9 +148,8 @@ func seedViaAPI(cfg config.Config, in io.Reader, name string) (coordinator.SeedS
 	return sum, nil
 }
 
-func getJSON(u string, v any) error {
-	c := http.Client{Timeout: 10 * time.Second}
-	resp, err := c.Get(u)
+func getJSON(cfg config.Config, u string, v any) error {
+	resp, err := apiDo(cfg, 10*time.Second, http.MethodGet, u, "", nil)
 	if err != nil {
 		return err
 	}
@@ -173,7 +172,7 @@ func statusCmd() *cobra.Command {
 				return err
 			}
 			var s coordinator.Status
-			if err := getJSON(cfg.APIBase()+"/api/status", &s); err != nil {
+			if err := getJSON(cfg, cfg.APIBase()+"/api/status", &s); err != nil {
 				return fmt.Errorf("status: is a coordinator running with its API at %s? %w", cfg.APIBase(), err)
 			}
 			if asJSON {
@@ -186,7 +185,7 @@ func statusCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	withConfig(cmd, &cfg, "listen", "api", "log-level")
+	withConfig(cmd, &cfg, clientKeys[1:]...) // no data: status needs a running coordinator
 	return cmd
 }
 
@@ -290,13 +289,13 @@ func versionsCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().Uint64Var(&show, "show", 0, "print version N with its text")
-	withConfig(cmd, &cfg, "data", "listen", "api", "log-level")
+	withConfig(cmd, &cfg, clientKeys...)
 	return cmd
 }
 
 // versionsGet asks the API; if no coordinator answers, it reads the store.
 func versionsGet(cfg config.Config, path string, v any, offline func(*store.DB) error) error {
-	err := getJSON(cfg.APIBase()+path, v)
+	err := getJSON(cfg, cfg.APIBase()+path, v)
 	if err == nil {
 		return nil
 	}

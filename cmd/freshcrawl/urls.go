@@ -27,7 +27,7 @@ import (
 // answers, from the store in --data (opened writable if no coordinator
 // holds it, so an old store gets its indexes; else read-only).
 func readFallback(cfg config.Config, path string, v any, offline func(*store.DB) error) error {
-	err := getJSON(cfg.APIBase()+path, v)
+	err := getJSON(cfg, cfg.APIBase()+path, v)
 	if err == nil {
 		return nil
 	}
@@ -156,7 +156,7 @@ largest first). Without a running coordinator the store is read directly;
 	f.StringVar(&q.After, "after", "", "the cursor a previous page printed")
 	f.BoolVar(&all, "all", false, "print every page")
 	f.BoolVar(&asJSON, "json", false, "print each page as JSON")
-	withConfig(cmd, &cfg, "data", "listen", "api", "log-level")
+	withConfig(cmd, &cfg, clientKeys...)
 	return cmd
 }
 
@@ -196,7 +196,7 @@ func urlShowCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	withConfig(cmd, &cfg, "data", "listen", "api", "log-level")
+	withConfig(cmd, &cfg, clientKeys...)
 	return cmd
 }
 
@@ -400,7 +400,7 @@ changed directly.`,
 		cmd.Flags().StringVar(&mode, "mode", "", "freshness or capture")
 		cmd.Flags().BoolVar(&keepRaw, "keep-raw", false, "keep the raw response body of the latest version")
 	}
-	withConfig(cmd, &cfg, "data", "listen", "api", "log-level")
+	withConfig(cmd, &cfg, clientKeys...)
 	return cmd
 }
 
@@ -442,7 +442,7 @@ func lifecycle(cfg config.Config, op string, req api.SetRequest, purge bool) (ap
 		if err != nil {
 			return res, err
 		}
-		resp, err := http.Post(u, "application/json", bytes.NewReader(body))
+		resp, err := apiPost(cfg, u, "application/json", bytes.NewReader(body))
 		if err != nil {
 			return res, fmt.Errorf("the coordinator API at %s did not answer: %w", cfg.APIBase(), err)
 		}
@@ -485,7 +485,7 @@ func getCmd() *cobra.Command {
 				body := c.Raw.Body
 				if body == nil {
 					// The API serves the body apart from the JSON.
-					b, err := getRaw(cfg.APIBase() + path + "&raw=1")
+					b, err := getRaw(cfg, cfg.APIBase() + path + "&raw=1")
 					if err != nil {
 						return err
 					}
@@ -503,13 +503,12 @@ func getCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&raw, "raw", false, "print the raw response body instead of the text")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: text, hash, times and the raw body's description")
-	withConfig(cmd, &cfg, "data", "listen", "api", "log-level")
+	withConfig(cmd, &cfg, clientKeys...)
 	return cmd
 }
 
-func getRaw(u string) ([]byte, error) {
-	c := http.Client{Timeout: time.Minute}
-	resp, err := c.Get(u)
+func getRaw(cfg config.Config, u string) ([]byte, error) {
+	resp, err := apiDo(cfg, time.Minute, http.MethodGet, u, "", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -553,7 +552,7 @@ func exportCmd() *cobra.Command {
 			return nil
 		},
 	}
-	withConfig(cmd, &cfg, "data", "listen", "api", "log-level")
+	withConfig(cmd, &cfg, clientKeys...)
 	return cmd
 }
 
@@ -561,7 +560,7 @@ func exportCmd() *cobra.Command {
 // answers; it returns the lines written.
 func export(cfg config.Config, out io.Writer) (int, error) {
 	u := cfg.APIBase() + "/api/export"
-	resp, err := http.Get(u)
+	resp, err := apiDo(cfg, 0, http.MethodGet, u, "", nil)
 	if err == nil {
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
@@ -647,14 +646,14 @@ through its API and the new URLs join its schedule at once.`,
 			return nil
 		},
 	}
-	withConfig(cmd, &cfg, "data", "listen", "api", "log-level")
+	withConfig(cmd, &cfg, clientKeys...)
 	return cmd
 }
 
 func postImport(cfg config.Config, in io.Reader, name string) (store.ImportSummary, error) {
 	var sum store.ImportSummary
 	u := cfg.APIBase() + "/api/import?name=" + url.QueryEscape(name)
-	resp, err := http.Post(u, "application/x-ndjson", in)
+	resp, err := apiPost(cfg, u, "application/x-ndjson", in)
 	if err != nil {
 		return sum, fmt.Errorf("the coordinator API at %s did not answer: %w", cfg.APIBase(), err)
 	}

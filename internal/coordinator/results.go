@@ -2,11 +2,9 @@ package coordinator
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/freshcrawl/freshcrawl/internal/dispatch"
@@ -86,10 +84,14 @@ func (c *Coordinator) foldMsgs(msgs []jetstream.Msg) {
 		}
 		return
 	}
+	done := time.Now()
 	for _, m := range keep {
 		_ = m.Ack()
+		if md, err := m.Metadata(); err == nil && !md.Timestamp.IsZero() {
+			c.m.foldLatency.Observe(max(done.Sub(md.Timestamp), 0).Seconds())
+		}
 	}
-	c.m.foldSeconds.Observe(time.Since(start).Seconds())
+	c.m.foldSeconds.Observe(done.Sub(start).Seconds())
 	c.afterFold(results, out)
 }
 
@@ -202,11 +204,10 @@ func (c *Coordinator) afterFold(results []proto.Result, out []fold.Outcome) {
 	c.counts.Unlock()
 	c.fetchWin.add(now, fetches)
 	c.chgWin.add(now, changes)
-	for _, ev := range events {
-		if b, err := proto.Encode(ev); err == nil {
-			if err := c.nc.Publish(proto.ChangeSubject(ev.Host), b); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-				c.log.Warn("publish change event", "url", ev.URL, "err", err)
-			}
-		}
+	if len(events) > 0 {
+		// The changes are in the change log: the publisher and the
+		// webhooks take them from there.
+		c.publisher.Wake()
+		c.hooks.Wake()
 	}
 }

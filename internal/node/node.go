@@ -7,6 +7,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,13 +21,19 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/freshcrawl/freshcrawl/internal/api"
 	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/config"
 	"github.com/freshcrawl/freshcrawl/internal/coordinator"
+	"github.com/freshcrawl/freshcrawl/internal/notify"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
 	"github.com/freshcrawl/freshcrawl/internal/source"
 	"github.com/freshcrawl/freshcrawl/internal/store"
+	"github.com/freshcrawl/freshcrawl/internal/version"
 	"github.com/freshcrawl/freshcrawl/internal/worker"
 	"github.com/freshcrawl/freshcrawl/internal/worker/fetch"
 	"github.com/freshcrawl/freshcrawl/internal/worker/robots"
@@ -36,7 +43,9 @@ import (
 type Roles struct {
 	Coordinator bool
 	Workers     int  // in-process workers
-	HTTP        bool // serve the API on cfg.Listen (coordinator only)
+	// HTTP serves on cfg.Listen: the API, the console and /metrics with a
+	// coordinator; /metrics and /healthz of the workers without one.
+	HTTP bool
 	// ConsoleEvery is the sampling period of the console's charts (0:
 	// the default); tests shorten it.
 	ConsoleEvery time.Duration
@@ -67,6 +76,7 @@ func brokerSettings(cfg config.Config) broker.Settings {
 	s.AckWait = cfg.AckWait
 	s.MaxDeliver = cfg.MaxDeliver
 	s.MaxAckPending = max(cfg.MaxInFlight, cfg.Workers*cfg.Concurrency, 1)
+	s.Changes = broker.ChangeRetention{MaxAge: cfg.ChangeMaxAge, MaxBytes: cfg.ChangeMaxBytes, MaxMsgs: cfg.ChangeMaxMsgs}
 	return s
 }
 
@@ -121,12 +131,33 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	} else {
 		name += "-worker"
 	}
-	nc, js, err := broker.Connect(n.NATSURL, name, log)
+	var natsOpts []nats.Option
+	if cfg.NATS != "" {
+		// The embedded server runs on loopback without authentication;
+		// an external one may require any of these.
+		opts, err := cfg.NATSAuth().Options()
+		if err != nil {
+			return nil, err
+		}
+		natsOpts = opts
+	}
+	nc, js, err := broker.Connect(n.NATSURL, name, log, natsOpts...)
 	if err != nil {
 		return nil, err
 	}
 	n.NC, n.JS = nc, js
 	settings := brokerSettings(cfg)
+	// One registry for the process's workers, with the Go runtime and
+	// process collectors when no coordinator's registry has them.
+	var workerReg *prometheus.Registry
+	var workerMetrics *worker.Metrics
+	if roles.Workers > 0 {
+		workerReg = prometheus.NewRegistry()
+		workerMetrics = worker.NewMetrics(workerReg)
+		if !roles.Coordinator {
+			workerReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		}
+	}
 	ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	if roles.Coordinator {
 		err = broker.Ensure(ectx, js, settings)
@@ -166,30 +197,44 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 				return nil, err
 			}
 		}
+		var hooks []notify.Webhook
+		if cfg.ConfigFile != "" {
+			if hooks, err = notify.LoadWebhooks(cfg.ConfigFile, os.Getenv); err != nil {
+				return nil, err
+			}
+		}
+		var extra prometheus.Gatherer
+		if workerReg != nil {
+			extra = workerReg
+		}
 		n.Coordinator, err = coordinator.New(db, nc, js, coordinator.Options{
 			Budget: cfg.Budget.PerSecond(), HostRate: cfg.HostRate.PerSecond(), MaxInFlight: cfg.MaxInFlight,
 			Policy: policy, Replan: cfg.Replan, PriorRate: cfg.PriorRate.PerSecond(), HalfLife: cfg.HalfLife,
 			ExploreShare: cfg.Explore, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Log: log, DefaultIgnore: cfg.DefaultIgnore(), CaptureUniform: cfg.CaptureUniform, LMSkew: cfg.LMSkew,
-			Sources: sources, ProbePolicy: cfg.ProbePolicy, ConsoleEvery: roles.ConsoleEvery,
+			Sources: sources, ProbePolicy: cfg.ProbePolicy, ConsoleEvery: roles.ConsoleEvery, Metrics: extra,
+			Webhooks: notify.Options{Webhooks: hooks, Secret: cfg.WebhookSecret, Attempts: cfg.WebhookAttempts, Backoff: cfg.WebhookBackoff,
+				MaxBackoff: cfg.WebhookMaxBackoff, Timeout: cfg.WebhookTimeout, UserAgent: "freshcrawl-webhook/" + version.String()},
 		})
 		if err != nil {
 			return nil, err
 		}
 		n.goRun(func() error { return n.Coordinator.Run(rctx) })
 		if roles.HTTP {
-			ln, err := net.Listen("tcp", cfg.Listen)
-			if err != nil {
-				return nil, fmt.Errorf("HTTP API: listen on %s: %w", cfg.Listen, err)
+			tokens := api.NewTokens(cfg.APITokens, cfg.APIReadTokens)
+			if err := n.serveHTTP(cfg, tokens.Wrap(n.Coordinator.Handler()), "HTTP API"); err != nil {
+				return nil, err
 			}
-			n.httpLn = ln
-			n.http = &http.Server{Handler: n.Coordinator.Handler(), ReadHeaderTimeout: 10 * time.Second}
-			n.goRun(func() error {
-				if err := n.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-					return fmt.Errorf("HTTP API: %w", err)
-				}
-				return nil
-			})
-			log.Info("HTTP API listening", "addr", ln.Addr().String())
+			if !tokens.Enabled() && !loopback(n.httpLn.Addr()) {
+				log.Warn("the HTTP API listens beyond loopback without a token: anyone who reaches it can add seeds, delete URLs and read everything; set --api-token (and --tls-cert/--tls-key)", "addr", n.httpLn.Addr().String())
+			}
+		}
+	} else if roles.Workers > 0 && roles.HTTP {
+		// A worker process serves its metrics and liveness only.
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(workerReg, promhttp.HandlerOpts{}))
+		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+		if err := n.serveHTTP(cfg, mux, "worker metrics"); err != nil {
+			return nil, err
 		}
 	}
 	if roles.Workers > 0 {
@@ -209,7 +254,9 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 			if roles.Workers > 1 {
 				id = fmt.Sprintf("%s-w%d", id, i)
 			}
-			w := worker.New(nc, js, rstore, workerOptions(cfg, id, log))
+			wo := workerOptions(cfg, id, log)
+			wo.Metrics = workerMetrics
+			w := worker.New(nc, js, rstore, wo)
 			n.Workers = append(n.Workers, w)
 			n.goRun(func() error { return w.Run(rctx) })
 		}
@@ -234,6 +281,41 @@ func zeroAs[T int | float64](v, none T) T {
 		return none
 	}
 	return v
+}
+
+// serveHTTP serves h on cfg.Listen, over TLS when cfg has a certificate.
+func (n *Node) serveHTTP(cfg config.Config, h http.Handler, what string) error {
+	var tlsCfg *tls.Config
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return fmt.Errorf("%s: TLS certificate: %w", what, err)
+		}
+		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("%s: listen on %s: %w", what, cfg.Listen, err)
+	}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	n.httpLn = ln
+	n.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	n.goRun(func() error {
+		if err := n.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
+	})
+	n.Log.Info(what+" listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil)
+	return nil
+}
+
+// loopback reports whether addr is a loopback address.
+func loopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }
 
 func (n *Node) goRun(fn func() error) {

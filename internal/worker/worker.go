@@ -50,7 +50,9 @@ type Options struct {
 	// (default defaultMaxRaw), so a result stays well under NATS's
 	// message size.
 	MaxRaw int
-	Log    *slog.Logger
+	// Metrics receive the worker's series (nil: none).
+	Metrics *Metrics
+	Log     *slog.Logger
 }
 
 // DefaultConcurrency is the tasks a worker handles at once unless told
@@ -203,6 +205,8 @@ func (w *Worker) heartbeat(ctx context.Context) {
 func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	w.active.Add(1)
 	defer w.active.Add(-1)
+	w.opts.Metrics.working(1)
+	defer w.opts.Metrics.working(-1)
 	task, err := proto.DecodeTask(msg.Data())
 	if err != nil {
 		// A malformed task will never succeed: terminate it rather than
@@ -227,6 +231,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.Nak()
 		return
 	}
+	w.opts.Metrics.result(&res)
 	b, err := proto.Encode(res)
 	if err != nil {
 		w.log.Error("encode result", "task", task.ID, "err", err)
@@ -335,6 +340,7 @@ func (w *Worker) process(ctx context.Context, task proto.Task) (res proto.Result
 			res.ErrKind, res.Err = proto.ErrRobots, err.Error()
 			return res
 		}
+		w.opts.Metrics.robots(dec.Fetched)
 		res.CrawlDelay = dec.CrawlDelay
 		if !dec.Allowed {
 			res.ErrKind, res.Err, res.Disallowed = proto.ErrRobots, "disallowed by robots.txt: "+dec.Reason, true
@@ -364,6 +370,7 @@ func (w *Worker) process(ctx context.Context, task proto.Task) (res proto.Result
 
 func (w *Worker) fetchPage(ctx context.Context, task proto.Task, res *proto.Result) {
 	resp := w.fetcher.Fetch(ctx, fetch.Request{URL: task.URL, ETag: task.ETag, LastModified: task.LastModified})
+	w.opts.Metrics.fetched(resp.Elapsed, resp.Bytes)
 	res.StartedAt = resp.Started
 	res.Status, res.FinalURL, res.Bytes, res.Truncated = resp.Status, resp.FinalURL, resp.Bytes, resp.Truncated
 	res.ETag, res.LastModified, res.ContentType, res.RetryAfter = resp.ETag, resp.LastModified, resp.ContentType, resp.RetryAfter
