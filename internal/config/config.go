@@ -118,7 +118,7 @@ const (
 	// defaultLogFormat is log/slog's text handler: one key=value line per
 	// record, for people; json is for log collectors.
 	defaultLogFormat = "text"
-	defaultWorkers  = 4
+	defaultWorkers   = 4
 )
 
 // Default returns the defaults. Every value is its owner's constant, so

@@ -42,7 +42,7 @@ import (
 // Roles says what a process runs.
 type Roles struct {
 	Coordinator bool
-	Workers     int  // in-process workers
+	Workers     int // in-process workers
 	// HTTP serves on cfg.Listen: the API, the console and /metrics with a
 	// coordinator; /metrics and /healthz of the workers without one.
 	HTTP bool

@@ -90,12 +90,18 @@ type Deliverer struct {
 	lanesWG                 sync.WaitGroup
 }
 
-// NewDeliverer returns a deliverer of db's change log.
+// NewDeliverer returns a deliverer of db's change log. A store that never
+// had one starts at its newest change: its history is not sent as new.
 func NewDeliverer(db *store.DB, o Options) (*Deliverer, error) {
 	if db == nil {
 		return nil, errNoStore
 	}
 	o = o.withDefaults()
+	// The cursor is set here, before the caller folds anything: a change
+	// logged between construction and Run is routed, not skipped.
+	if _, err := db.InitCursor(routeCursor); err != nil {
+		return nil, err
+	}
 	d := &Deliverer{db: db, o: o, secrets: map[string]string{}, wake: make(chan struct{}, 1), lanes: map[string]chan struct{}{}}
 	for _, w := range o.Webhooks {
 		if _, ok := d.secrets[w.URL]; ok {
@@ -120,9 +126,6 @@ func (d *Deliverer) Wake() {
 
 // Run routes and delivers until ctx is done, then waits for its lanes.
 func (d *Deliverer) Run(ctx context.Context) error {
-	if _, err := d.db.InitCursor(routeCursor); err != nil {
-		return err
-	}
 	d.mu.Lock()
 	d.ctx = ctx
 	d.mu.Unlock()

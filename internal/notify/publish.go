@@ -25,6 +25,7 @@ const publishBatch = 256
 // logged changes; it also looks every second.
 type Publisher struct {
 	db   *store.DB
+	cur  uint64 // the cursor when constructed
 	js   jetstream.JetStream
 	log  *slog.Logger
 	wake chan struct{}
@@ -38,7 +39,13 @@ func NewPublisher(db *store.DB, js jetstream.JetStream, log *slog.Logger) (*Publ
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Publisher{db: db, js: js, log: log, wake: make(chan struct{}, 1)}, nil
+	// The cursor is set here, before the caller folds anything: a change
+	// logged between construction and Run is published, not skipped.
+	cur, err := db.InitCursor(publishCursor)
+	if err != nil {
+		return nil, err
+	}
+	return &Publisher{db: db, cur: cur, js: js, log: log, wake: make(chan struct{}, 1)}, nil
 }
 
 // Wake tells the publisher the change log grew.
@@ -49,14 +56,11 @@ func (p *Publisher) Wake() {
 	}
 }
 
-// Run publishes until ctx is done. A change is published once it is in
-// the log, after the cursor (which starts at the newest change the first
-// time, so an existing history is not replayed as new).
+// Run publishes until ctx is done: every change of the log after the
+// cursor, which NewPublisher set to the newest change if the store never
+// had a publisher (an existing history is not replayed as new).
 func (p *Publisher) Run(ctx context.Context) error {
-	cur, err := p.db.InitCursor(publishCursor)
-	if err != nil {
-		return err
-	}
+	cur := p.cur
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	failing := false
