@@ -301,7 +301,9 @@ func (n *Node) serveHTTP(cfg config.Config, h http.Handler, what string) error {
 		ln = tls.NewListener(ln, tlsCfg)
 	}
 	n.httpLn = ln
-	n.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// The server's own complaints (a TLS handshake a client got wrong)
+	// go to the process log at debug level, not to stderr raw.
+	n.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(n.Log.Handler(), slog.LevelDebug)}
 	n.goRun(func() error {
 		if err := n.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("%s: %w", what, err)
