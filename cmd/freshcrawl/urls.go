@@ -485,7 +485,7 @@ func getCmd() *cobra.Command {
 				body := c.Raw.Body
 				if body == nil {
 					// The API serves the body apart from the JSON.
-					b, err := getRaw(cfg, cfg.APIBase() + path + "&raw=1")
+					b, err := getRaw(cfg, cfg.APIBase()+path+"&raw=1")
 					if err != nil {
 						return err
 					}

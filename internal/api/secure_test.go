@@ -203,7 +203,9 @@ func TestSecuredAPIAndDeadLetters(t *testing.T) {
 	}
 	signIn := func(tok string) {
 		t.Helper()
-		do("sign in", poll(`document.body.dataset.page === "signin"`),
+		// The form of the webhooks route: a sign-out re-renders the page
+		// it was on first.
+		do("sign in", poll(`document.body.dataset.page === "signin" && document.body.dataset.route === "#/webhooks"`),
 			chromedp.SetValue(chromedp.CSS(`form.signin input[name="token"]`), tok), chromedp.Click(chromedp.CSS(`form.signin button`)),
 			poll(`document.body.dataset.page === "webhooks"`))
 	}
@@ -215,7 +217,7 @@ func TestSecuredAPIAndDeadLetters(t *testing.T) {
 	do("retry with the read token", chromedp.Click(chromedp.CSS(`[data-action="retry"]`)), poll(`document.getElementById("toast").textContent.includes("may only read")`))
 	// Live updates reach a signed-in page (they carry the token too).
 	do("live updates", eval(`location.hash = "#/"`), poll(`document.getElementById("live").classList.contains("on")`))
-	do("sign out", chromedp.Click(chromedp.CSS(`#signout`)))
+	do("sign out", chromedp.Click(chromedp.CSS(`#signout`)), poll(`document.body.dataset.page === "signin" && document.body.dataset.route === "#/"`))
 	mu.Lock()
 	failing = false
 	mu.Unlock()
