@@ -71,6 +71,9 @@ type Options struct {
 	// DefaultIgnore are the noise rules every URL gets; a seed's own rules
 	// add to them.
 	DefaultIgnore proto.IgnoreRules
+	// Retention bounds the versions and the change log kept in the
+	// store; it is applied while the coordinator runs (zero: keep all).
+	Retention store.Retention
 	// AckWait and MaxDeliver mirror the task consumer, to tell when a task
 	// is lost for good.
 	AckWait    time.Duration
@@ -136,6 +139,10 @@ func (o Options) validate() error {
 	}
 	check("LMSkew", schedule.CheckLMSkew(o.LMSkew))
 	check("ProbePolicy", schedule.CheckProbePolicy(o.ProbePolicy))
+	check("Retention.Versions", store.CheckRetentionCount(o.Retention.Versions))
+	check("Retention.VersionsAge", store.CheckRetentionAge(o.Retention.VersionsAge))
+	check("Retention.Changes", store.CheckRetentionCount(o.Retention.Changes))
+	check("Retention.ChangesAge", store.CheckRetentionAge(o.Retention.ChangesAge))
 	_, err := extract.Compile("", o.DefaultIgnore)
 	check("DefaultIgnore", err)
 	if len(errs) > 0 {
@@ -165,6 +172,7 @@ type Coordinator struct {
 	m      *metrics
 	disp   *dispatch.Dispatcher
 	folder *fold.Folder
+	pruner *store.Pruner // applies opts.Retention; used by the maintenance loop only
 
 	sources []*sourceState // fixed after New; their planners are guarded by rounds
 	rounds  sync.Mutex
@@ -203,6 +211,7 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 	est.Trust.ClockSkew = opts.LMSkew.Seconds()
 	c.disp = dispatch.New(js, sched, dispatch.Options{Budget: opts.Budget, MaxInFlight: opts.MaxInFlight, Prepare: c.prepare, Log: c.log})
 	c.folder = fold.New(db, est, c.log)
+	c.pruner = store.NewPruner(db, opts.Retention)
 	c.m = newMetrics(c.disp)
 	c.workers.seen = map[string]time.Time{}
 	c.probes.reqs = map[string]schedule.ProbeRequest{}
@@ -445,6 +454,7 @@ func (c *Coordinator) maintainLoop(ctx context.Context) error {
 			if due {
 				c.replan()
 			}
+			c.applyRetention(now)
 		}
 	}
 }

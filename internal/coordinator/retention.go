@@ -1,0 +1,29 @@
+package coordinator
+
+import "time"
+
+// retentionSteps bounds the pruning done per maintenance tick. Each step
+// is one short write transaction (store.Pruner), so folds interleave with
+// them; a large backlog, as when retention is first turned on, is worked
+// off over successive ticks.
+const retentionSteps = 4
+
+// applyRetention deletes versions and change-log entries that
+// Options.Retention no longer allows.
+func (c *Coordinator) applyRetention(now time.Time) {
+	for range retentionSteps {
+		n, done, err := c.pruner.Step(now)
+		if err != nil {
+			c.log.Warn("apply retention", "err", err)
+			return
+		}
+		if n.Versions > 0 || n.Changes > 0 {
+			c.m.pruned.WithLabelValues("versions").Add(float64(n.Versions))
+			c.m.pruned.WithLabelValues("changes").Add(float64(n.Changes))
+			c.log.Debug("retention applied", "versions", n.Versions, "changes", n.Changes)
+		}
+		if done {
+			return
+		}
+	}
+}
