@@ -254,3 +254,25 @@ func capturedAt(raw []byte) (time.Time, error) {
 	}
 	return time.Time{}, io.ErrUnexpectedEOF
 }
+
+// History counts the parts of the store that grow with time: versions,
+// change-log entries and fold marks.
+type History struct {
+	Versions, Changes, FoldMarks int
+}
+
+// History reads the counts from the buckets' statistics, in one read
+// transaction (it walks the buckets' pages, not their values).
+func (db *DB) History() (History, error) {
+	var h History
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		h.Versions = tx.Bucket(bucketVersions).Stats().KeyN
+		h.Changes = tx.Bucket(bucketChanges).Stats().KeyN
+		h.FoldMarks = tx.Bucket(bucketFolded).Stats().KeyN
+		return nil
+	})
+	if err != nil {
+		return h, fmt.Errorf("count history: %w", err)
+	}
+	return h, nil
+}

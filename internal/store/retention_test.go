@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // prune applies r to the whole store at now, step by step, as the
@@ -293,5 +295,44 @@ func TestCapturedAtStopsBeforeTheText(t *testing.T) {
 	}
 	if _, err := capturedAt([]byte(`{"seq":1}`)); err == nil {
 		t.Fatal("no captured_at: want an error")
+	}
+}
+
+// PruneFolded deletes exactly the marks older than the cutoff, across
+// several chunks of its scan, and keeps the rest.
+func TestPruneFoldedInChunks(t *testing.T) {
+	db := open(t, t.TempDir())
+	defer db.Close()
+	now := time.Now()
+	const n = 2*foldScanChunk + 1000
+	wantOld := 0
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketFolded)
+		for i := range n {
+			at := now
+			if i%3 == 0 {
+				at, wantOld = now.Add(-48*time.Hour), wantOld+1
+			}
+			if err := b.Put([]byte(fmt.Sprintf("task-%06d", i)), u64(uint64(at.UnixNano()))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.PruneFolded(now.Add(-24 * time.Hour))
+	if err != nil || got != wantOld {
+		t.Fatalf("pruned %d (%v), want %d", got, err, wantOld)
+	}
+	for i := range n {
+		ok, err := db.folded(fmt.Sprintf("task-%06d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok == (i%3 == 0) {
+			t.Fatalf("task-%06d: marked %v after the prune", i, ok)
+		}
 	}
 }
