@@ -164,15 +164,15 @@ func (o Options) validate() error {
 // A goroutine holding rounds may take probes, and one holding probes may
 // take the dispatcher's lock; never the other way round.
 type Coordinator struct {
-	opts      Options
-	db        *store.DB
-	nc        *nats.Conn
-	js        jetstream.JetStream
-	log       *slog.Logger
-	m         *metrics
-	disp      *dispatch.Dispatcher
-	folder    *fold.Folder
-	retention retention
+	opts   Options
+	db     *store.DB
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	log    *slog.Logger
+	m      *metrics
+	disp   *dispatch.Dispatcher
+	folder *fold.Folder
+	prune  retention // applies opts.Retention
 
 	sources []*sourceState // fixed after New; their planners are guarded by rounds
 	rounds  sync.Mutex
@@ -211,7 +211,7 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 	est.Trust.ClockSkew = opts.LMSkew.Seconds()
 	c.disp = dispatch.New(js, sched, dispatch.Options{Budget: opts.Budget, MaxInFlight: opts.MaxInFlight, Prepare: c.prepare, Log: c.log})
 	c.folder = fold.New(db, est, c.log)
-	c.retention.pruner = store.NewPruner(db, opts.Retention)
+	c.prune.pruner = store.NewPruner(db, opts.Retention)
 	c.m = newMetrics(c.disp)
 	c.workers.seen = map[string]time.Time{}
 	c.probes.reqs = map[string]schedule.ProbeRequest{}

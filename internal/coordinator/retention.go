@@ -24,14 +24,14 @@ type retention struct {
 // Options.Retention no longer allows.
 func (c *Coordinator) applyRetention(now time.Time) {
 	for range retentionSteps {
-		n, done, err := c.retention.pruner.Step(now)
+		n, done, err := c.prune.pruner.Step(now)
 		if err != nil {
 			c.log.Warn("apply retention", "err", err)
 			return
 		}
 		if n.Versions > 0 || n.Changes > 0 {
-			c.retention.versions.Add(int64(n.Versions))
-			c.retention.changes.Add(int64(n.Changes))
+			c.prune.versions.Add(int64(n.Versions))
+			c.prune.changes.Add(int64(n.Changes))
 			c.m.pruned.WithLabelValues("versions").Add(float64(n.Versions))
 			c.m.pruned.WithLabelValues("changes").Add(float64(n.Changes))
 			c.log.Debug("retention applied", "versions", n.Versions, "changes", n.Changes)
@@ -44,5 +44,5 @@ func (c *Coordinator) applyRetention(now time.Time) {
 
 // Pruned counts what the retention deleted since the coordinator started.
 func (c *Coordinator) Pruned() store.Pruned {
-	return store.Pruned{Versions: int(c.retention.versions.Load()), Changes: int(c.retention.changes.Load())}
+	return store.Pruned{Versions: int(c.prune.versions.Load()), Changes: int(c.prune.changes.Load())}
 }
