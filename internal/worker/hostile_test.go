@@ -55,37 +55,36 @@ type hostileWeb struct {
 
 	internalHits atomic.Int64
 	written      sync.Map // path → *atomic.Int64: body bytes the server wrote
-	started      sync.Map // path → chan struct{}: closed when a request arrives
-	gone         sync.Map // path → chan struct{}: closed when the client hung up
+	started      sync.Map // path → *event: a request arrived
+	gone         sync.Map // path → *event: the client hung up
 }
+
+// event is closed once, by whichever goroutine sees it first.
+type event struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (e *event) fire() { e.once.Do(func() { close(e.ch) }) }
 
 func (h *hostileWeb) counter(path string) *atomic.Int64 {
 	v, _ := h.written.LoadOrStore(path, new(atomic.Int64))
 	return v.(*atomic.Int64)
 }
 
-func (h *hostileWeb) signal(m *sync.Map, path string) chan struct{} {
-	v, _ := m.LoadOrStore(path, make(chan struct{}))
-	return v.(chan struct{})
-}
-
-// closeOnce closes c unless it is closed already.
-func closeOnce(c chan struct{}) {
-	select {
-	case <-c:
-	default:
-		close(c)
-	}
+func (h *hostileWeb) signal(m *sync.Map, path string) *event {
+	v, _ := m.LoadOrStore(path, &event{ch: make(chan struct{})})
+	return v.(*event)
 }
 
 const nestDepth = 100000
 
 func (h *hostileWeb) serve(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
-	closeOnce(h.signal(&h.started, p))
+	h.signal(&h.started, p).fire()
 	defer func() {
 		if r.Context().Err() != nil {
-			closeOnce(h.signal(&h.gone, p))
+			h.signal(&h.gone, p).fire()
 		}
 	}()
 	// stream writes zeros until the client stops reading.
@@ -96,7 +95,7 @@ func (h *hostileWeb) serve(w http.ResponseWriter, r *http.Request) {
 			k, err := w.Write(buf)
 			n.Add(int64(k))
 			if err != nil {
-				closeOnce(h.signal(&h.gone, p))
+				h.signal(&h.gone, p).fire()
 				return
 			}
 		}
@@ -201,13 +200,13 @@ func startHostileWeb(t *testing.T) *hostileWeb {
 			if err != nil {
 				return
 			}
-			closeOnce(h.signal(&h.started, "tls"))
+			h.signal(&h.started, "tls").fire()
 			conns.Add(1)
 			go func() {
 				defer conns.Done()
 				defer c.Close()
 				_, _ = io.Copy(io.Discard, c) // until the client hangs up
-				closeOnce(h.signal(&h.gone, "tls"))
+				h.signal(&h.gone, "tls").fire()
 			}()
 		}
 	}()
@@ -318,11 +317,11 @@ func (r *hostileRig) collect(t *testing.T, ids ...string) []proto.Result {
 	return out
 }
 
-// waitClosed waits for c, failing the test after hostileGuard.
-func waitClosed(t *testing.T, c chan struct{}, what string) {
+// waitClosed waits for e, failing the test after hostileGuard.
+func waitClosed(t *testing.T, e *event, what string) {
 	t.Helper()
 	select {
-	case <-c:
+	case <-e.ch:
 	case <-time.After(hostileGuard):
 		t.Fatalf("%s: not after %s", what, hostileGuard)
 	}
