@@ -221,8 +221,9 @@ type SoakSample struct {
 // SoakTrend is a least-squares line through a series of samples after the
 // warm-up: its slope per hour, and the series' range.
 type SoakTrend struct {
-	PerHour  float64 `json:"per_hour"`
-	Min, Max float64
+	PerHour float64 `json:"per_hour"`
+	Min     float64 `json:"min"`
+	Max     float64 `json:"max"`
 }
 
 // SoakResult is what RunSoak measured.
@@ -243,19 +244,30 @@ type SoakResult struct {
 	} `json:"retention"`
 	Samples []SoakSample `json:"samples"`
 
-	// After the warm-up: the trends of each series (MiB for the sizes),
-	// the fetch rate, and the latency percentiles over every change.
-	RSS, Heap, Goroutines, OpenFiles, P99 SoakTrend
-	Store, NATS, Versions, ChangeLog      SoakTrend
-	FoldMarks                             SoakTrend
-	FetchRate                             float64 `json:"fetch_rate"`
-	LatencyN                              int     `json:"latency_n"`
-	LatencyP50, LatencyP99, LatencyMax    float64 // ms
+	// After the warm-up: the trends of each series (MiB for the sizes,
+	// ms for the latency), the fetch rate, and the latency percentiles
+	// over every change.
+	RSS        SoakTrend `json:"rss_mib"`
+	Heap       SoakTrend `json:"heap_mib"`
+	Goroutines SoakTrend `json:"goroutines"`
+	OpenFiles  SoakTrend `json:"open_files"`
+	P99        SoakTrend `json:"sample_latency_p99_ms"`
+	Store      SoakTrend `json:"store_mib"`
+	NATS       SoakTrend `json:"nats_mib"`
+	Versions   SoakTrend `json:"versions"`
+	ChangeLog  SoakTrend `json:"change_log"`
+	FoldMarks  SoakTrend `json:"fold_marks"`
+	FetchRate  float64   `json:"fetch_rate"`
+	LatencyN   int       `json:"latency_n"`
+	LatencyP50 float64   `json:"latency_p50_ms"`
+	LatencyP99 float64   `json:"latency_p99_ms"`
+	LatencyMax float64   `json:"latency_max_ms"`
 	// Pruned counts what retention deleted over the run.
 	Pruned store.Pruned `json:"pruned"`
 	// Produced counts the versions captured and changes logged over the
 	// run, kept or not (the URL records' counters).
-	ProducedVersions, ProducedChanges int64
+	ProducedVersions int64 `json:"produced_versions"`
+	ProducedChanges  int64 `json:"produced_changes"`
 }
 
 // latencies collects the latencies of announced changes.

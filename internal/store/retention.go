@@ -51,7 +51,8 @@ func (r Retention) changes() bool  { return r.Changes > 0 || r.ChangesAge > 0 }
 
 // Pruned counts the entries a prune deleted.
 type Pruned struct {
-	Versions, Changes int
+	Versions int `json:"versions"`
+	Changes  int `json:"changes"`
 }
 
 // Bounds of one Pruner step. A step is one write transaction, and bbolt
