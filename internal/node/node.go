@@ -37,6 +37,9 @@ type Roles struct {
 	Coordinator bool
 	Workers     int  // in-process workers
 	HTTP        bool // serve the API on cfg.Listen (coordinator only)
+	// ConsoleEvery is the sampling period of the console's charts (0:
+	// the default); tests shorten it.
+	ConsoleEvery time.Duration
 }
 
 // Node is a started process.
@@ -167,7 +170,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 			Budget: cfg.Budget.PerSecond(), HostRate: cfg.HostRate.PerSecond(), MaxInFlight: cfg.MaxInFlight,
 			Policy: policy, Replan: cfg.Replan, PriorRate: cfg.PriorRate.PerSecond(), HalfLife: cfg.HalfLife,
 			ExploreShare: cfg.Explore, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Log: log, DefaultIgnore: cfg.DefaultIgnore(), CaptureUniform: cfg.CaptureUniform, LMSkew: cfg.LMSkew,
-			Sources: sources, ProbePolicy: cfg.ProbePolicy, Retention: cfg.Retention(),
+			Sources: sources, ProbePolicy: cfg.ProbePolicy, ConsoleEvery: roles.ConsoleEvery, Retention: cfg.Retention(),
 		})
 		if err != nil {
 			return nil, err

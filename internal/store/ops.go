@@ -24,17 +24,24 @@ func (db *DB) Upsert(recs []URL) (added int, err error) {
 			if err != nil {
 				return err
 			}
+			var prev *URL
 			if !found {
 				added++
 				if r.AddedAt.IsZero() {
 					r.AddedAt = time.Now()
 				}
 				cur = r
+				// A deleted URL added again starts over; its history stays.
+				if err := tx.Bucket(bucketDeleted).Delete(key); err != nil {
+					return err
+				}
 			} else {
+				old := cur
+				prev = &old
 				cur.Weight, cur.Selector, cur.Mode, cur.Ignore = r.Weight, r.Selector, r.Mode, r.Ignore
-				cur.Period, cur.Polls = r.Period, r.Polls
+				cur.Period, cur.Polls, cur.KeepRaw = r.Period, r.Polls, r.KeepRaw
 			}
-			if err := putJSON(b, key, cur); err != nil {
+			if err := putURL(tx, prev, cur); err != nil {
 				return err
 			}
 		}
@@ -144,8 +151,18 @@ func (t *Tx) Get(url string) (URL, bool, error) {
 	return u, found, err
 }
 
-// Put writes the URL record.
-func (t *Tx) Put(u URL) error { return putJSON(t.tx.Bucket(bucketURLs), []byte(u.URL), u) }
+// Put writes the URL record (and moves its index keys).
+func (t *Tx) Put(u URL) error {
+	var old URL
+	found, err := getJSON(t.tx.Bucket(bucketURLs), []byte(u.URL), &old)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return putURL(t.tx, nil, u)
+	}
+	return putURL(t.tx, &old, u)
+}
 
 // SetContent stores the latest extracted text of url.
 func (t *Tx) SetContent(url, text string) error {
@@ -186,6 +203,9 @@ func (t *Tx) AddChange(c Change) (uint64, error) {
 		return 0, err
 	}
 	c.Seq = seq
+	if err := t.tx.Bucket(bucketIxChanges).Put(changeIndexKey(c.URL, seq), nil); err != nil {
+		return 0, err
+	}
 	return seq, putJSON(b, u64(seq), c)
 }
 

@@ -88,7 +88,7 @@ func (p *Pruner) Step(now time.Time) (n Pruned, done bool, err error) {
 	err = p.db.bolt.Update(func(tx *bolt.Tx) error {
 		n = Pruned{}
 		if p.r.changes() {
-			k, err := pruneChanges(tx.Bucket(bucketChanges), p.r, now)
+			k, err := pruneChanges(tx.Bucket(bucketChanges), tx.Bucket(bucketIxChanges), p.r, now)
 			if err != nil {
 				return err
 			}
@@ -116,8 +116,10 @@ func (p *Pruner) Step(now time.Time) (n Pruned, done bool, err error) {
 // the oldest end, so the keys are contiguous and the newest r.Changes are
 // those above last − r.Changes. Entries are appended in fold order, so
 // their times grow with the key; the age bound stops at the first entry
-// young enough.
-func pruneChanges(b *bolt.Bucket, r Retention, now time.Time) (int, error) {
+// young enough. Each entry's key in the change log's URL index (ix, nil
+// in a store opened before the indexes) goes with it, or the index would
+// keep growing after the log stopped.
+func pruneChanges(b, ix *bolt.Bucket, r Retention, now time.Time) (int, error) {
 	c := b.Cursor()
 	last, _ := c.Last()
 	if last == nil {
@@ -132,21 +134,26 @@ func pruneChanges(b *bolt.Bucket, r Retention, now time.Time) (int, error) {
 	// Each deletion removes the first key, so the cursor starts over at
 	// First rather than stepping on from a deleted position.
 	for k, v := c.First(); k != nil && n < pruneDeletes; k, v = c.First() {
-		old := binary.BigEndian.Uint64(k) <= upTo
-		if !old && r.ChangesAge > 0 {
-			var ch struct {
-				At time.Time `json:"at"`
-			}
-			if err := json.Unmarshal(v, &ch); err != nil {
-				return n, fmt.Errorf("decode change %x: %w", k, err)
-			}
-			old = ch.At.Before(cutoff)
+		seq := binary.BigEndian.Uint64(k)
+		var ch struct {
+			URL string    `json:"url"`
+			At  time.Time `json:"at"`
 		}
-		if !old {
+		if err := json.Unmarshal(v, &ch); err != nil && seq > upTo {
+			// Past the count bound only the age decides, and an entry that
+			// does not decode has none: stop rather than guess.
+			return n, fmt.Errorf("decode change %d: %w", seq, err)
+		}
+		if seq > upTo && !(r.ChangesAge > 0 && ch.At.Before(cutoff)) {
 			break
 		}
 		if err := c.Delete(); err != nil {
 			return n, err
+		}
+		if ix != nil {
+			if err := ix.Delete(changeIndexKey(ch.URL, seq)); err != nil {
+				return n, err
+			}
 		}
 		n++
 	}

@@ -201,6 +201,16 @@ func TestPruneMatchesTheRule(t *testing.T) {
 			if !slices.EqualFunc(gotC, wantC, time.Time.Equal) {
 				t.Errorf("%+v: change log keeps %d, want %d", r, len(gotC), len(wantC))
 			}
+			// The change log's URL index keeps a key for each entry kept,
+			// and none for an entry deleted.
+			if err := db.bolt.View(func(tx *bolt.Tx) error {
+				if n := tx.Bucket(bucketIxChanges).Stats().KeyN; n != len(gotC) {
+					t.Errorf("%+v: the change log's index has %d keys for %d entries", r, n, len(gotC))
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
 		})
 	}
 }
