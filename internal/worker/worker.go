@@ -118,6 +118,10 @@ func New(nc *nats.Conn, js jetstream.JetStream, robotsStore robots.Store, opts O
 		r := f.Get(ctx, robotsURL)
 		switch r.ErrKind {
 		case proto.ErrNone, proto.ErrHTTPStatus:
+		case proto.ErrBlocked:
+			// The host name resolves to an address we refuse: the
+			// page's fetch would be refused too, so say that.
+			return 0, nil, &refusedHost{msg: r.Err.Error()}
 		case proto.ErrTooLarge:
 			if r.Status == 0 {
 				return 0, nil, r.Err // headers too large: no response
@@ -135,6 +139,13 @@ func New(nc *nats.Conn, js jetstream.JetStream, robotsStore robots.Store, opts O
 	}, opts.Fetch.UserAgent, opts.Robots)
 	return w
 }
+
+// refusedHost is the robots.txt fetch's error when the fetcher refused
+// the host's address.
+type refusedHost struct{ msg string }
+
+func (e *refusedHost) Error() string { return e.msg }
+func (e *refusedHost) Unwrap() error { return robots.ErrRefused }
 
 // Processed returns how many tasks this worker finished.
 func (w *Worker) Processed() int64 { return w.done.Load() }
@@ -346,7 +357,12 @@ func (w *Worker) process(ctx context.Context, task proto.Task) (res proto.Result
 	}
 	if !w.opts.IgnoreRobots {
 		dec, err := w.robots.Check(ctx, task.URL)
-		if err != nil {
+		var refused *refusedHost
+		switch {
+		case errors.As(err, &refused):
+			res.ErrKind, res.Err = proto.ErrBlocked, fmt.Sprintf("host %s resolves to an address the crawler must not connect to: %s", task.Host, refused.msg)
+			return res
+		case err != nil:
 			res.ErrKind, res.Err = proto.ErrRobots, err.Error()
 			return res
 		}
