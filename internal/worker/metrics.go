@@ -27,7 +27,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	ns, sub := "freshcrawl", "worker"
 	m := &Metrics{
 		fetchSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "fetch_duration_seconds",
-			Help: "Time of one page fetch: connection, request, response and body, redirects included.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}),
+			Help: "Time of one fetch (a page or a robots.txt): connection, request, response and body, redirects included.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}),
 		bytes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "fetched_bytes_total", Help: "Bytes of response bodies read, after decompression."}),
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "results_total",
 			Help: "Tasks finished, by HTTP status class (2xx, 3xx, 4xx, 5xx, none) and error kind (none when the fetch succeeded)."}, []string{"status", "kind"}),

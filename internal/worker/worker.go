@@ -116,6 +116,7 @@ func New(nc *nats.Conn, js jetstream.JetStream, robotsStore robots.Store, opts O
 	w := &Worker{opts: opts, nc: nc, js: js, fetcher: f, log: opts.Log.With("worker", opts.ID), lastHost: map[string]time.Time{}, sources: map[string]*source.Source{}}
 	w.robots = robots.NewChecker(robotsStore, func(ctx context.Context, robotsURL string) (int, []byte, error) {
 		r := f.Get(ctx, robotsURL)
+		opts.Metrics.fetched(r.Elapsed, r.Bytes)
 		switch r.ErrKind {
 		case proto.ErrNone, proto.ErrHTTPStatus:
 		case proto.ErrBlocked:

@@ -1,0 +1,190 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	"github.com/freshcrawl/freshcrawl/internal/node"
+)
+
+// pki writes a CA, a server certificate for 127.0.0.1 and a client
+// certificate as PEM files.
+func pki(t *testing.T) (ca, srvCert, srvKey, cliCert, cliKey string) {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	newKey := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	caKey := newKey()
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	leaf := func(n int64, cn string, usage x509.ExtKeyUsage) (string, string) {
+		k := newKey()
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(n), Subject: pkix.Name{CommonName: cn}, NotBefore: time.Now().Add(-time.Hour),
+			NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &k.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kb, _ := x509.MarshalECPrivateKey(k)
+		return write(cn+".pem", "CERTIFICATE", der), write(cn+"-key.pem", "EC PRIVATE KEY", kb)
+	}
+	ca = write("ca.pem", "CERTIFICATE", caDER)
+	srvCert, srvKey = leaf(2, "server", x509.ExtKeyUsageServerAuth)
+	cliCert, cliKey = leaf(3, "client", x509.ExtKeyUsageClientAuth)
+	return
+}
+
+// TestSecuredClusterAndWorkerMetrics runs a coordinator and a worker
+// process against a NATS server that requires mutual TLS and a password,
+// crawls a page, and scrapes the worker's /metrics and /healthz on its
+// --listen; both registries pass Prometheus's linter.
+func TestSecuredClusterAndWorkerMetrics(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ca, srvCert, srvKey, cliCert, cliKey := pki(t)
+	tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: srvCert, KeyFile: srvKey, CaFile: ca, Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: filepath.Join(t.TempDir(), "js"),
+		NoSigs: true, NoLog: true, TLS: true, TLSVerify: true, TLSConfig: tc, TLSTimeout: 5,
+		Users: []*server.User{{Username: "freshcrawl", Password: "cluster-password"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server did not start")
+	}
+	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintf(w, "<html><body><p>%s at %d</p></body></html>", r.URL.Path, time.Now().UnixNano())
+	}))
+	defer web.Close()
+
+	cfg := testConfig(t, t.TempDir())
+	cfg.NATS = ns.ClientURL()
+	cfg.NATSUser, cfg.NATSPassword = "freshcrawl", "cluster-password"
+	cfg.NATSCA, cfg.NATSCert, cfg.NATSKey = ca, cliCert, cliKey
+	cfg.Listen = "127.0.0.1:0"
+
+	// Without the password the coordinator does not get in.
+	bad := cfg
+	bad.NATSPassword = "wrong"
+	if n, err := node.Start(ctx, node.Options{Config: bad, Roles: node.Roles{Coordinator: true}, Log: quietLog()}); err == nil {
+		n.Stop()
+		t.Fatal("the coordinator connected with a wrong password")
+	} else if !strings.Contains(err.Error(), "Authorization Violation") {
+		t.Fatalf("wrong password: %v", err)
+	}
+
+	coord, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, HTTP: true}, Log: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coord.Stop()
+	wcfg := cfg
+	wcfg.WorkerID = "metered"
+	wk, err := node.Start(ctx, node.Options{Config: wcfg, Roles: node.Roles{Workers: 1, HTTP: true}, Log: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wk.Stop()
+	if _, err := coord.Coordinator.AddSeeds(strings.NewReader(web.URL+"/a\n"+web.URL+"/b\n"), "test"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "two fetches", func() bool { return coord.Coordinator.Status().Fetches >= 2 })
+
+	get := func(base, path string) string {
+		t.Helper()
+		resp, err := http.Get("http://" + base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	if got := get(wk.HTTPAddr(), "/healthz"); got != "ok\n" {
+		t.Errorf("worker /healthz: %q", got)
+	}
+	var wm string
+	waitFor(t, 10*time.Second, "the worker's results in its metrics", func() bool {
+		wm = get(wk.HTTPAddr(), "/metrics")
+		return strings.Contains(wm, `freshcrawl_worker_results_total{kind="none",status="2xx"} 2`)
+	})
+	for _, want := range []string{
+		"freshcrawl_worker_fetch_duration_seconds_count 3", // robots.txt and the two pages
+		"freshcrawl_worker_fetched_bytes_total ",
+		"freshcrawl_worker_robots_cache_misses_total 1",
+		"freshcrawl_worker_robots_cache_hits_total 1",
+		"freshcrawl_worker_tasks_in_progress 0",
+		"go_goroutines ",
+		"process_resident_memory_bytes ",
+	} {
+		if !strings.Contains(wm, want) {
+			t.Errorf("worker /metrics lacks %q", want)
+		}
+	}
+	cm := get(coord.HTTPAddr(), "/metrics")
+	for _, want := range []string{"freshcrawl_fold_latency_seconds_count ", "freshcrawl_webhook_deliveries_total 0", "go_goroutines "} {
+		if !strings.Contains(cm, want) {
+			t.Errorf("coordinator /metrics lacks %q", want)
+		}
+	}
+	for name, text := range map[string]string{"worker": wm, "coordinator": cm} {
+		problems, err := promlint.New(bytes.NewReader([]byte(text))).Lint()
+		if err != nil {
+			t.Fatalf("%s metrics: %v", name, err)
+		}
+		for _, p := range problems {
+			t.Errorf("%s metric %s: %s", name, p.Metric, p.Text)
+		}
+	}
+}
