@@ -56,6 +56,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		simCmd(), demoCmd(), planCmd(), benchCmd(), itemsCmd(),
 		urlsCmd(), urlCmd(), getCmd(), exportCmd(), importCmd(),
 	)
+	addExamples(root)
 	return root
 }
 

@@ -190,6 +190,9 @@ func statusCmd() *cobra.Command {
 }
 
 func printStatus(w io.Writer, s coordinator.Status) {
+	if s.Version != "" {
+		fmt.Fprintf(w, "version        %s\n", s.Version)
+	}
 	fmt.Fprintf(w, "queue          pending %d, awaiting ack %d, redelivered %d, results to fold %d\n", s.Queue.Pending, s.Queue.AckPending, s.Queue.Redelivered, s.Queue.Results)
 	fmt.Fprintf(w, "in flight      %d of at most %d\n", s.InFlight, s.MaxInFlight)
 	fmt.Fprintf(w, "workers        %d seen in the last minute %v\n", len(s.Workers), s.Workers)
@@ -235,6 +238,19 @@ func printStatus(w io.Writer, s coordinator.Status) {
 				state = fmt.Sprintf("learning: %d changes seen, %d exactly timed", c.ExactUpdates+c.IntervalOnly, c.ExactUpdates)
 			}
 			fmt.Fprintf(w, "  %s  period %s, %d polls/period, %s\n", c.URL, period, c.Polls, state)
+		}
+	}
+	if h := s.Webhooks; h != nil {
+		queued := 0
+		for _, n := range h.Queued {
+			queued += n
+		}
+		fmt.Fprintf(w, "webhooks       %d configured, %d delivered, %d failed attempts, %d queued, %d dead letters\n", len(h.Webhooks), h.Delivered, h.Failed, queued, h.Dead)
+		for _, d := range h.DeadLetters {
+			fmt.Fprintf(w, "  dead letter  %s  event %s to %s, %d attempts, last: %s (retry: POST /api/webhooks/retry {\"ids\":[\"%s\"]})\n", d.ID, d.EventID, d.URL, d.Attempts, d.LastErr, d.ID)
+		}
+		if more := h.Dead - len(h.DeadLetters); more > 0 {
+			fmt.Fprintf(w, "  … and %d more dead letters (GET /api/webhooks)\n", more)
 		}
 	}
 }
