@@ -36,7 +36,7 @@ var examples = map[string]string{
   freshcrawl status --json --api https://crawler.example:8443 --api-token "$TOKEN"`,
 	"freshcrawl versions": `  freshcrawl versions https://example.com/prices
   freshcrawl versions --show 3 https://example.com/prices`,
-	"freshcrawl items add": `  freshcrawl items add --source papers items.jsonl`,
+	"freshcrawl items add":  `  freshcrawl items add --source papers items.jsonl`,
 	"freshcrawl items list": `  freshcrawl items list --source papers --json`,
 	"freshcrawl plan": `  freshcrawl plan --data ./freshcrawl-data --budget 10/s
   freshcrawl plan --rates rates.txt --target-freshness 0.9`,
