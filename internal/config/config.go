@@ -466,7 +466,7 @@ func (c *Config) Validate() error {
 		check("nats-user", errors.New("nats-user and nats-password go together"))
 	}
 	for _, t := range append(append([]string(nil), c.APITokens...), c.APIReadTokens...) {
-		if err := CheckToken(t); err != nil {
+		if err := checkToken(t); err != nil {
 			check("api-token", err)
 		}
 	}
@@ -493,7 +493,7 @@ func (c *Config) Validate() error {
 			check(ruleKey(err), err)
 		}
 	}
-	if _, err := c.Level(); err != nil {
+	if _, err := c.level(); err != nil {
 		errs = append(errs, err.Error())
 	}
 	if len(errs) > 0 {
@@ -546,10 +546,10 @@ func checkLogFormat(f string) error {
 // sent on every request, and a short one can be guessed.
 const minTokenLen = 16
 
-// CheckToken reports whether t can be an API token: at least minTokenLen
+// checkToken reports whether t can be an API token: at least minTokenLen
 // characters, none of them a space or a control character (it travels in
 // an Authorization header).
-func CheckToken(t string) error {
+func checkToken(t string) error {
 	if len(t) < minTokenLen {
 		return fmt.Errorf("a token must have at least %d characters (got %d); make one with `openssl rand -hex 32`", minTokenLen, len(t))
 	}
@@ -563,7 +563,7 @@ func CheckToken(t string) error {
 
 // Logger builds the logger the settings ask for, writing to w.
 func (c *Config) Logger(w io.Writer) (*slog.Logger, error) {
-	lvl, err := c.Level()
+	lvl, err := c.level()
 	if err != nil {
 		return nil, err
 	}
@@ -577,8 +577,8 @@ func (c *Config) Logger(w io.Writer) (*slog.Logger, error) {
 	return nil, fmt.Errorf("log-format %q: want text or json", c.LogFormat)
 }
 
-// Level parses LogLevel.
-func (c *Config) Level() (slog.Level, error) {
+// level parses LogLevel.
+func (c *Config) level() (slog.Level, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
 		return l, fmt.Errorf("log-level %q: want debug, info, warn or error", c.LogLevel)

@@ -306,9 +306,9 @@ func (d *Deliverer) post(ctx context.Context, del store.Delivery) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", d.o.UserAgent)
-	req.Header.Set(EventIDHeader, del.EventID)
+	req.Header.Set(eventIDHeader, del.EventID)
 	if s := d.secret(del.Endpoint); s != "" {
-		req.Header.Set(SignatureHeader, Sign(s, del.Body))
+		req.Header.Set(signatureHeader, sign(s, del.Body))
 	}
 	resp, err := d.o.Client.Do(req)
 	if err != nil {

@@ -74,10 +74,10 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case json.Unmarshal(body, &ev) != nil:
 		rc.bad = append(rc.bad, "body is not a change event: "+string(body))
-	case rc.secret != "" && !Verify(rc.secret, body, r.Header.Get(SignatureHeader)):
-		rc.bad = append(rc.bad, "bad signature "+r.Header.Get(SignatureHeader))
-	case r.Header.Get(EventIDHeader) != ev.ID || ev.ID == "":
-		rc.bad = append(rc.bad, fmt.Sprintf("event id header %q, body %q", r.Header.Get(EventIDHeader), ev.ID))
+	case rc.secret != "" && !verify(rc.secret, body, r.Header.Get(signatureHeader)):
+		rc.bad = append(rc.bad, "bad signature "+r.Header.Get(signatureHeader))
+	case r.Header.Get(eventIDHeader) != ev.ID || ev.ID == "":
+		rc.bad = append(rc.bad, fmt.Sprintf("event id header %q, body %q", r.Header.Get(eventIDHeader), ev.ID))
 	case r.Header.Get("Content-Type") != "application/json":
 		rc.bad = append(rc.bad, "content type "+r.Header.Get("Content-Type"))
 	}
@@ -391,11 +391,11 @@ func TestSignVerify(t *testing.T) {
 	body := []byte(`{"id":"x"}`)
 	// The HMAC-SHA256 of body under "key", as `openssl dgst -sha256 -hmac key` prints it.
 	const want = "sha256=9ceaa4a60fd94e663e15900ab1b5d7c00781640620d1414798d6ed63ed6ff2d7"
-	got := Sign("key", body)
+	got := sign("key", body)
 	if got != want {
 		t.Fatalf("Sign = %q, want %q", got, want)
 	}
-	if !Verify("key", body, got) || Verify("other", body, got) || Verify("key", []byte(`{"id":"y"}`), got) {
+	if !verify("key", body, got) || verify("other", body, got) || verify("key", []byte(`{"id":"y"}`), got) {
 		t.Fatal("Verify accepts a wrong secret or body, or rejects the right one")
 	}
 }

@@ -47,12 +47,12 @@ const (
 
 // Headers of a webhook request.
 const (
-	// SignatureHeader is "sha256=" and the hex HMAC-SHA256 of the request
+	// signatureHeader is "sha256=" and the hex HMAC-SHA256 of the request
 	// body under the webhook's secret.
-	SignatureHeader = "Freshcrawl-Signature"
-	// EventIDHeader repeats the body's id, to de-duplicate on without
+	signatureHeader = "Freshcrawl-Signature"
+	// eventIDHeader repeats the body's id, to de-duplicate on without
 	// parsing.
-	EventIDHeader = "Freshcrawl-Event-Id"
+	eventIDHeader = "Freshcrawl-Event-Id"
 )
 
 // CheckAttempts reports whether n is a valid number of attempts: ≥ 1.
@@ -71,10 +71,10 @@ func CheckBackoff(d time.Duration) error {
 	return nil
 }
 
-// Event is the change event of a change of the log. Its id is the id of
+// event is the change event of a change of the log. Its id is the id of
 // the task whose result found the change: the fold is idempotent by task
 // id, so a change has exactly one, whoever publishes it and how often.
-func Event(ch store.Change) proto.ChangeEvent {
+func event(ch store.Change) proto.ChangeEvent {
 	return proto.ChangeEvent{V: proto.Version, ID: ch.TaskID, Seq: ch.Seq, URL: ch.URL, Host: ch.Host, TaskID: ch.TaskID,
 		At: ch.At, Hash: ch.Hash, PrevHash: ch.PrevHash, Diff: ch.Diff}
 }
@@ -82,7 +82,7 @@ func Event(ch store.Change) proto.ChangeEvent {
 // encodeEvent is the JSON of a change's event: the NATS payload and the
 // webhook body.
 func encodeEvent(ch store.Change) ([]byte, proto.ChangeEvent, error) {
-	ev := Event(ch)
+	ev := event(ch)
 	b, err := json.Marshal(ev)
 	if err != nil {
 		return nil, ev, fmt.Errorf("encode change %d: %w", ch.Seq, err)
@@ -90,17 +90,17 @@ func encodeEvent(ch store.Change) ([]byte, proto.ChangeEvent, error) {
 	return b, ev, nil
 }
 
-// Sign is the SignatureHeader value of body under secret.
-func Sign(secret string, body []byte) string {
+// sign is the signatureHeader value of body under secret.
+func sign(secret string, body []byte) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write(body)
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
-// Verify reports whether header is body's signature under secret, in
+// verify reports whether header is body's signature under secret, in
 // constant time: what a receiver written in Go does with a request.
-func Verify(secret string, body []byte, header string) bool {
-	return hmac.Equal([]byte(Sign(secret, body)), []byte(header))
+func verify(secret string, body []byte, header string) bool {
+	return hmac.Equal([]byte(sign(secret, body)), []byte(header))
 }
 
 // errNoStore is returned by constructors given no store.

@@ -21,7 +21,7 @@ type Webhook struct {
 	Name string `yaml:"name"`
 	// URL receives a POST per change.
 	URL string `yaml:"url"`
-	// Secret signs the requests (SignatureHeader); SecretEnv names an
+	// Secret signs the requests (signatureHeader); SecretEnv names an
 	// environment variable holding it instead, so the file need not. With
 	// neither, the global --webhook-secret signs them.
 	Secret    string `yaml:"secret"`

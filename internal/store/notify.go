@@ -77,14 +77,14 @@ func (d Delivery) ID() string {
 	return hex.EncodeToString(deliveryKey(d.Endpoint, d.Seq))
 }
 
-// EndpointKey is the 8-byte prefix of an endpoint's queue.
-func EndpointKey(endpoint string) []byte {
+// endpointKey is the 8-byte prefix of an endpoint's queue.
+func endpointKey(endpoint string) []byte {
 	h := sha256.Sum256([]byte(endpoint))
 	return h[:8]
 }
 
 func deliveryKey(endpoint string, seq uint64) []byte {
-	return binary.BigEndian.AppendUint64(EndpointKey(endpoint), seq)
+	return binary.BigEndian.AppendUint64(endpointKey(endpoint), seq)
 }
 
 // RouteChanges hands every change after the cursor name (at most limit of
@@ -148,7 +148,7 @@ func (db *DB) NextDelivery(endpoint string) (Delivery, bool, error) {
 	var d Delivery
 	found := false
 	err := db.bolt.View(func(tx *bolt.Tx) error {
-		p := EndpointKey(endpoint)
+		p := endpointKey(endpoint)
 		k, v := tx.Bucket(bucketHookQueue).Cursor().Seek(p)
 		if k == nil || !hasPrefix(k, p) {
 			return nil
