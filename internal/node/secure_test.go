@@ -11,6 +11,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -188,3 +190,45 @@ func TestSecuredClusterAndWorkerMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestWarnsOfAnOpenAPIBeyondLoopback: an API listening beyond loopback
+// without a token says so in the log; with a token, or on loopback, it
+// does not.
+func TestWarnsOfAnOpenAPIBeyondLoopback(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, c := range []struct {
+		listen string
+		tokens []string
+		warn   bool
+	}{
+		{"0.0.0.0:0", nil, true},
+		{"0.0.0.0:0", []string{"a-token-of-the-test-0001"}, false},
+		{"127.0.0.1:0", nil, false},
+	} {
+		var logs lockedBuffer
+		cfg := testConfig(t, t.TempDir())
+		cfg.Listen, cfg.APITokens = c.listen, c.tokens
+		n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, HTTP: true}, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Stop()
+		if got := strings.Contains(logs.String(), "beyond loopback without a token"); got != c.warn {
+			t.Errorf("listen %s, %d tokens: warned %v, want %v:\n%s", c.listen, len(c.tokens), got, c.warn, logs.String())
+		}
+	}
+}
+
+// lockedBuffer is a log sink for the node's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
