@@ -18,14 +18,17 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
+	"github.com/freshcrawl/freshcrawl/internal/config"
 	"github.com/freshcrawl/freshcrawl/internal/node"
 )
 
@@ -232,3 +235,63 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+// TestCoordinatorAndWorkerWithTokenAndNKey connects a coordinator and a
+// worker process through the config's NATS keys to servers that require
+// a token, and an NKey.
+func TestCoordinatorAndWorkerWithTokenAndNKey(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, _ := kp.Seed()
+	pub, _ := kp.PublicKey()
+	seedFile := filepath.Join(t.TempDir(), "user.nk")
+	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		server func(*server.Options)
+		client func(*config.Config)
+	}{
+		{"token", func(o *server.Options) { o.Authorization = "nats-token-of-the-test" }, func(c *config.Config) { c.NATSToken = "nats-token-of-the-test" }},
+		{"nkey", func(o *server.Options) { o.Nkeys = []*server.NkeyUser{{Nkey: pub}} }, func(c *config.Config) { c.NATSNKey = seedFile }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: filepath.Join(t.TempDir(), "js"), NoSigs: true, NoLog: true}
+			c.server(o)
+			ns, err := server.NewServer(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			go ns.Start()
+			if !ns.ReadyForConnections(10 * time.Second) {
+				t.Fatal("nats-server did not start")
+			}
+			defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+			cfg := testConfig(t, t.TempDir())
+			cfg.NATS = ns.ClientURL()
+			if _, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true}, Log: quietLog()}); err == nil {
+				t.Fatal("connected without the credentials")
+			}
+			c.client(&cfg)
+			coord, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true}, Log: quietLog()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer coord.Stop()
+			cfg.WorkerID = "w-" + c.name
+			wk, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Workers: 1}, Log: quietLog()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer wk.Stop()
+			waitFor(t, 20*time.Second, "the worker's heartbeat at the coordinator", func() bool {
+				return slices.Contains(coord.Coordinator.Status().Workers, cfg.WorkerID)
+			})
+		})
+	}
+}
