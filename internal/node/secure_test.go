@@ -27,6 +27,9 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/freshcrawl/freshcrawl/internal/config"
 	"github.com/freshcrawl/freshcrawl/internal/node"
@@ -159,20 +162,25 @@ func TestSecuredClusterAndWorkerMetrics(t *testing.T) {
 	if got := get(wk.HTTPAddr(), "/healthz"); got != "ok\n" {
 		t.Errorf("worker /healthz: %q", got)
 	}
+	// Every fetch is timed: the pages' (one a finished task) and the
+	// robots.txt fetches (the cache misses). Read from one scrape taken
+	// while no task is half done.
 	var wm string
-	waitFor(t, 10*time.Second, "the worker's results in its metrics", func() bool {
+	var fetches, results, misses, hits, ok2xx float64
+	waitFor(t, 20*time.Second, "two pages and their robots.txt in the worker's metrics", func() bool {
 		wm = get(wk.HTTPAddr(), "/metrics")
-		return strings.Contains(wm, `freshcrawl_worker_results_total{kind="none",status="2xx"} 2`)
+		fams := parseMetrics(t, wm)
+		fetches = sample(fams, "freshcrawl_worker_fetch_duration_seconds", nil)
+		results = sample(fams, "freshcrawl_worker_results_total", nil)
+		ok2xx = sample(fams, "freshcrawl_worker_results_total", map[string]string{"status": "2xx", "kind": "none"})
+		misses = sample(fams, "freshcrawl_worker_robots_cache_misses_total", nil)
+		hits = sample(fams, "freshcrawl_worker_robots_cache_hits_total", nil)
+		return sample(fams, "freshcrawl_worker_tasks_in_progress", nil) == 0 && ok2xx >= 2
 	})
-	for _, want := range []string{
-		"freshcrawl_worker_fetch_duration_seconds_count 3", // robots.txt and the two pages
-		"freshcrawl_worker_fetched_bytes_total ",
-		"freshcrawl_worker_robots_cache_misses_total 1",
-		"freshcrawl_worker_robots_cache_hits_total 1",
-		"freshcrawl_worker_tasks_in_progress 0",
-		"go_goroutines ",
-		"process_resident_memory_bytes ",
-	} {
+	if misses != 1 || hits != results-1 || fetches != results+misses || ok2xx != results {
+		t.Errorf("worker metrics: %v fetches timed, %v results (%v 2xx), robots cache %v misses and %v hits; want one miss, a hit for every later task, and a timed fetch for each result and miss", fetches, results, ok2xx, misses, hits)
+	}
+	for _, want := range []string{"freshcrawl_worker_fetched_bytes_total ", "go_goroutines ", "process_resident_memory_bytes "} {
 		if !strings.Contains(wm, want) {
 			t.Errorf("worker /metrics lacks %q", want)
 		}
@@ -294,4 +302,46 @@ func TestCoordinatorAndWorkerWithTokenAndNKey(t *testing.T) {
 			})
 		})
 	}
+}
+
+func parseMetrics(t *testing.T, text string) map[string]*dto.MetricFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	return fams
+}
+
+// sample sums the series of family name whose labels include want: a
+// counter's or gauge's value, a histogram's count.
+func sample(fams map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
+	f, ok := fams[name]
+	if !ok {
+		return -1
+	}
+	sum := 0.0
+	for _, m := range f.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		match := true
+		for k, v := range want {
+			match = match && labels[k] == v
+		}
+		if !match {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			sum += m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			sum += m.GetGauge().GetValue()
+		case m.Histogram != nil:
+			sum += float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return sum
 }
