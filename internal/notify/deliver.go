@@ -139,11 +139,17 @@ func (d *Deliverer) Run(ctx context.Context) error {
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	failing := false
 	for {
 		eps, more, err := d.db.RouteChanges(routeCursor, routeBatch, d.route)
-		if err != nil {
-			d.o.Log.Warn("routing changes to webhooks", "err", err)
+		// The first failure of a run of them is logged, not every retry.
+		switch {
+		case err != nil && !failing:
+			d.o.Log.Warn("routing changes to webhooks failed; retrying every second", "err", err)
+		case err == nil && failing:
+			d.o.Log.Info("routing changes to webhooks again")
 		}
+		failing = err != nil
 		for _, ep := range eps {
 			d.kick(ep)
 		}
