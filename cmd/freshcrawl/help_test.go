@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/freshcrawl/freshcrawl/internal/coordinator"
+	"github.com/freshcrawl/freshcrawl/internal/notify"
 	"github.com/freshcrawl/freshcrawl/internal/version"
 )
 
@@ -73,5 +75,24 @@ func TestVersionFlag(t *testing.T) {
 	}
 	if got, want := out.String(), "freshcrawl "+version.String()+"\n"; got != want || version.String() == "" {
 		t.Fatalf("--version printed %q, want %q", got, want)
+	}
+}
+
+func TestPrintStatusShowsDeadLetters(t *testing.T) {
+	var out bytes.Buffer
+	printStatus(&out, coordinator.Status{Version: "v9.9.9", Webhooks: &notify.Status{
+		Webhooks: []notify.WebhookView{{Name: "a", URL: "https://h.example/a"}}, Queued: map[string]int{"https://h.example/a": 3},
+		Delivered: 7, Failed: 12, Dead: 3,
+		DeadLetters: []notify.DeadLetter{{ID: "00ff", URL: "https://h.example/a", EventID: "task-1", Attempts: 10, LastErr: "webhook answered 502 Bad Gateway"}},
+	}})
+	for _, want := range []string{
+		"version        v9.9.9",
+		"webhooks       1 configured, 7 delivered, 12 failed attempts, 3 queued, 3 dead letters",
+		`dead letter  00ff  event task-1 to https://h.example/a, 10 attempts, last: webhook answered 502 Bad Gateway`,
+		"and 2 more dead letters",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
 	}
 }
