@@ -19,6 +19,7 @@ import (
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 )
 
@@ -100,24 +101,37 @@ func startServer(t *testing.T, configure func(*server.Options)) *server.Server {
 	return s
 }
 
-// connectWith connects with a's options and checks that JetStream works
-// for the connection: Ensure creates every stream.
-func connectWith(t *testing.T, url string, a Auth, jetStream bool) error {
+// connectWith connects as the processes do, with a's options, and checks
+// that JetStream works for the connection: Ensure creates every stream.
+func connectWith(t *testing.T, url string, a Auth) error {
 	t.Helper()
 	opts, err := a.Options()
 	if err != nil {
 		return err
 	}
-	// No reconnect loop for a refused connection: a test wants the error.
 	nc, js, err := Connect(url, "auth-test", quietLog(), opts...)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	if !jetStream {
-		return nc.Flush()
-	}
 	return Ensure(ctx(t), js, DefaultSettings())
+}
+
+// refused connects once with a's options, without Connect's retries, and
+// returns the server's answer: a test of what the server makes of the
+// credentials, whatever Connect's retry policy.
+func refused(t *testing.T, url string, a Auth) error {
+	t.Helper()
+	opts, err := a.Options()
+	if err != nil {
+		return err
+	}
+	nc, err := nats.Connect(url, append(opts, nats.NoReconnect())...)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	return nc.Flush()
 }
 
 func writeFile(t *testing.T, name, content string) string {
@@ -166,10 +180,10 @@ func TestAuthMethods(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := startServer(t, c.configure)
-			if err := connectWith(t, s.ClientURL(), c.good, true); err != nil {
+			if err := connectWith(t, s.ClientURL(), c.good); err != nil {
 				t.Fatalf("with the right credentials: %v", err)
 			}
-			err := connectWith(t, s.ClientURL(), c.bad, false)
+			err := refused(t, s.ClientURL(), c.bad)
 			if err == nil || !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(c.wantErr)) {
 				t.Fatalf("with the wrong credentials: %v, want an error mentioning %q", err, c.wantErr)
 			}
@@ -227,10 +241,10 @@ func TestAuthCredsFile(t *testing.T) {
 		o.AccountResolver = resolver
 		o.SystemAccount = sysPub
 	})
-	if err := connectWith(t, s.ClientURL(), Auth{CredsFile: writeFile(t, "user.creds", string(creds))}, true); err != nil {
+	if err := connectWith(t, s.ClientURL(), Auth{CredsFile: writeFile(t, "user.creds", string(creds))}); err != nil {
 		t.Fatalf("with the credentials file: %v", err)
 	}
-	if err := connectWith(t, s.ClientURL(), Auth{}, false); err == nil {
+	if err := refused(t, s.ClientURL(), Auth{}); err == nil {
 		t.Fatal("connected to an operator-mode server without credentials")
 	}
 }
