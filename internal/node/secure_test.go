@@ -337,3 +337,40 @@ func sample(fams map[string]*dto.MetricFamily, name string, want map[string]stri
 	}
 	return sum
 }
+
+// TestRunServesWorkerMetrics: `run` (a coordinator with in-process
+// workers) serves the workers' series on the coordinator's /metrics, the
+// runtime collectors once, and the whole passes the linter.
+func TestRunServesWorkerMetrics(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg := testConfig(t, t.TempDir())
+	cfg.Listen = "127.0.0.1:0"
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 1, HTTP: true}, Log: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	resp, err := http.Get("http://" + n.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("/metrics: %d %s", resp.StatusCode, b)
+	}
+	fams := parseMetrics(t, string(b))
+	for _, name := range []string{"freshcrawl_worker_tasks_in_progress", "freshcrawl_fold_latency_seconds", "go_goroutines", "process_open_fds"} {
+		if _, ok := fams[name]; !ok {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+	problems, err := promlint.New(bytes.NewReader(b)).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("metric %s: %s", p.Metric, p.Text)
+	}
+}
