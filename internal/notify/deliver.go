@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/freshcrawl/freshcrawl/internal/logx"
 	"github.com/freshcrawl/freshcrawl/internal/store"
 )
 
@@ -88,6 +89,7 @@ type Deliverer struct {
 
 	delivered, failed, dead atomic.Int64
 	lanesWG                 sync.WaitGroup
+	once                    logx.OnChange
 }
 
 // NewDeliverer returns a deliverer of db's change log. A store that never
@@ -177,6 +179,9 @@ func (d *Deliverer) route(ch store.Change, rec *store.URL) ([]store.Delivery, er
 	}
 	if rec != nil && rec.Webhook != "" && !contains(targets, rec.Webhook) {
 		targets = append(targets, rec.Webhook)
+		if d.o.Secret == "" {
+			d.once.Log(d.o.Log, slog.LevelWarn, "seeds' webhooks are sent unsigned: set --webhook-secret", "unsigned", "url", rec.Webhook)
+		}
 	}
 	if len(targets) == 0 {
 		return nil, nil
