@@ -171,6 +171,11 @@ func TestSecuredAPIAndDeadLetters(t *testing.T) {
 	if code, _ := call("POST", "/api/webhooks/retry", readToken, `{"all":true}`); code != 403 {
 		t.Errorf("retry with the read token: %d, want 403", code)
 	}
+	for body, want := range map[string]string{`{}`: "for every dead letter", `{"ids":["zz"]}`: "32 hex digits", `{"idz":[]}`: "unknown field"} {
+		if code, b := call("POST", "/api/webhooks/drop", adminToken, body); code != 400 || !strings.Contains(string(b), want) {
+			t.Errorf("drop %s: %d %s, want 400 mentioning %q", body, code, b, want)
+		}
+	}
 
 	// The dashboard: sign in with the read token, see the dead letter, fail
 	// to retry it; sign in as admin and retry it once the receiver works.
