@@ -20,6 +20,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -166,6 +167,36 @@ func (r *Rules) Extract(body []byte, class fetch.Class) (text string, err error)
 // htmlText parses body and renders the text of interest with line breaks
 // at block boundaries (not yet normalised).
 func (r *Rules) htmlText(body []byte) (string, error) {
+	if r.selector == nil && len(r.ignore) == 0 {
+		bp := textBufs.Get().(*[]byte)
+		buf, ok := streamText(body, (*bp)[:0])
+		var text string
+		if ok {
+			text = string(buf)
+		}
+		if cap(buf) <= maxPooledBuf {
+			*bp = buf[:0]
+			textBufs.Put(bp)
+		}
+		if ok {
+			return text, nil
+		}
+	}
+	return r.domText(body)
+}
+
+// textBufs recycles the buffers streamText renders into: one per page
+// would otherwise be most of what extraction allocates. A sync.Pool is
+// safe for concurrent workers and holds nothing between uses that matters.
+var textBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledBuf keeps a rare huge page from pinning its buffer in the pool.
+const maxPooledBuf = 1 << 20
+
+// domText parses body into a tree and renders the text of interest: the
+// path for selectors, ignore selectors and the documents streamText does
+// not follow.
+func (r *Rules) domText(body []byte) (string, error) {
 	root, err := html.Parse(bytes.NewReader(body))
 	if err != nil {
 		// x/net/html refuses documents nested deeper than 512 open
@@ -423,7 +454,7 @@ func preserves(n *html.Node) bool {
 // appendCollapsed appends s with every whitespace character, newlines
 // included, turned into a space: outside <pre>, source line breaks are
 // layout of the HTML file, not of the page.
-func appendCollapsed(buf []byte, s string) []byte {
+func appendCollapsed[T string | []byte](buf []byte, s T) []byte {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; c {
 		case '\n', '\r', '\t', '\f', '\v':
