@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/net/html/charset"
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/japanese"
-	"golang.org/x/text/encoding/unicode"
+	unienc "golang.org/x/text/encoding/unicode"
 )
 
 // domVisible is the visible text the tree path renders (html.Parse and
@@ -154,7 +156,7 @@ func TestStreamMatchesDOMPages(t *testing.T) {
 		{name: "news-utf8", body: newsPage(latin)},
 		{name: "news-windows-1252", body: newsPage(latin), contentType: "text/html; charset=windows-1252", enc: charmapWindows1252(t)},
 		{name: "news-shift-jis-meta", body: bytes.Replace(newsPage(japaneseWords), []byte(`charset="utf-8"`), []byte(`charset="shift_jis"`), 1), enc: japanese.ShiftJIS},
-		{name: "news-utf16-bom", body: newsPage(japaneseWords), enc: unicode.UTF16(unicode.LittleEndian, unicode.UseBOM)},
+		{name: "news-utf16-bom", body: newsPage(japaneseWords), enc: unienc.UTF16(unienc.LittleEndian, unienc.UseBOM)},
 		{name: "invalid-utf8", body: append(newsPage(latin), "<p>bad \xff\xfe bytes</p>"...)},
 	}
 	for _, p := range pages {
@@ -199,4 +201,83 @@ func toUTF8(t *testing.T, body []byte, contentType string) []byte {
 		t.Fatalf("decode as %s: %v", name, err)
 	}
 	return bytes.TrimPrefix(out, []byte("\uFEFF"))
+}
+
+// normalizeRef is normalize as it was before its ASCII fast path: the
+// reference FuzzNormalize holds it to.
+//
+// It collapses runs of blanks (any Unicode space, plus invisible
+// zero-width and soft-hyphen characters and control characters) to one
+// space, trims every line, drops empty lines and joins them with "\n".
+// Invalid UTF-8 becomes U+FFFD, so the result survives a JSON round trip
+// byte for byte and hashes the same on both sides of the wire.
+func normalizeRef(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	space, lineStarted := false, false
+	for i := 0; i < len(s); {
+		c, size := rune(s[i]), 1
+		if c >= utf8.RuneSelf {
+			c, size = utf8.DecodeRuneInString(s[i:])
+		}
+		i += size
+		switch {
+		case c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == '\u2028' || c == '\u2029' || c == '\u0085':
+			if lineStarted {
+				b.WriteByte('\n')
+			}
+			space, lineStarted = false, false
+			continue
+		case c == ' ' || c == '\t':
+			space = true
+			continue
+		case c < utf8.RuneSelf && c > 0x20 && c != 0x7f:
+			// Printable ASCII, the common case.
+		case c == '\u200b' || c == '\ufeff' || c == '\u00ad' || c == '\u2060':
+			continue // invisible: not even a word break
+		case unicode.IsSpace(c) || unicode.IsControl(c):
+			space = true
+			continue
+		}
+		if space && lineStarted {
+			b.WriteByte(' ')
+		}
+		switch {
+		case c < utf8.RuneSelf:
+			b.WriteByte(byte(c))
+		case c == utf8.RuneError && size == 1:
+			b.WriteString("\uFFFD") // an invalid byte
+		default:
+			b.WriteString(s[i-size : i])
+		}
+		space, lineStarted = false, true
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func FuzzNormalize(f *testing.F) {
+	for _, s := range []string{"", " a  b \n\n c\t", "x\u00a0y\u200bz", "\xff\xfe a", "line\r\nnext\u2028x", "é  ü\n", "a\x00b\x7fc"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := normalizeRef(s)
+		if got := normalize(s); got != want {
+			t.Fatalf("normalize(%q) = %q, want %q", s, got, want)
+		}
+		if got := normalize([]byte(s)); got != want {
+			t.Fatalf("normalize([]byte(%q)) = %q, want %q", s, got, want)
+		}
+	})
+}
+
+func BenchmarkNormalize(b *testing.B) {
+	raw, ok := streamText(benchPage(b), nil)
+	if !ok {
+		b.Fatal("bench page not streamed")
+	}
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = normalize(raw)
+	}
 }
