@@ -571,8 +571,17 @@ func (r *Rules) blank(text string) string {
 // Hash is the hex SHA-256 of an extracted text: the version identity the
 // coordinator compares to decide whether a page changed.
 func Hash(text string) string {
-	sum := sha256.Sum256([]byte(text))
-	return hex.EncodeToString(sum[:])
+	// Fed through a small buffer rather than as []byte(text): that
+	// conversion would copy the whole text of every fetched page.
+	h := sha256.New()
+	var chunk [1024]byte
+	for len(text) > 0 {
+		n := copy(chunk[:], text)
+		h.Write(chunk[:n])
+		text = text[n:]
+	}
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0]))
 }
 
 // HashBytes is the hex SHA-256 of a raw body, for Binary content which is

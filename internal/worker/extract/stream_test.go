@@ -281,3 +281,23 @@ func BenchmarkNormalize(b *testing.B) {
 		_ = normalize(raw)
 	}
 }
+
+// TestHashIsSHA256 holds Hash, which feeds the text in chunks, to the
+// SHA-256 of the whole text, across chunk boundaries.
+func TestHashIsSHA256(t *testing.T) {
+	for _, n := range []int{0, 1, 1023, 1024, 1025, 5000} {
+		text := strings.Repeat("é", n/2) + strings.Repeat("x", n%2)
+		if got, want := Hash(text), HashBytes([]byte(text)); got != want {
+			t.Errorf("Hash of %d bytes = %s, want %s", len(text), got, want)
+		}
+	}
+}
+
+func BenchmarkHash(b *testing.B) {
+	text := strings.Repeat("A paragraph of the page, long enough to look like one.\n", 360)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = Hash(text)
+	}
+}
