@@ -54,6 +54,9 @@ type streamer struct {
 	pres  int        // whitespace-preserving elements in oe
 	ids   uint32
 	name  [24]byte // the current tag's lower-cased name
+	// selfClosing is set when the current start tag ends in "/>", which
+	// only foreign (SVG, MathML) elements honour.
+	selfClosing bool
 	// form is the id of the element the parser's form element pointer
 	// holds (0: none). It outlives the element on the stack, as in the
 	// parser, because it decides whether a later <form> is ignored.
@@ -90,7 +93,8 @@ func (s *streamer) run() bool {
 // tags as the parser does for HTML (non-foreign) elements.
 func (s *streamer) next() html.TokenType {
 	tt := s.z.Next()
-	if tt == html.SelfClosingTagToken {
+	s.selfClosing = tt == html.SelfClosingTagToken
+	if s.selfClosing {
 		return html.StartTagToken
 	}
 	return tt
@@ -633,15 +637,91 @@ func (s *streamer) bodyStart(t tok) bool {
 		return true
 	case atom.Caption, atom.Col, atom.Colgroup, atom.Frame, atom.Head, atom.Tbody, atom.Td, atom.Tfoot, atom.Th, atom.Thead, atom.Tr:
 		return true // ignored in body
-	case atom.Plaintext, atom.Select, atom.Template, atom.Frameset, atom.Svg, atom.Math,
+	case atom.Svg, atom.Math:
+		return s.foreign(t)
+	case atom.Plaintext, atom.Select, atom.Template, atom.Frameset,
 		atom.Applet, atom.Marquee, atom.Object, atom.Rb, atom.Rtc, atom.Rp, atom.Rt:
-		return false
-	}
-	if t.a == 0 && (string(t.name) == "svg" || string(t.name) == "math") {
 		return false
 	}
 	s.push(t)
 	return true
+}
+
+// foreign consumes an <svg> or <math> element, which renders nothing, up
+// to where the parser ends it: in foreign content every start tag opens an
+// element unless it ends in "/>", an end tag closes the nearest open
+// element of its name, no element's content is raw text and CDATA
+// sections are text. Text in an integration point (<title>, <desc>,
+// <foreignObject>, MathML text elements) goes through the HTML rules, which
+// here only add it where it is not rendered either. It gives up where HTML
+// elements start inside: a tag that breaks out of foreign content, a start
+// tag in an integration point, or an end tag that matches no open foreign
+// element.
+func (s *streamer) foreign(t tok) bool {
+	if s.selfClosing {
+		return true
+	}
+	type foreignElem struct {
+		name        string
+		integration bool
+	}
+	open := []foreignElem{{name: string(t.name)}}
+	defer s.z.AllowCDATA(false)
+	for len(open) > 0 {
+		if len(s.oe)+len(open) > maxStreamDepth {
+			return false
+		}
+		s.z.AllowCDATA(true)
+		switch tt := s.z.Next(); tt {
+		case html.ErrorToken:
+			return s.z.Err() == io.EOF
+		case html.StartTagToken, html.SelfClosingTagToken:
+			name, _ := s.z.TagName()
+			if open[len(open)-1].integration || breaksOut(string(name)) {
+				return false
+			}
+			s.z.NextIsNotRawText()
+			if tt == html.StartTagToken {
+				open = append(open, foreignElem{name: string(name), integration: integrationPoint(string(name))})
+			}
+		case html.EndTagToken:
+			name, _ := s.z.TagName()
+			i := len(open) - 1
+			for i >= 0 && !strings.EqualFold(open[i].name, string(name)) {
+				i--
+			}
+			if i < 0 {
+				return false // handled by the HTML rules
+			}
+			open = open[:i]
+		}
+	}
+	return true
+}
+
+// breaksOut reports tags that end foreign content (font does only with
+// some attributes; any font gives up), and annotation-xml, which may hold
+// HTML.
+func breaksOut(name string) bool {
+	switch name {
+	case "b", "big", "blockquote", "body", "br", "center", "code", "dd", "div", "dl", "dt", "em", "embed",
+		"h1", "h2", "h3", "h4", "h5", "h6", "head", "hr", "i", "img", "li", "listing", "menu", "meta", "nobr",
+		"ol", "p", "pre", "ruby", "s", "small", "span", "strong", "strike", "sub", "sup", "table", "tt", "u",
+		"ul", "var", "font", "annotation-xml":
+		return true
+	}
+	return false
+}
+
+// integrationPoint reports foreign elements whose content follows the HTML
+// rules (SVG's and MathML's, taken together: treating a MathML <title> as
+// one only makes the streamer give up more often).
+func integrationPoint(name string) bool {
+	switch name {
+	case "foreignobject", "desc", "title", "mi", "mo", "mn", "ms", "mtext":
+		return true
+	}
+	return false
 }
 
 // raw handles an element whose content the tokenizer reads as raw text or

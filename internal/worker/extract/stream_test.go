@@ -77,6 +77,14 @@ var trickySnippets = []string{
 	"<p>\u00a0\u200bx\u2028y</p>", "<img alt=x>a<input value=y>b", "<canvas>c</canvas><embed>d",
 	"<div hidden><table><td>x</table></div>y", "<head><meta charset=utf-8><link rel=x><base href=/>",
 	"<h2>a</h2 >b<p/>c", "<p>x<!-- c -->y", "<!doctype html><html><body><p>x</body></html><p>y",
+	"<p>a<svg><style>x</svg><p>b</p>", "<svg><![CDATA[</svg>]]></svg>after", "<svg><path/><g><circle></g></svg>ok",
+	"<svg><title>t</title></svg>x", "<svg><p>x</svg>", "<svg/>z", "<svg><script>a</script></svg>q",
+	"<svg><g></svg>after</g>", "<table><td><svg><rect/></svg>x</table>", "<SVG><Rect></RECT></svg>x",
+	"<svg><a><g></a>y</svg>z", "<math><mrow><msup></math>w", "<svg><font>x</font></svg>", "<svg></p></svg>x",
+	"<button><svg viewBox='0 0 1 1'><use href='#i'/></svg>Go</button>",
+	"<b><svg><title>t</title></svg>x</b>", "<a href=/><svg><title>t<b>x</b></title></svg></a>y",
+	"<svg><desc>d</desc><foreignObject>f</foreignObject></svg>z", "<math><mi>x</mi><mo>+</mo></math>y",
+	"<p><b>1<svg><title>a\x00</title></svg>2</b>3", "<svg><title></svg>x", "<svg><title><![CDATA[<p>]]></title></svg>z",
 }
 
 func FuzzStreamMatchesDOM(f *testing.F) {
@@ -112,7 +120,7 @@ func newsPage(words []string) []byte {
 	var b bytes.Buffer
 	b.WriteString(`<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>News</title>`)
 	b.WriteString(`<style>.c{margin:0}</style><script>var a = "<p>not text</p>";</script></head><body>`)
-	b.WriteString(`<nav class="top"><a href="/">Home</a> <a href="/p">Previous</a></nav>` + "\n")
+	b.WriteString(`<nav class="top"><a href="/"><svg class="icon" viewBox="0 0 24 24"><title>home</title><path d="M0 0h24v24H0z"/></svg>Home</a> <a href="/p">Previous</a></nav>` + "\n")
 	b.WriteString(`<main><h1>Headline</h1><p class="updated">Revision 7</p><ul class="latest">`)
 	for i := range 5 {
 		fmt.Fprintf(&b, `<li class="news"><a href="/n/%d">%s</a><p>%s %d</p></li>`, i, words[i%len(words)], words[(i+1)%len(words)], i)
