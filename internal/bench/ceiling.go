@@ -112,12 +112,12 @@ type CeilingResult struct {
 func RunCeiling(ctx context.Context, o CeilingOptions) (CeilingResult, error) {
 	o = o.withDefaults()
 	res := CeilingResult{Machine: thisMachine()}
-	q, err := RunQueueCeiling(ctx, o)
+	q, err := runQueueCeiling(ctx, o)
 	if err != nil {
 		return res, err
 	}
 	res.Queue = q
-	p, err := RunPipelineCeiling(ctx, o)
+	p, err := runPipelineCeiling(ctx, o)
 	if err != nil {
 		return res, err
 	}
@@ -133,12 +133,12 @@ func benchTask(id string) proto.Task {
 		PrevHash: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}
 }
 
-// RunQueueCeiling publishes typical tasks to the task stream of an
+// runQueueCeiling publishes typical tasks to the task stream of an
 // embedded server as fast as a consumer takes and acknowledges them, and
 // measures the acknowledged rate. At most queueBacklog tasks wait in the
 // stream, so the rate is the steady state, not a burst into an empty
 // queue.
-func RunQueueCeiling(ctx context.Context, o CeilingOptions) (QueueCeiling, error) {
+func runQueueCeiling(ctx context.Context, o CeilingOptions) (QueueCeiling, error) {
 	o = o.withDefaults()
 	var q QueueCeiling
 	dir, err := os.MkdirTemp(o.TempDir, "freshcrawl-ceiling-queue-*")
@@ -268,10 +268,10 @@ func RunQueueCeiling(ctx context.Context, o CeilingOptions) (QueueCeiling, error
 	return q, nil
 }
 
-// RunPipelineCeiling runs a coordinator with no workers on synthetic URLs
+// runPipelineCeiling runs a coordinator with no workers on synthetic URLs
 // and a no-op responder that answers every task at once, and measures the
 // results folded per second.
-func RunPipelineCeiling(ctx context.Context, o CeilingOptions) (PipelineCeiling, error) {
+func runPipelineCeiling(ctx context.Context, o CeilingOptions) (PipelineCeiling, error) {
 	o = o.withDefaults()
 	p := PipelineCeiling{Hosts: o.Hosts, URLs: o.Hosts * o.PagesPerHost}
 	dir, err := os.MkdirTemp(o.TempDir, "freshcrawl-ceiling-pipeline-*")
@@ -313,11 +313,11 @@ func RunPipelineCeiling(ctx context.Context, o CeilingOptions) (PipelineCeiling,
 
 	respCtx, stopResponder := context.WithCancel(ctx)
 	defer stopResponder()
-	var child *ChildProcess
+	var child *childProcess
 	respErr := make(chan error, 1)
 	if len(o.Responder) > 0 {
 		argv := append(append([]string(nil), o.Responder...), n.NATSURL)
-		if child, err = StartChild(ctx, argv); err != nil {
+		if child, err = startChild(ctx, argv); err != nil {
 			return p, fmt.Errorf("pipeline ceiling: responder: %w", err)
 		}
 		defer child.Close()

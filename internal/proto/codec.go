@@ -122,8 +122,8 @@ const (
 	maxNanos = 999_999_999
 )
 
-// IsBinary reports whether b is a binary-encoded message rather than JSON.
-func IsBinary(b []byte) bool { return len(b) > 0 && b[0] == binaryMagic }
+// isBinary reports whether b is a binary-encoded message rather than JSON.
+func isBinary(b []byte) bool { return len(b) > 0 && b[0] == binaryMagic }
 
 // enc appends fields to a buffer, leaving zero values out.
 type enc struct{ b []byte }

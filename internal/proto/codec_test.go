@@ -38,7 +38,7 @@ func TestOldJSONMessagesStillRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if IsBinary(b) {
+	if isBinary(b) {
 		t.Fatal("JSON taken for binary")
 	}
 	got, err := DecodeTask(b)
@@ -62,7 +62,7 @@ func TestBinaryIsSmallerAndTagged(t *testing.T) {
 			t.Fatal(err)
 		}
 		js, _ := json.Marshal(m)
-		if !IsBinary(bin) {
+		if !isBinary(bin) {
 			t.Fatalf("%T not encoded binary", m)
 		}
 		if len(bin) >= len(js) {
@@ -72,7 +72,7 @@ func TestBinaryIsSmallerAndTagged(t *testing.T) {
 	}
 	// Messages other programs read stay JSON.
 	b, err := Encode(Heartbeat{V: Version, WorkerID: "w"})
-	if err != nil || IsBinary(b) || b[0] != '{' {
+	if err != nil || isBinary(b) || b[0] != '{' {
 		t.Fatalf("heartbeat encoded as %q (%v)", b, err)
 	}
 }

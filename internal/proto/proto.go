@@ -305,7 +305,7 @@ func Encode(v any) ([]byte, error) {
 // releases before the binary encoding), told apart by the first byte.
 func DecodeTask(b []byte) (Task, error) {
 	var t Task
-	if IsBinary(b) {
+	if isBinary(b) {
 		var err error
 		if t, err = decodeBinaryTask(b); err != nil {
 			return t, fmt.Errorf("decode task: %w", err)
@@ -325,7 +325,7 @@ func DecodeTask(b []byte) (Task, error) {
 // DecodeResult unmarshals and validates a result, binary or JSON.
 func DecodeResult(b []byte) (Result, error) {
 	var r Result
-	if IsBinary(b) {
+	if isBinary(b) {
 		var err error
 		if r, err = decodeBinaryResult(b); err != nil {
 			return r, fmt.Errorf("decode result: %w", err)
