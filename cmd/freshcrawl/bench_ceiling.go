@@ -23,6 +23,7 @@ func benchCeilingCmd() *cobra.Command {
 		responder      bool
 		inProc, asJSON bool
 		logLevel       string
+		cpuProfile     string
 	)
 	cmd := &cobra.Command{
 		Use:   "ceiling",
@@ -78,6 +79,14 @@ so the pipeline's ceiling is at most about half the queue's.`,
 				}
 				o.Responder = []string{self, "bench", "ceiling", "--noop-responder", "--responders", strconv.Itoa(o.Responders), "--log-level", logLevel}
 			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer f.Close()
+				o.CPUProfile = f
+			}
 			res, err := bench.RunCeiling(ctx, o)
 			if err != nil {
 				return err
@@ -105,6 +114,7 @@ so the pipeline's ceiling is at most about half the queue's.`,
 	f.IntVar(&o.MaxInFlight, "max-in-flight", 4096, "tasks dispatched and not yet folded")
 	f.IntVar(&o.Responders, "responders", 64, "tasks the no-op responder handles at once")
 	f.BoolVar(&inProc, "in-process-responder", false, "run the no-op responder in this process (its CPU then counts as the coordinator's)")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the pipeline measurement window to this file")
 	f.StringVar(&logLevel, "log-level", "error", "freshcrawl's own log level during the run")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	f.BoolVar(&responder, "noop-responder", false, "internal: answer tasks at the NATS URL argument until stdin closes")

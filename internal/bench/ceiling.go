@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,9 +39,12 @@ type CeilingOptions struct {
 	// process.
 	Responder []string
 	// TempDir holds the data directories (default os.TempDir()).
-	TempDir  string
-	Log      *slog.Logger
-	Progress func(format string, args ...any)
+	TempDir string
+	// CPUProfile, if set, receives a CPU profile of the pipeline
+	// measurement window (the coordinator and the embedded NATS server).
+	CPUProfile io.Writer
+	Log        *slog.Logger
+	Progress   func(format string, args ...any)
 }
 
 func (o CeilingOptions) withDefaults() CeilingOptions {
@@ -330,6 +334,11 @@ func runPipelineCeiling(ctx context.Context, o CeilingOptions) (PipelineCeiling,
 		return p, ctx.Err()
 	}
 	o.Progress("pipeline ceiling: measuring %s", o.Duration)
+	if o.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(o.CPUProfile); err != nil {
+			return p, fmt.Errorf("pipeline ceiling: CPU profile: %w", err)
+		}
+	}
 	s0, u0, t0 := n.Coordinator.Status(), selfUsage(), time.Now()
 	var c0 time.Duration
 	if child != nil {
@@ -339,6 +348,9 @@ func runPipelineCeiling(ctx context.Context, o CeilingOptions) (PipelineCeiling,
 		return p, ctx.Err()
 	}
 	s1, u1, t1 := n.Coordinator.Status(), selfUsage(), time.Now()
+	if o.CPUProfile != nil {
+		pprof.StopCPUProfile()
+	}
 	p.Folded, p.Seconds = s1.Fetches-s0.Fetches, t1.Sub(t0).Seconds()
 	p.PerSecond = float64(p.Folded) / p.Seconds
 	p.CoordinatorCores = (u1.CPU - u0.CPU).Seconds() / p.Seconds

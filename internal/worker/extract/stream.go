@@ -110,12 +110,11 @@ func (s *streamer) readTag(end bool) tok {
 	if end {
 		start = 2
 	}
-	var t tok
-	stop := start
+	stop := min(start, len(raw))
 	for stop < len(raw) && !endsTagName(raw[stop]) {
 		stop++
 	}
-	name := raw[start:stop]
+	name := raw[min(start, stop):stop]
 	if len(name) == 0 || len(name) > len(s.name) || (stop < len(raw) && raw[stop] == 0) || raw[0] != '<' {
 		// Unusual: let the tokenizer say (it turns NUL into U+FFFD).
 		n, _ := s.z.TagName()
@@ -129,7 +128,7 @@ func (s *streamer) readTag(end bool) tok {
 		}
 		name = s.name[:len(name)]
 	}
-	t = tok{end: end, a: atom.Lookup(name), name: name}
+	t := tok{end: end, a: atom.Lookup(name), name: name}
 	if end || (t.a != atom.Input && !containsFold(raw[stop:], "hidden")) {
 		return t
 	}
