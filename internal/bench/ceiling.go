@@ -317,11 +317,11 @@ func runPipelineCeiling(ctx context.Context, o CeilingOptions) (PipelineCeiling,
 
 	respCtx, stopResponder := context.WithCancel(ctx)
 	defer stopResponder()
-	var child *childProcess
+	var child *helperProcess
 	respErr := make(chan error, 1)
 	if len(o.Responder) > 0 {
 		argv := append(append([]string(nil), o.Responder...), n.NATSURL)
-		if child, err = startChild(ctx, argv); err != nil {
+		if child, err = startHelper(ctx, argv); err != nil {
 			return p, fmt.Errorf("pipeline ceiling: responder: %w", err)
 		}
 		defer child.Close()

@@ -151,7 +151,7 @@ func RunScaleOut(ctx context.Context, o ScaleOutOptions) (ScaleOutResult, error)
 
 func scaleOutRun(ctx context.Context, o ScaleOutOptions, n *node.Node, k int) (ScaleOutRun, error) {
 	run := ScaleOutRun{Workers: k}
-	children := make([]*childProcess, 0, k)
+	children := make([]*helperProcess, 0, k)
 	defer func() {
 		for _, c := range children {
 			if err := c.Close(); err != nil {
@@ -162,7 +162,7 @@ func scaleOutRun(ctx context.Context, o ScaleOutOptions, n *node.Node, k int) (S
 	for i := range k {
 		argv := append(append([]string(nil), o.Worker...), "--nats", n.NATSURL,
 			"--concurrency", strconv.Itoa(o.Concurrency), "--worker-id", fmt.Sprintf("scaleout-%d-%d", k, i))
-		c, err := startChild(ctx, argv)
+		c, err := startHelper(ctx, argv)
 		if err != nil {
 			return run, fmt.Errorf("scale-out: worker %d: %w", i, err)
 		}

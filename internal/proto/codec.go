@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -283,10 +285,11 @@ func encodeResult(r *Result) []byte {
 	for _, it := range r.Items {
 		e.message(rfItems, func(m *enc) {
 			m.str(ifID, it.ID)
-			for k, v := range it.Fields {
+			// Sorted, so a result encodes to the same bytes every time.
+			for _, k := range slices.Sorted(maps.Keys(it.Fields)) {
 				m.message(ifField, func(f *enc) {
 					f.str(ifKey, k)
-					f.str(ifValue, v)
+					f.str(ifValue, it.Fields[k])
 				})
 			}
 		})

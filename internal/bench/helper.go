@@ -10,17 +10,17 @@ import (
 	"time"
 )
 
-// childProcess is a helper process of a benchmark (a worker, a no-op
+// helperProcess is a helper process of a benchmark (a worker, a no-op
 // responder) whose CPU is measured apart from the process under test.
-type childProcess struct {
+type helperProcess struct {
 	PID   int
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 }
 
-// startChild starts argv with a pipe on its stdin; its output goes to this
+// startHelper starts argv with a pipe on its stdin; its output goes to this
 // process's stderr.
-func startChild(ctx context.Context, argv []string) (*childProcess, error) {
+func startHelper(ctx context.Context, argv []string) (*helperProcess, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("child process: no command")
 	}
@@ -34,13 +34,13 @@ func startChild(ctx context.Context, argv []string) (*childProcess, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("child process: start %s: %w", argv[0], err)
 	}
-	return &childProcess{PID: cmd.Process.Pid, cmd: cmd, stdin: stdin}, nil
+	return &helperProcess{PID: cmd.Process.Pid, cmd: cmd, stdin: stdin}, nil
 }
 
 // Close asks the child to stop — an interrupt, and the end of its stdin
 // for modes that watch it — and waits for it; a child still running after
 // 10 s is killed.
-func (c *childProcess) Close() error {
+func (c *helperProcess) Close() error {
 	_ = c.cmd.Process.Signal(os.Interrupt)
 	_ = c.stdin.Close()
 	done := make(chan struct{})
