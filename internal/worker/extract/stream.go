@@ -17,12 +17,13 @@ import (
 // It follows the HTML tree construction rules only as far as they decide
 // what appendText would emit on html.Parse's tree — which elements are
 // open (for dropped and hidden subtrees, <pre>, block and cell boundaries),
-// implied end tags, implied head and body, table sections and cells. Where
-// the parser would move or re-create nodes in ways a stream cannot follow
-// (foster parenting of misplaced table content, the adoption agency for
-// misnested formatting, foreign SVG/MathML content, select, template,
-// frameset, quirks-dependent table placement, hidden attributes on
-// elements the parser may clone or merge) it gives up and returns ok=false,
+// implied end tags, implied head and body, table sections and cells, and
+// where inline SVG and MathML end. Where the parser would move or re-create
+// nodes in ways a stream cannot follow (foster parenting of misplaced table
+// content, the adoption agency for misnested formatting, HTML elements
+// inside SVG or MathML, select, template, frameset, quirks-dependent table
+// placement, hidden attributes on elements the parser may clone or merge)
+// it gives up and returns ok=false,
 // and the caller parses the document. Once normalised its output equals
 // the tree walk's; FuzzStreamMatchesDOM holds it to that.
 func streamText(body []byte, out []byte) (_ []byte, ok bool) {
@@ -172,8 +173,8 @@ func containsFold(b []byte, w string) bool {
 
 // beforeBody consumes the tokens the parser handles in its initial, before
 // html, before head, in head and after head modes, whose content is never
-// rendered. It returns with the body element open; a token that implies the
-// body is left for inBody to process (pending).
+// rendered. It returns with the body element open, having processed the
+// token that implied it.
 func (s *streamer) beforeBody() bool {
 	s.oe = append(s.oe, openElem{a: atom.Html})
 	afterHead := false
