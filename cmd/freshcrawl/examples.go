@@ -61,6 +61,8 @@ var examples = map[string]string{
 	"freshcrawl bench schedule": `  freshcrawl bench schedule --sizes 10000,100000`,
 	"freshcrawl bench capture":  `  freshcrawl bench capture --pages 200`,
 	"freshcrawl bench soak":     `  freshcrawl bench soak --duration 30m --urls 5000 --json`,
+	"freshcrawl bench ceiling":  `  freshcrawl bench ceiling --duration 30s --max-in-flight 1024`,
+	"freshcrawl bench scaleout": `  freshcrawl bench scaleout --workers 1,2,4,8 --duration 20s --json`,
 }
 
 // addExamples sets the Example of every command of the tree under c.
