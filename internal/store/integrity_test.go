@@ -320,7 +320,9 @@ func TestFenceRefusesOlderHolder(t *testing.T) {
 func TestUndecodableRecordIsCorrupt(t *testing.T) {
 	db := open(t, t.TempDir())
 	defer db.Close()
-	if err := db.update(func(tx *bolt.Tx) error { return tx.Bucket(bucketURLs).Put([]byte("http://x.example/"), []byte("{not json")) }); err != nil {
+	if err := db.update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketURLs).Put([]byte("http://x.example/"), []byte("{not json"))
+	}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := db.Get("http://x.example/")
