@@ -77,7 +77,23 @@ type Options struct {
 	MaxDeliver int
 	// Log receives structured logs.
 	Log *slog.Logger
+	// Link is the NATS connection, whose state status and /healthz show
+	// (nil: not shown).
+	Link *broker.Link
+	// Lease is the coordinator lease this coordinator holds (nil: none,
+	// as in tests).
+	Lease *broker.Lease
+	// FaultPoint stops the first fold at a point of the fault suite's
+	// choosing ("fold-before-commit", "fold-after-commit") until the
+	// process is killed; empty in production.
+	FaultPoint string
 }
+
+// Fault points of the fault suite.
+const (
+	FaultBeforeCommit = "fold-before-commit"
+	FaultAfterCommit  = "fold-after-commit"
+)
 
 // withDefaults fills the zero fields the coordinator reads itself; those
 // it only passes on (ExploreShare, Replan, Policy) are left to their
@@ -179,6 +195,13 @@ type Coordinator struct {
 		seen map[string][]probeSeen           // by source: what results taught since its last round
 	}
 	queue atomic.Pointer[broker.QueueInfo]
+	// foldErr is the last fold that failed, cleared by the next that
+	// succeeds: status and /healthz show it (a full disk, a damaged store).
+	foldErr atomic.Pointer[foldFailure]
+	// fault is armed until the fault point has been reached once.
+	fault atomic.Bool
+	// ctx is Run's context, for callbacks that have none of their own.
+	ctx atomic.Pointer[context.Context]
 
 	fetchWin window
 	chgWin   window
@@ -209,6 +232,23 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 	c.probes.seen = map[string][]probeSeen{}
 	c.counts.errors = map[string]int64{}
 	c.m.budget.Set(opts.Budget)
+	switch opts.FaultPoint {
+	case "":
+	case FaultBeforeCommit:
+		c.fault.Store(true)
+		// Inside the fold's transaction, its writes made, not committed.
+		db.SetBeforeFoldCommit(func() error {
+			if !c.fault.Load() {
+				return nil
+			}
+			c.faultPoint(c.runCtx(), FaultBeforeCommit)
+			return errors.New("stopped at the fault point before the commit")
+		})
+	case FaultAfterCommit:
+		c.fault.Store(true)
+	default:
+		return nil, fmt.Errorf("coordinator options: FaultPoint %q: want %s or %s", opts.FaultPoint, FaultBeforeCommit, FaultAfterCommit)
+	}
 	for _, src := range opts.Sources {
 		ss, err := newSourceState(src, opts.ProbePolicy, opts.PriorRate)
 		if err != nil {
@@ -259,18 +299,26 @@ func info(u store.URL) schedule.URLInfo {
 		Period: period, Polls: u.Polls}
 }
 
-// Run serves until ctx is done.
+// runCtx is Run's context (Background before Run).
+func (c *Coordinator) runCtx() context.Context {
+	if p := c.ctx.Load(); p != nil {
+		return *p
+	}
+	return context.Background()
+}
+
+// Run serves until ctx is done. Stopped, it finishes the fold under way
+// and leaves every other task and result in the streams, for the next
+// coordinator.
 func (c *Coordinator) Run(ctx context.Context) error {
+	c.ctx.Store(&ctx)
 	if err := c.load(); err != nil {
 		return err
 	}
-	// Tasks left in the queue by a previous run are rebuilt from the store
-	// (each URL keeps its next due time), so the queue starts empty rather
-	// than holding tasks whose host spacing this run knows nothing about.
-	if st, err := c.js.Stream(ctx, proto.TaskStream); err == nil {
-		if err := st.Purge(ctx); err != nil {
-			c.log.Warn("purge stale tasks", "err", err)
-		}
+	// Tasks left in the stream by a previous run, or by the coordinator
+	// this one took over from, are still being fetched: keep them.
+	if err := broker.Retry(ctx, c.log, "reconcile tasks", c.reconcile); err != nil {
+		return err
 	}
 	c.replan()
 

@@ -251,6 +251,30 @@ func (d *Dispatcher) Release(taskID string, fetchedAt, due time.Time) bool {
 	return ok
 }
 
+// Adopt takes tasks found in the task stream at start-up (left by a
+// previous coordinator, or by this one's predecessor before a takeover)
+// into the in-flight table, as if this dispatcher had published them at
+// now: their URLs are not dispatched again until they come back, and they
+// are released as lost if they never do. It returns the tasks whose URL
+// the schedule does not know (removed since, or a one-off request of the
+// previous run), which the caller may delete.
+func (d *Dispatcher) Adopt(tasks []proto.Task, now time.Time) (unknown []proto.Task) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, t := range tasks {
+		if _, dup := d.inflight[t.ID]; dup {
+			continue
+		}
+		if !d.sched.Adopt(t.URL) {
+			unknown = append(unknown, t)
+			continue
+		}
+		d.inflight[t.ID] = flight{url: t.URL, at: now}
+		d.perURL[t.URL]++
+	}
+	return unknown
+}
+
 // Lost lists the tasks in flight for longer than after at now.
 func (d *Dispatcher) Lost(now time.Time, after time.Duration) []string {
 	d.mu.Lock()

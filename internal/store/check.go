@@ -167,9 +167,16 @@ func checkRecord(bucket, k, v []byte) error {
 // Backup writes a consistent copy of the store to w: the state of one read
 // transaction, so folds go on while it is written. It returns the bytes
 // written.
-func (db *DB) Backup(w io.Writer) (int64, error) {
+func (db *DB) Backup(w io.Writer) (int64, error) { return db.BackupSized(w, nil) }
+
+// BackupSized is Backup that first tells size the copy's size (an HTTP
+// response's Content-Length).
+func (db *DB) BackupSized(w io.Writer, size func(int64)) (int64, error) {
 	var n int64
 	err := db.view(func(tx *bolt.Tx) error {
+		if size != nil {
+			size(tx.Size())
+		}
 		var err error
 		n, err = tx.WriteTo(w)
 		return err
@@ -178,16 +185,6 @@ func (db *DB) Backup(w io.Writer) (int64, error) {
 		return n, fmt.Errorf("back up store %s: %w", db.path, err)
 	}
 	return n, nil
-}
-
-// BackupSize is the size of the copy Backup would write now.
-func (db *DB) BackupSize() (int64, error) {
-	var n int64
-	err := db.view(func(tx *bolt.Tx) error {
-		n = tx.Size()
-		return nil
-	})
-	return n, err
 }
 
 // WriteFileAtomic writes what fill writes to path through a temporary file

@@ -356,7 +356,7 @@ func (db *DB) FoldMany(ids []string, fn func(i int, tx *Tx) error) (applied []bo
 			}
 			applied[i] = true
 		}
-		return nil
+		return db.beforeFoldCommit()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fold %d results: %w", len(ids), err)
