@@ -173,11 +173,21 @@ var permanentCodes = map[jetstream.ErrorCode]bool{
 	10074: true, // replicas > 1 not supported in non-clustered mode
 }
 
-// Permanent reports whether err is one that retrying cannot fix.
+// Permanent reports whether err is one that retrying cannot fix: a
+// JetStream configuration the server refuses, or one marked with Fatal.
 func Permanent(err error) bool {
 	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && permanentCodes[apiErr.ErrorCode]
+	var fatal *fatalError
+	return errors.As(err, &fatal) || errors.As(err, &apiErr) && permanentCodes[apiErr.ErrorCode]
 }
+
+// Fatal marks err as one Retry must return at once.
+func Fatal(err error) error { return &fatalError{err: err} }
+
+type fatalError struct{ err error }
+
+func (e *fatalError) Error() string { return e.err.Error() }
+func (e *fatalError) Unwrap() error { return e.err }
 
 // Retry runs fn until it succeeds, fails with a Permanent error, or ctx
 // ends, with backoff between attempts, each given at most attemptTimeout.

@@ -117,6 +117,9 @@ type Worker struct {
 	active  atomic.Int64
 	done    atomic.Int64
 	back    atomic.Int64 // tasks handed back
+	// abandoned counts hand-backs of tasks whose page was requested: the
+	// request was made, its result is not reported.
+	abandoned atomic.Int64
 	// pulls counts the pull requests open on the server: a stopping worker
 	// hands a task back only once none is, or the task would come straight
 	// back to one of its own pulls.
@@ -156,6 +159,11 @@ func (w *Worker) Processed() int64 { return w.done.Load() }
 
 // HandedBack returns how many tasks this worker handed back on stopping.
 func (w *Worker) HandedBack() int64 { return w.back.Load() }
+
+// Abandoned returns how many of the tasks handed back had their page
+// requested already (out of grace mid-fetch): requests made whose result
+// was not reported.
+func (w *Worker) Abandoned() int64 { return w.abandoned.Load() }
 
 // Active returns how many tasks this worker holds now.
 func (w *Worker) Active() int64 { return w.active.Load() }
@@ -333,8 +341,11 @@ func (w *Worker) handle(stop, work context.Context, msg jetstream.Msg) {
 	defer done()
 	go w.touch(workCtx, msg)
 
-	res, finished := w.work(workCtx, stop.Done(), task)
-	if !finished {
+	res, out := w.work(workCtx, stop.Done(), task)
+	if out != finished {
+		if out == abandoned {
+			w.abandoned.Add(1)
+		}
 		w.handBack(msg, task)
 		return
 	}
@@ -349,7 +360,9 @@ func (w *Worker) handle(stop, work context.Context, msg jetstream.Msg) {
 	// the result's id de-duplicates a republish after a redelivery.
 	if err := w.publishResult(workCtx, task, b); err != nil {
 		if work.Err() != nil {
-			// Stopping, and out of grace.
+			// Stopping, and out of grace: the fetch was made, its result
+			// is dropped.
+			w.abandoned.Add(1)
 			w.handBack(msg, task)
 			return
 		}
@@ -491,17 +504,25 @@ func (w *Worker) process(ctx context.Context, task proto.Task) proto.Result {
 	return res
 }
 
+// outcome is how work ended.
+type outcome int
+
+const (
+	finished   outcome = iota // a result to publish
+	notStarted                // stopped before the page was requested
+	abandoned                 // out of grace while the page was requested
+)
+
 // work runs one task and returns its result; every failure of the fetch
-// is a result with an error kind. finished is false when the task was
-// abandoned (the worker is stopping): it is to be handed back, not
-// reported.
-func (w *Worker) work(ctx context.Context, stop <-chan struct{}, task proto.Task) (res proto.Result, finished bool) {
+// is a result with an error kind. Unless the outcome is finished, the
+// worker is stopping and the task is to be handed back, not reported.
+func (w *Worker) work(ctx context.Context, stop <-chan struct{}, task proto.Task) (res proto.Result, out outcome) {
 	res = proto.Result{V: proto.Version, TaskID: task.ID, Kind: task.Kind, URL: task.URL, Host: task.Host, WorkerID: w.opts.ID}
-	finished = true
+	out = notStarted
 	defer func() {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil && out == finished {
 			// Out of grace: whatever the fetch returned was cut short.
-			finished = false
+			out = abandoned
 		}
 		if p := recover(); p != nil {
 			// A worker never dies of one page.
@@ -512,35 +533,36 @@ func (w *Worker) work(ctx context.Context, stop <-chan struct{}, task proto.Task
 		res.Duration = res.FinishedAt.Sub(res.StartedAt)
 	}()
 	if !wait(ctx, stop, w.reserve(task.Host, task.MinGap, task.NotBefore)) {
-		return res, false
+		return res, notStarted
 	}
 	res.StartedAt = time.Now()
 	if !w.opts.Fetch.AllowPrivate && blockedLiteral(task.Host) {
 		// Say so plainly rather than as an unreachable robots.txt.
 		res.ErrKind, res.Err = proto.ErrBlocked, fmt.Sprintf("host %s is a private, loopback or link-local address (use --allow-private for intranet crawls)", task.Host)
-		return res, true
+		return res, finished
 	}
 	if !w.opts.IgnoreRobots {
 		dec, err := w.robots.Check(ctx, task.URL)
 		if err != nil {
 			res.ErrKind, res.Err = proto.ErrRobots, err.Error()
-			return res, true
+			return res, finished
 		}
 		res.CrawlDelay = dec.CrawlDelay
 		if !dec.Allowed {
 			res.ErrKind, res.Err, res.Disallowed = proto.ErrRobots, "disallowed by robots.txt: "+dec.Reason, true
-			return res, true
+			return res, finished
 		}
 		if dec.Fetched {
 			// The robots.txt request counts against the host's rate: the
 			// page waits a full gap after it completed.
 			gap := max(task.MinGap, dec.CrawlDelay)
 			if !wait(ctx, stop, w.reserve(task.Host, gap, time.Now().Add(gap))) {
-				return res, false
+				return res, notStarted
 			}
 			res.StartedAt = time.Now()
 		}
 	}
+	out = finished
 	switch task.Kind {
 	case proto.KindFetch, proto.KindCapture:
 		w.fetchPage(ctx, task, &res)
@@ -549,7 +571,7 @@ func (w *Worker) work(ctx context.Context, stop <-chan struct{}, task proto.Task
 	default:
 		res.ErrKind, res.Err = proto.ErrOther, fmt.Sprintf("task kind %q not supported by this worker", task.Kind)
 	}
-	return res, true
+	return res, finished
 }
 
 func (w *Worker) fetchPage(ctx context.Context, task proto.Task, res *proto.Result) {
