@@ -16,7 +16,7 @@ import (
 // only with compare-and-set on its revision, so that of two coordinators
 // that both read revision r and write, exactly one succeeds.
 //
-// The holder rewrites the key every TTL/3. A contender takes the key over
+// The holder rewrites the key every TTL/4. A contender takes the key over
 // only after it has watched the same revision for a whole TTL, measured on
 // its own clock, while the holder steps down (stops dispatching and
 // folding) as soon as TTL/2 has passed without a successful renewal, also
@@ -281,11 +281,11 @@ func (l *Lease) renew(ctx context.Context) error {
 	return nil
 }
 
-// Run renews the lease every TTL/3 until ctx ends or the lease is lost:
+// Run renews the lease every TTL/4 until ctx ends or the lease is lost:
 // taken over by another coordinator, or not renewed for TTL/2 (the
 // holder must stop before a standby may take over, at TTL).
 func (l *Lease) Run(ctx context.Context) {
-	t := time.NewTicker(l.ttl / 6)
+	t := time.NewTicker(l.ttl / 8)
 	defer t.Stop()
 	for {
 		select {
@@ -295,24 +295,34 @@ func (l *Lease) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		l.mu.Lock()
-		due := time.Since(l.renewed) >= l.ttl/3
-		silent := time.Since(l.renewed)
-		l.mu.Unlock()
-		if silent >= l.ttl/2 {
-			l.lose(fmt.Errorf("the coordinator lease could not be renewed for %s (NATS unreachable?): stepping down before a standby may take over", silent.Round(time.Millisecond)))
+		if l.silent() >= l.ttl/4 {
+			rctx, cancel := context.WithTimeout(ctx, l.ttl/8)
+			err := l.renew(rctx)
+			cancel()
+			if err == nil {
+				continue
+			}
+			select {
+			case <-l.lost:
+				return
+			default:
+			}
+			if ctx.Err() == nil {
+				l.log.Warn("renew the coordinator lease", "err", err)
+			}
+		}
+		if s := l.silent(); s >= l.ttl/2 {
+			l.lose(fmt.Errorf("the coordinator lease could not be renewed for %s (NATS unreachable?): stepping down before a standby may take over", s.Round(time.Millisecond)))
 			return
 		}
-		if !due {
-			continue
-		}
-		rctx, cancel := context.WithTimeout(ctx, l.ttl/6)
-		err := l.renew(rctx)
-		cancel()
-		if err != nil && ctx.Err() == nil {
-			l.log.Warn("renew the coordinator lease", "err", err)
-		}
 	}
+}
+
+// silent is the time since the last successful renewal.
+func (l *Lease) silent() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return time.Since(l.renewed)
 }
 
 // Release marks the lease free, so that a standby takes over at once. The

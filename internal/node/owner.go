@@ -25,7 +25,6 @@ type Owner struct {
 	Started time.Time `json:"started"`
 }
 
-
 func writeOwner(dir string, o Owner) error {
 	b, err := json.MarshalIndent(o, "", "  ")
 	if err != nil {
