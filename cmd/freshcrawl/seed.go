@@ -295,18 +295,9 @@ func versionsCmd() *cobra.Command {
 	return cmd
 }
 
-// versionsGet asks the API; if no coordinator answers, it reads the store.
+// versionsGet reads the store, or the API of the coordinator holding it.
 func versionsGet(cfg config.Config, path string, v any, offline func(*store.DB) error) error {
-	err := getJSON(cfg.APIBase()+path, v)
-	if err == nil {
-		return nil
-	}
-	db, derr := openStore(cfg, true)
-	if derr != nil {
-		return fmt.Errorf("API: %v; store: %w", err, derr)
-	}
-	defer db.Close()
-	return offline(db)
+	return readStore(cfg, path, v, offline)
 }
 
 // round3 keeps three significant digits for display.
