@@ -105,9 +105,9 @@ func runCmd() *cobra.Command {
 
 func coordinatorCmd() *cobra.Command {
 	return roleCmd(role{
-		use:   "coordinator",
-		short: "Run the coordinator alone (against --nats, or an embedded server when none is given)",
-		keys:  slices.Concat(natsKeys, coordinatorKeys),
+		use:        "coordinator",
+		short:      "Run the coordinator alone (against --nats, or an embedded server when none is given)",
+		keys:       slices.Concat(natsKeys, coordinatorKeys),
 		roles:      func(config.Config) node.Roles { return node.Roles{Coordinator: true, HTTP: true} },
 		faultPoint: true,
 	})
