@@ -37,5 +37,6 @@ func natsServerCmd() *cobra.Command {
 	f.StringVar(&o.Cluster, "cluster", "127.0.0.1:6222", "cluster address")
 	f.StringVar(&o.Routes, "routes", "", "comma-separated nats://host:port of every node's cluster address")
 	f.StringVar(&o.Dir, "store-dir", "", "JetStream store directory")
+	f.BoolVar(&o.NoAdvertise, "no-advertise", false, "do not tell clients the other nodes' addresses")
 	return cmd
 }

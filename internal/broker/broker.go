@@ -184,6 +184,10 @@ type ClusterNodeOptions struct {
 	Dir     string // JetStream store directory
 	// MaxPayload bounds one message (default 8 MiB, as embedded).
 	MaxPayload int32
+	// NoAdvertise keeps the node from telling clients the other nodes'
+	// addresses: a client then reconnects only to the URLs it was given
+	// (the fault suite cuts one worker off through a proxy).
+	NoAdvertise bool
 }
 
 // StartClusterNode starts one JetStream cluster node and waits until it
@@ -208,7 +212,7 @@ func StartClusterNode(o ClusterNodeOptions) (*server.Server, error) {
 		StoreDir:   o.Dir,
 		MaxPayload: o.MaxPayload,
 		NoSigs:     true,
-		Cluster:    server.ClusterOpts{Name: "freshcrawl", Host: chost, Port: cport},
+		Cluster:    server.ClusterOpts{Name: "freshcrawl", Host: chost, Port: cport, NoAdvertise: o.NoAdvertise},
 		Routes:     server.RoutesFromStr(o.Routes),
 	}
 	return startServer(opts, "NATS node "+o.Name, "give each node its own ports")
@@ -278,6 +282,11 @@ func CheckReplicas(n int) error {
 	return nil
 }
 
+// resultAckWait is how long the coordinator may hold a result unfolded:
+// a batch folds in milliseconds, and a coordinator killed mid-fold (or
+// replaced by its standby) has its batch redelivered after this.
+const resultAckWait = 10 * time.Second
+
 // robotsBucket is the KV bucket workers share robots.txt entries in.
 const robotsBucket = "freshcrawl_robots"
 
@@ -342,7 +351,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, s Settings) error {
 		Durable:       proto.ResultConsumer,
 		Description:   "the coordinator",
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
+		AckWait:       resultAckWait,
 		MaxDeliver:    -1, // a result must be folded eventually
 		MaxAckPending: 4096,
 		FilterSubject: proto.ResultSubjectPrefix + ">",

@@ -173,9 +173,9 @@ var permanentCodes = map[jetstream.ErrorCode]bool{
 	10074: true, // replicas > 1 not supported in non-clustered mode
 }
 
-// Permanent reports whether err is one that retrying cannot fix: a
+// permanent reports whether err is one that retrying cannot fix: a
 // JetStream configuration the server refuses, or one marked with Fatal.
-func Permanent(err error) bool {
+func permanent(err error) bool {
 	var apiErr *jetstream.APIError
 	var fatal *fatalError
 	return errors.As(err, &fatal) || errors.As(err, &apiErr) && permanentCodes[apiErr.ErrorCode]
@@ -189,7 +189,7 @@ type fatalError struct{ err error }
 func (e *fatalError) Error() string { return e.err.Error() }
 func (e *fatalError) Unwrap() error { return e.err }
 
-// Retry runs fn until it succeeds, fails with a Permanent error, or ctx
+// Retry runs fn until it succeeds, fails with a permanent error, or ctx
 // ends, with backoff between attempts, each given at most attemptTimeout.
 // JetStream set-up fails for a while on a cluster that is starting ("no
 // suitable peers for placement", no meta leader yet) or while NATS is
@@ -207,7 +207,7 @@ func Retry(ctx context.Context, log *slog.Logger, what string, fn func(context.C
 			}
 			return nil
 		}
-		if Permanent(err) {
+		if permanent(err) {
 			return err
 		}
 		if ctx.Err() != nil {

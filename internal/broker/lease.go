@@ -64,10 +64,10 @@ type LeaseInfo struct {
 // one holding the lease and was told not to wait.
 var ErrLeaseHeld = errors.New("another coordinator holds the lease")
 
-// LeaseHeldError says who holds the lease.
-type LeaseHeldError struct{ Info LeaseInfo }
+// leaseHeldError says who holds the lease.
+type leaseHeldError struct{ Info LeaseInfo }
 
-func (e *LeaseHeldError) Error() string {
+func (e *leaseHeldError) Error() string {
 	api := ""
 	if e.Info.API != "" {
 		api = ", API " + e.Info.API
@@ -75,7 +75,7 @@ func (e *LeaseHeldError) Error() string {
 	return fmt.Sprintf("another coordinator (%s%s, renewed %s) holds the coordinator lease on this NATS: run one coordinator per crawl, or start this one with --standby to take over when that one stops", e.Info.Holder, api, e.Info.Renewed.Format(time.RFC3339))
 }
 
-func (e *LeaseHeldError) Is(target error) bool { return target == ErrLeaseHeld }
+func (e *leaseHeldError) Is(target error) bool { return target == ErrLeaseHeld }
 
 // LeaseKV opens (creating if needed) the lease bucket.
 func LeaseKV(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
@@ -177,7 +177,7 @@ func Acquire(ctx context.Context, kv jetstream.KeyValue, info LeaseInfo, o Lease
 			continue
 		}
 		if !o.Standby {
-			return nil, &LeaseHeldError{Info: cur}
+			return nil, &leaseHeldError{Info: cur}
 		}
 		if !waiting {
 			waiting = true

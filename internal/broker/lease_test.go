@@ -55,7 +55,7 @@ func TestLeaseOneHolderAndStandbyTakeover(t *testing.T) {
 	go a.Run(actx)
 
 	_, err = Acquire(ctx(t), kv, LeaseInfo{Holder: "b"}, LeaseOptions{TTL: ttl, Log: quiet()})
-	var held *LeaseHeldError
+	var held *leaseHeldError
 	if !errors.As(err, &held) || !errors.Is(err, ErrLeaseHeld) || held.Info.Holder != "a" || !strings.Contains(err.Error(), "http://a:8080") {
 		t.Fatalf("second coordinator without standby: %v, want ErrLeaseHeld naming a and its API", err)
 	}

@@ -134,9 +134,9 @@ func (c *Coordinator) Status() Status {
 	return s
 }
 
-// Health says whether the coordinator can do its work now, and if not,
+// health says whether the coordinator can do its work now, and if not,
 // why: NATS unreachable, or the store refusing folds (a full disk).
-func (c *Coordinator) Health() (ok bool, lines []string) {
+func (c *Coordinator) health() (ok bool, lines []string) {
 	ok = true
 	if c.opts.Link != nil {
 		ls := c.opts.Link.State()
@@ -201,7 +201,7 @@ func (c *Coordinator) Handler() http.Handler {
 	mux.HandleFunc("GET /api/backup", c.handleBackup)
 	mux.HandleFunc("GET /api/estimates", c.handleEstimates)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		ok, lines := c.Health()
+		ok, lines := c.health()
 		ServeHealth(w, ok, lines)
 	})
 	return mux

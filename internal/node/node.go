@@ -353,16 +353,16 @@ func (n *Node) startCoordinator(ctx, rctx context.Context, o Options, settings b
 	return nil
 }
 
-// WrongStoreError says why a coordinator refused to take over a crawl.
-type WrongStoreError struct {
+// wrongStoreError says why a coordinator refused to take over a crawl.
+type wrongStoreError struct {
 	Path, Have, Want, Holder string
 }
 
-func (e *WrongStoreError) Error() string {
+func (e *wrongStoreError) Error() string {
 	return fmt.Sprintf("the store %s (id %s) is not this crawl's: its last coordinator, %s, wrote store %s. A coordinator that takes over must use the same volume as the one before it, or a restored backup of its store (`freshcrawl backup FILE`). To start this crawl over with this store, pass --adopt-crawl", e.Path, e.Have, e.Holder, e.Want)
 }
 
-func (e *WrongStoreError) Is(target error) bool { return target == ErrWrongStore }
+func (e *wrongStoreError) Is(target error) bool { return target == ErrWrongStore }
 
 // checkStore compares the store with the one the previous holder of the
 // lease wrote, then records the new lease's fence in it: from then on a
@@ -376,7 +376,7 @@ func (n *Node) checkStore(ctx context.Context) error {
 		switch {
 		case prev.StoreID != id && !n.Cfg.AdoptCrawl:
 			_ = n.Lease.Release(ctx)
-			return &WrongStoreError{Path: n.DB.Path(), Have: id, Want: prev.StoreID, Holder: prev.Holder}
+			return &wrongStoreError{Path: n.DB.Path(), Have: id, Want: prev.StoreID, Holder: prev.Holder}
 		case prev.StoreID != id:
 			n.Log.Warn("adopting a crawl whose last coordinator wrote another store (--adopt-crawl)", "store", id, "previous_store", prev.StoreID, "previous_holder", prev.Holder)
 		case fence < prev.Fence:
@@ -412,9 +412,9 @@ func (n *Node) setHandler(h http.Handler) { n.handler.Store(&h) }
 
 func (n *Node) setPhase(p string) { n.phase.Store(&p) }
 
-// Phase says what the process is doing: "active" once it runs, otherwise
+// currentPhase says what the process is doing: "active" once it runs, otherwise
 // what it waits for.
-func (n *Node) Phase() string { return *n.phase.Load() }
+func (n *Node) currentPhase() string { return *n.phase.Load() }
 
 // apiURL is the coordinator's API base URL as the lease and the data
 // directory record it.
@@ -430,7 +430,7 @@ func (n *Node) apiURL() string {
 // every other request is refused with the same.
 func (n *Node) serveStarting(w http.ResponseWriter, r *http.Request) {
 	ls := n.Link.State()
-	phase := n.Phase()
+	phase := n.currentPhase()
 	lines := []string{"role: " + phase, fmt.Sprintf("nats: %s (%s)", ls.State, ls.URL)}
 	switch r.URL.Path {
 	case "/healthz":
