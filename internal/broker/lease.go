@@ -64,6 +64,10 @@ type LeaseInfo struct {
 // one holding the lease and was told not to wait.
 var ErrLeaseHeld = errors.New("another coordinator holds the lease")
 
+// ErrLeaseTakenOver is matched by Lease.Err when another coordinator took
+// the lease: the store must be let go for it (same volume).
+var ErrLeaseTakenOver = errors.New("the coordinator lease was taken over")
+
 // leaseHeldError says who holds the lease.
 type leaseHeldError struct{ Info LeaseInfo }
 
@@ -270,7 +274,7 @@ func (l *Lease) renew(ctx context.Context) error {
 					cur = li.Holder
 				}
 			}
-			err = fmt.Errorf("the coordinator lease was taken over by %s", cur)
+			err = fmt.Errorf("%w by %s", ErrLeaseTakenOver, cur)
 			l.lose(err)
 		}
 		return err

@@ -126,8 +126,8 @@ func (c *Coordinator) Status() Status {
 		ls := c.opts.Link.State()
 		s.NATS = &ls
 	}
-	if c.opts.Lease != nil {
-		li := c.opts.Lease.Info()
+	if l := c.lease.Load(); l != nil {
+		li := l.Info()
 		s.Lease = &li
 	}
 	s.Store = StoreStatus{Path: c.db.Path(), FoldError: c.foldErr.Load()}
@@ -153,9 +153,8 @@ func (c *Coordinator) health() (ok bool, lines []string) {
 	} else {
 		lines = append(lines, "store: "+c.db.Path())
 	}
-	if c.opts.Lease != nil {
-		li := c.opts.Lease.Info()
-		lines = append(lines, fmt.Sprintf("role: active coordinator (lease fence %d)", li.Fence))
+	if l := c.lease.Load(); l != nil {
+		lines = append(lines, fmt.Sprintf("role: active coordinator (lease fence %d)", l.Fence()))
 	}
 	return ok, lines
 }

@@ -202,6 +202,12 @@ type Coordinator struct {
 	fault atomic.Bool
 	// ctx is Run's context, for callbacks that have none of their own.
 	ctx atomic.Pointer[context.Context]
+	// loaded is set once the schedule is loaded from the store: a Run
+	// after a step-down (the lease lost and taken back, the store
+	// untouched meanwhile) keeps the schedule it has.
+	loaded atomic.Bool
+	// lease is the coordinator lease held (nil: none).
+	lease atomic.Pointer[broker.Lease]
 
 	fetchWin window
 	chgWin   window
@@ -232,6 +238,9 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 	c.probes.seen = map[string][]probeSeen{}
 	c.counts.errors = map[string]int64{}
 	c.m.budget.Set(opts.Budget)
+	if opts.Lease != nil {
+		c.lease.Store(opts.Lease)
+	}
 	switch opts.FaultPoint {
 	case "":
 	case FaultBeforeCommit:
@@ -299,6 +308,10 @@ func info(u store.URL) schedule.URLInfo {
 		Period: period, Polls: u.Polls}
 }
 
+// SetLease records the lease the coordinator holds again after a
+// step-down, for status and /healthz.
+func (c *Coordinator) SetLease(l *broker.Lease) { c.lease.Store(l) }
+
 // runCtx is Run's context (Background before Run).
 func (c *Coordinator) runCtx() context.Context {
 	if p := c.ctx.Load(); p != nil {
@@ -310,10 +323,17 @@ func (c *Coordinator) runCtx() context.Context {
 // Run serves until ctx is done. Stopped, it finishes the fold under way
 // and leaves every other task and result in the streams, for the next
 // coordinator.
+//
+// Run may be called again once it has returned, when the coordinator
+// holds the lease again after a step-down: it keeps its schedule and
+// reconciles the tasks in the stream anew.
 func (c *Coordinator) Run(ctx context.Context) error {
 	c.ctx.Store(&ctx)
-	if err := c.load(); err != nil {
-		return err
+	if !c.loaded.Load() {
+		if err := c.load(); err != nil {
+			return err
+		}
+		c.loaded.Store(true)
 	}
 	// Tasks left in the stream by a previous run, or by the coordinator
 	// this one took over from, are still being fetched: keep them.

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/freshcrawl/freshcrawl/internal/coordinator"
 	"github.com/freshcrawl/freshcrawl/internal/proto"
 )
@@ -45,10 +47,11 @@ var cases = []faultCase{
 }
 
 // recoverFrom waits until the crawl has recovered from a fault at t0 that
-// ended at restored: every task outstanding at t0 has a result, the
-// coordinator answers and has folded at least 10 results since restored,
-// and its unfolded results are back to a handful. It returns the time from
-// restored.
+// ended at restored: every task outstanding at t0 has a result, every
+// result published before restored has been folded (it has left the
+// results stream), and the coordinator answers, folds again (at least 10
+// results since restored) and reports no failing fold. It returns the
+// time from restored.
 func (e *env) recoverFrom(ctx context.Context, t0, restored time.Time, outstanding map[string]bool) (time.Duration, []string, error) {
 	var notes []string
 	baseSet := false
@@ -58,21 +61,24 @@ func (e *env) recoverFrom(ctx context.Context, t0, restored time.Time, outstandi
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
+		now := time.Now()
 		st, err := e.status()
-		if err == nil && !baseSet && time.Now().After(restored) {
+		if err == nil && !baseSet && now.After(restored) {
 			base, baseSet = e.folds(), true
 		}
 		answered := e.watch.answered(outstanding)
 		allAnswered := answered == len(outstanding)
-		if !allAnswered && time.Now().After(unanswered) {
+		if !allAnswered && now.After(unanswered) {
 			notes = append(notes, fmt.Sprintf("%d of %d tasks outstanding at the fault never had a result", len(outstanding)-answered, len(outstanding)))
 			allAnswered = true
 			unanswered = deadline.Add(time.Hour)
 		}
-		if err == nil && baseSet && allAnswered && e.folds() >= base+10 && st.Queue.Results <= 16 && st.Store.FoldError == nil {
-			return time.Since(restored), notes, nil
+		if err == nil && baseSet && allAnswered && e.folds() >= base+10 && st.Store.FoldError == nil {
+			if old, perr := e.resultsFrom(ctx, restored); perr == nil && old == 0 {
+				return time.Since(restored), notes, nil
+			}
 		}
-		if time.Now().After(deadline) {
+		if now.After(deadline) {
 			return 0, notes, fmt.Errorf("not recovered within 3m of the fault (status err %v, %d/%d outstanding tasks answered, folds %d since restore)", err, answered, len(outstanding), e.folds()-base)
 		}
 		select {
@@ -80,6 +86,31 @@ func (e *env) recoverFrom(ctx context.Context, t0, restored time.Time, outstandi
 			return 0, notes, ctx.Err()
 		case <-tick.C:
 		}
+	}
+}
+
+// resultsFrom counts the results still in the results stream (not folded)
+// that were published before t.
+func (e *env) resultsFrom(ctx context.Context, t time.Time) (int, error) {
+	c, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := e.js.Stream(c, proto.ResultStream)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for seq := uint64(1); ; {
+		m, err := st.GetMsg(c, seq, jetstream.WithGetMsgSubject(proto.ResultSubjectPrefix+">"))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return n, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		if m.Time.Before(t) {
+			n++
+		}
+		seq = m.Sequence + 1
 	}
 }
 

@@ -480,3 +480,72 @@ func TestSecondRunFailsOnLockFirst(t *testing.T) {
 		t.Errorf("the second run reached the NATS port before the lock: %v", err)
 	}
 }
+
+// A coordinator that cannot reach NATS for longer than half its lease's
+// TTL steps down (no dispatching, no folding), and takes its lease back
+// when NATS returns: the crawl goes on in the same process.
+func TestCoordinatorStepsDownAndResumesAfterNATSOutage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	natsAddr := ln.Addr().String()
+	ln.Close()
+	natsDir := filepath.Join(t.TempDir(), "nats")
+	srv, err := broker.StartEmbedded(broker.EmbeddedOptions{Dir: natsDir, Listen: natsAddr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	site := newSlowSite(t, 2, 3, 10*time.Millisecond)
+	cfg := testConfig(t, t.TempDir())
+	cfg.NATS = "nats://" + natsAddr
+	cfg.LeaseTTL = 3 * time.Second
+	cfg.Listen = "127.0.0.1:0"
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 1, HTTP: true}, Log: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	if _, err := n.Coordinator.AddSeeds(strings.NewReader(strings.Join(site.urls, "\n")), "t"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "fetches", func() bool { return site.total() >= 3 })
+	fence := n.Lease.Fence()
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	health := func() (int, string) {
+		resp, err := http.Get("http://" + n.HTTPAddr() + "/healthz")
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	var last string
+	defer func() { t.Logf("last /healthz: %s", last) }()
+	waitFor(t, 30*time.Second, "the coordinator to step down", func() bool {
+		code, body := health()
+		last = body
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "stepped down")
+	})
+	srv, err = broker.StartEmbedded(broker.EmbeddedOptions{Dir: natsDir, Listen: natsAddr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	}()
+	waitFor(t, 60*time.Second, "the coordinator active again", func() bool {
+		code, body := health()
+		return code == http.StatusOK && strings.Contains(body, "role: active coordinator")
+	})
+	if n.Lease.Fence() <= fence {
+		t.Errorf("fence %d after taking the lease back, want above %d", n.Lease.Fence(), fence)
+	}
+	before := site.total()
+	waitFor(t, 30*time.Second, "the crawl to go on", func() bool { return site.total() >= before+3 })
+}

@@ -55,7 +55,13 @@ type Node struct {
 	Link        *broker.Link
 	DB          *store.DB
 	Lease       *broker.Lease
+	// Coordinator is the coordinator the node started with; after a
+	// takeover of its lease by another coordinator and back, the node runs
+	// a new one on the reopened store.
 	Coordinator *coordinator.Coordinator
+	coord       atomic.Pointer[coordinator.Coordinator]
+	leaseKV     jetstream.KeyValue
+	holder      string
 	Workers     []*worker.Worker
 	srv         *server.Server
 	http        *http.Server
@@ -228,25 +234,29 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 
 // startCoordinator takes the lease (waiting as a standby, or refusing),
 // opens the store if it is not open yet, checks it is the crawl's, and
-// starts the coordinator and its API.
+// starts the coordinator and its API. The coordinator then runs for as
+// long as it holds the lease (coordinatorLoop).
 func (n *Node) startCoordinator(ctx, rctx context.Context, o Options, settings broker.Settings) error {
 	cfg, log := n.Cfg, n.Log
 	n.setPhase("creating streams")
 	if err := broker.Retry(ctx, log, "streams and consumers", func(c context.Context) error { return broker.Ensure(c, n.JS, settings) }); err != nil {
 		return err
 	}
-	var kv jetstream.KeyValue
 	err := broker.Retry(ctx, log, "lease bucket", func(c context.Context) error {
 		var err error
-		kv, err = broker.LeaseKV(c, n.JS, settings.Replicas)
+		n.leaseKV, err = broker.LeaseKV(c, n.JS, settings.Replicas)
 		return err
 	})
 	if err != nil {
 		return err
 	}
+	host, _ := os.Hostname()
+	n.holder = fmt.Sprintf("%s-%d", host, os.Getpid())
 	// A store we can open at once is ours: no running coordinator holds
-	// it. One we cannot is held by the active coordinator on this volume,
-	// and we are its standby.
+	// it, and a lease its last holder left is free for us (that holder
+	// cannot be running: it would hold the store). One we cannot open is
+	// held by the active coordinator on this volume, and we are its
+	// standby.
 	if n.DB == nil {
 		db, err := store.OpenDir(cfg.Data, store.Options{Timeout: 300 * time.Millisecond})
 		switch {
@@ -258,23 +268,49 @@ func (n *Node) startCoordinator(ctx, rctx context.Context, o Options, settings b
 			return err
 		}
 	}
+	if err := n.takeLease(ctx, cfg.Standby, "taking the coordinator lease", func(li broker.LeaseInfo, myID string) bool { return myID != "" && li.StoreID == myID }); err != nil {
+		return err
+	}
+	go n.Lease.Run(rctx)
+	if err := writeOwner(cfg.Data, Owner{PID: os.Getpid(), API: n.apiURL(), NATS: n.NATSURL, Started: time.Now()}); err != nil {
+		log.Warn("record the coordinator in the data directory", "err", err)
+	}
+	if err := n.newCoordinator(o); err != nil {
+		return err
+	}
+	n.goRun(func() error { return n.coordinatorLoop(rctx, o) })
+	return nil
+}
+
+// takeLease takes the lease, waiting as a standby if standby, then opens
+// the store if the node does not hold it yet and checks it is the crawl's.
+// mine says whether a lease found held is in fact free for us.
+func (n *Node) takeLease(ctx context.Context, standby bool, phase string, mine func(li broker.LeaseInfo, myID string) bool) error {
+	cfg, log := n.Cfg, n.Log
 	var myID string
 	if n.DB != nil {
+		var err error
 		if myID, _, err = n.DB.Identity(); err != nil {
 			return err
 		}
 	}
-	host, _ := os.Hostname()
-	info := broker.LeaseInfo{Holder: fmt.Sprintf("%s-%d", host, os.Getpid()), API: n.apiURL(), StoreID: myID}
-	n.setPhase("taking the coordinator lease")
-	lease, err := broker.Acquire(ctx, kv, info, broker.LeaseOptions{
-		TTL: cfg.LeaseTTL, Standby: cfg.Standby, Log: log,
-		// The holder wrote the store we hold the lock of: it is not
-		// running, and a restart need not wait out the TTL.
-		Mine: func(li broker.LeaseInfo) bool { return myID != "" && li.StoreID == myID },
-		Waiting: func(h broker.LeaseInfo) {
-			n.setPhase(fmt.Sprintf("standby: the active coordinator is %s (API %s); taking over when its lease lapses", h.Holder, h.API))
-		},
+	info := broker.LeaseInfo{Holder: n.holder, API: n.apiURL(), StoreID: myID}
+	n.setPhase(phase)
+	var lease *broker.Lease
+	err := broker.Retry(ctx, log, "take the coordinator lease", func(c context.Context) error {
+		var err error
+		// Acquire waits as long as ctx allows, not one attempt's time.
+		lease, err = broker.Acquire(ctx, n.leaseKV, info, broker.LeaseOptions{
+			TTL: cfg.LeaseTTL, Standby: standby, Log: log,
+			Mine: func(li broker.LeaseInfo) bool { return mine(li, myID) },
+			Waiting: func(h broker.LeaseInfo) {
+				n.setPhase(fmt.Sprintf("standby: the active coordinator is %s (API %s); taking over when its lease lapses", h.Holder, h.API))
+			},
+		})
+		if errors.Is(err, broker.ErrLeaseHeld) || ctx.Err() != nil {
+			return broker.Fatal(err)
+		}
+		return err
 	})
 	if err != nil {
 		return err
@@ -299,14 +335,14 @@ func (n *Node) startCoordinator(ctx, rctx context.Context, o Options, settings b
 			return err
 		}
 	}
-	if err := n.checkStore(ctx); err != nil {
-		return err
-	}
-	go lease.Run(rctx)
-	if err := writeOwner(cfg.Data, Owner{PID: os.Getpid(), API: n.apiURL(), NATS: n.NATSURL, Started: time.Now()}); err != nil {
-		log.Warn("record the coordinator in the data directory", "err", err)
-	}
+	return n.checkStore(ctx)
+}
+
+// newCoordinator builds the coordinator on the node's store.
+func (n *Node) newCoordinator(o Options) error {
+	cfg := n.Cfg
 	var sources []source.Source
+	var err error
 	if cfg.ConfigFile != "" {
 		if sources, err = source.Load(cfg.ConfigFile); err != nil {
 			return err
@@ -320,37 +356,96 @@ func (n *Node) startCoordinator(ctx, rctx context.Context, o Options, settings b
 			return err
 		}
 	}
-	n.Coordinator, err = coordinator.New(n.DB, n.NC, n.JS, coordinator.Options{
+	c, err := coordinator.New(n.DB, n.NC, n.JS, coordinator.Options{
 		Budget: cfg.Budget.PerSecond(), HostRate: cfg.HostRate.PerSecond(), MaxInFlight: cfg.MaxInFlight,
 		Policy: policy, Replan: cfg.Replan, PriorRate: cfg.PriorRate.PerSecond(), HalfLife: cfg.HalfLife,
-		ExploreShare: cfg.Explore, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Log: log, DefaultIgnore: cfg.DefaultIgnore(), CaptureUniform: cfg.CaptureUniform, LMSkew: cfg.LMSkew,
-		Sources: sources, ProbePolicy: cfg.ProbePolicy, Link: n.Link, Lease: lease, FaultPoint: o.FaultPoint,
+		ExploreShare: cfg.Explore, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Log: n.Log, DefaultIgnore: cfg.DefaultIgnore(), CaptureUniform: cfg.CaptureUniform, LMSkew: cfg.LMSkew,
+		Sources: sources, ProbePolicy: cfg.ProbePolicy, Link: n.Link, Lease: n.Lease, FaultPoint: o.FaultPoint,
 	})
 	if err != nil {
 		return err
 	}
-	cctx, stopCoord := context.WithCancel(rctx)
-	n.goRun(func() error {
-		defer stopCoord()
-		return n.Coordinator.Run(cctx)
-	})
-	// A lease lost (taken over, or not renewable for half its TTL) stops
-	// the coordinator before a standby may start.
-	n.goRun(func() error {
-		select {
-		case <-rctx.Done():
-			return nil
-		case <-lease.Lost():
-			stopCoord()
-			return fmt.Errorf("coordinator stopped: %w", lease.Err())
-		}
-	})
-	if n.httpLn != nil {
-		n.setHandler(n.Coordinator.Handler())
-		log.Info("HTTP API listening", "addr", n.httpLn.Addr().String())
+	n.coord.Store(c)
+	if n.Coordinator == nil {
+		n.Coordinator = c
 	}
-	n.setPhase("active")
 	return nil
+}
+
+// coordinatorLoop runs the coordinator while it holds the lease. When the
+// lease is lost it stops the coordinator (which finishes the fold under
+// way) and takes the lease back: at once if no other coordinator took it
+// meanwhile (NATS was unreachable for half the TTL: a leader election, an
+// outage), or, if one did, as its standby, after letting go of the store
+// so that it can open it (same volume). Without --standby a coordinator
+// whose lease was taken over stops with an error.
+func (n *Node) coordinatorLoop(rctx context.Context, o Options) error {
+	for {
+		c := n.coord.Load()
+		cctx, stop := context.WithCancel(rctx)
+		done := make(chan error, 1)
+		go func() { done <- c.Run(cctx) }()
+		if n.httpLn != nil {
+			n.setHandler(c.Handler())
+		}
+		n.setPhase("active")
+		n.Log.Info("coordinator active", "fence", n.Lease.Fence())
+		var err error
+		select {
+		case err = <-done:
+		case <-n.Lease.Lost():
+			stop()
+			err = <-done
+		case <-rctx.Done():
+		}
+		stop()
+		if rctx.Err() != nil {
+			if err == nil {
+				err = <-done
+			}
+			return err
+		}
+		lost := n.Lease.Err()
+		switch {
+		case errors.Is(err, store.ErrFenced):
+			lost = err
+		case err != nil:
+			return err
+		}
+		n.setHandler(http.HandlerFunc(n.serveStarting))
+		takenOver := errors.Is(lost, broker.ErrLeaseTakenOver) || errors.Is(lost, store.ErrFenced)
+		n.Log.Warn("coordinator stepped down: no dispatching, no folding until it holds the lease again", "reason", lost)
+		if takenOver {
+			if !n.Cfg.Standby {
+				return fmt.Errorf("coordinator stopped: %w", lost)
+			}
+			// Let the new holder have the store.
+			removeOwner(n.Cfg.Data)
+			_ = n.DB.Close()
+			n.DB = nil
+		}
+		err = n.takeLease(rctx, true, "stepped down ("+lost.Error()+"): taking the lease back", func(li broker.LeaseInfo, myID string) bool {
+			// Ours again only if no one else wrote it since.
+			return li.Holder == n.holder && li.StoreID == myID
+		})
+		if err != nil {
+			if rctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		go n.Lease.Run(rctx)
+		if takenOver {
+			if err := writeOwner(n.Cfg.Data, Owner{PID: os.Getpid(), API: n.apiURL(), NATS: n.NATSURL, Started: time.Now()}); err != nil {
+				n.Log.Warn("record the coordinator in the data directory", "err", err)
+			}
+			if err := n.newCoordinator(o); err != nil {
+				return err
+			}
+		} else {
+			c.SetLease(n.Lease)
+		}
+	}
 }
 
 // wrongStoreError says why a coordinator refused to take over a crawl.
