@@ -47,14 +47,14 @@ type Roles struct {
 
 // Node is a started process.
 type Node struct {
-	Cfg         config.Config
-	Log         *slog.Logger
-	NATSURL     string
-	NC          *nats.Conn
-	JS          jetstream.JetStream
-	Link        *broker.Link
-	DB          *store.DB
-	Lease       *broker.Lease
+	Cfg     config.Config
+	Log     *slog.Logger
+	NATSURL string
+	NC      *nats.Conn
+	JS      jetstream.JetStream
+	Link    *broker.Link
+	DB      *store.DB
+	Lease   *broker.Lease
 	// Coordinator is the coordinator the node started with; after a
 	// takeover of its lease by another coordinator and back, the node runs
 	// a new one on the reopened store.
