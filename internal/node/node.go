@@ -54,7 +54,9 @@ type Node struct {
 	JS      jetstream.JetStream
 	Link    *broker.Link
 	DB      *store.DB
-	Lease   *broker.Lease
+	// lease is the coordinator lease held now (nil: none yet, or not a
+	// coordinator); it changes when the lease is lost and taken back.
+	lease atomic.Pointer[broker.Lease]
 	// Coordinator is the coordinator the node started with; after a
 	// takeover of its lease by another coordinator and back, the node runs
 	// a new one on the reopened store.
@@ -271,7 +273,7 @@ func (n *Node) startCoordinator(ctx, rctx context.Context, o Options, settings b
 	if err := n.takeLease(ctx, cfg.Standby, "taking the coordinator lease", func(li broker.LeaseInfo, myID string) bool { return myID != "" && li.StoreID == myID }); err != nil {
 		return err
 	}
-	go n.Lease.Run(rctx)
+	go n.Lease().Run(rctx)
 	if err := writeOwner(cfg.Data, Owner{PID: os.Getpid(), API: n.apiURL(), NATS: n.NATSURL, Started: time.Now()}); err != nil {
 		log.Warn("record the coordinator in the data directory", "err", err)
 	}
@@ -315,7 +317,7 @@ func (n *Node) takeLease(ctx context.Context, standby bool, phase string, mine f
 	if err != nil {
 		return err
 	}
-	n.Lease = lease
+	n.lease.Store(lease)
 	if n.DB == nil {
 		// The previous holder has stopped (or stepped down) but may still
 		// be closing the store.
@@ -360,7 +362,7 @@ func (n *Node) newCoordinator(o Options) error {
 		Budget: cfg.Budget.PerSecond(), HostRate: cfg.HostRate.PerSecond(), MaxInFlight: cfg.MaxInFlight,
 		Policy: policy, Replan: cfg.Replan, PriorRate: cfg.PriorRate.PerSecond(), HalfLife: cfg.HalfLife,
 		ExploreShare: cfg.Explore, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Log: n.Log, DefaultIgnore: cfg.DefaultIgnore(), CaptureUniform: cfg.CaptureUniform, LMSkew: cfg.LMSkew,
-		Sources: sources, ProbePolicy: cfg.ProbePolicy, Link: n.Link, Lease: n.Lease, FaultPoint: o.FaultPoint,
+		Sources: sources, ProbePolicy: cfg.ProbePolicy, Link: n.Link, Lease: n.Lease(), FaultPoint: o.FaultPoint,
 	})
 	if err != nil {
 		return err
@@ -389,11 +391,11 @@ func (n *Node) coordinatorLoop(rctx context.Context, o Options) error {
 			n.setHandler(c.Handler())
 		}
 		n.setPhase("active")
-		n.Log.Info("coordinator active", "fence", n.Lease.Fence())
+		n.Log.Info("coordinator active", "fence", n.Lease().Fence())
 		var err error
 		select {
 		case err = <-done:
-		case <-n.Lease.Lost():
+		case <-n.Lease().Lost():
 			stop()
 			err = <-done
 		case <-rctx.Done():
@@ -405,7 +407,7 @@ func (n *Node) coordinatorLoop(rctx context.Context, o Options) error {
 			}
 			return err
 		}
-		lost := n.Lease.Err()
+		lost := n.Lease().Err()
 		switch {
 		case errors.Is(err, store.ErrFenced):
 			lost = err
@@ -434,7 +436,7 @@ func (n *Node) coordinatorLoop(rctx context.Context, o Options) error {
 			}
 			return err
 		}
-		go n.Lease.Run(rctx)
+		go n.Lease().Run(rctx)
 		if takenOver {
 			if err := writeOwner(n.Cfg.Data, Owner{PID: os.Getpid(), API: n.apiURL(), NATS: n.NATSURL, Started: time.Now()}); err != nil {
 				n.Log.Warn("record the coordinator in the data directory", "err", err)
@@ -443,7 +445,7 @@ func (n *Node) coordinatorLoop(rctx context.Context, o Options) error {
 				return err
 			}
 		} else {
-			c.SetLease(n.Lease)
+			c.SetLease(n.Lease())
 		}
 	}
 }
@@ -467,10 +469,10 @@ func (n *Node) checkStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if prev := n.Lease.Previous(); prev != nil && prev.StoreID != "" {
+	if prev := n.Lease().Previous(); prev != nil && prev.StoreID != "" {
 		switch {
 		case prev.StoreID != id && !n.Cfg.AdoptCrawl:
-			_ = n.Lease.Release(ctx)
+			_ = n.Lease().Release(ctx)
 			return &wrongStoreError{Path: n.DB.Path(), Have: id, Want: prev.StoreID, Holder: prev.Holder}
 		case prev.StoreID != id:
 			n.Log.Warn("adopting a crawl whose last coordinator wrote another store (--adopt-crawl)", "store", id, "previous_store", prev.StoreID, "previous_holder", prev.Holder)
@@ -478,10 +480,10 @@ func (n *Node) checkStore(ctx context.Context) error {
 			n.Log.Warn("the store is a copy from before the last coordinator's takeover (a restored backup): what was folded since is not in it, and its URLs will be fetched again", "store_fence", fence, "last_fence", prev.Fence)
 		}
 	}
-	if err := n.DB.TakeFence(n.Lease.Fence()); err != nil {
+	if err := n.DB.TakeFence(n.Lease().Fence()); err != nil {
 		return err
 	}
-	return n.Lease.Update(ctx, func(li *broker.LeaseInfo) { li.StoreID = id })
+	return n.Lease().Update(ctx, func(li *broker.LeaseInfo) { li.StoreID = id })
 }
 
 // listen binds addr for the process's HTTP server, failing at once with a
@@ -506,6 +508,9 @@ func (n *Node) listen(addr, what string) error {
 func (n *Node) setHandler(h http.Handler) { n.handler.Store(&h) }
 
 func (n *Node) setPhase(p string) { n.phase.Store(&p) }
+
+// Lease is the coordinator lease the process holds now (nil if none).
+func (n *Node) Lease() *broker.Lease { return n.lease.Load() }
 
 // currentPhase says what the process is doing: "active" once it runs, otherwise
 // what it waits for.
@@ -622,15 +627,15 @@ func (n *Node) stop() {
 	}
 	n.wg.Wait()
 	if n.DB != nil {
-		if n.Lease != nil {
+		if n.Lease() != nil {
 			removeOwner(n.Cfg.Data)
 		}
 		_ = n.DB.Close()
 		n.DB = nil
 	}
-	if n.Lease != nil {
+	if n.Lease() != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := n.Lease.Release(ctx); err != nil {
+		if err := n.Lease().Release(ctx); err != nil {
 			n.Log.Warn("release the coordinator lease", "err", err)
 		}
 		cancel()
