@@ -340,6 +340,9 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	if err := broker.Retry(ctx, c.log, "reconcile tasks", c.reconcile); err != nil {
 		return err
 	}
+	if err := broker.Retry(ctx, c.log, "fold results left in the stream", c.foldLeftResults); err != nil {
+		return err
+	}
 	c.replan()
 
 	hb, err := c.nc.Subscribe(proto.HeartbeatSubject, func(m *nats.Msg) {

@@ -62,3 +62,71 @@ func (c *Coordinator) reconcile(ctx context.Context) error {
 	c.log.Info("tasks in the stream reconciled with the store", "found", len(tasks), "adopted", len(tasks)-len(unknown), "deleted", deleted)
 	return nil
 }
+
+// foldLeftResults folds the results waiting in the results stream at
+// start-up, reading them by sequence, and deletes each from the stream
+// once its fold has committed (as an acknowledgement would). A previous
+// coordinator killed between pulling a batch and acknowledging it leaves
+// that batch pending on the consumer until its AckWait runs out; read
+// directly, it is folded at once. Folding is idempotent, so a result whose
+// fold had committed is only deleted.
+func (c *Coordinator) foldLeftResults(ctx context.Context) error {
+	st, err := c.js.Stream(ctx, proto.ResultStream)
+	if err != nil {
+		return fmt.Errorf("fold results left in the stream: %w", err)
+	}
+	var (
+		batch []proto.Result
+		seqs  []uint64
+		total int
+	)
+	flush := func() error {
+		if len(seqs) == 0 {
+			return nil
+		}
+		if len(batch) > 0 {
+			out, err := c.fold(ctx, batch)
+			if err != nil {
+				c.foldFailed(err)
+				return err
+			}
+			c.afterFold(batch, out)
+		}
+		for _, seq := range seqs {
+			if err := st.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+				c.log.Warn("delete a folded result", "seq", seq, "err", err)
+			}
+		}
+		total += len(batch)
+		batch, seqs = batch[:0], seqs[:0]
+		return nil
+	}
+	for seq := uint64(1); ; {
+		m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(proto.ResultSubjectPrefix+">"))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("fold results left in the stream: read at %d: %w", seq, err)
+		}
+		if r, err := proto.DecodeResult(m.Data); err != nil {
+			c.log.Error("bad result, dropping", "seq", m.Sequence, "err", err)
+		} else {
+			batch = append(batch, r)
+		}
+		seqs = append(seqs, m.Sequence)
+		if len(seqs) >= foldBatch {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		seq = m.Sequence + 1
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if total > 0 {
+		c.log.Info("results left in the stream folded", "n", total)
+	}
+	return nil
+}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/freshcrawl/freshcrawl/internal/proto"
 	"github.com/freshcrawl/freshcrawl/internal/store"
 )
@@ -183,5 +185,49 @@ func TestBackupAndEstimatesAPI(t *testing.T) {
 	}
 	if len(seen) != 2 || seen[testURL].Host != rec.Host || seen[testURL].Weight != 1 {
 		t.Errorf("estimates %+v", seen)
+	}
+}
+
+// Results a killed coordinator had pulled and not acknowledged are folded
+// as soon as the next one starts, not after the consumer's AckWait.
+func TestStartFoldsResultsLeftPending(t *testing.T) {
+	e := newEnv(t, testSettings())
+	c1 := e.coordinator(t, Options{Budget: 20, HostRate: 20})
+	addSeeds(t, c1, testURL)
+	stop1 := run(t, c1)
+	task, m := e.takeTask(t, 10*time.Second)
+	stop1()
+	_ = m.Ack()
+	e.sendResult(t, ok(task, "h1"))
+	// A coordinator pulls the result and dies before acknowledging it.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cons, err := e.js.Consumer(ctx, proto.ResultStream, proto.ResultConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pulled := 0
+	for range b.Messages() {
+		pulled++
+	}
+	if pulled != 1 {
+		t.Fatalf("pulled %d results, want 1", pulled)
+	}
+	start := time.Now()
+	c2 := e.coordinator(t, Options{Budget: 20, HostRate: 20})
+	run(t, c2)
+	waitFor(t, 20*time.Second, "the pending result folded", func() bool { return c2.fetches() == 1 })
+	t.Logf("folded %s after the start; the results AckWait is 10s", time.Since(start))
+	if e.resultsPending(t) != 0 {
+		// The fold deleted it from the stream.
+		waitFor(t, 10*time.Second, "the result gone from the stream", func() bool { return e.resultsPending(t) == 0 })
+	}
+	rec, err := e.db.Get(testURL)
+	if err != nil || rec.Fetches != 1 || rec.Hash != "h1" {
+		t.Errorf("record %+v, %v: want the result folded once", rec, err)
 	}
 }
