@@ -105,6 +105,9 @@ func New(js jetstream.JetStream, sched *schedule.Scheduler, o Options) *Dispatch
 	}
 }
 
+// publishTimeout bounds one task publish.
+const publishTimeout = 3 * time.Second
+
 // Poke wakes the dispatch loop: a URL may have become due or a slot free.
 func (d *Dispatcher) Poke() {
 	select {
@@ -213,7 +216,9 @@ func (d *Dispatcher) publish(ctx context.Context, t proto.Task) error {
 	if err != nil {
 		return err
 	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	// A publish takes milliseconds; one sent to a stream leader that died
+	// gets no answer at all, and the dispatcher waits on it alone.
+	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
 	if _, err := d.js.Publish(pctx, proto.TaskSubject(t.Kind), b, jetstream.WithMsgID(t.ID)); err != nil {
 		return fmt.Errorf("publish task %s: %w", t.ID, err)

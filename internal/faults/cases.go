@@ -47,43 +47,48 @@ var cases = []faultCase{
 }
 
 // recoverFrom waits until the crawl has recovered from a fault at t0 that
-// ended at restored: every task outstanding at t0 has a result, every
-// result published before restored has been folded (it has left the
-// results stream), and the coordinator answers, folds again (at least 10
-// results since restored) and reports no failing fold. It returns the
-// time from restored.
+// ended at restored: every task outstanding at t0 has a result (seen on
+// the wire, or the task has left the task stream, which a worker only
+// lets it do once its result is stored), every result published before
+// restored has been folded (it has left the results stream), and the
+// coordinator answers, folds again (at least 10 results since restored)
+// and reports no failing fold. It returns the time from restored.
 func (e *env) recoverFrom(ctx context.Context, t0, restored time.Time, outstanding map[string]bool) (time.Duration, []string, error) {
-	var notes []string
 	baseSet := false
 	var base int64
 	deadline := time.Now().Add(3 * time.Minute)
-	unanswered := time.Now().Add(90 * time.Second)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
+	pending := len(outstanding)
 	for {
 		now := time.Now()
 		st, err := e.status()
 		if err == nil && !baseSet && now.After(restored) {
 			base, baseSet = e.folds(), true
 		}
-		answered := e.watch.answered(outstanding)
-		allAnswered := answered == len(outstanding)
-		if !allAnswered && now.After(unanswered) {
-			notes = append(notes, fmt.Sprintf("%d of %d tasks outstanding at the fault never had a result", len(outstanding)-answered, len(outstanding)))
-			allAnswered = true
-			unanswered = deadline.Add(time.Hour)
+		if pending > 0 && e.watch.answered(outstanding) < len(outstanding) {
+			if q, qerr := e.queued(ctx); qerr == nil {
+				pending = 0
+				for id := range outstanding {
+					if q[id] && !e.watch.has(id) {
+						pending++
+					}
+				}
+			}
+		} else {
+			pending = 0
 		}
-		if err == nil && baseSet && allAnswered && e.folds() >= base+10 && st.Store.FoldError == nil {
+		if err == nil && baseSet && pending == 0 && e.folds() >= base+10 && st.Store.FoldError == nil {
 			if old, perr := e.resultsFrom(ctx, restored); perr == nil && old == 0 {
-				return time.Since(restored), notes, nil
+				return time.Since(restored), nil, nil
 			}
 		}
 		if now.After(deadline) {
-			return 0, notes, fmt.Errorf("not recovered within 3m of the fault (status err %v, %d/%d outstanding tasks answered, folds %d since restore)", err, answered, len(outstanding), e.folds()-base)
+			return 0, nil, fmt.Errorf("not recovered within 3m of the fault (status err %v, %d of %d tasks outstanding at the fault still queued without a result, folds %d since restore)", err, pending, len(outstanding), e.folds()-base)
 		}
 		select {
 		case <-ctx.Done():
-			return 0, notes, ctx.Err()
+			return 0, nil, ctx.Err()
 		case <-tick.C:
 		}
 	}

@@ -209,7 +209,7 @@ func (e *env) startCoordinator(ctx context.Context, faultPoint string) error {
 	args := []string{"coordinator", "--nats", e.natsURL, "--replicas", "3", "--data", e.data,
 		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--budget", strconv.Itoa(budget) + "/s", "--host-rate", "10/s",
 		"--policy", "uniform", "--max-in-flight", "32", "--ack-wait", ackWait.String(), "--max-deliver", "5",
-		"--replan", "5s", "--lease-ttl", "3s", "--log-level", "info"}
+		"--replan", "5s", "--log-level", "info"}
 	if faultPoint != "" {
 		args = append(args, "--fault-point", faultPoint)
 	}
@@ -452,6 +452,14 @@ func (w *watcher) answered(ids map[string]bool) int {
 		}
 	}
 	return n
+}
+
+// has reports whether a result of task id was seen.
+func (w *watcher) has(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.results[id]
+	return ok
 }
 
 // resultsSince counts the results first seen after t.

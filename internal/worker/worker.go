@@ -384,7 +384,9 @@ func (w *Worker) publishResult(ctx context.Context, task proto.Task, b []byte) e
 	limit := max(w.ackWait/2, 5*time.Second)
 	deadline := time.Now().Add(limit)
 	for attempt := 0; ; attempt++ {
-		pctx, cancel := context.WithTimeout(ctx, min(10*time.Second, limit))
+		// One attempt sent to a stream leader that died gets no answer:
+		// give up on it soon and send it again.
+		pctx, cancel := context.WithTimeout(ctx, min(3*time.Second, limit))
 		_, err := w.js.Publish(pctx, proto.ResultSubject(task.Kind), b, jetstream.WithMsgID("r-"+task.ID))
 		cancel()
 		if err == nil {
