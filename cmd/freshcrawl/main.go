@@ -81,6 +81,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		seedCmd(), statusCmd(), versionsCmd(),
 		simCmd(), demoCmd(), planCmd(), benchCmd(), itemsCmd(),
 		storeCmd(), backupCmd(), natsServerCmd(),
+		urlsCmd(), urlCmd(), getCmd(), exportCmd(), importCmd(),
 	)
 	return root
 }

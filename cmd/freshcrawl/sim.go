@@ -161,7 +161,7 @@ func runDemo(ctx context.Context, out io.Writer, cfg config.Config, sf simFlags,
 	}
 	fmt.Fprintf(out, "demo: %d simulated pages on %d hosts (a day lasts %s), budget %s, host rate %s, %d workers x %d, policy %s\n",
 		len(s.URLs()), sf.hosts, sf.day, cfg.Budget, cfg.HostRate, cfg.Workers, cfg.Concurrency, cfg.Policy)
-	fmt.Fprintf(out, "API and /metrics: http://%s   data: %s\n\n", n.HTTPAddr(), cfg.Data)
+	fmt.Fprintf(out, "console, API and /metrics: http://%s/   data: %s\n\n", n.HTTPAddr(), cfg.Data)
 	fmt.Fprintf(out, "%8s %8s %8s %6s %9s %9s %9s\n", "elapsed", "fetches", "changes", "queue", "in-flight", "true-fresh", "model")
 	tick := time.NewTicker(every)
 	defer tick.Stop()

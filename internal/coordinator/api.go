@@ -44,6 +44,12 @@ type Status struct {
 	CappedHosts    int       `json:"hosts_at_cap"`
 	PlannedAt      time.Time `json:"planned_at,omitzero"`
 
+	// ModelFreshnessLo and ModelFreshnessHi are the model's freshness with
+	// every change-rate estimate at the upper or lower end of its 90%
+	// interval.
+	ModelFreshnessLo float64 `json:"model_freshness_lo"`
+	ModelFreshnessHi float64 `json:"model_freshness_hi"`
+
 	// Capture URLs (Ashish, Kulkarni & Wang): how many, how many still learning, the
 	// mean expected change recall of the learnt ones, and the first few.
 	CaptureURLs     int                      `json:"capture_urls"`
@@ -85,6 +91,7 @@ func (c *Coordinator) Status() Status {
 		s.URLs, s.Hosts, s.Disallowed = sc.Len(), sc.Hosts(), sc.Disallowed()
 		s.ModelFreshness, s.ModelAge, s.GivenUp, s.CappedHosts = plan.Freshness, plan.Age, plan.GivenUp, plan.CappedHosts
 		s.Unabsorbed, s.PlannedAt, s.BudgetInUse = plan.Unabsorbed, planAt, inUse
+		_, s.ModelFreshnessLo, s.ModelFreshnessHi = sc.FreshnessBand()
 		caps = sc.CaptureStatus(math.MaxInt)
 	})
 	s.Probes = c.probeStatus()
@@ -180,15 +187,19 @@ func ServeHealth(w http.ResponseWriter, ok bool, lines []string) {
 //	GET  /api/status             Status as JSON
 //	GET  /api/url?url=U          the URL's record
 //	GET  /api/versions?url=U     versions of a capture URL (&show=N for one, with text)
-//	GET  /api/changes?after=N    the change log after sequence N (&limit=)
+//	GET  /api/changes?after=N    the change log after sequence N (&limit=, &url=U for one URL)
 //	POST /api/items?source=S     tracked items of a keyword-search source (JSON lines)
 //	GET  /api/items?source=S     the tracked items with value, rate and last sync
 //	GET  /api/backup             a consistent copy of the store (bbolt file)
 //	GET  /api/estimates          every URL's host, weight and rate (JSON lines)
 //	GET  /metrics                Prometheus metrics
 //	GET  /healthz                200 "ok" or 503 and why (NATS, store)
+//
+// and the operator's console (internal/api: the dashboard at / and the
+// URL lifecycle under /api/).
 func (c *Coordinator) Handler() http.Handler {
 	mux := http.NewServeMux()
+	c.console.Mount(mux)
 	mux.HandleFunc("POST /api/seeds", c.handleSeeds)
 	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, c.Status()) })
 	mux.HandleFunc("GET /api/url", c.handleURL)
@@ -326,7 +337,12 @@ func (c *Coordinator) handleChanges(w http.ResponseWriter, r *http.Request) {
 	if err != nil || limit <= 0 || limit > 10000 {
 		limit = 100
 	}
-	ch, err := c.db.Changes(after, limit)
+	var ch []store.Change
+	if u := r.URL.Query().Get("url"); u != "" {
+		ch, err = c.db.ChangesOf(u, after, limit) // one URL's changes, through its index
+	} else {
+		ch, err = c.db.Changes(after, limit)
+	}
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, err)
 		return

@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/freshcrawl/freshcrawl/internal/api"
 	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/dispatch"
 	"github.com/freshcrawl/freshcrawl/internal/fold"
@@ -87,6 +88,9 @@ type Options struct {
 	// choosing ("fold-before-commit", "fold-after-commit") until the
 	// process is killed; empty in production.
 	FaultPoint string
+	// ConsoleEvery is the sampling period of the console's charts
+	// (default 5s).
+	ConsoleEvery time.Duration
 }
 
 // Fault points of the fault suite.
@@ -181,6 +185,9 @@ type Coordinator struct {
 	m      *metrics
 	disp   *dispatch.Dispatcher
 	folder *fold.Folder
+	// est is the folder's estimator, for the standard error of the prior
+	// a URL never fetched starts with (withPrior).
+	est schedule.Estimator
 
 	sources []*sourceState // fixed after New; their planners are guarded by rounds
 	rounds  sync.Mutex
@@ -209,6 +216,8 @@ type Coordinator struct {
 	// lease is the coordinator lease held (nil: none).
 	lease atomic.Pointer[broker.Lease]
 
+	console *api.Server // the operator's console: dashboard and URL lifecycle
+
 	fetchWin window
 	chgWin   window
 	counts   struct {
@@ -231,12 +240,13 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 	est := schedule.NewEstimator(opts.HalfLife, opts.PriorRate)
 	est.Trust.ClockSkew = opts.LMSkew.Seconds()
 	c.disp = dispatch.New(js, sched, dispatch.Options{Budget: opts.Budget, MaxInFlight: opts.MaxInFlight, Prepare: c.prepare, Log: c.log})
-	c.folder = fold.New(db, est, c.log)
+	c.folder, c.est = fold.New(db, est, c.log), est
 	c.m = newMetrics(c.disp)
 	c.workers.seen = map[string]time.Time{}
 	c.probes.reqs = map[string]schedule.ProbeRequest{}
 	c.probes.seen = map[string][]probeSeen{}
 	c.counts.errors = map[string]int64{}
+	c.console = api.New(console{c}, api.Options{Log: c.log, Every: opts.ConsoleEvery})
 	c.m.budget.Set(opts.Budget)
 	if opts.Lease != nil {
 		c.lease.Store(opts.Lease)
@@ -273,9 +283,7 @@ func (c *Coordinator) load() error {
 	now := time.Now()
 	n := 0
 	err := c.db.ForEach(func(u store.URL) error {
-		if u.Rate <= 0 {
-			u.Rate = c.opts.PriorRate
-		}
+		u = c.withPrior(u)
 		var vs []store.Version
 		if u.Mode == string(seed.ModeCapture) {
 			// Capture URLs relearn their rhythm from the stored versions.
@@ -305,7 +313,7 @@ func (c *Coordinator) load() error {
 func info(u store.URL) schedule.URLInfo {
 	period, _ := time.ParseDuration(u.Period) // validated when seeded
 	return schedule.URLInfo{URL: u.URL, Host: u.Host, Weight: u.Weight, Capture: u.Mode == string(seed.ModeCapture), Rate: u.Rate, Interval: u.Interval, NextDue: u.NextDue, Disallowed: u.Disallowed,
-		Period: period, Polls: u.Polls}
+		Period: period, Polls: u.Polls, Paused: u.Paused, RateSE: u.RateSE}
 }
 
 // SetLease records the lease the coordinator holds again after a
@@ -369,7 +377,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	errc := make(chan error, 4)
-	loops := []func(context.Context) error{c.disp.Run, c.resultLoop, c.maintainLoop}
+	loops := []func(context.Context) error{c.disp.Run, c.resultLoop, c.maintainLoop, c.console.Run}
 	if len(c.sources) > 0 {
 		loops = append(loops, c.probeLoop)
 	}
@@ -412,6 +420,7 @@ func decodeHeartbeat(b []byte) (proto.Heartbeat, error) {
 func (c *Coordinator) prepare(_ context.Context, t *proto.Task) error {
 	c.probeTask(t)
 	var rec store.URL
+	hasRaw := false
 	if t.Kind != proto.KindProbe {
 		err := c.db.View(func(tx *store.Tx) error {
 			u, found, err := tx.Get(t.URL)
@@ -419,6 +428,7 @@ func (c *Coordinator) prepare(_ context.Context, t *proto.Task) error {
 				return err
 			}
 			rec = u
+			hasRaw = u.KeepRaw && tx.HasRaw(t.URL)
 			return nil
 		})
 		if err != nil {
@@ -427,6 +437,11 @@ func (c *Coordinator) prepare(_ context.Context, t *proto.Task) error {
 	}
 	t.Selector, t.Ignore = rec.Selector, mergeIgnore(c.opts.DefaultIgnore, rec.Ignore)
 	t.ETag, t.LastModified, t.PrevHash = rec.ETag, rec.LastMod, rec.Hash
+	if t.KeepRaw = rec.KeepRaw; t.KeepRaw && !hasRaw {
+		// No raw body kept yet: ask for one, unconditionally, so a 304
+		// does not leave the URL without it.
+		t.NeedRaw, t.ETag, t.LastModified = true, "", ""
+	}
 	return nil
 }
 

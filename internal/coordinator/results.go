@@ -180,7 +180,7 @@ func (c *Coordinator) afterFold(results []proto.Result, out []fold.Outcome) {
 		o := &out[i]
 		done[i] = dispatch.Finished{TaskID: results[i].TaskID, URL: results[i].URL, At: o.At, Applied: o.Applied, Feedback: o.Feedback}
 		if v := o.Version; v != nil {
-			done[i].Version = &dispatch.Version{After: v.After, Before: v.Before, Exact: v.Exact}
+			done[i].Version = &dispatch.Version{After: v.After, Before: v.Before, Exact: v.Exact, Times: o.UpdateTimes}
 		}
 		if done[i].At.IsZero() {
 			done[i].At = now

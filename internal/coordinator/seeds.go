@@ -50,7 +50,7 @@ func IngestSeeds(db *store.DB, r io.Reader, file string, onBad func(*seed.LineEr
 	}
 	now := time.Now()
 	good, bad, err := seed.Parse(r, file, func(s seed.Seed) error {
-		batch = append(batch, store.URL{URL: s.URL, Host: s.Host, Weight: s.Weight, Selector: s.Selector, Mode: string(s.Mode), Ignore: s.Ignore, Period: s.Period, Polls: s.Polls, AddedAt: now})
+		batch = append(batch, store.URL{URL: s.URL, Host: s.Host, Weight: s.Weight, Selector: s.Selector, Mode: string(s.Mode), Ignore: s.Ignore, Period: s.Period, Polls: s.Polls, KeepRaw: s.KeepRaw, AddedAt: now})
 		if len(batch) == seedBatch {
 			return flush()
 		}
@@ -84,10 +84,7 @@ func (c *Coordinator) AddSeeds(r io.Reader, file string) (SeedSummary, error) {
 			for _, u := range batch {
 				// A known URL keeps its estimate and schedule; only the
 				// seed's fields change.
-				if u.Rate <= 0 {
-					u.Rate = c.opts.PriorRate
-				}
-				s.Add(info(u), now)
+				s.Add(info(c.withPrior(u)), now)
 			}
 			n = s.Len()
 		})

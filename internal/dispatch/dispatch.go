@@ -14,6 +14,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -59,6 +60,11 @@ type Options struct {
 	RetryAfter time.Duration
 	Log        *slog.Logger
 }
+
+// errDuplicate is a publish JetStream acknowledged as a duplicate of a
+// message with the same id in its de-duplication window: the task is not
+// queued, so no result will come for it.
+var errDuplicate = errors.New("JetStream dropped the task as a duplicate of one published before")
 
 // flight is a task dispatched and not yet finished.
 type flight struct {
@@ -131,6 +137,17 @@ func (d *Dispatcher) InFlight() int {
 	return len(d.inflight)
 }
 
+// InFlightOf is the number of tasks in flight for the URLs of urls.
+func (d *Dispatcher) InFlightOf(urls []string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, u := range urls {
+		n += d.perURL[u]
+	}
+	return n
+}
+
 // Published is the number of tasks published so far.
 func (d *Dispatcher) Published() uint64 { return d.published.Load() }
 
@@ -165,7 +182,15 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			d.Release(task.ID, now, now)
 			return nil
 		}
-		if err := d.publish(ctx, task); err != nil {
+		err := d.publish(ctx, task)
+		if errors.Is(err, errDuplicate) {
+			// Nothing will come back for it: free the host at once and
+			// give the URL a new due time, so a new task id.
+			d.o.Log.Warn("task dropped as a duplicate; will retry", "url", task.URL, "err", err)
+			d.Release(task.ID, now, now.Add(d.o.RetryAfter))
+			continue
+		}
+		if err != nil {
 			d.o.Log.Warn("publish task failed; will retry", "url", task.URL, "err", err)
 			d.Release(task.ID, now, now.Add(d.o.RetryAfter))
 			t := time.NewTimer(d.o.RetryAfter)
@@ -220,8 +245,12 @@ func (d *Dispatcher) publish(ctx context.Context, t proto.Task) error {
 	// gets no answer at all, and the dispatcher waits on it alone.
 	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
-	if _, err := d.js.Publish(pctx, proto.TaskSubject(t.Kind), b, jetstream.WithMsgID(t.ID)); err != nil {
+	ack, err := d.js.Publish(pctx, proto.TaskSubject(t.Kind), b, jetstream.WithMsgID(t.ID))
+	if err != nil {
 		return fmt.Errorf("publish task %s: %w", t.ID, err)
+	}
+	if ack.Duplicate {
+		return fmt.Errorf("publish task %s: %w", t.ID, errDuplicate)
 	}
 	d.published.Add(1)
 	return nil
@@ -313,6 +342,9 @@ func (d *Dispatcher) Intervals(urls []string) []time.Duration {
 type Version struct {
 	After, Before time.Time
 	Exact         bool
+	// Times are the exact update times the poll's feed dated in the
+	// interval, newest first (none for a page that is not a feed).
+	Times []time.Time
 }
 
 // Finished is a folded result as the in-flight table and the scheduler
@@ -350,7 +382,10 @@ func (d *Dispatcher) Finish(done []Finished) []bool {
 			d.sched.Done(f.URL, f.Feedback)
 		}
 		if v := f.Version; v != nil && f.Applied {
-			d.sched.ObserveVersion(f.URL, v.After, v.Before, v.Exact, f.At)
+			// A feed's dates are the exact times; the version's Before is
+			// then only the newest of them.
+			d.sched.ObserveVersion(f.URL, v.After, v.Before, v.Exact && len(v.Times) == 0, f.At)
+			d.sched.ObserveExact(f.URL, v.Times)
 		}
 		gone[i] = !d.sched.Has(f.URL)
 	}

@@ -138,6 +138,14 @@ type Task struct {
 
 	// Probe is set for KindProbe.
 	Probe *ProbeSpec `json:"probe,omitempty"`
+
+	// KeepRaw asks for the raw response body with the result whenever the
+	// extracted text is sent (the first version, or a change); NeedRaw asks
+	// for it even when the text did not change, because the coordinator has
+	// none yet. A worker that does not know them sends no body, and the
+	// coordinator simply keeps none.
+	KeepRaw bool `json:"keep_raw,omitempty"`
+	NeedRaw bool `json:"need_raw,omitempty"`
 }
 
 // ProbeSpec describes one request to a keyword-search source: a result
@@ -222,6 +230,17 @@ type Result struct {
 	RetryAfter time.Duration `json:"retry_after,omitempty"`
 	CrawlDelay time.Duration `json:"crawl_delay,omitempty"`
 	Disallowed bool          `json:"disallowed,omitempty"`
+
+	// FeedTimes are the item dates of a capture task's page when it is an
+	// RSS, Atom or JSON Feed document, newest first (at most
+	// the extractor's cap): the feed's own update times.
+	FeedTimes []time.Time `json:"feed_times,omitempty"`
+
+	// Raw is the response body (decompressed, and for text converted to
+	// UTF-8) when the task asked for it, at most the worker's raw cap;
+	// RawTruncated says it was cut there (Bytes is the full length).
+	Raw          []byte `json:"raw,omitempty"`
+	RawTruncated bool   `json:"raw_truncated,omitempty"`
 
 	// Items are the parsed result items of a probe task.
 	Items []ProbeItem `json:"items,omitempty"`

@@ -166,19 +166,22 @@ type Observation struct {
 // successful fetch is folded into the URL's estimator state st (nil for a
 // one-off request, which has no estimate), and the returned Feedback, for
 // Scheduler.Done, carries the URL's rate after the fetch — the new
-// estimate, or rate, the one it had, when there was nothing to learn.
+// estimate and its standard error (RateSE), or rate, the one it had, when
+// there was nothing to learn.
 // The caller persists st with the fetch's other effects before it hands
 // the Feedback to the scheduler.
 func (e Estimator) Learn(st *EstimateState, rate float64, o Observation) Feedback {
+	var se float64
 	if o.OK && st != nil {
 		f := fetchObs{At: o.Start, Prev: o.Prev, Changed: o.Changed, LastModified: o.LastModified}
 		if o.First {
 			f.Prev = time.Time{}
 		}
 		rate = e.observe(st, f)
+		se = e.RateSE(st)
 	}
 	return Feedback{
 		Start: o.Start, End: o.End, OK: o.OK, Changed: o.Changed, NotModified: o.NotModified, Disallowed: o.Disallowed,
-		LastModified: o.LastModified, Rate: rate, HostGap: o.HostGap, HostNotBefore: o.HostNotBefore,
+		LastModified: o.LastModified, Rate: rate, RateSE: se, HostGap: o.HostGap, HostNotBefore: o.HostNotBefore,
 	}
 }

@@ -45,6 +45,10 @@ type URLInfo struct {
 	// per period (0: from the URL's share of the budget).
 	Period time.Duration
 	Polls  int
+	// Paused URLs are known but not fetched (lifecycle.go); RateSE is the
+	// standard error of Rate.
+	Paused bool
+	RateSE float64
 }
 
 // Dispatch is a URL the scheduler hands out.
@@ -63,8 +67,10 @@ type Feedback struct {
 	NotModified  bool
 	Disallowed   bool
 	LastModified time.Time // zero if unknown
-	// Rate is the URL's new estimated change rate (0 = unchanged).
-	Rate float64
+	// Rate is the URL's new estimated change rate (0 = unchanged) and
+	// RateSE its standard error.
+	Rate   float64
+	RateSE float64
 	// HostGap is the gap the host now needs (Crawl-delay; 0 = base rate)
 	// and HostNotBefore when it may be fetched again (Retry-After,
 	// backoff).
@@ -103,16 +109,28 @@ type Scheduler struct {
 	// re-plan copies arrays instead of walking a million entries under
 	// the caller's lock. Index i is list[i].
 	rates   []float64
-	weights []float64 // 0 for a disallowed URL: it takes no budget
-	blocked []bool    // disallowed by robots.txt
-	freqs   []float64 // the URL's frequency now, 1/interval (0: unscheduled or disallowed): an adaptive policy's plan
+	rateSEs []float64 // standard errors of rates, for the plan's freshness band
+	weights []float64 // 0 for a disallowed or paused URL: it takes no budget
+	blocked []bool    // disallowed by robots.txt or paused: no fetches, not even exploration
+	freqs   []float64 // the URL's frequency now, 1/interval (0: unscheduled, disallowed or paused): an adaptive policy's plan
+	// fixed is the rate a capture URL polls at whatever the plan says
+	// (its configured or learnt polls per period; 0: planned like any
+	// URL). The plan takes it off the budget and the host's capacity, so
+	// that the budget in use is what is really dispatched.
+	fixed []float64
 	// hosts[i] indexes planHosts, in order of first appearance in list.
-	// It only ever grows, so a snapshot may share it.
+	// Appends never touch its first elements, so a snapshot may share
+	// them; Remove builds a new array.
 	hosts     []int32
 	planHosts []*hostQueue
 
 	disallowed int                 // URLs disallowed now
 	captures   map[*entry]struct{} // capture URLs
+
+	// planList is the list the last plan was made over: plan.Freq[i]
+	// is list element planList[i] (removed ones have pos < 0).
+	planList []*entry
+	life     lifecycle
 }
 
 // NewScheduler returns an empty scheduler.
@@ -139,18 +157,25 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 }
 
 // mirror copies e's plan input into the scheduler's arrays; every change
-// of e's rate, weight, interval or disallowed flag ends with it.
+// of e's rate (or its error), weight, interval, disallowed or paused flag
+// ends with it.
 func (s *Scheduler) mirror(e *entry) {
 	if e.pos < 0 {
 		return
 	}
-	w, f := e.weight, 0.0
-	if e.disallowed {
+	off := e.disallowed || e.paused
+	w, f, fx := e.weight, 0.0, 0.0
+	if off {
 		w = 0
 	} else if e.interval > 0 {
 		f = float64(time.Second) / float64(e.interval)
 	}
-	s.rates[e.pos], s.weights[e.pos], s.blocked[e.pos], s.freqs[e.pos] = e.rate, w, e.disallowed, f
+	if e.cap != nil && !off {
+		if fx = e.cap.rate(); fx > 0 {
+			f = fx
+		}
+	}
+	s.rates[e.pos], s.rateSEs[e.pos], s.weights[e.pos], s.blocked[e.pos], s.freqs[e.pos], s.fixed[e.pos] = e.rate, e.rateSE, w, off, f, fx
 }
 
 // setDisallowed sets e's disallowed flag, keeping the count.
@@ -207,6 +232,9 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		e.weight, e.capture = u.Weight, u.Capture
 		s.setCapture(e, u)
 		s.mirror(e)
+		if e.index >= 0 && e.strict != (e.cap != nil) {
+			s.front.schedule(e, e.nextDue) // into the heap of its new mode
+		}
 		return false
 	}
 	e, _ := s.front.add(u.URL, u.Host, s.baseGap())
@@ -218,10 +246,12 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		s.planHosts = append(s.planHosts, e.host)
 	}
 	s.hosts = append(s.hosts, e.host.plan)
-	s.rates, s.weights, s.blocked, s.freqs = append(s.rates, 0), append(s.weights, 0), append(s.blocked, false), append(s.freqs, 0)
+	s.rates, s.rateSEs, s.weights, s.blocked, s.freqs = append(s.rates, 0), append(s.rateSEs, 0), append(s.weights, 0), append(s.blocked, false), append(s.freqs, 0)
+	s.fixed = append(s.fixed, 0)
 	s.setCapture(e, u)
 	s.moved++
 	s.setDisallowed(e, u.Disallowed)
+	e.paused, e.rateSE = u.Paused, u.RateSE
 	e.interval = u.Interval
 	if e.interval <= 0 {
 		if a, ok := s.o.Policy.(adaptivePolicy); ok {
@@ -264,9 +294,18 @@ func (s *Scheduler) setCapture(e *entry, u URLInfo) {
 // observeCapture records an update a poll of a capture URL saw: exactly at
 // `to` (trustworthy Last-Modified) or somewhere in (from, to].
 func (s *Scheduler) observeCapture(url string, from, to time.Time, exact bool) {
-	if e, ok := s.front.urls[url]; ok && e.cap != nil {
-		e.cap.observe(from, to, exact, e.interval)
+	e, ok := s.front.urls[url]
+	if !ok || e.cap == nil {
+		return
 	}
+	before := e.cap.rate()
+	if exact {
+		e.cap.exactAt(secs(to))
+	} else {
+		e.cap.changedIn(secs(from), secs(to))
+	}
+	e.cap.maybeLearn(e.interval)
+	s.captureMoved(e, before)
 }
 
 // CaptureStatus lists the capture URLs' schedules (at most limit).
@@ -304,6 +343,9 @@ func (s *Scheduler) Next(now time.Time) (Dispatch, bool, time.Time) {
 // Done folds a fetch's outcome into the schedule: the host's spacing, the
 // URL's rate, and its next due time.
 func (s *Scheduler) Done(url string, fb Feedback) {
+	if s.releaseOrphan(url, fb.End) {
+		return
+	}
 	e, ok := s.front.urls[url]
 	if !ok {
 		return
@@ -324,7 +366,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		return
 	}
 	if fb.Rate > 0 && fb.Rate != e.rate {
-		e.rate = fb.Rate
+		e.rate, e.rateSE = fb.Rate, fb.RateSE
 		s.moved++
 	}
 	if e.disallowed != fb.Disallowed {
@@ -346,7 +388,17 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	case e.disallowed:
 		due = fb.Start.Add(s.o.DisallowRetry)
 	case e.cap != nil && e.interval > 0:
-		due = e.cap.next(e.url, fb.Start, e.interval)
+		if fb.OK {
+			before := e.cap.rate()
+			e.cap.poll(fb.Start, fb.Changed, e.interval)
+			if e.cap.rate() != before {
+				s.moved++ // mirrored below
+			}
+		}
+		// After the poll just made, and after the phase it was due at:
+		// a poll handed out early (a retry) must not be due again at
+		// the same phase, where it would get the same task id.
+		due = e.cap.next(e.url, latest(fb.Start, e.nextDue), e.interval)
 	case adaptive && e.interval > 0:
 		e.interval, due = a.Next(e.interval, fb)
 	}
@@ -357,6 +409,9 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 // Abort requeues a URL whose fetch produced no result (lost, failed,
 // never published): it is due again at due.
 func (s *Scheduler) Abort(url string, at, due time.Time) {
+	if s.releaseOrphan(url, at) {
+		return
+	}
 	if e, ok := s.front.urls[url]; ok {
 		s.front.done(e, at, due)
 	}
@@ -419,13 +474,19 @@ type PlanJob struct {
 	at       time.Time
 	policy   Policy
 	adaptive bool
-	budget   float64
 	explore  float64
 	in       PlanInput
+	rateSE   []float64 // per element: the standard error of its rate
 	blocked  []bool
-	moved    int // Scheduler.moved at the snapshot
+	fixed    []float64 // per element: a capture URL's own rate, 0 if planned
+	moved    int       // Scheduler.moved at the snapshot
+	// list is the scheduler's list at the snapshot, element i of the
+	// plan. Appends never touch it and Remove builds a new list, so it is
+	// shared, not copied; a URL removed meanwhile has pos < 0.
+	list []*entry
 
 	out   PlanOutput
+	band  freshnessBand
 	freq  []float64 // per element, exploration included
 	sat   []bool    // per host: the plan gives it all it can take
 	inUse float64
@@ -444,7 +505,7 @@ func (j *PlanJob) Output() PlanOutput { return j.out }
 func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	n := len(s.list)
 	_, adaptive := s.o.Policy.(adaptivePolicy)
-	j := &PlanJob{at: now, policy: s.o.Policy, adaptive: adaptive, budget: s.o.Budget, explore: s.o.ExploreShare, moved: s.moved}
+	j := &PlanJob{at: now, policy: s.o.Policy, adaptive: adaptive, explore: s.o.ExploreShare, moved: s.moved, list: s.list[:n:n]}
 	j.in = PlanInput{
 		Budget:  s.o.Budget,
 		Rates:   append([]float64(nil), s.rates...),
@@ -455,6 +516,8 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 		HostCaps: make([]float64, len(s.planHosts)),
 	}
 	j.blocked = append([]bool(nil), s.blocked...)
+	j.fixed = append([]float64(nil), s.fixed...)
+	j.rateSE = append([]float64(nil), s.rateSEs...)
 	for i, h := range s.planHosts {
 		// The cap is what the host can take given its gap (host rate,
 		// Crawl-delay) and how long its requests last.
@@ -477,8 +540,13 @@ func (j *PlanJob) Solve() error {
 		}
 		j.out = PlanOutput{Freq: j.freq}
 		j.out.Freshness, j.out.Age = modelFreshness(in, j.freq)
+		j.band = bandOf(in, j.rateSE, j.out.Freq)
 		return nil
 	}
+	// Capture URLs that poll at their own rate take it off the budget
+	// and off their host's capacity; the policy shares out the rest
+	// among the other URLs.
+	in, keep, fixedHost := withoutFixed(in, j.fixed, j.blocked)
 	out, err := j.policy.Plan(in)
 	if err != nil {
 		return err
@@ -489,7 +557,7 @@ func (j *PlanJob) Solve() error {
 	// exploration leaves.
 	// A URL's exploration rate is a share of its uniform frequency, and
 	// on a host that cannot give every URL that much, of the host's share.
-	uniform := j.budget / math.Max(1, float64(len(in.Rates)))
+	uniform := in.Budget / math.Max(1, float64(len(in.Rates)))
 	perHost := make([]int, len(in.HostCaps))
 	for _, h := range in.Hosts {
 		perHost[h]++
@@ -508,7 +576,7 @@ func (j *PlanJob) Solve() error {
 			}
 		}
 		again := in
-		again.Budget = math.Max(j.budget-spent, j.budget/2)
+		again.Budget = math.Max(in.Budget-spent, in.Budget/2)
 		again.HostCaps = caps
 		if o2, err := j.policy.Plan(again); err == nil {
 			out = o2
@@ -516,7 +584,7 @@ func (j *PlanJob) Solve() error {
 	}
 	freq := make([]float64, len(in.Rates))
 	for i := range freq {
-		if j.blocked[i] {
+		if j.blocked[keep[i]] {
 			continue
 		}
 		freq[i] = out.Freq[i]
@@ -535,9 +603,27 @@ func (j *PlanJob) Solve() error {
 			freq[i] *= in.HostCaps[h] / sum[h]
 		}
 	}
+	if len(keep) != len(j.fixed) {
+		// Back to one frequency per element: the planned ones where they
+		// were, the capture URLs at their own rate.
+		all := make([]float64, len(j.fixed))
+		for i, f := range freq {
+			all[keep[i]] = f
+		}
+		for i, fx := range j.fixed {
+			if fx > 0 && !j.blocked[i] {
+				all[i] = fx
+			}
+		}
+		freq = all
+		out.Freq = spread(out.Freq, keep, len(j.fixed))
+	}
+	// Saturated against the whole capacity: the capture polls' share
+	// included, the rest is what the freshness URLs may fill.
 	j.sat = make([]bool, len(in.HostCaps))
 	for h := range j.sat {
-		j.sat[h] = in.HostCaps[h] > 0 && sum[h] >= 0.98*in.HostCaps[h]
+		whole := in.HostCaps[h] + fixedHost[h]
+		j.sat[h] = whole > 0 && sum[h]+fixedHost[h] >= 0.98*whole
 	}
 	j.inUse = 0
 	for _, f := range freq {
@@ -546,6 +632,7 @@ func (j *PlanJob) Solve() error {
 		}
 	}
 	j.out, j.freq = out, freq
+	j.band = bandOf(j.in, j.rateSE, out.Freq) // every element: out.Freq is spread back above
 	return nil
 }
 
@@ -572,7 +659,12 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		end = j.next + limit
 	}
 	for i := j.next; i < end; i++ {
-		e := s.list[i]
+		e := j.list[i]
+		if e.pos < 0 || e.paused {
+			// Removed since the snapshot, or paused: a paused URL keeps
+			// its interval for when it is resumed.
+			continue
+		}
 		if e.disallowed {
 			e.interval = s.o.DisallowRetry
 			s.mirror(e)
@@ -603,12 +695,65 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 	if j.next < len(j.freq) {
 		return false
 	}
-	s.plan, s.planAt, s.inUse = j.out, j.at, j.inUse
+	s.plan, s.planAt, s.inUse, s.planList, s.life.band = j.out, j.at, j.inUse, j.list, j.band
 	s.moved -= j.moved
 	if s.moved < 0 {
 		s.moved = 0
 	}
 	return true
+}
+
+// withoutFixed returns the plan input without the elements that poll at a
+// fixed rate (capture URLs with their own polls), with the budget and each
+// host's capacity less those rates; keep maps the returned elements to the
+// input's, and fixedHost is each host's fixed rate. With no fixed element
+// it returns in itself and keep is the identity.
+func withoutFixed(in PlanInput, fixed []float64, blocked []bool) (out PlanInput, keep []int, fixedHost []float64) {
+	fixedHost = make([]float64, len(in.HostCaps))
+	n := 0
+	for i, fx := range fixed {
+		if fx > 0 && !blocked[i] {
+			fixedHost[in.Hosts[i]] += fx
+			n++
+		}
+	}
+	keep = make([]int, 0, len(fixed)-n)
+	for i, fx := range fixed {
+		if fx <= 0 || blocked[i] {
+			keep = append(keep, i)
+		}
+	}
+	if n == 0 {
+		return in, keep, fixedHost
+	}
+	out = PlanInput{
+		Rates:    make([]float64, len(keep)),
+		Weights:  make([]float64, len(keep)),
+		Hosts:    make([]int32, len(keep)),
+		HostCaps: make([]float64, len(in.HostCaps)),
+		Budget:   in.Budget,
+	}
+	for k, i := range keep {
+		out.Rates[k], out.Weights[k], out.Hosts[k] = in.Rates[i], in.Weights[i], in.Hosts[i]
+	}
+	for h, c := range in.HostCaps {
+		out.HostCaps[h] = math.Max(0, c-fixedHost[h])
+		out.Budget -= fixedHost[h]
+	}
+	out.Budget = math.Max(0, out.Budget)
+	return out, keep, fixedHost
+}
+
+// spread scatters the per-kept-element xs back to n elements (0 elsewhere).
+func spread(xs []float64, keep []int, n int) []float64 {
+	if xs == nil {
+		return nil
+	}
+	all := make([]float64, n)
+	for k, i := range keep {
+		all[i] = xs[k]
+	}
+	return all
 }
 
 // givenUp counts the elements that matter (weight > 0) and get no fetches.

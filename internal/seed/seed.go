@@ -43,6 +43,9 @@ type Seed struct {
 	// Polls is the number of capture polls per period, or 0 for a share of
 	// the budget.
 	Polls int
+	// KeepRaw keeps the raw response body of the latest version besides
+	// its extracted text.
+	KeepRaw bool
 }
 
 // LineError is a bad seed line. Parse reports it and goes on.
@@ -65,17 +68,18 @@ type jsonSeed struct {
 	Ignore   *proto.IgnoreRules `json:"ignore"`
 	Period   string             `json:"period"`
 	Polls    int                `json:"polls"`
+	KeepRaw  bool               `json:"keep_raw"`
 }
 
-// maxLine is the longest line accepted; a longer one is a bad line.
-const maxLine = 1 << 20
+// MaxLine is the longest line accepted; a longer one is a bad line.
+const MaxLine = 1 << 20
 
 // Parse reads seeds from r and calls emit for every good line and bad for
 // every bad one (with file name and line number). It stops early only when
 // emit returns an error or r fails.
 func Parse(r io.Reader, file string, emit func(Seed) error, bad func(*LineError)) (good, bads int, err error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), maxLine)
+	sc.Buffer(make([]byte, 0, 64*1024), MaxLine)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -86,7 +90,7 @@ func Parse(r io.Reader, file string, emit func(Seed) error, bad func(*LineError)
 		if len(text) == 0 || text[0] == '#' {
 			continue
 		}
-		s, perr := parseLine(text)
+		s, perr := ParseLine(text)
 		if perr != nil {
 			bads++
 			if bad != nil {
@@ -101,15 +105,19 @@ func Parse(r io.Reader, file string, emit func(Seed) error, bad func(*LineError)
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return good, bads, fmt.Errorf("%s:%d: line longer than %d bytes", file, line+1, maxLine)
+			return good, bads, fmt.Errorf("%s:%d: line longer than %d bytes", file, line+1, MaxLine)
 		}
 		return good, bads, fmt.Errorf("read %s: %w", file, err)
 	}
 	return good, bads, nil
 }
 
-// parseLine parses one non-blank, non-comment line.
-func parseLine(text []byte) (Seed, error) {
+// ParseLine parses one non-blank, non-comment line: a URL, or a JSON
+// object with the seed's fields.
+func ParseLine(text []byte) (Seed, error) {
+	if len(text) == 0 {
+		return Seed{}, fmt.Errorf("empty line")
+	}
 	if text[0] != '{' {
 		u, host, err := Normalize(string(text))
 		if err != nil {
@@ -133,7 +141,7 @@ func parseLine(text []byte) (Seed, error) {
 	if err != nil {
 		return Seed{}, fmt.Errorf(`field "url": %w`, err)
 	}
-	s := Seed{URL: u, Host: host, Weight: 1, Mode: ModeFreshness, Selector: strings.TrimSpace(js.Selector), Period: js.Period, Polls: js.Polls}
+	s := Seed{URL: u, Host: host, Weight: 1, Mode: ModeFreshness, Selector: strings.TrimSpace(js.Selector), Period: js.Period, Polls: js.Polls, KeepRaw: js.KeepRaw}
 	if js.Weight != nil {
 		w := *js.Weight
 		if !(w > 0) || math.IsInf(w, 0) {

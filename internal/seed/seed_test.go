@@ -114,7 +114,7 @@ func FuzzParseLine(f *testing.F) {
 		if len(b) == 0 {
 			return
 		}
-		s, err := parseLine(b)
+		s, err := ParseLine(b)
 		if err == nil && (s.Weight <= 0 || s.URL == "") {
 			t.Fatalf("accepted %q with weight %v url %q", b, s.Weight, s.URL)
 		}
@@ -181,5 +181,18 @@ func TestRulesRefusedAsTheWorkerWould(t *testing.T) {
 	s := good["http://a.com/8"]
 	if _, err := extract.Compile(s.Selector, s.Ignore); err != nil {
 		t.Errorf("good line: the worker's compile refuses what the seed parser accepted: %v", err)
+	}
+}
+
+func TestKeepRaw(t *testing.T) {
+	s, err := ParseLine([]byte(`{"url":"http://example.com/a","keep_raw":true}`))
+	if err != nil || !s.KeepRaw {
+		t.Fatalf("keep_raw: %+v %v", s, err)
+	}
+	if s, _ := ParseLine([]byte(`http://example.com/a`)); s.KeepRaw {
+		t.Error("a plain URL keeps its raw body")
+	}
+	if _, err := ParseLine([]byte(`{"url":"http://example.com/a","keep_raw":"yes"}`)); err == nil {
+		t.Error(`"keep_raw": "yes" accepted`)
 	}
 }

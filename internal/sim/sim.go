@@ -91,6 +91,9 @@ type PageInfo struct {
 	Period time.Duration   `json:"period_ns,omitempty"`
 	Phases []time.Duration `json:"phases_ns,omitempty"`
 	Jitter time.Duration   `json:"jitter_ns,omitempty"`
+	// NoLastModified and Feed are the periodic class's (PeriodicClass).
+	NoLastModified bool   `json:"no_last_modified,omitempty"`
+	Feed           string `json:"feed,omitempty"`
 }
 
 // record is one logged request, kept compact because runs log many.
@@ -192,6 +195,7 @@ func New(cfg Config) (*Sim, error) {
 			p.kind, p.sched = "periodic", newSchedule(cfg.Seed, i, 0, pc)
 			p.info.Rate = float64(len(pc.Phases)) / pc.Period.Seconds()
 			p.info.Period, p.info.Phases, p.info.Jitter = pc.Period, slices.Clone(pc.Phases), pc.Jitter
+			p.info.NoLastModified, p.info.Feed = pc.NoLastModified, pc.Feed
 		}
 		p.info.Kind = p.kind
 		p.info.RatePerDay = p.info.Rate * daySec
@@ -518,7 +522,11 @@ func (s *Sim) servePage(w http.ResponseWriter, r *http.Request, now time.Time, i
 	}
 	if p.cacheVer != ver {
 		p.cacheVer = ver
-		p.cacheBody = render(s.cfg.Seed, s.vocab, i, ver, s.cfg.Hosts, len(s.pages))
+		if p.info.Feed != "" {
+			p.cacheBody = renderFeed(p.info.Feed, s.cfg.Seed, s.vocab, i, s.epoch, p.sched.times[:ver])
+		} else {
+			p.cacheBody = render(s.cfg.Seed, s.vocab, i, ver, s.cfg.Hosts, len(s.pages))
+		}
 		p.cacheETag = etagFor(s.cfg.Seed, i, ver)
 	}
 	body, etag := p.cacheBody, p.cacheETag
@@ -527,14 +535,16 @@ func (s *Sim) servePage(w http.ResponseWriter, r *http.Request, now time.Time, i
 	rec.page, rec.version = int32(i), int32(ver)
 	lastMod := s.epoch.Add(last).UTC().Truncate(time.Second)
 	hdr := w.Header()
-	hdr.Set("Content-Type", "text/html; charset=utf-8")
+	hdr.Set("Content-Type", feedContentType(p.info.Feed))
 	hdr.Set("ETag", etag)
-	hdr.Set("Last-Modified", lastMod.Format(http.TimeFormat))
+	if !p.info.NoLastModified {
+		hdr.Set("Last-Modified", lastMod.Format(http.TimeFormat))
+	}
 
 	notModified := false
 	if inm := r.Header.Get("If-None-Match"); inm != "" {
 		notModified = etagMatches(inm, etag)
-	} else if ims := r.Header.Get("If-Modified-Since"); ims != "" {
+	} else if ims := r.Header.Get("If-Modified-Since"); ims != "" && !p.info.NoLastModified {
 		if t, err := http.ParseTime(ims); err == nil && !t.After(now) && !lastMod.After(t) {
 			sharedSecond := ver > 1 && s.epoch.Add(prev).UTC().Truncate(time.Second).Equal(lastMod)
 			notModified = t.Sub(lastMod) >= time.Second || !sharedSecond

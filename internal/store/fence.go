@@ -52,12 +52,16 @@ func (db *DB) Identity() (id string, fence uint64, err error) {
 // one took it over since (ErrFenced). It refuses a fence older than the
 // stored one.
 func (db *DB) TakeFence(fence uint64) error {
-	err := db.update(func(tx *bolt.Tx) error {
-		meta := tx.Bucket(bucketMeta)
-		if v := meta.Get(metaFence); len(v) == 8 && binary.BigEndian.Uint64(v) > fence {
-			return fmt.Errorf("%w (store fence %d, ours %d)", ErrFenced, binary.BigEndian.Uint64(v), fence)
-		}
-		return meta.Put(metaFence, u64(fence))
+	// Not db.update: the check against our own older fence is what this
+	// transaction replaces.
+	err := guard(db.path, func() error {
+		return db.bolt.Update(func(tx *bolt.Tx) error {
+			meta := tx.Bucket(bucketMeta)
+			if v := meta.Get(metaFence); len(v) == 8 && binary.BigEndian.Uint64(v) > fence {
+				return fmt.Errorf("%w (store fence %d, ours %d)", ErrFenced, binary.BigEndian.Uint64(v), fence)
+			}
+			return meta.Put(metaFence, u64(fence))
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("store %s: take fence %d: %w", db.path, fence, err)

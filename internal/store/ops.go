@@ -14,9 +14,6 @@ import (
 // transaction, leaving their history alone. It returns how many were added.
 func (db *DB) Upsert(recs []URL) (added int, err error) {
 	err = db.update(func(tx *bolt.Tx) error {
-		if err := db.checkFence(tx); err != nil {
-			return err
-		}
 		added = 0
 		b := tx.Bucket(bucketURLs)
 		for _, r := range recs {
@@ -26,17 +23,24 @@ func (db *DB) Upsert(recs []URL) (added int, err error) {
 			if err != nil {
 				return err
 			}
+			var prev *URL
 			if !found {
 				added++
 				if r.AddedAt.IsZero() {
 					r.AddedAt = time.Now()
 				}
 				cur = r
+				// A deleted URL added again starts over; its history stays.
+				if err := tx.Bucket(bucketDeleted).Delete(key); err != nil {
+					return err
+				}
 			} else {
+				old := cur
+				prev = &old
 				cur.Weight, cur.Selector, cur.Mode, cur.Ignore = r.Weight, r.Selector, r.Mode, r.Ignore
-				cur.Period, cur.Polls = r.Period, r.Polls
+				cur.Period, cur.Polls, cur.KeepRaw = r.Period, r.Polls, r.KeepRaw
 			}
-			if err := putJSON(b, key, cur); err != nil {
+			if err := putURL(tx, prev, cur); err != nil {
 				return err
 			}
 		}
@@ -146,8 +150,18 @@ func (t *Tx) Get(url string) (URL, bool, error) {
 	return u, found, err
 }
 
-// Put writes the URL record.
-func (t *Tx) Put(u URL) error { return putJSON(t.tx.Bucket(bucketURLs), []byte(u.URL), u) }
+// Put writes the URL record (and moves its index keys).
+func (t *Tx) Put(u URL) error {
+	var old URL
+	found, err := getJSON(t.tx.Bucket(bucketURLs), []byte(u.URL), &old)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return putURL(t.tx, nil, u)
+	}
+	return putURL(t.tx, &old, u)
+}
 
 // SetContent stores the latest extracted text of url.
 func (t *Tx) SetContent(url, text string) error {
@@ -188,6 +202,9 @@ func (t *Tx) AddChange(c Change) (uint64, error) {
 		return 0, err
 	}
 	c.Seq = seq
+	if err := t.tx.Bucket(bucketIxChanges).Put(changeIndexKey(c.URL, seq), nil); err != nil {
+		return 0, err
+	}
 	return seq, putJSON(b, u64(seq), c)
 }
 
@@ -206,9 +223,6 @@ func (t *Tx) PutHost(h Host) error { return putJSON(t.tx.Bucket(bucketHosts), []
 // result changes nothing twice.
 func (db *DB) Fold(taskID string, fn func(*Tx) error) (applied bool, err error) {
 	err = db.update(func(tx *bolt.Tx) error {
-		if err := db.checkFence(tx); err != nil {
-			return err
-		}
 		applied = false
 		folded := tx.Bucket(bucketFolded)
 		if folded.Get([]byte(taskID)) != nil {
@@ -337,9 +351,6 @@ func (db *DB) Hosts() ([]Host, error) {
 func (db *DB) FoldMany(ids []string, fn func(i int, tx *Tx) error) (applied []bool, err error) {
 	applied = make([]bool, len(ids))
 	err = db.update(func(tx *bolt.Tx) error {
-		if err := db.checkFence(tx); err != nil {
-			return err
-		}
 		clear(applied)
 		folded := tx.Bucket(bucketFolded)
 		now := u64(uint64(time.Now().UnixNano()))

@@ -36,11 +36,23 @@ var (
 	bucketHosts    = []byte("hosts")    // host → Host (JSON)
 	bucketMeta     = []byte("meta")     // schema version, counters
 	bucketItems    = []byte("items")    // source 0x00 item id → Item (JSON)
-	allBuckets     = [][]byte{bucketURLs, bucketContent, bucketVersions, bucketChanges, bucketFolded, bucketHosts, bucketMeta, bucketItems}
+	bucketDeleted  = []byte("deleted")  // url → URL (JSON) of a deleted URL whose history is kept
+	bucketRaw      = []byte("raw")      // url → raw body of the latest version (rawEnvelope)
+	bucketFetchLog = []byte("fetchlog") // url → the last fetchLogLen fetches (encodeFetchLog)
+	// Secondary indexes, maintained in the transaction that writes the
+	// record (index.go).
+	bucketIxFilter  = []byte("ix_filter")  // kind(1) value 0x00 url → nil: host, mode, record state
+	bucketIxSort    = []byte("ix_sort")    // sort id(1) ordered value(8) url → nil
+	bucketIxChanges = []byte("ix_changes") // url 0x00 seq(8) → nil: the change log by URL
+	allBuckets      = [][]byte{bucketURLs, bucketContent, bucketVersions, bucketChanges, bucketFolded, bucketHosts, bucketMeta, bucketItems,
+		bucketDeleted, bucketRaw, bucketFetchLog, bucketIxFilter, bucketIxSort, bucketIxChanges}
+	indexBuckets = [][]byte{bucketIxFilter, bucketIxSort, bucketIxChanges}
 )
 
 // schemaVersion is written to the meta bucket; Open refuses a newer one.
-const schemaVersion = 1
+// Version 2 added the secondary indexes: a binary that knows only version 1
+// would write records without updating them, so it must refuse the file.
+const schemaVersion = 2
 
 // Errors callers can test for with errors.Is; bbolt's own errors stay
 // wrapped behind them.
@@ -176,7 +188,7 @@ func (db *DB) init() error {
 	if err != nil {
 		return fmt.Errorf("initialise store: %w", err)
 	}
-	return nil
+	return db.ensureIndexes()
 }
 
 func (db *DB) checkSchema() error {
@@ -232,9 +244,18 @@ func (db *DB) view(fn func(*bolt.Tx) error) error {
 	return guard(db.path, func() error { return db.bolt.View(fn) })
 }
 
-// update runs fn in a write transaction, as view.
+// update runs fn in a write transaction, as view, and fails it with
+// ErrFenced if a coordinator under a newer lease took the store over
+// (checkFence): every write goes through it.
 func (db *DB) update(fn func(*bolt.Tx) error) error {
-	return guard(db.path, func() error { return db.bolt.Update(fn) })
+	return guard(db.path, func() error {
+		return db.bolt.Update(func(tx *bolt.Tx) error {
+			if err := db.checkFence(tx); err != nil {
+				return err
+			}
+			return fn(tx)
+		})
+	})
 }
 
 func putJSON(b *bolt.Bucket, key []byte, v any) error {

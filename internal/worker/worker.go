@@ -51,7 +51,11 @@ type Options struct {
 	// Grace is how long a stopping worker lets the tasks it holds finish
 	// before it hands them back (default DefaultGrace).
 	Grace time.Duration
-	Log   *slog.Logger
+	// MaxRaw caps the raw body sent with a result for URLs that keep it
+	// (default defaultMaxRaw), so a result stays well under NATS's
+	// message size.
+	MaxRaw int
+	Log    *slog.Logger
 }
 
 // DefaultGrace is how long a stopping worker gives the fetches it holds.
@@ -83,6 +87,9 @@ func CheckConcurrency(n int) error {
 	return nil
 }
 
+// defaultMaxRaw is the default cap of a raw body sent with a result.
+const defaultMaxRaw = 256 << 10
+
 func (o Options) withDefaults() Options {
 	if o.ID == "" {
 		h, _ := os.Hostname()
@@ -102,6 +109,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
+	}
+	if o.MaxRaw <= 0 {
+		o.MaxRaw = defaultMaxRaw
 	}
 	return o
 }
@@ -615,12 +625,18 @@ func (w *Worker) fetchPage(ctx context.Context, task proto.Task, res *proto.Resu
 		hash = extract.Hash(text)
 	}
 	res.Hash = hash
+	if task.Kind == proto.KindCapture && resp.Class == fetch.Text {
+		// A feed dates its items: exact update times for capture.
+		res.FeedTimes, _ = extract.FeedTimes(resp.Body)
+	}
 	if hash == task.PrevHash {
+		w.attachRaw(task, res, resp.Body, task.NeedRaw)
 		return
 	}
 	if task.PrevHash == "" {
 		// First version: stored, not a change.
 		res.Text = text
+		w.attachRaw(task, res, resp.Body, task.KeepRaw || task.NeedRaw)
 		return
 	}
 	prev := task.PrevText
@@ -637,11 +653,29 @@ func (w *Worker) fetchPage(ctx context.Context, task proto.Task, res *proto.Resu
 	d := extract.Diff(prev, text)
 	if !extract.Significant(d, rules.MinChange()) {
 		// Below the threshold: keep the old version as the baseline so
-		// small changes that add up are still seen.
+		// small changes that add up are still seen. Its validators stay
+		// too: storing this response's ETag would make the next fetch a
+		// 304 against a version nobody kept, and the drift would never
+		// add up.
 		res.Hash = task.PrevHash
+		res.ETag, res.LastModified = task.ETag, task.LastModified
+		w.attachRaw(task, res, resp.Body, task.NeedRaw)
 		return
 	}
 	res.Changed, res.Text, res.Diff = true, text, &d
+	w.attachRaw(task, res, resp.Body, task.KeepRaw || task.NeedRaw)
+}
+
+// attachRaw puts the response body on the result, capped at MaxRaw, when
+// want says the task asked for it.
+func (w *Worker) attachRaw(task proto.Task, res *proto.Result, body []byte, want bool) {
+	if !want || len(body) == 0 || task.Kind == proto.KindProbe {
+		return
+	}
+	if len(body) > w.opts.MaxRaw {
+		body, res.RawTruncated = body[:w.opts.MaxRaw], true
+	}
+	res.Raw = body
 }
 
 // previous asks the coordinator for the stored version the task's PrevHash
