@@ -67,7 +67,13 @@ func (e *env) recoverFrom(ctx context.Context, t0, restored time.Time, outstandi
 			base, baseSet = e.folds(), true
 		}
 		if pending > 0 && e.watch.answered(outstanding) < len(outstanding) {
-			if q, qerr := e.queued(ctx); qerr == nil {
+			// A probe of a stream with no leader yet gets no answer:
+			// bounded, so that it does not add its timeout to the
+			// measured recovery.
+			pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+			q, qerr := e.queued(pctx)
+			cancel()
+			if qerr == nil {
 				pending = 0
 				for id := range outstanding {
 					if q[id] && !e.watch.has(id) {
@@ -79,7 +85,10 @@ func (e *env) recoverFrom(ctx context.Context, t0, restored time.Time, outstandi
 			pending = 0
 		}
 		if err == nil && baseSet && pending == 0 && e.folds() >= base+10 && st.Store.FoldError == nil {
-			if old, perr := e.resultsFrom(ctx, restored); perr == nil && old == 0 {
+			pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+			old, perr := e.resultsFrom(pctx, restored)
+			cancel()
+			if perr == nil && old == 0 {
 				return time.Since(restored), nil, nil
 			}
 		}
@@ -93,6 +102,9 @@ func (e *env) recoverFrom(ctx context.Context, t0, restored time.Time, outstandi
 		}
 	}
 }
+
+// probeTimeout bounds one look at a stream while recovery is measured.
+const probeTimeout = 2 * time.Second
 
 // resultsFrom counts the results still in the results stream (not folded)
 // that were published before t.
