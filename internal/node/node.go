@@ -365,7 +365,7 @@ func (n *Node) newCoordinator(o Options) error {
 		Budget: cfg.Budget.PerSecond(), HostRate: cfg.HostRate.PerSecond(), MaxInFlight: cfg.MaxInFlight,
 		Policy: policy, Replan: cfg.Replan, PriorRate: cfg.PriorRate.PerSecond(), HalfLife: cfg.HalfLife,
 		ExploreShare: cfg.Explore, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Log: n.Log, DefaultIgnore: cfg.DefaultIgnore(), CaptureUniform: cfg.CaptureUniform, LMSkew: cfg.LMSkew,
-		Sources: sources, ProbePolicy: cfg.ProbePolicy, ConsoleEvery: o.Roles.ConsoleEvery, Link: n.Link, Lease: n.Lease(), FaultPoint: o.FaultPoint,
+		Sources: sources, ProbePolicy: cfg.ProbePolicy, ConsoleEvery: o.Roles.ConsoleEvery, Retention: cfg.Retention(), Link: n.Link, Lease: n.Lease(), FaultPoint: o.FaultPoint,
 	})
 	if err != nil {
 		return err
