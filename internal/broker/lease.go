@@ -23,7 +23,7 @@ import (
 // on its own clock. The two never overlap, whatever the clocks read, as
 // long as they run at about the same rate. The key is not given a TTL of
 // its own: its last value stays, so a newcomer can tell which store the
-// crawl was last written to (docs/design.md §2.3).
+// crawl was last written to (docs/design.md §2.6).
 const (
 	// LeaseBucket is the key-value bucket of coordinator leases.
 	LeaseBucket = "freshcrawl_leader"
@@ -33,7 +33,7 @@ const (
 )
 
 // CheckLeaseTTL reports whether d is a valid lease TTL: at least 3 s, so
-// that a renewal every third of it is not a flood.
+// that a renewal every quarter of it is not a flood.
 func CheckLeaseTTL(d time.Duration) error {
 	if d < 3*time.Second {
 		return fmt.Errorf("must be ≥ 3s, got %s", d)
