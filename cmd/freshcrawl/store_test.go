@@ -67,6 +67,8 @@ func TestTruncatedStoreCommands(t *testing.T) {
 			{"items", "list", "--data", dir, "--source", "s"},
 			{"store", "check", "--data", dir},
 			{"backup", "--data", dir, filepath.Join(t.TempDir(), "b.db")},
+			{"urls", "--data", dir, "--listen", "127.0.0.1:1"},
+			{"export", "--data", dir, "--listen", "127.0.0.1:1"},
 		} {
 			out, _, err := execCmd(t, "http://new.example/\n", args...)
 			if !errors.Is(err, store.ErrCorrupt) || exitStatus(err) != exitDamaged {
