@@ -121,7 +121,12 @@ func TestReadOnlyCommandsNextToCoordinator(t *testing.T) {
 	}
 	defer n.Stop()
 
-	out, _, err := execCmd(t, "", "plan", "--data", dir, "--json")
+	out, _, err := execCmd(t, "", "status", "--listen", n.HTTPAddr())
+	if err != nil || !strings.Contains(out, "role           active coordinator") || !strings.Contains(out, "nats           connected nats://") ||
+		!strings.Contains(out, "store          "+filepath.Join(dir, store.FileName)) {
+		t.Errorf("status next to a coordinator does not show its role, NATS connection and store: %v\n%s", err, out)
+	}
+	out, _, err = execCmd(t, "", "plan", "--data", dir, "--json")
 	if err != nil || !strings.Contains(out, `"elements"`) {
 		t.Errorf("plan --data next to a coordinator: %v\n%s", err, out)
 	}

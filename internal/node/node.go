@@ -276,7 +276,7 @@ func (n *Node) startCoordinator(ctx, rctx context.Context, o Options, settings b
 	if err := n.takeLease(ctx, cfg.Standby, "taking the coordinator lease", func(li broker.LeaseInfo, myID string) bool { return myID != "" && li.StoreID == myID }); err != nil {
 		return err
 	}
-	go n.Lease().Run(rctx)
+	go n.currentLease().Run(rctx)
 	if err := writeOwner(cfg.Data, Owner{PID: os.Getpid(), API: n.apiURL(), NATS: n.NATSURL, Started: time.Now()}); err != nil {
 		log.Warn("record the coordinator in the data directory", "err", err)
 	}
@@ -365,7 +365,7 @@ func (n *Node) newCoordinator(o Options) error {
 		Budget: cfg.Budget.PerSecond(), HostRate: cfg.HostRate.PerSecond(), MaxInFlight: cfg.MaxInFlight,
 		Policy: policy, Replan: cfg.Replan, PriorRate: cfg.PriorRate.PerSecond(), HalfLife: cfg.HalfLife,
 		ExploreShare: cfg.Explore, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Log: n.Log, DefaultIgnore: cfg.DefaultIgnore(), CaptureUniform: cfg.CaptureUniform, LMSkew: cfg.LMSkew,
-		Sources: sources, ProbePolicy: cfg.ProbePolicy, ConsoleEvery: o.Roles.ConsoleEvery, Retention: cfg.Retention(), Link: n.Link, Lease: n.Lease(), FaultPoint: o.FaultPoint,
+		Sources: sources, ProbePolicy: cfg.ProbePolicy, ConsoleEvery: o.Roles.ConsoleEvery, Retention: cfg.Retention(), Link: n.Link, Lease: n.currentLease(), FaultPoint: o.FaultPoint,
 	})
 	if err != nil {
 		return err
@@ -394,11 +394,11 @@ func (n *Node) coordinatorLoop(rctx context.Context, o Options) error {
 			n.setHandler(c.Handler())
 		}
 		n.setPhase("active")
-		n.Log.Info("coordinator active", "fence", n.Lease().Fence())
+		n.Log.Info("coordinator active", "fence", n.currentLease().Fence())
 		var err error
 		select {
 		case err = <-done:
-		case <-n.Lease().Lost():
+		case <-n.currentLease().Lost():
 			stop()
 			err = <-done
 		case <-rctx.Done():
@@ -410,7 +410,7 @@ func (n *Node) coordinatorLoop(rctx context.Context, o Options) error {
 			}
 			return err
 		}
-		lost := n.Lease().Err()
+		lost := n.currentLease().Err()
 		switch {
 		case errors.Is(err, store.ErrFenced):
 			lost = err
@@ -439,7 +439,7 @@ func (n *Node) coordinatorLoop(rctx context.Context, o Options) error {
 			}
 			return err
 		}
-		go n.Lease().Run(rctx)
+		go n.currentLease().Run(rctx)
 		if takenOver {
 			if err := writeOwner(n.Cfg.Data, Owner{PID: os.Getpid(), API: n.apiURL(), NATS: n.NATSURL, Started: time.Now()}); err != nil {
 				n.Log.Warn("record the coordinator in the data directory", "err", err)
@@ -448,7 +448,7 @@ func (n *Node) coordinatorLoop(rctx context.Context, o Options) error {
 				return err
 			}
 		} else {
-			c.SetLease(n.Lease())
+			c.SetLease(n.currentLease())
 		}
 	}
 }
@@ -472,10 +472,10 @@ func (n *Node) checkStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if prev := n.Lease().Previous(); prev != nil && prev.StoreID != "" {
+	if prev := n.currentLease().Previous(); prev != nil && prev.StoreID != "" {
 		switch {
 		case prev.StoreID != id && !n.Cfg.AdoptCrawl:
-			_ = n.Lease().Release(ctx)
+			_ = n.currentLease().Release(ctx)
 			return &wrongStoreError{Path: n.DB.Path(), Have: id, Want: prev.StoreID, Holder: prev.Holder}
 		case prev.StoreID != id:
 			n.Log.Warn("adopting a crawl whose last coordinator wrote another store (--adopt-crawl)", "store", id, "previous_store", prev.StoreID, "previous_holder", prev.Holder)
@@ -483,10 +483,10 @@ func (n *Node) checkStore(ctx context.Context) error {
 			n.Log.Warn("the store is a copy from before the last coordinator's takeover (a restored backup): what was folded since is not in it, and its URLs will be fetched again", "store_fence", fence, "last_fence", prev.Fence)
 		}
 	}
-	if err := n.DB.TakeFence(n.Lease().Fence()); err != nil {
+	if err := n.DB.TakeFence(n.currentLease().Fence()); err != nil {
 		return err
 	}
-	return n.Lease().Update(ctx, func(li *broker.LeaseInfo) { li.StoreID = id })
+	return n.currentLease().Update(ctx, func(li *broker.LeaseInfo) { li.StoreID = id })
 }
 
 // listen binds addr for the process's HTTP server, failing at once with a
@@ -512,8 +512,8 @@ func (n *Node) setHandler(h http.Handler) { n.handler.Store(&h) }
 
 func (n *Node) setPhase(p string) { n.phase.Store(&p) }
 
-// Lease is the coordinator lease the process holds now (nil if none).
-func (n *Node) Lease() *broker.Lease { return n.lease.Load() }
+// currentLease is the coordinator lease the process holds now (nil if none).
+func (n *Node) currentLease() *broker.Lease { return n.lease.Load() }
 
 // currentPhase says what the process is doing: "active" once it runs, otherwise
 // what it waits for.
@@ -630,15 +630,15 @@ func (n *Node) stop() {
 	}
 	n.wg.Wait()
 	if n.DB != nil {
-		if n.Lease() != nil {
+		if n.currentLease() != nil {
 			removeOwner(n.Cfg.Data)
 		}
 		_ = n.DB.Close()
 		n.DB = nil
 	}
-	if n.Lease() != nil {
+	if n.currentLease() != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := n.Lease().Release(ctx); err != nil {
+		if err := n.currentLease().Release(ctx); err != nil {
 			n.Log.Warn("release the coordinator lease", "err", err)
 		}
 		cancel()
