@@ -384,8 +384,12 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}
 	defer adv.Unsubscribe()
 
+	// A loop that fails stops the others: a coordinator that dispatches
+	// without folding would fill every host's slot and stall unseen.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var wg sync.WaitGroup
-	errc := make(chan error, 4)
+	errc := make(chan error, 5)
 	loops := []func(context.Context) error{c.disp.Run, c.resultLoop, c.maintainLoop, c.console.Run}
 	if len(c.sources) > 0 {
 		loops = append(loops, c.probeLoop)
@@ -404,6 +408,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 	case runErr = <-errc:
+		c.log.Error("coordinator stopping", "err", runErr)
+		cancel()
 	}
 	wg.Wait()
 	c.log.Info("coordinator stopped")

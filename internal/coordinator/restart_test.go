@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/proto"
 	"github.com/freshcrawl/freshcrawl/internal/store"
 )
@@ -230,4 +231,28 @@ func TestStartFoldsResultsLeftPending(t *testing.T) {
 	if err != nil || rec.Fetches != 1 || rec.Hash != "h1" {
 		t.Errorf("record %+v, %v: want the result folded once", rec, err)
 	}
+}
+
+// A coordinator that starts while the results consumer cannot be looked
+// up (its replicas electing a leader after a NATS node restarted; here,
+// deleted and created again) waits for it instead of dispatching without
+// ever folding: once the consumer is back, the results are folded.
+func TestResultsConsumerAwaited(t *testing.T) {
+	e := newEnv(t, testSettings())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := e.js.DeleteConsumer(ctx, proto.ResultStream, proto.ResultConsumer); err != nil {
+		t.Fatal(err)
+	}
+	c := e.coordinator(t, Options{Budget: 50, HostRate: 20})
+	addSeeds(t, c, "http://127.0.0.20:9/page")
+	stop := run(t, c)
+	task, m := e.takeTask(t, 10*time.Second)
+	e.sendResult(t, ok(task, "h1"))
+	_ = m.Ack()
+	if err := broker.Ensure(ctx, e.js, e.settings); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the result folded", func() bool { return c.fetches() == 1 })
+	stop()
 }

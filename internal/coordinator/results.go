@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/dispatch"
 	"github.com/freshcrawl/freshcrawl/internal/fold"
 	"github.com/freshcrawl/freshcrawl/internal/proto"
@@ -26,8 +27,18 @@ const foldBatch = 256
 // its effects are committed, and folding is idempotent, so a crash between
 // the two only causes a harmless redelivery.
 func (c *Coordinator) resultLoop(ctx context.Context) error {
-	cons, err := c.js.Consumer(ctx, proto.ResultStream, proto.ResultConsumer)
+	// The consumer's lookup fails while its replicas elect a leader (a
+	// NATS node restarted): retried, like every JetStream set-up.
+	var cons jetstream.Consumer
+	err := broker.Retry(ctx, c.log, "results consumer", func(ctx context.Context) error {
+		var err error
+		cons, err = c.js.Consumer(ctx, proto.ResultStream, proto.ResultConsumer)
+		return err
+	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	for ctx.Err() == nil {
