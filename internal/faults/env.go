@@ -462,19 +462,6 @@ func (w *watcher) has(id string) bool {
 	return ok
 }
 
-// resultsSince counts the results first seen after t.
-func (w *watcher) resultsSince(t time.Time) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for _, at := range w.results {
-		if at.After(t) {
-			n++
-		}
-	}
-	return n
-}
-
 func (w *watcher) allTasks() map[string]time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()

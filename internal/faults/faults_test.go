@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 )
@@ -15,9 +14,10 @@ import (
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "freshcrawl")
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goTool); err != nil {
-		goTool = "go"
+	// The go command running the test, else the one on PATH.
+	goTool := "go"
+	if p, err := exec.LookPath(filepath.Join(os.Getenv("GOROOT"), "bin", "go")); err == nil && os.Getenv("GOROOT") != "" {
+		goTool = p
 	}
 	cmd := exec.Command(goTool, "build", "-o", bin, "github.com/freshcrawl/freshcrawl/cmd/freshcrawl")
 	var out bytes.Buffer

@@ -174,9 +174,7 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 			r.Unfolded += t.Unfolded - prev.Unfolded
 			r.Unexplained += t.Unexplained - prev.Unexplained
 			r.Failed += t.Failed - prev.Failed
-			for _, p := range t.Problems {
-				r.Notes = append(r.Notes, p)
-			}
+			r.Notes = append(r.Notes, t.Problems...)
 			e.logf("%s: check: %d dispatched, %d folded, %d failed, %d queued, %d lost; %d requests served, %d fetches folded, %d unfolded in fault windows, %d unexplained, %d duplicated",
 				c.name, t.Dispatched, t.Folded, t.Failed, t.Queued, len(t.Lost), t.Served, t.Stored, t.Unfolded, t.Unexplained, t.Duplicated)
 			prev = t
