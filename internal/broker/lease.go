@@ -329,6 +329,20 @@ func (l *Lease) silent() time.Duration {
 	return time.Since(l.renewed)
 }
 
+// Refuse releases a lease whose holder will not take the crawl over (its
+// store is not the crawl's), putting back the previous holder's identity:
+// the store id and fence the crawl was last written under, so that the
+// next contender is checked against the crawl's store, not the refused
+// one.
+func (l *Lease) Refuse(ctx context.Context) error {
+	if p := l.prev; p != nil {
+		l.mu.Lock()
+		l.info.Holder, l.info.API, l.info.StoreID, l.info.Fence = p.Holder, p.API, p.StoreID, p.Fence
+		l.mu.Unlock()
+	}
+	return l.Release(ctx)
+}
+
 // Release marks the lease free, so that a standby takes over at once. The
 // store id and fence stay in the value.
 func (l *Lease) Release(ctx context.Context) error {

@@ -155,6 +155,40 @@ func TestLeaseReleaseAndMine(t *testing.T) {
 	}
 }
 
+// A contender that takes a released lease and refuses the crawl (its store
+// is not the crawl's) gives the lease back with the crawl's identity: the
+// next contender is checked against the store the crawl was last written
+// to, not the refused one.
+func TestLeaseRefuseKeepsTheCrawlsStore(t *testing.T) {
+	_, js := start(t)
+	kv := leaseKV(t, js)
+	ttl := time.Minute
+	a, err := Acquire(ctx(t), kv, LeaseInfo{Holder: "a", StoreID: "s1"}, LeaseOptions{TTL: ttl, Log: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Acquire(ctx(t), kv, LeaseInfo{Holder: "b", StoreID: "s2"}, LeaseOptions{TTL: ttl, Log: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := b.Previous(); p == nil || p.StoreID != "s1" {
+		t.Fatalf("b sees the previous holder %+v, want store s1", p)
+	}
+	if err := b.Refuse(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Acquire(ctx(t), kv, LeaseInfo{Holder: "c", StoreID: "s1"}, LeaseOptions{TTL: ttl, Log: quiet()})
+	if err != nil {
+		t.Fatalf("the lease refused by b: %v", err)
+	}
+	if p := c.Previous(); p == nil || p.StoreID != "s1" || p.Fence != a.Fence() {
+		t.Errorf("after b refused, c sees %+v; want a's store s1 and fence %d", p, a.Fence())
+	}
+}
+
 // A holder that cannot reach NATS steps down after half a TTL.
 func TestLeaseHolderStepsDownWithoutNATS(t *testing.T) {
 	srv, err := StartEmbedded(EmbeddedOptions{Dir: filepath.Join(t.TempDir(), "nats"), Listen: "127.0.0.1:-1"})

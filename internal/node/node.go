@@ -475,7 +475,7 @@ func (n *Node) checkStore(ctx context.Context) error {
 	if prev := n.currentLease().Previous(); prev != nil && prev.StoreID != "" {
 		switch {
 		case prev.StoreID != id && !n.Cfg.AdoptCrawl:
-			_ = n.currentLease().Release(ctx)
+			_ = n.currentLease().Refuse(ctx)
 			return &wrongStoreError{Path: n.DB.Path(), Have: id, Want: prev.StoreID, Holder: prev.Holder}
 		case prev.StoreID != id:
 			n.Log.Warn("adopting a crawl whose last coordinator wrote another store (--adopt-crawl)", "store", id, "previous_store", prev.StoreID, "previous_holder", prev.Holder)
