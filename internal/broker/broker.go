@@ -441,3 +441,22 @@ func Queue(ctx context.Context, js jetstream.JetStream) (QueueInfo, error) {
 	}
 	return q, nil
 }
+
+// OldestResult returns when the oldest message still in the results
+// stream was stored, by the server's clock, or the zero time when the
+// stream is empty. The stream is a work queue, so acknowledged results are
+// gone: this is the oldest result not yet folded and acknowledged.
+func OldestResult(ctx context.Context, js jetstream.JetStream) (time.Time, error) {
+	st, err := js.Stream(ctx, proto.ResultStream)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("results stream: %w", err)
+	}
+	si, err := st.Info(ctx)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("results stream info: %w", err)
+	}
+	if si.State.Msgs == 0 {
+		return time.Time{}, nil
+	}
+	return si.State.FirstTime, nil
+}

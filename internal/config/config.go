@@ -70,6 +70,7 @@ type Config struct {
 	KeepVersionsFor time.Duration `key:"keep-versions-for"`
 	KeepChanges     int           `key:"keep-changes"`
 	KeepChangesFor  time.Duration `key:"keep-changes-for"`
+	KeepFoldMarks   time.Duration `key:"keep-fold-marks-for"`
 
 	// NATS.
 	AckWait    time.Duration `key:"ack-wait"`
@@ -117,7 +118,7 @@ func Default() Config {
 		Budget: Rate(schedule.DefaultBudget), HostRate: Rate(schedule.DefaultHostRate), MaxInFlight: dispatch.DefaultMaxInFlight,
 		Policy: schedule.DefaultPolicy, Objective: schedule.DefaultObjective, ProbePolicy: schedule.DefaultProbePolicy,
 		Replan: schedule.DefaultReplan, PriorRate: Rate(schedule.DefaultPriorRate), HalfLife: schedule.DefaultHalfLife,
-		Explore: schedule.DefaultExploreShare, LMSkew: schedule.DefaultLMSkew,
+		Explore: schedule.DefaultExploreShare, LMSkew: schedule.DefaultLMSkew, KeepFoldMarks: store.DefaultFoldMarksAge,
 		Standby: true, LeaseTTL: broker.DefaultLeaseTTL, StopGrace: worker.DefaultGrace,
 		AckWait: broker.DefaultAckWait, MaxDeliver: broker.DefaultMaxDeliver, Replicas: broker.DefaultReplicas,
 		Workers: defaultWorkers, Concurrency: worker.DefaultConcurrency,
@@ -160,6 +161,7 @@ var keyDocs = []Key{
 	{"keep-versions-for", "versions captured longer ago than this are deleted, except each URL's newest (0: kept forever)"},
 	{"keep-changes", "most change-log entries kept, the newest (0: all)"},
 	{"keep-changes-for", "change-log entries older than this are deleted (0: kept forever)"},
+	{"keep-fold-marks-for", "how long the record that a result was folded is kept, to recognise a redelivered result (at least 5m)"},
 	{"ack-wait", "time a worker may hold a task without acknowledging it"},
 	{"max-deliver", "deliveries of a task before it is recorded as failed"},
 	{"replicas", "replicas of each JetStream stream (3 on a 3-node cluster)"},
@@ -232,6 +234,7 @@ func (c *Config) Register(fs *pflag.FlagSet, keys ...string) {
 	add("keep-versions-for", func(u string) { fs.DurationVar(&c.KeepVersionsFor, "keep-versions-for", c.KeepVersionsFor, u) })
 	add("keep-changes", func(u string) { fs.IntVar(&c.KeepChanges, "keep-changes", c.KeepChanges, u) })
 	add("keep-changes-for", func(u string) { fs.DurationVar(&c.KeepChangesFor, "keep-changes-for", c.KeepChangesFor, u) })
+	add("keep-fold-marks-for", func(u string) { fs.DurationVar(&c.KeepFoldMarks, "keep-fold-marks-for", c.KeepFoldMarks, u) })
 	add("ack-wait", func(u string) { fs.DurationVar(&c.AckWait, "ack-wait", c.AckWait, u) })
 	add("max-deliver", func(u string) { fs.IntVar(&c.MaxDeliver, "max-deliver", c.MaxDeliver, u) })
 	add("replicas", func(u string) { fs.IntVar(&c.Replicas, "replicas", c.Replicas, u) })
@@ -389,6 +392,7 @@ func (c *Config) Validate() error {
 	check("keep-versions-for", store.CheckRetentionAge(c.KeepVersionsFor))
 	check("keep-changes", store.CheckRetentionCount(c.KeepChanges))
 	check("keep-changes-for", store.CheckRetentionAge(c.KeepChangesFor))
+	check("keep-fold-marks-for", store.CheckFoldMarksAge(c.KeepFoldMarks))
 	check("ack-wait", broker.CheckAckWait(c.AckWait))
 	check("max-deliver", broker.CheckMaxDeliver(c.MaxDeliver))
 	check("replicas", broker.CheckReplicas(c.Replicas))
@@ -446,7 +450,7 @@ func ruleKey(err error) string {
 
 // Retention is the store's retention the keep-* keys set.
 func (c *Config) Retention() store.Retention {
-	return store.Retention{Versions: c.KeepVersions, VersionsAge: c.KeepVersionsFor, Changes: c.KeepChanges, ChangesAge: c.KeepChangesFor}
+	return store.Retention{Versions: c.KeepVersions, VersionsAge: c.KeepVersionsFor, Changes: c.KeepChanges, ChangesAge: c.KeepChangesFor, FoldMarksAge: c.KeepFoldMarks}
 }
 
 // DefaultIgnore is the noise rules every URL gets.

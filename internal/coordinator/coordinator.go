@@ -163,6 +163,7 @@ func (o Options) validate() error {
 	check("Retention.VersionsAge", store.CheckRetentionAge(o.Retention.VersionsAge))
 	check("Retention.Changes", store.CheckRetentionCount(o.Retention.Changes))
 	check("Retention.ChangesAge", store.CheckRetentionAge(o.Retention.ChangesAge))
+	check("Retention.FoldMarksAge", store.CheckFoldMarksAge(o.Retention.FoldMarksAge))
 	_, err := extract.Compile("", o.DefaultIgnore)
 	check("DefaultIgnore", err)
 	if len(errs) > 0 {
@@ -504,18 +505,14 @@ const MaintainEvery = 2 * time.Second
 func (c *Coordinator) maintainLoop(ctx context.Context) error {
 	tick := time.NewTicker(MaintainEvery)
 	defer tick.Stop()
-	prune := time.NewTicker(10 * time.Minute)
+	prune := time.NewTicker(foldMarkPruneEvery)
 	defer prune.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-prune.C:
-			if n, err := c.db.PruneFolded(time.Now().Add(-24 * time.Hour)); err != nil {
-				c.log.Warn("prune fold marks", "err", err)
-			} else if n > 0 {
-				c.log.Debug("pruned fold marks", "n", n)
-			}
+		case now := <-prune.C:
+			c.pruneFoldMarks(ctx, now)
 		case now := <-tick.C:
 			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			q, err := broker.Queue(qctx, c.js)
@@ -622,4 +619,41 @@ func (c *Coordinator) recordFailed(task proto.Task, why string) {
 	c.counts.Unlock()
 	c.log.Warn("task failed", "task", task.ID, "url", task.URL, "why", why)
 	c.disp.Release(task.ID, now, now.Add(time.Duration(float64(time.Second)/c.opts.HostRate)))
+}
+
+// foldMarkPruneEvery is how often fold marks past their age are deleted;
+// the marks kept are then at most this much beyond the age.
+const foldMarkPruneEvery = time.Minute
+
+// foldMarkSkew is the clock skew allowed between the NATS server that
+// stamps a stored result and this process, which stamps fold marks.
+const foldMarkSkew = 10 * time.Minute
+
+// pruneFoldMarks deletes the fold marks older than the retention's age,
+// but never one that a result still in the results stream may need. A
+// result folded and not acknowledged (the coordinator stopped between the
+// commit and the ack, possibly for longer than the age) is still in the
+// stream, and its mark is younger than when it was stored there: marks
+// from before the oldest stored result, less the skew, are kept too.
+// When the stream cannot be read, nothing is pruned this time.
+func (c *Coordinator) pruneFoldMarks(ctx context.Context, now time.Time) {
+	cutoff := now.Add(-c.opts.Retention.MarksAge())
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	oldest, err := broker.OldestResult(qctx, c.js)
+	cancel()
+	if err != nil {
+		c.log.Warn("prune fold marks: skipped", "err", err)
+		return
+	}
+	if keep := oldest.Add(-foldMarkSkew); !oldest.IsZero() && keep.Before(cutoff) {
+		cutoff = keep
+	}
+	n, err := c.db.PruneFolded(cutoff)
+	if err != nil {
+		c.log.Warn("prune fold marks", "err", err)
+		return
+	}
+	if n > 0 {
+		c.log.Debug("pruned fold marks", "n", n, "before", cutoff)
+	}
 }
