@@ -15,6 +15,6 @@ keyword probes.
 docs/benchmarks.md holds the latest figures and the exact commands.`,
 	}
 	cmd.AddCommand(benchPoliciesCmd(), benchThroughputCmd(), benchScheduleCmd(), benchCaptureCmd(), benchProbesCmd(), benchSoakCmd(),
-		benchCeilingCmd(), benchScaleOutCmd())
+		benchCeilingCmd(), benchScaleOutCmd(), benchFaultsCmd())
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,11 +20,11 @@ var (
 	natsAuthKeys    = []string{"nats-user", "nats-password", "nats-token", "nats-nkey", "nats-creds", "nats-ca", "nats-cert", "nats-key"}
 	natsKeys        = slices.Concat([]string{"data", "nats"}, natsAuthKeys, []string{"nats-listen", "ack-wait", "max-deliver", "replicas", "sync-always", "log-level"})
 	coordinatorKeys = []string{"listen", "api-token", "api-read-token", "tls-cert", "tls-key", "budget", "host-rate", "max-in-flight", "policy", "objective", "replan", "prior-rate", "half-life", "explore", "lm-skew", "capture-uniform", "probe-policy", "ignore-selector", "ignore-pattern", "min-change",
-		"keep-versions", "keep-versions-for", "keep-changes", "keep-changes-for", "keep-fold-marks-for",
+		"keep-versions", "keep-versions-for", "keep-changes", "keep-changes-for", "keep-fold-marks-for", "standby", "lease-ttl", "adopt-crawl",
 		"change-stream-max-age", "change-stream-max-bytes", "change-stream-max-msgs", "webhook-secret", "webhook-attempts", "webhook-backoff", "webhook-max-backoff", "webhook-timeout"}
-	workerKeys = []string{"concurrency", "user-agent", "timeout", "max-body", "max-redirects", "allow-private", "worker-id"}
+	workerKeys = []string{"concurrency", "user-agent", "timeout", "max-body", "max-redirects", "allow-private", "worker-id", "stop-grace"}
 	// A worker keeps no data and never starts a NATS server of its own.
-	workerNATSKeys = slices.Concat([]string{"nats"}, natsAuthKeys, []string{"ack-wait", "max-deliver", "replicas", "log-level"})
+	workerNATSKeys = slices.Concat([]string{"nats"}, natsAuthKeys, []string{"ack-wait", "max-deliver", "replicas", "log-level", "health-listen"})
 	// clientKeys are the keys of the commands that talk to the API.
 	clientKeys = []string{"data", "listen", "api", "api-token", "api-read-token", "tls-cert", "log-level"}
 )
@@ -39,6 +40,8 @@ type role struct {
 	before func(*cobra.Command, config.Config) error
 	// started is printed once everything is up.
 	started func(*cobra.Command, *node.Node)
+	// faultPoint, if set, registers the fault suite's hidden flag.
+	faultPoint bool
 }
 
 // roleCmd builds a subcommand that starts a node with some roles and runs
@@ -48,6 +51,7 @@ func roleCmd(r role) *cobra.Command {
 	if r.defaults != nil {
 		r.defaults(&cfg)
 	}
+	var faultPoint string
 	cmd := &cobra.Command{
 		Use:   r.use,
 		Short: r.short,
@@ -65,8 +69,12 @@ func roleCmd(r role) *cobra.Command {
 					return err
 				}
 			}
-			n, err := node.Start(cmd.Context(), node.Options{Config: cfg, Roles: r.roles(cfg), Log: log})
+			n, err := node.Start(cmd.Context(), node.Options{Config: cfg, Roles: r.roles(cfg), Log: log, FaultPoint: faultPoint})
 			if err != nil {
+				if cmd.Context().Err() != nil {
+					// Stopped while waiting (for NATS, or as a standby).
+					return nil
+				}
 				return err
 			}
 			if r.started != nil {
@@ -76,6 +84,10 @@ func roleCmd(r role) *cobra.Command {
 		},
 	}
 	withConfig(cmd, &cfg, r.keys...)
+	if r.faultPoint {
+		cmd.Flags().StringVar(&faultPoint, "fault-point", "", "fault suite only: stop the first fold at this point until killed")
+		_ = cmd.Flags().MarkHidden("fault-point")
+	}
 	return cmd
 }
 
@@ -104,10 +116,11 @@ func runCmd() *cobra.Command {
 
 func coordinatorCmd() *cobra.Command {
 	return roleCmd(role{
-		use:   "coordinator",
-		short: "Run the coordinator alone (against --nats, or an embedded server when none is given)",
-		keys:  slices.Concat(natsKeys, coordinatorKeys),
-		roles: func(config.Config) node.Roles { return node.Roles{Coordinator: true, HTTP: true} },
+		use:        "coordinator",
+		short:      "Run the coordinator alone (against --nats, or an embedded server when none is given)",
+		keys:       slices.Concat(natsKeys, coordinatorKeys),
+		roles:      func(config.Config) node.Roles { return node.Roles{Coordinator: true, HTTP: true} },
+		faultPoint: true,
 	})
 }
 
@@ -135,5 +148,7 @@ func openStore(cfg config.Config, readOnly bool) (*store.DB, error) {
 			return nil, fmt.Errorf("data directory %s: %w", cfg.Data, err)
 		}
 	}
-	return store.OpenDir(cfg.Data, store.Options{ReadOnly: readOnly})
+	// A coordinator holding the store is found out quickly: the command
+	// then goes through its API.
+	return store.OpenDir(cfg.Data, store.Options{ReadOnly: readOnly, Timeout: 300 * time.Millisecond})
 }

@@ -80,9 +80,9 @@ func newTestPKI(t *testing.T) testPKI {
 	return p
 }
 
-// startServer starts a JetStream nats-server on a free loopback port with
+// startAuthServer starts a JetStream nats-server on a free loopback port with
 // opts' authentication and TLS.
-func startServer(t *testing.T, configure func(*server.Options)) *server.Server {
+func startAuthServer(t *testing.T, configure func(*server.Options)) *server.Server {
 	t.Helper()
 	o := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: filepath.Join(t.TempDir(), "js"), NoSigs: true, NoLog: os.Getenv("NATS_TEST_LOG") == ""}
 	configure(o)
@@ -179,7 +179,7 @@ func TestAuthMethods(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := startServer(t, c.configure)
+			s := startAuthServer(t, c.configure)
 			if err := connectWith(t, s.ClientURL(), c.good); err != nil {
 				t.Fatalf("with the right credentials: %v", err)
 			}
@@ -236,7 +236,7 @@ func TestAuthCredsFile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := startServer(t, func(o *server.Options) {
+	s := startAuthServer(t, func(o *server.Options) {
 		o.TrustedOperators = []*jwt.OperatorClaims{opClaims}
 		o.AccountResolver = resolver
 		o.SystemAccount = sysPub

@@ -67,6 +67,14 @@ type Config struct {
 	ProbePolicy string `key:"probe-policy"`
 	// CaptureUniform is the paper-002 baseline for benchmarks.
 	CaptureUniform bool `key:"capture-uniform"`
+	// Standby: a coordinator that finds another holding the lease waits
+	// to take over; false makes it refuse to start.
+	Standby bool `key:"standby"`
+	// LeaseTTL is how long a silent coordinator keeps the lease.
+	LeaseTTL time.Duration `key:"lease-ttl"`
+	// AdoptCrawl lets a coordinator take over a crawl whose last
+	// coordinator wrote another store.
+	AdoptCrawl bool `key:"adopt-crawl"`
 	// Retention of the store's history (0: keep all).
 	KeepVersions    int           `key:"keep-versions"`
 	KeepVersionsFor time.Duration `key:"keep-versions-for"`
@@ -108,6 +116,10 @@ type Config struct {
 	MaxRedirects int           `key:"max-redirects"`
 	AllowPrivate bool          `key:"allow-private"`
 	WorkerID     string        `key:"worker-id"`
+	// StopGrace is how long a stopping worker lets its fetches finish.
+	StopGrace time.Duration `key:"stop-grace"`
+	// HealthListen is the HTTP address of a worker's /healthz ("": none).
+	HealthListen string `key:"health-listen"`
 
 	// Default noise rules for every URL (a seed's own rules add to them).
 	IgnoreSelector string   `key:"ignore-selector"`
@@ -139,6 +151,7 @@ func Default() Config {
 		Policy: schedule.DefaultPolicy, Objective: schedule.DefaultObjective, ProbePolicy: schedule.DefaultProbePolicy,
 		Replan: schedule.DefaultReplan, PriorRate: Rate(schedule.DefaultPriorRate), HalfLife: schedule.DefaultHalfLife,
 		Explore: schedule.DefaultExploreShare, LMSkew: schedule.DefaultLMSkew, KeepFoldMarks: store.DefaultFoldMarksAge,
+		Standby: true, LeaseTTL: broker.DefaultLeaseTTL, StopGrace: worker.DefaultGrace,
 		AckWait: broker.DefaultAckWait, MaxDeliver: broker.DefaultMaxDeliver, Replicas: broker.DefaultReplicas,
 		ChangeMaxAge: broker.DefaultChangeMaxAge, ChangeMaxBytes: broker.DefaultChangeMaxBytes, ChangeMaxMsgs: broker.DefaultChangeMaxMsgs,
 		WebhookAttempts: notify.DefaultAttempts, WebhookBackoff: notify.DefaultBackoff, WebhookMaxBackoff: notify.DefaultMaxBackoff, WebhookTimeout: notify.DefaultTimeout,
@@ -180,6 +193,9 @@ var keyDocs = []Key{
 	{"probe-policy", "how tracked items of keyword-search sources are refreshed: greedy (keyword probes), naive1 or naive2 (fetch by id; baselines)"},
 	{"lm-skew", "clock skew tolerated when deciding whether a server's Last-Modified can be trusted as the time of the last change"},
 	{"capture-uniform", "poll capture URLs uniformly instead of at learnt phases (a baseline for comparison)"},
+	{"standby", "when another coordinator holds the lease, wait as a hot standby and take over when it stops (false: refuse to start)"},
+	{"lease-ttl", "how long a coordinator that stopped renewing its lease keeps it; a standby takes over after this"},
+	{"adopt-crawl", "take over a crawl whose last coordinator wrote another store (a new or unrelated store: its history is not in this one)"},
 	{"keep-versions", "most versions kept per capture URL, the newest (0: all)"},
 	{"keep-versions-for", "versions captured longer ago than this are deleted, except each URL's newest (0: kept forever)"},
 	{"keep-changes", "most change-log entries kept, the newest (0: all)"},
@@ -213,6 +229,8 @@ var keyDocs = []Key{
 	{"max-redirects", "most redirects followed (0: none)"},
 	{"allow-private", "allow fetching private, loopback and link-local addresses"},
 	{"worker-id", "name of this worker in results and status"},
+	{"stop-grace", "how long a stopping worker lets the fetches it holds finish before it hands them back"},
+	{"health-listen", "HTTP address of the worker's /healthz (empty: none)"},
 	{"ignore-selector", "CSS selector (group) of elements dropped from every page before hashing, e.g. \".ad, .clock\""},
 	{"ignore-pattern", "regular expression blanked out of every page's text (repeat the flag; a list in YAML)"},
 	{"min-change", "smallest change counted, as a share of the text (or a numeric difference)"},
@@ -269,6 +287,9 @@ func (c *Config) Register(fs *pflag.FlagSet, keys ...string) {
 	add("probe-policy", func(u string) { fs.StringVar(&c.ProbePolicy, "probe-policy", c.ProbePolicy, u) })
 	add("lm-skew", func(u string) { fs.DurationVar(&c.LMSkew, "lm-skew", c.LMSkew, u) })
 	add("capture-uniform", func(u string) { fs.BoolVar(&c.CaptureUniform, "capture-uniform", c.CaptureUniform, u) })
+	add("standby", func(u string) { fs.BoolVar(&c.Standby, "standby", c.Standby, u) })
+	add("lease-ttl", func(u string) { fs.DurationVar(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, u) })
+	add("adopt-crawl", func(u string) { fs.BoolVar(&c.AdoptCrawl, "adopt-crawl", c.AdoptCrawl, u) })
 	add("keep-versions", func(u string) { fs.IntVar(&c.KeepVersions, "keep-versions", c.KeepVersions, u) })
 	add("keep-versions-for", func(u string) { fs.DurationVar(&c.KeepVersionsFor, "keep-versions-for", c.KeepVersionsFor, u) })
 	add("keep-changes", func(u string) { fs.IntVar(&c.KeepChanges, "keep-changes", c.KeepChanges, u) })
@@ -302,6 +323,8 @@ func (c *Config) Register(fs *pflag.FlagSet, keys ...string) {
 	add("max-redirects", func(u string) { fs.IntVar(&c.MaxRedirects, "max-redirects", c.MaxRedirects, u) })
 	add("allow-private", func(u string) { fs.BoolVar(&c.AllowPrivate, "allow-private", c.AllowPrivate, u) })
 	add("worker-id", func(u string) { fs.StringVar(&c.WorkerID, "worker-id", c.WorkerID, u) })
+	add("stop-grace", func(u string) { fs.DurationVar(&c.StopGrace, "stop-grace", c.StopGrace, u) })
+	add("health-listen", func(u string) { fs.StringVar(&c.HealthListen, "health-listen", c.HealthListen, u) })
 	add("ignore-selector", func(u string) { fs.StringVar(&c.IgnoreSelector, "ignore-selector", c.IgnoreSelector, u) })
 	add("ignore-pattern", func(u string) { fs.StringArrayVar(&c.IgnorePatterns, "ignore-pattern", c.IgnorePatterns, u) })
 	add("min-change", func(u string) { fs.Float64Var(&c.MinChange, "min-change", c.MinChange, u) })
@@ -474,6 +497,8 @@ func (c *Config) Validate() error {
 			check("api-token", err)
 		}
 	}
+	check("lease-ttl", broker.CheckLeaseTTL(c.LeaseTTL))
+	check("stop-grace", worker.CheckGrace(c.StopGrace))
 	if c.Workers < 0 {
 		check("workers", fmt.Errorf("must be ≥ 0, got %d", c.Workers))
 	}

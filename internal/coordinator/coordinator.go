@@ -85,6 +85,16 @@ type Options struct {
 	MaxDeliver int
 	// Log receives structured logs.
 	Log *slog.Logger
+	// Link is the NATS connection, whose state status and /healthz show
+	// (nil: not shown).
+	Link *broker.Link
+	// Lease is the coordinator lease this coordinator holds (nil: none,
+	// as in tests).
+	Lease *broker.Lease
+	// FaultPoint stops the first fold at a point of the fault suite's
+	// choosing ("fold-before-commit", "fold-after-commit") until the
+	// process is killed; empty in production.
+	FaultPoint string
 	// ConsoleEvery is the sampling period of the console's charts
 	// (default 5s).
 	ConsoleEvery time.Duration
@@ -95,6 +105,12 @@ type Options struct {
 	// in-process workers' of `run` and `demo`).
 	Metrics prometheus.Gatherer
 }
+
+// Fault points of the fault suite.
+const (
+	FaultBeforeCommit = "fold-before-commit"
+	FaultAfterCommit  = "fold-after-commit"
+)
 
 // withDefaults fills the zero fields the coordinator reads itself; those
 // it only passes on (ExploreShare, Replan, Policy) are left to their
@@ -205,6 +221,19 @@ type Coordinator struct {
 		seen map[string][]probeSeen           // by source: what results taught since its last round
 	}
 	queue atomic.Pointer[broker.QueueInfo]
+	// foldErr is the last fold that failed, cleared by the next that
+	// succeeds: status and /healthz show it (a full disk, a damaged store).
+	foldErr atomic.Pointer[foldFailure]
+	// fault is armed until the fault point has been reached once.
+	fault atomic.Bool
+	// ctx is Run's context, for callbacks that have none of their own.
+	ctx atomic.Pointer[context.Context]
+	// loaded is set once the schedule is loaded from the store: a Run
+	// after a step-down (the lease lost and taken back, the store
+	// untouched meanwhile) keeps the schedule it has.
+	loaded atomic.Bool
+	// lease is the coordinator lease held (nil: none).
+	lease atomic.Pointer[broker.Lease]
 
 	console *api.Server // the operator's console: dashboard and URL lifecycle
 
@@ -260,6 +289,26 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 		c.log.Warn("some webhooks have no secret: their requests are not signed (set --webhook-secret or the webhook's secret)")
 	}
 	c.m.addWebhooks(c.hooks, db)
+	if opts.Lease != nil {
+		c.lease.Store(opts.Lease)
+	}
+	switch opts.FaultPoint {
+	case "":
+	case FaultBeforeCommit:
+		c.fault.Store(true)
+		// Inside the fold's transaction, its writes made, not committed.
+		db.SetBeforeFoldCommit(func() error {
+			if !c.fault.Load() {
+				return nil
+			}
+			c.faultPoint(c.runCtx(), FaultBeforeCommit)
+			return errors.New("stopped at the fault point before the commit")
+		})
+	case FaultAfterCommit:
+		c.fault.Store(true)
+	default:
+		return nil, fmt.Errorf("coordinator options: FaultPoint %q: want %s or %s", opts.FaultPoint, FaultBeforeCommit, FaultAfterCommit)
+	}
 	for _, src := range opts.Sources {
 		ss, err := newSourceState(src, opts.ProbePolicy, opts.PriorRate)
 		if err != nil {
@@ -308,18 +357,40 @@ func info(u store.URL) schedule.URLInfo {
 		Period: period, Polls: u.Polls, Paused: u.Paused, RateSE: u.RateSE}
 }
 
-// Run serves until ctx is done.
+// SetLease records the lease the coordinator holds again after a
+// step-down, for status and /healthz.
+func (c *Coordinator) SetLease(l *broker.Lease) { c.lease.Store(l) }
+
+// runCtx is Run's context (Background before Run).
+func (c *Coordinator) runCtx() context.Context {
+	if p := c.ctx.Load(); p != nil {
+		return *p
+	}
+	return context.Background()
+}
+
+// Run serves until ctx is done. Stopped, it finishes the fold under way
+// and leaves every other task and result in the streams, for the next
+// coordinator.
+//
+// Run may be called again once it has returned, when the coordinator
+// holds the lease again after a step-down: it keeps its schedule and
+// reconciles the tasks in the stream anew.
 func (c *Coordinator) Run(ctx context.Context) error {
-	if err := c.load(); err != nil {
+	c.ctx.Store(&ctx)
+	if !c.loaded.Load() {
+		if err := c.load(); err != nil {
+			return err
+		}
+		c.loaded.Store(true)
+	}
+	// Tasks left in the stream by a previous run, or by the coordinator
+	// this one took over from, are still being fetched: keep them.
+	if err := broker.Retry(ctx, c.log, "reconcile tasks", c.reconcile); err != nil {
 		return err
 	}
-	// Tasks left in the queue by a previous run are rebuilt from the store
-	// (each URL keeps its next due time), so the queue starts empty rather
-	// than holding tasks whose host spacing this run knows nothing about.
-	if st, err := c.js.Stream(ctx, proto.TaskStream); err == nil {
-		if err := st.Purge(ctx); err != nil {
-			c.log.Warn("purge stale tasks", "err", err)
-		}
+	if err := broker.Retry(ctx, c.log, "fold results left in the stream", c.foldLeftResults); err != nil {
+		return err
 	}
 	c.replan()
 
@@ -345,6 +416,10 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}
 	defer adv.Unsubscribe()
 
+	// A loop that fails stops the others: a coordinator that dispatches
+	// without folding would fill every host's slot and stall unseen.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var wg sync.WaitGroup
 	loops := []func(context.Context) error{c.disp.Run, c.resultLoop, c.maintainLoop, c.console.Run, c.publisher.Run, c.hooks.Run}
 	if len(c.sources) > 0 {
@@ -365,6 +440,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 	case runErr = <-errc:
+		c.log.Error("coordinator stopping", "err", runErr)
+		cancel()
 	}
 	wg.Wait()
 	c.log.Info("coordinator stopped")

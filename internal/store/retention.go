@@ -117,7 +117,7 @@ func (p *Pruner) Step(now time.Time) (n Pruned, done bool, err error) {
 		return n, true, nil
 	}
 	changesDone, versionsDone := true, true
-	err = p.db.bolt.Update(func(tx *bolt.Tx) error {
+	err = p.db.update(func(tx *bolt.Tx) error {
 		n = Pruned{}
 		if p.r.changes() {
 			k, err := pruneChanges(tx.Bucket(bucketChanges), tx.Bucket(bucketIxChanges), p.r, now)
@@ -305,7 +305,7 @@ type History struct {
 // transaction (it walks the buckets' pages, not their values).
 func (db *DB) History() (History, error) {
 	var h History
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		h.Versions = tx.Bucket(bucketVersions).Stats().KeyN
 		h.Changes = tx.Bucket(bucketChanges).Stats().KeyN
 		h.FoldMarks = tx.Bucket(bucketFolded).Stats().KeyN
