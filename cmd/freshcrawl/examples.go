@@ -60,6 +60,14 @@ var examples = map[string]string{
 	"freshcrawl bench probes":   `  freshcrawl bench probes --papers 2000 --k 10`,
 	"freshcrawl bench schedule": `  freshcrawl bench schedule --sizes 10000,100000`,
 	"freshcrawl bench capture":  `  freshcrawl bench capture --pages 200`,
+	"freshcrawl backup": `  freshcrawl backup /backups/freshcrawl-$(date +%F).db
+  # From a coordinator elsewhere that requires a token
+  FRESHCRAWL_API_READ_TOKEN=... freshcrawl backup --api https://crawler.example:8443 copy.db`,
+	"freshcrawl store check": `  freshcrawl store check
+  freshcrawl store check --json /backups/freshcrawl-2026-01-01.db`,
+	"freshcrawl nats-server": `  freshcrawl nats-server --name n1 --listen 127.0.0.1:4222 --cluster 127.0.0.1:6222 --routes nats://127.0.0.1:6222,nats://127.0.0.1:6223 --store-dir /tmp/n1`,
+	"freshcrawl bench faults": `  freshcrawl bench faults --reps 3
+  freshcrawl bench faults --cases worker-mid-fetch,stream-leader --keep`,
 	"freshcrawl bench soak":     `  freshcrawl bench soak --duration 30m --urls 5000 --json`,
 	"freshcrawl bench ceiling":  `  freshcrawl bench ceiling --duration 30s --max-in-flight 1024`,
 	"freshcrawl bench scaleout": `  freshcrawl bench scaleout --workers 1,2,4,8 --duration 20s --json`,
