@@ -143,7 +143,7 @@ type truthSet struct {
 // same generator the live mode serves), over [0, end).
 func buildTruth(w Workload, o Options, day time.Duration, end time.Duration) (*truthSet, error) {
 	mk := func(mix []sim.RateClass, seed uint64) (*sim.Sim, error) {
-		s, err := sim.New(sim.Config{Hosts: o.Hosts, Pages: o.Pages, Mix: mix, Day: day, Seed: seed, Now: func() time.Time { return virtualEpoch() }})
+		s, err := sim.New(sim.Config{Hosts: o.Hosts, Pages: o.Pages, Mix: mix, Day: day, Seed: seed, LastModified: w.LastModified, Now: func() time.Time { return virtualEpoch() }})
 		if err != nil {
 			return nil, fmt.Errorf("bench: workload %s: %w", w.Name, err)
 		}
@@ -226,7 +226,7 @@ type completion struct {
 // with its budget limiter and the coordinator's estimator, every fetch
 // taking o.Latency. It never touches the network.
 func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Result, error) {
-	o, err := o.withDefaults()
+	o, err := w.options(o).withDefaults()
 	if err != nil {
 		return Result{}, err
 	}
@@ -273,11 +273,16 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 		// The worker sends the copy's ETag: an unchanged page is a 304.
 		notModified := !first && ver == p.copyVer
 		p.fetches = append(p.fetches, sim.Fetch{At: off, Version: ver})
-		lm := virtualEpoch()
+		// The Last-Modified the page's server sends (true, none, or one of
+		// the lies of sim.LastModifiedMode), as freshcrawl sim serves it.
+		var last time.Duration
 		if ver > 0 {
-			lm = virtualEpoch().Add(tr.changes[ver-1]).Truncate(time.Second)
+			last = tr.changes[ver-1]
 		}
-		// The sim serves a truthful Last-Modified, as freshcrawl sim does.
+		lm, ok := ts.site.LastModifiedFor(c.page, c.start, last)
+		if !ok {
+			lm = time.Time{}
+		}
 		// The coordinator's fold learns through the same call.
 		fb := est.Learn(&p.est, p.rate, schedule.Observation{
 			Start: c.start, End: c.end, OK: true, First: first, Prev: p.lastOK, Changed: changed, NotModified: notModified,
@@ -413,6 +418,35 @@ func measure(w Workload, ts *truthSet, pages []vpage, o Options, end time.Durati
 	res.Oracle, res.OracleAgeDays = orc.Freshness, orc.Age
 	if res.Oracle > 0 {
 		res.Ratio = res.Freshness / res.Oracle
+	}
+	full, err := SolveOracle(ts.oracleInput(w, o, from, end, o.Budget))
+	if err != nil {
+		return res, fmt.Errorf("bench: workload %s: full-budget oracle: %w", w.Name, err)
+	}
+	res.FullOracle = full.Freshness
+	if res.FullOracle > 0 {
+		res.FullRatio = res.Freshness / res.FullOracle
+	}
+	// The first full pass: when the last page was fetched for the first
+	// time, and the truth from then on.
+	res.FirstPassDays = -1
+	var firstPass time.Duration
+	for i := range pages {
+		if len(pages[i].fetches) == 0 {
+			firstPass = -1
+			break
+		}
+		firstPass = max(firstPass, pages[i].fetches[0].At)
+	}
+	if firstPass >= 0 && firstPass < end {
+		res.FirstPassDays = firstPass.Seconds() / virtualDay.Seconds()
+		var f, ws float64
+		for i := range pages {
+			pt := sim.IntegratePage(ts.pages[i].changes, pages[i].fetches, firstPass, end, nil)
+			f += w.Weight(i) * pt.Freshness
+			ws += w.Weight(i)
+		}
+		res.FreshAfterFirstPass = f / ws / (end - firstPass).Seconds()
 	}
 	return res, nil
 }
