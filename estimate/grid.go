@@ -302,6 +302,20 @@ func (p *RatePosterior) Mean() float64 {
 	return m
 }
 
+// HarmonicMean is 1/E[1/λ]. For a decision between fetching a page and
+// giving it up it is the rate that decides: one more fetch per unit time
+// of a page fetched rarely buys w/λ (docs/design.md §3.2), so under
+// uncertainty it buys E[w/λ] = w/HarmonicMean. It is far less swayed than
+// the mean by a posterior's long upper tail (a page seen changed at every
+// fetch may change very fast, or merely fast).
+func (p *RatePosterior) HarmonicMean() float64 {
+	m := 0.0
+	for j := 0; j < p.n; j++ {
+		m += p.w[j] * math.Exp(-p.u[j])
+	}
+	return 1 / m
+}
+
 // Expect is the posterior expectation of f(λ).
 func (p *RatePosterior) Expect(f func(lambda float64) float64) float64 {
 	m := 0.0
@@ -347,18 +361,19 @@ func (p *RatePosterior) Quantile(q float64) float64 {
 // SummaryQuantiles is the number of quantiles a Summary keeps.
 const SummaryQuantiles = 8
 
-// Summary is a posterior in 40 bytes, as the scheduler keeps one per URL:
-// its mean, and the quantiles of ln λ at probabilities (j + ½)/8, which
-// serve both as eight equally likely rates (expectations) and as knots of
-// the distribution function. The zero Summary means "no posterior".
+// Summary is a posterior in 48 bytes, as the scheduler keeps one per URL:
+// its mean and harmonic mean, and the quantiles of ln λ at probabilities
+// (j + ½)/8, which serve both as eight equally likely rates
+// (expectations) and as knots of the distribution function. The zero
+// Summary means "no posterior".
 type Summary struct {
-	Mean float64
-	Q    [SummaryQuantiles]float32
+	Mean, Harmonic float64
+	Q              [SummaryQuantiles]float32
 }
 
 // Summary compresses the posterior.
 func (p *RatePosterior) Summary() Summary {
-	s := Summary{Mean: p.Mean()}
+	s := Summary{Mean: p.Mean(), Harmonic: p.HarmonicMean()}
 	j, c := 0, 0.0
 	for k := range SummaryQuantiles {
 		q := (float64(k) + 0.5) / SummaryQuantiles

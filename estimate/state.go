@@ -24,9 +24,9 @@ type Config struct {
 
 // DefaultConfig: a 30-day half-life (in seconds), which remembers about 43
 // daily fetches, intervals within 25% of each other sharing a bucket, and
-// change points at a likelihood ratio of e^6.
+// change points at a likelihood ratio of e^7.
 func DefaultConfig() Config {
-	return Config{HalfLife: 30 * 86400, MergeRatio: 1.25, ChangeThreshold: 6}
+	return Config{HalfLife: 30 * 86400, MergeRatio: 1.25, ChangeThreshold: 7}
 }
 
 // Validate reports the first invalid field.
@@ -92,10 +92,13 @@ const numBuckets = 5
 //	max_j  sup_λ ℓ_before(λ) + sup_λ ℓ_newest j(λ) − sup_λ ℓ_all(λ),
 //
 // which stays right when either side is censored (a run of changes only
-// bounds its rate from below). When it exceeds ChangeThreshold (and the
-// history before has at least 3 observations) the old rate is taken to
-// have ended: the long-run statistics are replaced by the newest j
-// observations, and the count of change points (ChangePoints) goes up. A
+// bounds its rate from below). When it exceeds ChangeThreshold (three
+// times it for the newest observation alone, which is an outlier as often
+// as a change) and the history before has at least 3 observations, the
+// old rate is taken to have ended: the statistics start afresh from the
+// next observation (the window that fired is extreme by selection, so it
+// is no estimate of the new rate either), and the count of change points
+// (ChangePoints) goes up. A
 // page that changed at every fetch a few days apart and now does not is
 // caught in two or three fetches; a factor of ten in a few more. The
 // tests measure both, and the rate of false alarms on steady pages.
@@ -304,7 +307,7 @@ func (s *State) testChange(cfg Config) {
 		s.recentObs(i).addTo(&all)
 	}
 	supAll := maxLogLik(all.lm, all.exposure, all.changed)
-	best, bestJ := 0.0, 0
+	best := 0.0
 	for j := 1; j <= m; j++ {
 		// before + the older m−j recent observations, against the newest j.
 		old := before
@@ -320,32 +323,32 @@ func (s *State) testChange(cfg Config) {
 			s.recentObs(i).addTo(&nw)
 		}
 		glr := maxLogLik(old.lm, old.exposure, old.changed) + maxLogLik(nw.lm, nw.exposure, nw.changed) - supAll
+		if j == 1 {
+			// One observation alone is an outlier as often as a change
+			// (a change seconds before the fetch makes a Last-Modified
+			// interval of seconds): it must be three times as strong.
+			glr /= 3
+		}
 		if glr > best && !math.IsInf(glr, 0) && !math.IsNaN(glr) {
-			best, bestJ = glr, j
+			best = glr
 		}
 	}
 	if best <= cfg.ChangeThreshold {
 		return
 	}
-	// The old rate ended before the newest bestJ observations: keep only
-	// them.
-	s.exposure, s.lmChanges, s.n = 0, 0, float32(bestJ)
-	s.count, s.sumT = [numBuckets]float32{}, [numBuckets]float32{}
-	for i := m - bestJ; i < m; i++ {
-		switch o := s.recentObs(i); o.kind {
-		case obsChanged:
-			s.addChanged(float64(o.t), 1, cfg.MergeRatio)
-		case obsLMChange:
-			s.lmChanges++
-			s.exposure += float64(o.t)
-		default:
-			s.exposure += float64(o.t)
-		}
-	}
-	copy(s.recentT[:], s.recentT[m-bestJ:m])
-	copy(s.recentK[:], s.recentK[m-bestJ:m])
-	s.nRecent = uint8(bestJ)
-	s.cps++
+	// The old rate ended within the recent observations. Those
+	// observations are selected for being extreme (a false alarm is an
+	// extreme window of the old rate), so they are no estimate of the new
+	// one either: start afresh from the next observation, on the prior.
+	last := s.last
+	cps := s.cps
+	*s = State{last: last}
+	s.cps = cps + 1
+}
+
+// String is for debugging.
+func (s State) String() string {
+	return fmt.Sprintf("{exp=%.4g d lm=%.3g n=%.3g cnt=%v sumT(d)=%v recent=%v/%v/%d cps=%d}", s.exposure/86400, s.lmChanges, s.n, s.count, s.sumT, s.recentT, s.recentK, s.nRecent, s.cps)
 }
 
 // ChangePoints is the number of change points detected so far.

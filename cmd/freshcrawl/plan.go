@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -29,8 +30,11 @@ Input (one of):
   --data DIR     the store's current estimates (opened read-only, so a running
                  coordinator is not disturbed). Rates are changes per second;
                  weights come from the seeds; each URL is capped by its host at
-                 --host-rate (politeness). URLs not observed yet get --prior-rate,
-                 as the coordinator plans them.
+                 --host-rate, or one fetch per Crawl-delay where the host sent
+                 one (politeness). URLs not observed yet get --prior-rate, as
+                 the coordinator plans them. Freshness is the expectation over
+                 each URL's posterior, and the model freshness of the stored
+                 copies now is reported too.
   --rates FILE   a CSV file (- for stdin) of id,rate[,weight[,host]]: rate in
                  changes per unit time (any unit, as long as the budget uses
                  the same), weight > 0 (default 1), host optional. Elements
@@ -125,7 +129,10 @@ fetched) are null.`,
 				if err != nil {
 					return err
 				}
-				in.Elements, err = plan.FromStore(db, cfg.PriorRate.PerSecond())
+				in.Elements, err = plan.FromStore(db, cfg.PriorRate.PerSecond(), time.Now())
+				if err == nil {
+					in.HostCaps, err = plan.HostCaps(db)
+				}
 				db.Close()
 				if err != nil {
 					return err

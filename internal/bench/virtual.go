@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"sort"
 	"strconv"
 	"time"
 
+	"github.com/freshcrawl/freshcrawl/estimate"
 	"github.com/freshcrawl/freshcrawl/internal/config"
 	"github.com/freshcrawl/freshcrawl/internal/coordinator"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
@@ -213,6 +215,7 @@ type vpage struct {
 	est     schedule.EstimateState
 	rate    float64     // per second, as the coordinator stores it
 	fetches []sim.Fetch // successful fetches, offsets from the epoch
+	dbgPost estimate.Summary
 }
 
 // completion is a fetch in flight.
@@ -242,12 +245,14 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 	}
 	daySec := virtualDay.Seconds()
 	budget := o.Budget / daySec // fetches per second
+	// The estimator the coordinator folds results with (schedule.Estimator).
+	halfLife := time.Duration(o.HalfLifeDays * float64(virtualDay))
+	est := schedule.NewEstimator(halfLife, o.PriorRate/daySec)
 	sched := schedule.NewScheduler(schedule.SchedulerOptions{
 		Budget: budget, HostRate: o.HostRate / daySec, Policy: pol,
 		ExploreShare: o.Explore, Replan: time.Duration(o.ReplanDays * float64(virtualDay)),
+		Priors: est.Priors, HalfLife: halfLife,
 	})
-	// The estimator the coordinator folds results with (schedule.Estimator).
-	est := schedule.NewEstimator(time.Duration(o.HalfLifeDays*float64(virtualDay)), o.PriorRate/daySec)
 
 	gaps := make([]time.Duration, o.Hosts) // Crawl-delay per host
 	for h := range gaps {
@@ -263,6 +268,10 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 		sched.Add(schedule.URLInfo{URL: pages[i].url, Host: pages[i].host, Weight: w.Weight(i), Rate: pages[i].rate}, virtualEpoch())
 	}
 
+	dbgPage := -1
+	if v := os.Getenv("FC_DEBUG_PAGE"); v != "" {
+		dbgPage, _ = strconv.Atoi(v)
+	}
 	complete := func(c completion) error {
 		p := &pages[c.page]
 		tr := &ts.pages[c.page]
@@ -285,13 +294,19 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 		}
 		// The coordinator's fold learns through the same call.
 		fb := est.Learn(&p.est, p.rate, schedule.Observation{
-			Start: c.start, End: c.end, OK: true, First: first, Prev: p.lastOK, Changed: changed, NotModified: notModified,
+			URL: p.url, Host: p.host, Start: c.start, End: c.end, OK: true, First: first, Prev: p.lastOK, Changed: changed, NotModified: notModified,
 			LastModified: lm, HostGap: gaps[ts.hosts[c.page]],
 		})
 		if o.TrueRates {
 			fb.Rate = ts.rateAt(c.page, off)
 		}
+		if dbgPage == c.page {
+			fmt.Printf("page %d t=%.2f d iv=%.2f d changed=%v lmAge=%.2f d trust=%+v rate(h)/day=%.4f mean=%.4f cps=%d n=%.2f\n", c.page, off.Hours()/24, c.start.Sub(p.lastOK).Hours()/24, changed, c.start.Sub(lm).Hours()/24, p.est.Trust, fb.Rate*86400, fb.Posterior.Mean*86400, p.est.State.ChangePoints(), p.est.State.Observations())
+		}
 		p.rate = fb.Rate
+		if fb.Learnt {
+			p.dbgPost = fb.Posterior
+		}
 		p.copyVer, p.lastOK = ver, c.start
 		sched.Done(p.url, fb)
 		return nil
@@ -307,9 +322,20 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 	var lastPlan, nextCheck time.Time
 	var planErrs int
 	var lastErr error
+	// The model's freshness (what status shows), sampled every simulated
+	// day after warm-up and averaged like the truth.
+	warmEnd := virtualEpoch().Add(time.Duration(o.Warmup * float64(virtualDay)))
+	nextSample := warmEnd
+	var modelSum float64
+	var modelN int
 	for iter := 0; now.Before(stop); iter++ {
 		if iter%4096 == 0 && ctx.Err() != nil {
 			return Result{}, ctx.Err()
+		}
+		for !nextSample.After(now) && nextSample.Before(stop) {
+			modelSum += sched.ModelFreshness(nextSample)
+			modelN++
+			nextSample = nextSample.Add(virtualDay)
 		}
 		for len(pending) > 0 && !pending[0].end.After(now) {
 			if err := complete(pending[0]); err != nil {
@@ -362,11 +388,75 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 		}
 		now = wake
 	}
+	if os.Getenv("FC_DEBUG_CLASS") != "" {
+		debugClasses(ts, pages, sched, o, end)
+	}
 	res, err := measure(w, ts, pages, o, end)
 	res.Mode, res.Workload, res.Policy = "virtual", w.Name, policy
+	if modelN > 0 {
+		res.ModelFreshness = modelSum / float64(modelN)
+	}
 	res.PlanErrors, res.LastPlanError = planErrs, lastErr
 	res.Wall = time.Since(wall)
 	return res, err
+}
+
+func debugClasses(ts *truthSet, pages []vpage, sched *schedule.Scheduler, o Options, end time.Duration) {
+	from := time.Duration(o.Warmup * float64(virtualDay))
+	type agg struct {
+		n                     int
+		fresh, fetch, rate    float64
+		iv                    float64
+		gaveUp                int
+		obs, cps, mean, trust float64
+	}
+	by := map[float64]*agg{}
+	for i := range pages {
+		r := ts.pages[i].rates[len(ts.pages[i].rates)-1] * 86400
+		if os.Getenv("FC_DEBUG_BIN") != "" {
+			r = math.Pow(10, math.Floor(math.Log10(r)*2)/2)
+		}
+		a := by[r]
+		if a == nil {
+			a = &agg{}
+			by[r] = a
+		}
+		pt := sim.IntegratePage(ts.pages[i].changes, pages[i].fetches, from, end, nil)
+		a.n++
+		a.fresh += pt.Freshness / (end - from).Seconds()
+		k := 0
+		for _, f := range pages[i].fetches {
+			if f.At >= from {
+				k++
+			}
+		}
+		a.fetch += float64(k)
+		if r > 0.9 && pages[i].rate*86400 < 0.5 {
+			fmt.Printf("  page %d rate %.3f: post %+v state %+v\n", i, r, pages[i].dbgPost, pages[i].est.State)
+		}
+		a.rate += pages[i].rate * 86400
+		a.obs += pages[i].est.State.Observations()
+		a.cps += float64(pages[i].est.State.ChangePoints())
+		a.mean += pages[i].dbgPost.Mean * 86400
+		if pages[i].est.Trust.Trustworthy(estimate.DefaultTrustConfig()) {
+			a.trust++
+		}
+		iv := sched.Interval(pages[i].url).Hours() / 24
+		a.iv += iv
+		if iv > 100 {
+			a.gaveUp++
+		}
+	}
+	var keys []float64
+	for k := range by {
+		keys = append(keys, k)
+	}
+	sort.Float64s(keys)
+	days := (end - from).Hours() / 24
+	for _, k := range keys {
+		a := by[k]
+		fmt.Printf("class %.4f/day: n=%d fresh=%.3f fetches/page/day=%.4f (interval %.1f d) rate(h)=%.4f mean=%.4f plan-iv=%.1f ivs>100d=%d obs=%.1f cps=%.2f trusted=%.0f\n", k, a.n, a.fresh/float64(a.n), a.fetch/float64(a.n)/days, days*float64(a.n)/a.fetch, a.rate/float64(a.n), a.mean/float64(a.n), a.iv/float64(a.n), a.gaveUp, a.obs/float64(a.n), a.cps/float64(a.n), a.trust)
+	}
 }
 
 // measure computes the truth of a virtual run with sim.IntegratePage, the

@@ -83,7 +83,7 @@ func Default() Config {
 	return Config{
 		Data: "./freshcrawl-data", NATSListen: "127.0.0.1:4222", Listen: "127.0.0.1:8080", LogLevel: "info",
 		Budget: 10, HostRate: 1, MaxInFlight: 256, Policy: "optimal", ProbePolicy: "greedy", Objective: "freshness", Replan: 30 * time.Second,
-		PriorRate: Rate(0.25 / 86400), HalfLife: 90 * 24 * time.Hour, Explore: 0.3, LMSkew: time.Minute,
+		PriorRate: Rate(0.25 / 86400), HalfLife: 90 * 24 * time.Hour, Explore: 0.5, LMSkew: time.Minute,
 		AckWait: 60 * time.Second, MaxDeliver: 5, Replicas: 1,
 		Workers: 4, Concurrency: 8, UserAgent: DefaultUserAgent, Timeout: 30 * time.Second, MaxBody: 4 << 20, MaxRedirects: 5,
 	}
@@ -113,7 +113,7 @@ var keyDocs = []Key{
 	{"replan", "how often the allocation is re-solved"},
 	{"prior-rate", "change rate assumed for a URL never observed"},
 	{"half-life", "age at which an observation counts half in the change-rate estimate"},
-	{"explore", "share of the uniform frequency kept for URLs the optimum gives up on"},
+	{"explore", "largest share of the budget (and of each host's cap) exploration may take: probes of URLs whose change rate is not resolved and rechecks of URLs given up"},
 	{"probe-policy", "how tracked items of keyword-search sources are refreshed: greedy (keyword probes), naive1 or naive2 (fetch by id; baselines)"},
 	{"lm-skew", "clock skew tolerated when deciding whether a server's Last-Modified can be trusted as the time of the last change"},
 	{"capture-uniform", "poll capture URLs uniformly instead of at learnt phases (a baseline for comparison)"},

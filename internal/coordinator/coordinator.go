@@ -97,7 +97,7 @@ func (o Options) withDefaults() Options {
 		o.HalfLife = 90 * 24 * time.Hour
 	}
 	if o.ExploreShare <= 0 {
-		o.ExploreShare = 0.3
+		o.ExploreShare = 0.5
 	}
 	if o.AckWait <= 0 {
 		o.AckWait = 60 * time.Second
@@ -167,9 +167,10 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 		return nil, err
 	}
 	c := &Coordinator{opts: opts, db: db, nc: nc, js: js, log: opts.Log.With("role", "coordinator")}
-	sched := schedule.NewScheduler(schedule.SchedulerOptions{Budget: opts.Budget, HostRate: opts.HostRate, Policy: opts.Policy, ExploreShare: opts.ExploreShare, Replan: opts.Replan, CaptureUniform: opts.CaptureUniform})
-	c.opts.Policy = sched.Policy()
 	est := schedule.NewEstimator(opts.HalfLife, opts.PriorRate)
+	sched := schedule.NewScheduler(schedule.SchedulerOptions{Budget: opts.Budget, HostRate: opts.HostRate, Policy: opts.Policy, ExploreShare: opts.ExploreShare, Replan: opts.Replan, CaptureUniform: opts.CaptureUniform,
+		Priors: est.Priors, HalfLife: opts.HalfLife})
+	c.opts.Policy = sched.Policy()
 	if opts.LMSkew > 0 {
 		est.Trust.ClockSkew = opts.LMSkew.Seconds()
 	}
@@ -228,7 +229,7 @@ func (c *Coordinator) load() error {
 func info(u store.URL) schedule.URLInfo {
 	period, _ := time.ParseDuration(u.Period) // validated when seeded
 	return schedule.URLInfo{URL: u.URL, Host: u.Host, Weight: u.Weight, Capture: u.Mode == "capture", Rate: u.Rate, Interval: u.Interval, NextDue: u.NextDue, Disallowed: u.Disallowed,
-		Period: period, Polls: u.Polls}
+		Period: period, Polls: u.Polls, LastOK: u.LastOK, Estimate: u.Estimate}
 }
 
 // Run serves until ctx is done.
@@ -436,12 +437,13 @@ func (c *Coordinator) replan() {
 		_, _, inUse = s.Plan()
 		n, disallowed = s.Len(), s.Disallowed()
 	})
-	c.m.fresh.Set(out.Freshness)
-	c.m.age.Set(out.Age)
+	c.m.fresh.Set(finite(out.ModelFreshness))
+	c.m.planFresh.Set(finite(out.Freshness))
+	c.m.age.Set(finite(out.Age))
 	c.m.givenUp.Set(float64(out.GivenUp))
 	c.m.capped.Set(float64(out.CappedHosts))
-	c.m.budgetInUse.Set(inUse)
-	c.m.unabsorbed.Set(out.Unabsorbed)
+	c.m.budgetInUse.Set(finite(inUse))
+	c.m.unabsorbed.Set(finite(out.Unabsorbed))
 	c.m.urls.Set(float64(n))
 	c.m.disallowed.Set(float64(disallowed))
 	if out.Unabsorbed > 0 && n > 0 {

@@ -3,6 +3,8 @@ package schedule
 import (
 	"container/heap"
 	"time"
+
+	"github.com/freshcrawl/freshcrawl/estimate"
 )
 
 // entry is the in-memory schedule state of one URL.
@@ -23,6 +25,22 @@ type entry struct {
 	// the budget, rechecked every DisallowRetry against the cached
 	// robots.txt so that a host that allows it again gets it back.
 	disallowed bool
+
+	// What the estimator learnt (docs/design.md §3.3): its state, the
+	// posterior's summary under the priors of version priorVer (stale:
+	// to be recomputed under the current ones), the number of updates
+	// (seq, so that a recomputation from an older state is dropped), and
+	// the last successful fetch (zero: never).
+	tmpl     string
+	st       estimate.State
+	post     estimate.Summary
+	priorVer uint64
+	stale    bool
+	seq      uint32
+	lastOK   time.Time
+	// An adaptive policy's own state (AdaptiveState).
+	adModified time.Time
+	adReset    bool
 }
 
 // hostQueue holds one host's URLs ordered by due time and the host's

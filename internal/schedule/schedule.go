@@ -3,9 +3,15 @@ package schedule
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"math"
+	"os"
 	"sort"
+	"strings"
 	"time"
+
+	"github.com/freshcrawl/freshcrawl/alloc"
+	"github.com/freshcrawl/freshcrawl/estimate"
 )
 
 // SchedulerOptions configure a Scheduler.
@@ -16,9 +22,23 @@ type SchedulerOptions struct {
 	HostRate float64
 	// Policy turns estimates into frequencies.
 	Policy Policy
-	// ExploreShare keeps URLs the optimum gives up on at ExploreShare ×
-	// budget/URLs, so that a wrong estimate can recover.
+	// ExploreShare is the largest share of the budget (and of each host's
+	// cap) exploration may take (docs/design.md §3.7): probes of URLs
+	// whose rate is not resolved and checks of URLs given up. Policies
+	// with no multiplier (uniform, proportional, the LambdaCrawl peers)
+	// keep URLs the plan gives up on at ExploreShare × budget/URLs.
 	ExploreShare float64
+	// Priors are the population priors shared with the Estimator that
+	// folds results (Estimator.Priors); the scheduler refits them from
+	// the collection. Nil: a set of its own around PriorRate.
+	Priors *PriorSet
+	// PriorRate is the change rate (per second) the priors start from
+	// when Priors is nil.
+	PriorRate float64
+	// HalfLife is the estimator's half-life: what it learns is forgotten
+	// on that scale, which bounds how long the exploration rule counts on
+	// knowledge lasting (default 90 days).
+	HalfLife time.Duration
 	// Replan is the longest time between two plans.
 	Replan time.Duration
 	// DisallowRetry is how often a URL disallowed by robots.txt is checked
@@ -39,6 +59,12 @@ type URLInfo struct {
 	Interval   time.Duration // from a previous plan (0: none yet)
 	NextDue    time.Time     // zero: new URL, first fetch soon
 	Disallowed bool
+	// LastOK is the URL's last successful fetch (zero: never fetched, so
+	// its copy is stale and its first fetch is due at once).
+	LastOK time.Time
+	// Estimate is the URL's estimator state as stored (nil: none), from
+	// which its posterior is recomputed under the current priors.
+	Estimate []byte
 	// Capture URLs: the period of their rhythm (0: detect it) and polls
 	// per period (0: from the URL's share of the budget).
 	Period time.Duration
@@ -68,6 +94,18 @@ type Feedback struct {
 	// backoff).
 	HostGap       time.Duration
 	HostNotBefore time.Time
+	// Learnt is set when the fetch updated the URL's estimate: Posterior
+	// is then its posterior (computed under the priors of version
+	// PriorVersion) and State its estimator state.
+	Learnt       bool
+	Posterior    estimate.Summary
+	State        estimate.State
+	PriorVersion uint64
+	// ChangePoint: the estimator found the URL's rate had changed
+	// (estimate.State's change points).
+	ChangePoint bool
+	// First: this fetch saw the URL's content for the first time.
+	First bool
 }
 
 // Adaptive is a policy that sets each URL's interval from its own fetch
@@ -76,8 +114,19 @@ type Adaptive interface {
 	Policy
 	// Initial is the interval of a URL never fetched.
 	Initial() time.Duration
-	// Next returns the URL's new interval and next due time after a fetch.
-	Next(interval time.Duration, fb Feedback) (time.Duration, time.Time)
+	// Next returns the URL's new state and next due time after a fetch.
+	Next(st AdaptiveState, fb Feedback) (AdaptiveState, time.Time)
+}
+
+// AdaptiveState is what an Adaptive policy keeps per URL.
+type AdaptiveState struct {
+	Interval time.Duration
+	// Modified is the policy's own record of the page's last change
+	// (Nutch's modifiedTime; zero: unknown).
+	Modified time.Time
+	// Reset: the next fetch has nothing to compare with (Nutch clears a
+	// page's signature when it forces a refetch).
+	Reset bool
 }
 
 // Scheduler is the scheduling step with no I/O and no clock of its own:
@@ -109,8 +158,28 @@ type Scheduler struct {
 	hosts     []int32
 	planHosts []*hostQueue
 
+	// Per element as well: the posterior summary and the last successful
+	// fetch (unix nanoseconds, 0: never), for the model's freshness and
+	// for exploration.
+	posts   []estimate.Summary
+	lastOK  []int64
+	probing []bool  // explored by the last plan
+	probes  []uint8 // fetches in the URL's current probe session
+
 	disallowed int                 // URLs disallowed now
 	captures   map[*entry]struct{} // capture URLs
+
+	priors *PriorSet
+	tmpls  map[string]string // interned path templates
+	// What the exploration rule and the refits need to know of the
+	// collection: change points seen and URL-time observed, both faded
+	// with the half-life (the hazard of a rate change), and new
+	// observations since the priors were last fitted.
+	changePoints, urlTime float64
+	hazardAt              time.Time
+	learnt                int // URLs with an estimate
+	sinceRefit            int
+	resumFrom             int // where the next re-summary batch starts
 }
 
 // NewScheduler returns an empty scheduler.
@@ -125,7 +194,7 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 		o.Policy = uniformPolicy{}
 	}
 	if o.ExploreShare <= 0 {
-		o.ExploreShare = 0.3
+		o.ExploreShare = 0.5
 	}
 	if o.Replan <= 0 {
 		o.Replan = 30 * time.Second
@@ -133,7 +202,13 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 	if o.DisallowRetry <= 0 {
 		o.DisallowRetry = time.Hour
 	}
-	return &Scheduler{o: o, front: newFrontier(), captures: map[*entry]struct{}{}}
+	if o.HalfLife <= 0 {
+		o.HalfLife = 90 * 24 * time.Hour
+	}
+	if o.Priors == nil {
+		o.Priors = NewPriorSet(o.PriorRate)
+	}
+	return &Scheduler{o: o, front: newFrontier(), captures: map[*entry]struct{}{}, priors: o.Priors, tmpls: map[string]string{}}
 }
 
 // mirror copies e's plan input into the scheduler's arrays; every change
@@ -149,6 +224,22 @@ func (s *Scheduler) mirror(e *entry) {
 		f = float64(time.Second) / float64(e.interval)
 	}
 	s.rates[e.pos], s.weights[e.pos], s.blocked[e.pos], s.freqs[e.pos] = e.rate, w, e.disallowed, f
+	s.posts[e.pos] = e.post
+	s.lastOK[e.pos] = 0
+	if !e.lastOK.IsZero() {
+		s.lastOK[e.pos] = e.lastOK.UnixNano()
+	}
+}
+
+// pointSummary is the summary of a rate known exactly: the stand-in until
+// a URL's posterior is computed.
+func pointSummary(rate float64) estimate.Summary {
+	s := estimate.Summary{Mean: rate, Harmonic: rate}
+	u := float32(math.Log(math.Max(rate, 1e-300)))
+	for j := range s.Q {
+		s.Q[j] = u
+	}
+	return s
 }
 
 // setDisallowed sets e's disallowed flag, keeping the count.
@@ -209,6 +300,22 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	}
 	e, _ := s.front.add(u.URL, u.Host, s.baseGap())
 	e.weight, e.capture, e.rate = u.Weight, u.Capture, u.Rate
+	e.tmpl = s.template(u.URL)
+	e.lastOK = u.LastOK
+	if len(u.Estimate) > 0 {
+		var st EstimateState
+		if st.UnmarshalBinary(u.Estimate) == nil {
+			e.st = st.State
+			if e.st.Observations() > 0 {
+				s.learnt++
+			}
+		}
+	}
+	// The posterior is recomputed under the current priors by the next
+	// plans (a batch each, in PlanJob.Solve); until then the rate stands
+	// for it.
+	e.post, e.priorVer = pointSummary(u.Rate), 0
+	e.stale = true
 	e.pos = len(s.list)
 	s.list = append(s.list, e)
 	if e.host.plan < 0 {
@@ -217,6 +324,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	}
 	s.hosts = append(s.hosts, e.host.plan)
 	s.rates, s.weights, s.blocked, s.freqs = append(s.rates, 0), append(s.weights, 0), append(s.blocked, false), append(s.freqs, 0)
+	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, estimate.Summary{}), append(s.lastOK, 0), append(s.probing, false), append(s.probes, 0)
 	s.setCapture(e, u)
 	s.moved++
 	s.setDisallowed(e, u.Disallowed)
@@ -231,11 +339,14 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		}
 	}
 	due := u.NextDue
-	if due.IsZero() {
-		// First fetch soon, phases spread over the time the budget needs
-		// to fetch every URL once, so a big seed list is not one burst.
-		spread := float64(s.Len()) / s.o.Budget * float64(time.Second)
-		due = now.Add(time.Duration(spread * frac(u.URL)))
+	if due.IsZero() || (u.LastOK.IsZero() && due.After(now)) {
+		// Never fetched: due now, so the first pass over a new list runs
+		// at the full budget from the first second (docs/design.md §3.7,
+		// cold start). The frontier interleaves hosts (each host is
+		// spaced by its gap), and within a host a stable pseudo-random
+		// order, the frac of the URL in the last millisecond, keeps
+		// neighbours of a seed file apart.
+		due = now.Add(time.Duration(float64(time.Millisecond) * frac(u.URL)))
 	}
 	s.mirror(e)
 	s.front.schedule(e, due)
@@ -282,6 +393,16 @@ func (s *Scheduler) CaptureStatus(limit int) []CaptureStatus {
 	return out
 }
 
+// template interns the path template of url.
+func (s *Scheduler) template(url string) string {
+	t := PathTemplate(url)
+	if v, ok := s.tmpls[t]; ok {
+		return v
+	}
+	s.tmpls[t] = t
+	return t
+}
+
 // frac is a stable pseudo-random number in [0,1) from s, to spread phases
 // deterministically.
 func frac(s string) float64 {
@@ -325,6 +446,25 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		e.rate = fb.Rate
 		s.moved++
 	}
+	if fb.OK {
+		e.lastOK = fb.Start
+	}
+	if fb.Learnt {
+		if e.st.Observations() <= 0 && fb.State.Observations() > 0 {
+			s.learnt++
+		}
+		e.st, e.post, e.priorVer, e.stale = fb.State, fb.Posterior, fb.PriorVersion, false
+		e.seq++
+		s.sinceRefit++
+	}
+	if fb.ChangePoint {
+		s.changePoints++
+		s.moved++
+		s.probes[e.pos] = 0
+	}
+	if fb.OK && e.pos >= 0 && s.probing[e.pos] && s.probes[e.pos] < math.MaxUint8 {
+		s.probes[e.pos]++
+	}
 	if e.disallowed != fb.Disallowed {
 		s.setDisallowed(e, fb.Disallowed)
 		s.moved++
@@ -339,14 +479,26 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	if end.Before(fb.Start) {
 		end = fb.Start
 	}
+	// Keep the phase: the next fetch is one interval after this one was
+	// due, not after it started, so that waiting for the budget's token
+	// or a busy host does not stretch every interval and lose fetches.
+	// A fetch later than half an interval starts a new phase.
 	due := fb.Start.Add(e.interval)
+	if d := e.nextDue.Add(e.interval); !e.nextDue.IsZero() && !e.nextDue.After(fb.Start) && d.Before(due) {
+		due = d
+		if half := fb.Start.Add(e.interval / 2); due.Before(half) {
+			due = half
+		}
+	}
 	switch a, adaptive := s.o.Policy.(Adaptive); {
 	case e.disallowed:
 		due = fb.Start.Add(s.o.DisallowRetry)
 	case e.cap != nil && e.interval > 0:
 		due = e.cap.next(e.url, fb.Start, e.interval)
 	case adaptive && e.interval > 0:
-		e.interval, due = a.Next(e.interval, fb)
+		var st AdaptiveState
+		st, due = a.Next(AdaptiveState{Interval: e.interval, Modified: e.adModified, Reset: e.adReset}, fb)
+		e.interval, e.adModified, e.adReset = st.Interval, st.Modified, st.Reset
 	}
 	s.mirror(e)
 	s.front.done(e, end, due)
@@ -422,13 +574,48 @@ type PlanJob struct {
 	in       PlanInput
 	blocked  []bool
 	moved    int // Scheduler.moved at the snapshot
+	posts    []estimate.Summary
+	lastOK   []int64
+	probing  []bool  // explored by the previous plan
+	probes   []uint8 // fetches in each URL's probe session
+	horizon  float64 // seconds a rate is expected to last (1/hazard)
+	halfLife float64 // the estimator's half-life, seconds
+	hazard   float64 // rate changes per URL per second
 
-	out   PlanOutput
-	freq  []float64 // per element, exploration included
-	sat   []bool    // per host: the plan gives it all it can take
-	inUse float64
-	next  int // elements applied so far
+	// Priors: the current ones, a sample to refit them from (nil: no
+	// refit due), and URLs whose posterior is recomputed under the
+	// (refitted) priors.
+	priors   *Priors
+	refit    *refitInput
+	resum    []resummary
+	newPrior *Priors
+
+	out          PlanOutput
+	freq         []float64 // per element, exploration included
+	probe        []bool    // per element: probed for what it teaches
+	sessionsOver []int     // elements whose probe session ended: resolved
+	sat          []bool    // per host: the plan gives it all it can take
+	inUse        float64
+	next         int // elements applied so far
 }
+
+// resummary is one URL's posterior to recompute under the priors.
+type resummary struct {
+	i          int
+	seq        uint32
+	st         estimate.State
+	host, tmpl string
+	post       estimate.Summary
+}
+
+// Budgets of the work a plan does on the estimates, so that a re-plan of
+// millions of URLs stays cheap: the priors are refitted on a sample, and
+// the posteriors of at most resumPerPlan URLs are recomputed per plan
+// (the rest follow in later plans, or when they are next fetched).
+const (
+	refitSample  = 20_000
+	resumPerPlan = 20_000
+)
 
 // Len is the number of URLs the plan covers.
 func (j *PlanJob) Len() int { return len(j.in.Rates) }
@@ -436,9 +623,11 @@ func (j *PlanJob) Len() int { return len(j.in.Rates) }
 // Output is the policy's plan once solved.
 func (j *PlanJob) Output() PlanOutput { return j.out }
 
-// Snapshot copies what a re-plan needs at now: every URL's rate, weight
-// and host, and every host's capacity. It costs a copy of three arrays of
-// n numbers, not a walk over the entries.
+// Snapshot copies what a re-plan needs at now: every URL's rate, weight,
+// host, posterior summary and last fetch, and every host's capacity; when
+// due, a sample of estimator states to refit the priors from, and a batch
+// of URLs whose posterior was computed under older priors. It costs a
+// copy of a few arrays of n numbers, not a walk over the entries.
 func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	n := len(s.list)
 	_, adaptive := s.o.Policy.(Adaptive)
@@ -453,6 +642,10 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 		HostCaps: make([]float64, len(s.planHosts)),
 	}
 	j.blocked = append([]bool(nil), s.blocked...)
+	j.posts = append([]estimate.Summary(nil), s.posts...)
+	j.lastOK = append([]int64(nil), s.lastOK...)
+	j.probing = append([]bool(nil), s.probing...)
+	j.probes = append([]uint8(nil), s.probes...)
 	for i, h := range s.planHosts {
 		// The cap is what the host can take given its gap (host rate,
 		// Crawl-delay) and how long its requests last.
@@ -461,13 +654,104 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	if adaptive {
 		j.freq = append([]float64(nil), s.freqs...)
 	}
+	s.updateHazard(now)
+	j.hazard = (s.changePoints + 1) / (s.urlTime + hazardPriorTime)
+	j.horizon = 1 / j.hazard
+	j.halfLife = s.o.HalfLife.Seconds()
+	j.priors = s.priors.Load()
+	if s.learnt > 0 && (j.priors.Version() == 0 || s.sinceRefit >= max(50, s.learnt/4)) {
+		j.refit = s.sampleStates()
+		s.sinceRefit = 0
+	}
+	s.pickResummaries(j)
 	return j
 }
 
+// hazardPriorTime is the prior's URL-time of the hazard estimate: one
+// rate change per URL in five years until the collection shows more.
+const hazardPriorTime = 5 * 365 * 86400.0
+
+// updateHazard fades the change-point count and the URL-time observed to
+// now and adds the time since the last update for every URL with an
+// estimate.
+func (s *Scheduler) updateHazard(now time.Time) {
+	if !s.hazardAt.IsZero() && now.After(s.hazardAt) {
+		dt := now.Sub(s.hazardAt).Seconds()
+		f := math.Exp2(-dt / s.o.HalfLife.Seconds())
+		s.changePoints *= f
+		s.urlTime = s.urlTime*f + float64(s.learnt)*dt
+	}
+	s.hazardAt = now
+}
+
+// sampleStates is a sample of at most refitSample estimator states of
+// URLs with observations, evenly strided over the collection.
+func (s *Scheduler) sampleStates() *refitInput {
+	in := &refitInput{}
+	stride := max(1, s.learnt/refitSample)
+	k := 0
+	for _, e := range s.list {
+		if e.st.Observations() <= 0 || e.disallowed {
+			continue
+		}
+		if k++; k%stride != 0 {
+			continue
+		}
+		in.states = append(in.states, e.st)
+		in.hosts = append(in.hosts, e.host.name)
+		in.tmpls = append(in.tmpls, e.tmpl)
+	}
+	return in
+}
+
+// pickResummaries copies, for Solve to recompute, the states of up to
+// resumPerPlan URLs whose posterior predates the priors (or will, after
+// the refit this plan makes): round robin over the collection.
+func (s *Scheduler) pickResummaries(j *PlanJob) {
+	n := len(s.list)
+	if n == 0 {
+		return
+	}
+	// Whether a refit made by this plan moves the priors is known only
+	// after Solve: the posteriors computed under earlier versions are
+	// recomputed now, those under this one by the plans after it.
+	ver := j.priors.Version()
+	start := s.resumFrom % n
+	for k := 0; k < n && len(j.resum) < resumPerPlan; k++ {
+		i := (start + k) % n
+		e := s.list[i]
+		if e.disallowed || (!e.stale && e.priorVer >= ver) {
+			continue
+		}
+		j.resum = append(j.resum, resummary{i: i, seq: e.seq, st: e.st, host: e.host.name, tmpl: e.tmpl})
+		s.resumFrom = i + 1
+	}
+}
+
 // Solve runs the policy over the snapshot. It touches nothing of the
-// Scheduler, so it runs without the caller's lock.
+// Scheduler, so it runs without the caller's lock. Before planning it
+// refits the priors and recomputes the posteriors picked by the snapshot;
+// after, it adds exploration (docs/design.md §3.7).
 func (j *PlanJob) Solve() error {
 	in := j.in
+	pr := j.priors
+	if j.refit != nil {
+		iters := 30
+		if pr.Version() == 0 {
+			iters = 300
+		}
+		pr = pr.refit(*j.refit, iters)
+		j.newPrior = pr
+	}
+	for k := range j.resum {
+		r := &j.resum[k]
+		post := pr.For(r.host, r.tmpl).Posterior(r.st)
+		r.post = post.Summary()
+		j.posts[r.i] = r.post
+		in.Rates[r.i] = r.post.Harmonic
+	}
+	now := j.at.UnixNano()
+	model := modelNow(in.Weights, j.blocked, j.posts, j.lastOK, now)
 	if j.adaptive {
 		j.inUse = 0
 		for _, f := range j.freq {
@@ -475,18 +759,55 @@ func (j *PlanJob) Solve() error {
 		}
 		j.out = PlanOutput{Freq: j.freq}
 		j.out.Freshness, j.out.Age = modelFreshness(in, j.freq)
+		j.out.ModelFreshness = model
 		return nil
 	}
 	out, err := j.policy.Plan(in)
 	if err != nil {
 		return err
 	}
-	// URLs the optimum gives up on are still explored. Their fetches come
-	// out of the budget, not on top of it (else the global limiter would
-	// make every other URL late), so the plan is solved again with what
-	// exploration leaves.
-	// A URL's exploration rate is a share of its uniform frequency, and
-	// on a host that cannot give every URL that much, of the host's share.
+	var freq []float64
+	if out.Mu > 0 && !math.IsInf(out.Mu, 1) {
+		freq, out, err = j.exploreByValue(in, out)
+		if err != nil {
+			return err
+		}
+	} else {
+		freq, out = j.exploreGivenUp(in, out)
+	}
+	// Exploration must not push a host past its capacity either: a host
+	// over it would queue and fetch every URL late.
+	sum := make([]float64, len(in.HostCaps))
+	for i, f := range freq {
+		sum[in.Hosts[i]] += f
+	}
+	for i := range freq {
+		if h := in.Hosts[i]; sum[h] > in.HostCaps[h] && in.HostCaps[h] > 0 {
+			freq[i] *= in.HostCaps[h] / sum[h]
+		}
+	}
+	j.sat = make([]bool, len(in.HostCaps))
+	for h := range j.sat {
+		j.sat[h] = in.HostCaps[h] > 0 && sum[h] >= 0.98*in.HostCaps[h]
+	}
+	j.inUse = 0
+	for _, f := range freq {
+		if f > 0 {
+			j.inUse += f
+		}
+	}
+	out.Freshness = expectedFreshness(in.Weights, j.posts, freq)
+	out.ModelFreshness = model
+	j.out, j.freq = out, freq
+	return nil
+}
+
+// exploreGivenUp is the exploration of a policy with no multiplier
+// (uniform, proportional, the LambdaCrawl peers): URLs the plan gives up
+// on are still fetched at ExploreShare times their uniform share (or
+// their host's, where that is smaller), out of the budget: the plan is
+// solved again with what exploration leaves.
+func (j *PlanJob) exploreGivenUp(in PlanInput, out PlanOutput) ([]float64, PlanOutput) {
 	uniform := j.budget / math.Max(1, float64(len(in.Rates)))
 	perHost := make([]int, len(in.HostCaps))
 	for _, h := range in.Hosts {
@@ -522,29 +843,347 @@ func (j *PlanJob) Solve() error {
 			freq[i] = explore(i)
 		}
 	}
-	// Exploration must not push a host past its capacity either: a host
-	// over it would queue and fetch every URL late.
-	sum := make([]float64, len(in.HostCaps))
-	for i, f := range freq {
-		sum[in.Hosts[i]] += f
+	return freq, out
+}
+
+// exploreByValue adds to the optimal plan the exploration of
+// docs/design.md §3.7, weighed against the plan's multipliers:
+//
+//   - a URL fetched before whose rate is not resolved for the plan's
+//     decision (the posterior probability that it is worth fetching at
+//     all, P(λ < w/μ), is neither below nor above the resolution
+//     threshold) is probed at the interval ln2/λ* that makes its outcome a
+//     fair coin at the give-up threshold λ* = w/μ, if the value of what
+//     the probes teach (probeValue) exceeds their cost, μ a fetch;
+//   - a URL given up (resolved) is rechecked every recheckInterval, the
+//     interval that balances the cost of checks against the value lost
+//     while a rate that fell below the threshold goes unnoticed, at the
+//     rate-change hazard the collection shows;
+//   - everything else gets the plan's frequency.
+//
+// Exploration takes at most ExploreShare of the budget and of each host's
+// cap, the most valuable first; the plan is then solved again over the
+// other URLs with what exploration leaves. Exploration raises the plan's
+// multiplier (the plan has less budget), so a probe must be worth the
+// multiplier of the plan it leaves: the multiplier is the fixed point of
+// the two, found by bisection.
+func (j *PlanJob) exploreByValue(in PlanInput, out PlanOutput) ([]float64, PlanOutput, error) {
+	// The collection's prior, for the value of rechecks.
+	pr := j.priors
+	if j.newPrior != nil {
+		pr = j.newPrior
+	}
+	popPost := pr.Population().Posterior(estimate.State{})
+	pop := popPost.Summary()
+	// Exploration at a multiplier μ leaves the plan a budget whose own
+	// multiplier is M(μ); exploration is consistent with the plan where
+	// M(μ) = μ. At the full plan's μ₀, M(μ₀) ≥ μ₀ (exploration only takes
+	// budget away); at μ₁ = M(μ₀), less is explored, so M(μ₁) ≤ μ₁. The
+	// root is bracketed and found by bisection in ln μ; the upper end is
+	// used, so that exploration errs on the side of the plan.
+	type result struct {
+		freq  []float64
+		plan  PlanOutput
+		probe []bool
+	}
+	at := func(mu float64, round int) (result, error) {
+		mult := out
+		mult.Mu = mu
+		items := j.exploreItems(in, mult, &pop)
+		freq, plan, probe, err := j.planAround(in, items)
+		if debugExplore {
+			debugPlan(j, in, items, freq, plan, &pop, round)
+		}
+		return result{freq, plan, probe}, err
+	}
+	lo := out.Mu
+	r, err := at(lo, 0)
+	if err != nil {
+		return nil, out, err
+	}
+	if r.plan.Mu > lo*1.02 && r.plan.Mu > 0 && !math.IsInf(r.plan.Mu, 1) {
+		hi := r.plan.Mu
+		rHi, err := at(hi, 1)
+		if err != nil {
+			return nil, out, err
+		}
+		for round := 2; round < 6 && hi > lo*1.03; round++ {
+			mid := math.Sqrt(lo * hi)
+			rm, err := at(mid, round)
+			if err != nil {
+				return nil, out, err
+			}
+			if rm.plan.Mu > mid {
+				lo = mid
+			} else {
+				hi, rHi = mid, rm
+			}
+		}
+		r = rHi
+	}
+	freq, plan, probe := r.freq, r.plan, r.probe
+	j.probe = probe
+	return freq, plan, nil
+}
+
+// exploreItem is one URL exploration wants: at frequency f, with its value
+// per fetch over the cost of a fetch (score; 1 for a recheck).
+type exploreItem struct {
+	i      int
+	f      float64
+	score  float64
+	sticky bool // probed by the previous plan: kept until resolved
+}
+
+// exploreItems lists the URLs exploration wants at the multipliers of
+// mult (exploreByValue).
+func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summary) []exploreItem {
+	muOf := func(i int) float64 {
+		h := in.Hosts[i]
+		if int(h) < len(mult.HostNu) {
+			return mult.Mu + mult.HostNu[h]
+		}
+		return mult.Mu
+	}
+	type keepKey struct{ w, mu float64 }
+	kept := map[keepKey][2]float64{}
+	// recheck is the recheck interval of a URL given up (recheckInterval),
+	// never shorter than its probe interval nor longer than maxRecheck.
+	recheck := func(w, mu, tau float64) float64 {
+		k := keepKey{w, mu}
+		kv, ok := kept[k]
+		if !ok {
+			a, b := keptValue(pop, w, mu)
+			kv = [2]float64{a, b}
+			kept[k] = kv
+		}
+		t := math.Max(recheckInterval(mu, j.hazard, kv[0], kv[1]), tau)
+		if math.IsInf(t, 1) || t > maxRecheck {
+			t = maxRecheck
+		}
+		return t
+	}
+	// Many URLs share a posterior (the same history), so the value of
+	// probing is memoised.
+	type voiKey struct {
+		q          [estimate.SummaryQuantiles]float32
+		w, mu, tau float64
+	}
+	voi := map[voiKey]float64{}
+	var items []exploreItem
+	for i := range in.Rates {
+		w := in.Weights[i]
+		if j.blocked[i] || !(w > 0) || j.lastOK[i] == 0 || !j.posts[i].Valid() {
+			continue
+		}
+		mu := muOf(i)
+		if !(mu > 0) || math.IsInf(mu, 1) {
+			continue
+		}
+		post := &j.posts[i]
+		pKeep := keepProbability(post, w, mu)
+		lamStar := w / mu
+		tau := math.Ln2 / lamStar
+		if j.probes[i] > 0 && (pKeep >= 1-resolved || pKeep <= resolved) {
+			j.sessionsOver = append(j.sessionsOver, i)
+		}
+		switch {
+		case pKeep >= 1-resolved || (pKeep > resolved && j.probes[i] >= maxProbes):
+			// Worth fetching (or as resolved as probes make it): the
+			// plan's frequency.
+			continue
+		case pKeep <= resolved:
+			items = append(items, exploreItem{i: i, f: 1 / recheck(w, mu, tau), score: 1})
+		default:
+			k := voiKey{post.Q, w, mu, tau}
+			v, ok := voi[k]
+			if !ok {
+				// What probes teach is used for as long as the estimator
+				// keeps it: its mean memory, which for a URL given up is
+				// at least eight of its recheck intervals (the fading
+				// floor of Estimator.Observe); and no longer than the rate
+				// is expected to last.
+				mem := math.Max(j.halfLife, minMemory*recheck(w, mu, tau)) / math.Ln2
+				v = probeValue(beliefOf(post), w, mu, tau, math.Min(j.horizon, mem))
+				voi[k] = v
+			}
+			if v > mu {
+				items = append(items, exploreItem{i: i, f: 1 / tau, score: v / mu, sticky: j.probing[i]})
+			}
+		}
+	}
+	// Rechecks first (they are few and cheap), then the probes under way,
+	// which run until their URL is resolved (a probe dropped half way
+	// has cost its fetches for nothing, and its URL would wait a whole
+	// plan interval before the next), then the most valuable.
+	rank := func(it exploreItem) int {
+		switch {
+		case it.score == 1 && !it.sticky:
+			return 0
+		case it.sticky:
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(items, func(a, b int) bool {
+		if ra, rb := rank(items[a]), rank(items[b]); ra != rb {
+			return ra < rb
+		}
+		return items[a].score > items[b].score
+	})
+	return items
+}
+
+// planAround gives the items their exploration within ExploreShare of the
+// budget and of each host's cap, and solves the plan over the other URLs
+// with what is left.
+func (j *PlanJob) planAround(in PlanInput, items []exploreItem) ([]float64, PlanOutput, []bool, error) {
+	n := len(in.Rates)
+	capAll := j.explore * j.budget
+	hostLeft := make([]float64, len(in.HostCaps))
+	for h, c := range in.HostCaps {
+		hostLeft[h] = j.explore * c
+	}
+	freq := make([]float64, n)
+	probe := make([]bool, n)
+	spent := 0.0
+	caps := append([]float64(nil), in.HostCaps...)
+	weights := append([]float64(nil), in.Weights...)
+	for _, it := range items {
+		h := in.Hosts[it.i]
+		f := it.f
+		if f > capAll-spent || f > hostLeft[h] {
+			// A probe at a longer interval than its own would not test
+			// the threshold; it waits for room in a later plan.
+			continue
+		}
+		freq[it.i], probe[it.i] = f, it.score != 1
+		spent += f
+		hostLeft[h] -= f
+		caps[h] -= f
+		weights[it.i] = 0 // out of the plan
+	}
+	again := in
+	again.Budget = j.budget - spent
+	again.HostCaps = caps
+	again.Weights = weights
+	plan, err := j.policy.Plan(again)
+	if err != nil {
+		return nil, PlanOutput{}, nil, err
 	}
 	for i := range freq {
-		if h := in.Hosts[i]; sum[h] > in.HostCaps[h] && in.HostCaps[h] > 0 {
-			freq[i] *= in.HostCaps[h] / sum[h]
+		if j.blocked[i] {
+			freq[i] = 0
+			continue
+		}
+		if freq[i] == 0 {
+			freq[i] = plan.Freq[i]
 		}
 	}
-	j.sat = make([]bool, len(in.HostCaps))
-	for h := range j.sat {
-		j.sat[h] = in.HostCaps[h] > 0 && sum[h] >= 0.98*in.HostCaps[h]
-	}
-	j.inUse = 0
-	for _, f := range freq {
-		if f > 0 {
-			j.inUse += f
+	plan.GivenUp = givenUp(freq, in.Weights)
+	return freq, plan, probe, nil
+}
+
+var debugExplore = os.Getenv("FC_DEBUG_EXPLORE") != ""
+
+func debugPlan(j *PlanJob, in PlanInput, items []exploreItem, freq []float64, plan PlanOutput, pop *estimate.Summary, round int) {
+	probes, checks, explored, spent := 0, 0, 0, 0.0
+	for _, it := range items {
+		if it.score == 1 {
+			checks++
+		} else {
+			probes++
+		}
+		if freq[it.i] > 0 && freq[it.i] == it.f {
+			explored++
+			spent += it.f
 		}
 	}
-	j.out, j.freq = out, freq
-	return nil
+	fmt.Printf("plan %s round %d mu/day=%.3g candidates: probes=%d checks=%d explored=%d spent=%.3g/%.3g givenUp=%d hazard/day=%.3g pop=%v\n", j.at.Format("2006-01-02"), round, plan.Mu/86400, probes, checks, explored, spent*86400, j.budget*86400, plan.GivenUp, j.hazard*86400, popString(pop))
+}
+
+func popString(s *estimate.Summary) string {
+	var b strings.Builder
+	for j := range s.Q {
+		fmt.Fprintf(&b, "%.3g ", s.Rate(j)*86400)
+	}
+	return b.String()
+}
+
+// maxProbes ends a probe session that has not resolved its URL: after
+// this many probes at the threshold's interval the rate is known to within
+// about a third, and a rate that close to the threshold λ* = w/μ is worth
+// little either way (the best net value of a URL at rate λ, w·e^{−r} with
+// g(r) = μλ/w, vanishes at the threshold), so the URL is planned at its
+// estimate until a change point (or a plan whose threshold moved past its
+// posterior) starts a new session.
+const maxProbes = 8
+
+// resolved is how sure the posterior must be that a URL is (or is not)
+// worth fetching at the plan's multiplier for it to count as resolved.
+const resolved = 0.05
+
+// maxRecheck bounds the time a given-up URL waits for a recheck: a year.
+const maxRecheck = 365 * 86400.0
+
+// modelNow is the model's expected freshness of the copies now
+// (docs/design.md §3.3, "an honest model"): Σ w·E[e^{−λ·age}] / Σ w over
+// the URLs that count (weight > 0, not disallowed), the copy of a URL
+// never fetched counting as stale, the expectation over each URL's
+// posterior. It is always a number in [0, 1].
+func modelNow(weights []float64, blocked []bool, posts []estimate.Summary, lastOK []int64, now int64) float64 {
+	var num, den float64
+	for i, w := range weights {
+		if !(w > 0) || math.IsInf(w, 1) || blocked[i] {
+			continue
+		}
+		den += w
+		if lastOK[i] == 0 || !posts[i].Valid() {
+			continue
+		}
+		age := float64(now-lastOK[i]) / 1e9
+		if p := posts[i].ExpectFresh(math.Max(age, 0)); p >= 0 && p <= 1 {
+			num += w * p
+		}
+	}
+	if !(den > 0) {
+		return 0
+	}
+	return num / den
+}
+
+// expectedFreshness is the plan's steady-state freshness under the
+// posteriors: Σ w·E[F(λ, f)] / Σ w, the fixed-order freshness averaged
+// over each URL's posterior rather than at one rate (which, for a URL
+// seen changed at every fetch, could be far too kind).
+func expectedFreshness(weights []float64, posts []estimate.Summary, freq []float64) float64 {
+	var num, den float64
+	for i, w := range weights {
+		if !(w > 0) || math.IsInf(w, 1) {
+			continue
+		}
+		den += w
+		f := freq[i]
+		if !posts[i].Valid() {
+			continue
+		}
+		v := posts[i].Expect(func(l float64) float64 { return alloc.FixedOrder.Freshness(l, f) })
+		if v >= 0 && v <= 1 {
+			num += w * v
+		}
+	}
+	if !(den > 0) {
+		return 1
+	}
+	return num / den
+}
+
+// ModelFreshness is the model's expected freshness of the copies at now
+// (modelNow over every URL): O(n), for a caller that owns the Scheduler
+// (the virtual benchmark); the coordinator reports the value each plan
+// computes (PlanOutput.ModelFreshness).
+func (s *Scheduler) ModelFreshness(now time.Time) float64 {
+	return modelNow(s.weights, s.blocked, s.posts, s.lastOK, now.UnixNano())
 }
 
 // Apply sets the intervals of up to limit more URLs from a solved job,
@@ -552,13 +1191,42 @@ func (j *PlanJob) Solve() error {
 // reports whether the job is done; the plan takes effect (Plan,
 // ReplanDue) with the last call. A caller that shares the Scheduler under
 // a lock takes it for each call, so that a fold waits for at most limit
-// URLs' worth of heap updates.
+// URLs' worth of heap updates. The first call also installs refitted
+// priors and the recomputed posteriors (at most resumPerPlan).
 func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
-	if j.next == 0 && !j.adaptive {
-		for h, sat := range j.sat {
-			if hq := s.planHosts[h]; hq.saturated != sat {
-				hq.saturated = sat
-				s.front.fixHost(hq)
+	if j.next == 0 {
+		if j.newPrior != nil {
+			s.priors.store(j.newPrior)
+		}
+		ver := s.priors.Load().Version()
+		for _, r := range j.resum {
+			if r.i >= len(s.list) {
+				continue
+			}
+			e := s.list[r.i]
+			if e.seq != r.seq {
+				continue // fetched meanwhile: its own posterior is newer
+			}
+			e.post, e.priorVer, e.stale = r.post, ver, false
+			if r.post.Harmonic > 0 && r.post.Harmonic != e.rate {
+				e.rate = r.post.Harmonic
+			}
+			s.mirror(e)
+		}
+		if j.probe != nil {
+			copy(s.probing, j.probe)
+		} else {
+			clear(s.probing)
+		}
+		for _, i := range j.sessionsOver {
+			s.probes[i] = 0
+		}
+		if !j.adaptive {
+			for h, sat := range j.sat {
+				if hq := s.planHosts[h]; hq.saturated != sat {
+					hq.saturated = sat
+					s.front.fixHost(hq)
+				}
 			}
 		}
 	}
@@ -586,9 +1254,11 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 			iv = time.Millisecond
 		}
 		e.interval = iv
-		if e.index >= 0 && old > 0 && !e.nextDue.IsZero() && e.cap == nil {
+		if e.index >= 0 && old > 0 && !e.nextDue.IsZero() && e.cap == nil && !e.lastOK.IsZero() {
 			// Keep the phase: move the next fetch by the change of
 			// interval, but never further than one new interval away.
+			// A URL never fetched keeps its due time: the first pass
+			// is not pushed back by a plan.
 			due := e.nextDue.Add(iv - old)
 			if due.After(now.Add(iv)) {
 				due = now.Add(time.Duration(float64(iv) * frac(e.url)))
