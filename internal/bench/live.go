@@ -120,11 +120,27 @@ func RunLive(ctx context.Context, w Workload, policy string, o Options, lo LiveO
 	}
 	runFor := time.Duration(o.Days * float64(lo.Day))
 	timer := time.NewTimer(runFor)
-	select {
-	case <-ctx.Done():
-		timer.Stop()
-		return Result{}, ctx.Err()
-	case <-timer.C:
+	defer timer.Stop()
+	// The model's freshness as status shows it, sampled every simulated
+	// day after warm-up and averaged like the truth.
+	tick := time.NewTicker(lo.Day)
+	defer tick.Stop()
+	warmEnd := start.Add(time.Duration(o.Warmup * float64(lo.Day)))
+	var modelSum float64
+	var modelN int
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			return Result{}, ctx.Err()
+		case now := <-tick.C:
+			if !now.Before(warmEnd) {
+				modelSum += n.Coordinator.Status().ModelFreshness
+				modelN++
+			}
+		case <-timer.C:
+			break wait
+		}
 	}
 	end := time.Now()
 	n.Stop()
@@ -134,6 +150,10 @@ func RunLive(ctx context.Context, w Workload, policy string, o Options, lo LiveO
 	tr := s.Truth(from, end)
 	full := s.Truth(start, end, sim.WithStep(max(end.Sub(start)/time.Duration(o.Steps), time.Millisecond)))
 	res := Result{Mode: "live", Workload: w.Name, Policy: policy, Fetches: tr.Fetches, NotModified: tr.NotModified, Bytes: tr.Bytes, Wall: end.Sub(start)}
+	if modelN > 0 {
+		res.ModelFreshness = modelSum / float64(modelN)
+	}
+	res.FirstPassDays = -1
 	var fresh, age, wsum float64
 	for i, pt := range tr.PerPage {
 		wt := w.Weight(i)

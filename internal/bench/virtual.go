@@ -45,6 +45,9 @@ type Options struct {
 	Latency time.Duration
 	// Steps is the number of points of the freshness series.
 	Steps int
+	// ColdStartPages is the size of the coldstart workload's seed list
+	// (default ColdStartPages).
+	ColdStartPages int
 }
 
 // DefaultOptions are the options `freshcrawl bench policies` starts from:
@@ -56,7 +59,7 @@ func DefaultOptions() Options {
 	return Options{
 		Pages: 1000, Hosts: 10, Seed: 1, Days: 2000, Warmup: 500,
 		PriorRate: c.PriorRate.PerSecond() * day, HalfLifeDays: c.HalfLife.Seconds() / day, Explore: c.Explore, ReplanDays: 1,
-		Latency: 200 * time.Millisecond, Steps: 200,
+		Latency: 200 * time.Millisecond, Steps: 200, ColdStartPages: ColdStartPages,
 	}
 }
 
@@ -403,6 +406,35 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 
 func debugClasses(ts *truthSet, pages []vpage, sched *schedule.Scheduler, o Options, end time.Duration) {
 	from := time.Duration(o.Warmup * float64(virtualDay))
+	if len(ts.segments) == 2 {
+		a, b := ts.segments[1].from, ts.segments[1].from+300*virtualDay
+		type tr struct {
+			n          int
+			fresh, fet float64
+		}
+		by := map[[2]float64]*tr{}
+		for i := range pages {
+			k := [2]float64{ts.pages[i].rates[0] * 86400, ts.pages[i].rates[1] * 86400}
+			x := by[k]
+			if x == nil {
+				x = &tr{}
+				by[k] = x
+			}
+			pt := sim.IntegratePage(ts.pages[i].changes, pages[i].fetches, a, b, nil)
+			x.n++
+			x.fresh += pt.Freshness / (b - a).Seconds()
+			for _, f := range pages[i].fetches {
+				if f.At >= a && f.At < b {
+					x.fet++
+				}
+			}
+		}
+		loss := 0.0
+		for k, x := range by {
+			fmt.Printf("  %.4f -> %.4f: n=%d fresh[1000,1300]=%.3f fetches/page=%.1f\n", k[0], k[1], x.n, x.fresh/float64(x.n), x.fet/float64(x.n))
+			_ = loss
+		}
+	}
 	type agg struct {
 		n                     int
 		fresh, fetch, rate    float64
@@ -415,6 +447,9 @@ func debugClasses(ts *truthSet, pages []vpage, sched *schedule.Scheduler, o Opti
 		r := ts.pages[i].rates[len(ts.pages[i].rates)-1] * 86400
 		if os.Getenv("FC_DEBUG_BIN") != "" {
 			r = math.Pow(10, math.Floor(math.Log10(r)*2)/2)
+		}
+		if os.Getenv("FC_DEBUG_HOST") != "" && ts.hosts[i] < 2 {
+			r += 1000
 		}
 		a := by[r]
 		if a == nil {

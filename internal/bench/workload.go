@@ -128,6 +128,9 @@ func NewWorkload(name string, pages, hosts int, seed uint64) (Workload, error) {
 func (w Workload) options(o Options) Options {
 	if w.Pages > 0 {
 		o.Pages = w.Pages
+		if w.Name == WorkloadColdStart && o.ColdStartPages > 0 {
+			o.Pages = o.ColdStartPages
+		}
 	}
 	if w.Days > 0 {
 		o.Days = w.Days

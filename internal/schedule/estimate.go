@@ -106,6 +106,7 @@ func (s EstimateState) MarshalBinary() ([]byte, error) {
 	for i := 7; i >= 0; i-- {
 		b = append(b, byte(ns>>(8*i)))
 	}
+	b = append(b, byte(s.Trust.Steady>>8), byte(s.Trust.Steady))
 	return b, nil
 }
 
@@ -130,6 +131,9 @@ func (s *EstimateState) UnmarshalBinary(b []byte) error {
 		}
 		if ns != 0 {
 			s.PrevLM = time.Unix(ns, 0)
+		}
+		if len(rest) >= 16 {
+			s.Trust.Steady = uint16(rest[14])<<8 | uint16(rest[15])
 		}
 	}
 	return nil

@@ -13,19 +13,39 @@ import (
 // of the plan (the weighted freshness a fetch per unit time buys at the
 // margin, so that μ is also what one fetch costs).
 
-// belief is a distribution of λ on the eight equally likely rates of an
-// estimate.Summary, reweighted by probes.
+// beliefAtoms is the size of a belief: a posterior's eight rates and the
+// prior's eight.
+const beliefAtoms = 2 * estimate.SummaryQuantiles
+
+// belief is a distribution of λ on the equally likely rates of a
+// posterior summary, mixed with those of the prior (the chance that the
+// rate was redrawn since the data were seen), reweighted by probes.
 type belief struct {
-	rate [estimate.SummaryQuantiles]float64
-	p    [estimate.SummaryQuantiles]float64
+	rate [beliefAtoms]float64
+	p    [beliefAtoms]float64
 }
 
-func beliefOf(s *estimate.Summary) belief {
+// beliefOf is the posterior s mixed with the prior: weight 1 − rho on
+// the posterior's rates, rho on the prior's.
+func beliefOf(s, prior *estimate.Summary, rho float64) belief {
 	var b belief
-	for j := range b.rate {
-		b.rate[j], b.p[j] = s.Rate(j), 1.0/estimate.SummaryQuantiles
+	const k = estimate.SummaryQuantiles
+	for j := range k {
+		b.rate[j], b.p[j] = s.Rate(j), (1-rho)/k
+		b.rate[k+j], b.p[k+j] = prior.Rate(j), rho/k
 	}
 	return b
+}
+
+// cdf is P(λ ≤ lambda) under b, each atom's mass at its rate.
+func (b *belief) cdf(lambda float64) float64 {
+	c := 0.0
+	for j, r := range b.rate {
+		if r <= lambda {
+			c += b.p[j]
+		}
+	}
+	return c
 }
 
 // value is the best net value per unit time of one URL of weight w under
@@ -132,7 +152,7 @@ var probeRounds = [...]int{1, 2, 4}
 // is never negative (the best decision's value is convex in the belief).
 func probeValue(b belief, w, mu, tau, horizon float64) float64 {
 	_, v0 := b.value(w, mu)
-	var q [estimate.SummaryQuantiles]float64
+	var q [beliefAtoms]float64
 	for j, lam := range b.rate {
 		q[j] = -math.Expm1(-lam * tau)
 	}
@@ -179,26 +199,30 @@ func binom(n, k int) float64 {
 }
 
 // keepProbability is P(λ < w/μ): how likely the URL is worth fetching at
-// all at this multiplier.
-func keepProbability(s *estimate.Summary, w, mu float64) float64 {
-	return s.CDF(w / mu)
+// all at this multiplier, under its posterior s mixed with the prior by
+// rho (the chance its rate was redrawn since its data were seen; beliefOf).
+func keepProbability(s, prior *estimate.Summary, rho, w, mu float64) float64 {
+	return (1-rho)*s.CDF(w/mu) + rho*prior.CDF(w/mu)
 }
 
-// recheckInterval is how long a URL given up waits before it is fetched
-// again to see whether its rate fell (docs/design.md §3.7). If rates
-// change at hazard h (a new rate drawn from the collection's prior), a
-// check every T finds a URL that became worth keeping T/2 late on
-// average, losing h·P_keep·V̄·T/2 of value per unit time, where P_keep is
-// the prior's share of rates below the give-up threshold and V̄ their mean
-// net value; the checks cost μ/T. The sum is least at
+// recheckInterval is how long a URL given up waits before it is checked
+// again to see whether its rate fell (docs/design.md §3.7). A check is a
+// pair of fetches, the second one probe interval after the first (a fetch
+// long after the last says nothing about a fast page: it has changed
+// either way), so it costs 2μ. If rates change at hazard h (a new rate
+// drawn from the collection's prior), a check every T finds a URL that
+// became worth keeping T/2 late on average, losing h·P_keep·V̄·T/2 of
+// value per unit time, where P_keep is the prior's share of rates below
+// the give-up threshold and V̄ their mean net value; the checks cost 2μ/T.
+// The sum is least at
 //
-//	T* = √(2μ / (h·P_keep·V̄)).
+//	T* = √(4μ / (h·P_keep·V̄)).
 func recheckInterval(mu, hazard, pKeep, vBar float64) float64 {
 	d := hazard * pKeep * vBar
 	if !(d > 0) || !(mu > 0) {
 		return math.Inf(1)
 	}
-	return math.Sqrt(2 * mu / d)
+	return math.Sqrt(4 * mu / d)
 }
 
 // keptValue is P_keep and V̄ of recheckInterval for a URL of weight w at

@@ -172,8 +172,8 @@ type Scheduler struct {
 	priors *PriorSet
 	tmpls  map[string]string // interned path templates
 	// What the exploration rule and the refits need to know of the
-	// collection: change points seen and URL-time observed, both faded
-	// with the half-life (the hazard of a rate change), and new
+	// collection: change points seen and the time the observations
+	// covered, both faded (the hazard of a rate change), and new
 	// observations since the priors were last fitted.
 	changePoints, urlTime float64
 	hazardAt              time.Time
@@ -447,7 +447,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		s.moved++
 	}
 	if fb.OK {
-		e.lastOK = fb.Start
+		e.prevOK, e.lastOK = e.lastOK, fb.Start
 	}
 	if fb.Learnt {
 		if e.st.Observations() <= 0 && fb.State.Observations() > 0 {
@@ -456,6 +456,14 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		e.st, e.post, e.priorVer, e.stale = fb.State, fb.Posterior, fb.PriorVersion, false
 		e.seq++
 		s.sinceRefit++
+	}
+	if fb.Learnt && !fb.First {
+		// The time this observation covered, for the hazard of a rate
+		// change per unit of observed time.
+		s.updateHazard(fb.Start)
+		if !e.lastOK.IsZero() && fb.Start.After(e.prevOK) && !e.prevOK.IsZero() {
+			s.urlTime += fb.Start.Sub(e.prevOK).Seconds()
+		}
 	}
 	if fb.ChangePoint {
 		s.changePoints++
@@ -484,11 +492,18 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	// or a busy host does not stretch every interval and lose fetches.
 	// A fetch later than half an interval starts a new phase.
 	due := fb.Start.Add(e.interval)
-	if d := e.nextDue.Add(e.interval); !e.nextDue.IsZero() && !e.nextDue.After(fb.Start) && d.Before(due) {
+	if e.recheckTau > 0 && fb.OK && !e.rechecked {
+		// The check of a URL given up is followed by its probe.
+		e.rechecked = true
+		due = fb.Start.Add(e.recheckTau)
+	} else if d := e.nextDue.Add(e.interval); !e.nextDue.IsZero() && !e.nextDue.After(fb.Start) && d.Before(due) {
 		due = d
 		if half := fb.Start.Add(e.interval / 2); due.Before(half) {
 			due = half
 		}
+	}
+	if e.recheckTau == 0 || !fb.OK || due.Sub(fb.Start) != e.recheckTau {
+		e.rechecked = false
 	}
 	switch a, adaptive := s.o.Policy.(Adaptive); {
 	case e.disallowed:
@@ -577,7 +592,8 @@ type PlanJob struct {
 	posts    []estimate.Summary
 	lastOK   []int64
 	probing  []bool  // explored by the previous plan
-	probes   []uint8 // fetches in each URL's probe session
+	probes   []uint8   // fetches in each URL's probe session
+	prevFreq []float64 // each URL's frequency now (the last plan's)
 	horizon  float64 // seconds a rate is expected to last (1/hazard)
 	halfLife float64 // the estimator's half-life, seconds
 	hazard   float64 // rate changes per URL per second
@@ -592,6 +608,7 @@ type PlanJob struct {
 
 	out          PlanOutput
 	freq         []float64 // per element, exploration included
+	recheckTau   []float64 // per element: a recheck's probe interval (0: none)
 	probe        []bool    // per element: probed for what it teaches
 	sessionsOver []int     // elements whose probe session ended: resolved
 	sat          []bool    // per host: the plan gives it all it can take
@@ -646,6 +663,7 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	j.lastOK = append([]int64(nil), s.lastOK...)
 	j.probing = append([]bool(nil), s.probing...)
 	j.probes = append([]uint8(nil), s.probes...)
+	j.prevFreq = append([]float64(nil), s.freqs...)
 	for i, h := range s.planHosts {
 		// The cap is what the host can take given its gap (host rate,
 		// Crawl-delay) and how long its requests last.
@@ -667,21 +685,30 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	return j
 }
 
-// hazardPriorTime is the prior's URL-time of the hazard estimate: one
-// rate change per URL in five years until the collection shows more.
+// hazardPriorTime is the prior's observed time of the hazard estimate:
+// one rate change in five years of observation until the collection
+// shows more.
 const hazardPriorTime = 5 * 365 * 86400.0
 
-// updateHazard fades the change-point count and the URL-time observed to
-// now and adds the time since the last update for every URL with an
-// estimate.
+// hazardMemory is the half-life of the hazard estimate's counts, as a
+// share of the estimator's: short, so that a wave of rate changes across
+// the collection shortens the rechecks of URLs given up within weeks.
+const hazardMemory = 1.0 / 3
+
+// updateHazard fades the change-point count and the observed time to
+// now. The hazard is change points per unit of time the observations
+// covered (each fetch covers the time since the previous one): a page
+// rechecked after a year has been watched for a year.
 func (s *Scheduler) updateHazard(now time.Time) {
 	if !s.hazardAt.IsZero() && now.After(s.hazardAt) {
 		dt := now.Sub(s.hazardAt).Seconds()
-		f := math.Exp2(-dt / s.o.HalfLife.Seconds())
+		f := math.Exp2(-dt / (hazardMemory * s.o.HalfLife.Seconds()))
 		s.changePoints *= f
-		s.urlTime = s.urlTime*f + float64(s.learnt)*dt
+		s.urlTime *= f
 	}
-	s.hazardAt = now
+	if now.After(s.hazardAt) {
+		s.hazardAt = now
+	}
 }
 
 // sampleStates is a sample of at most refitSample estimator states of
@@ -932,7 +959,8 @@ type exploreItem struct {
 	i      int
 	f      float64
 	score  float64
-	sticky bool // probed by the previous plan: kept until resolved
+	sticky bool    // probed by the previous plan: kept until resolved
+	tau    float64 // a recheck's probe interval, seconds (0: a probe)
 }
 
 // exploreItems lists the URLs exploration wants at the multipliers of
@@ -966,8 +994,8 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 	// Many URLs share a posterior (the same history), so the value of
 	// probing is memoised.
 	type voiKey struct {
-		q          [estimate.SummaryQuantiles]float32
-		w, mu, tau float64
+		q               [estimate.SummaryQuantiles]float32
+		w, mu, tau, rho float64
 	}
 	voi := map[voiKey]float64{}
 	var items []exploreItem
@@ -981,7 +1009,16 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 			continue
 		}
 		post := &j.posts[i]
-		pKeep := keepProbability(post, w, mu)
+		// The data behind the posterior span about the estimator's memory
+		// (at least eight of the URL's intervals); at hazard ĥ the rate
+		// was redrawn since with probability 1 − e^{−ĥ·span}, and is then
+		// a draw from the prior (docs/design.md §3.7).
+		span := j.halfLife / math.Ln2
+		if j.prevFreq != nil && j.prevFreq[i] > 0 {
+			span = math.Max(j.halfLife, minMemory/j.prevFreq[i]) / math.Ln2
+		}
+		rho := -math.Expm1(-j.hazard * span)
+		pKeep := keepProbability(post, pop, rho, w, mu)
 		lamStar := w / mu
 		tau := math.Ln2 / lamStar
 		if j.probes[i] > 0 && (pKeep >= 1-resolved || pKeep <= resolved) {
@@ -993,9 +1030,10 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 			// plan's frequency.
 			continue
 		case pKeep <= resolved:
-			items = append(items, exploreItem{i: i, f: 1 / recheck(w, mu, tau), score: 1})
+			// A recheck is two fetches a period: the check and its probe.
+			items = append(items, exploreItem{i: i, f: 2 / recheck(w, mu, tau), score: 1, tau: tau})
 		default:
-			k := voiKey{post.Q, w, mu, tau}
+			k := voiKey{post.Q, w, mu, tau, rho}
 			v, ok := voi[k]
 			if !ok {
 				// What probes teach is used for as long as the estimator
@@ -1004,7 +1042,7 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 				// floor of Estimator.Observe); and no longer than the rate
 				// is expected to last.
 				mem := math.Max(j.halfLife, minMemory*recheck(w, mu, tau)) / math.Ln2
-				v = probeValue(beliefOf(post), w, mu, tau, math.Min(j.horizon, mem))
+				v = probeValue(beliefOf(post, pop, rho), w, mu, tau, math.Min(j.horizon, mem))
 				voi[k] = v
 			}
 			if v > mu {
@@ -1046,6 +1084,7 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) ([]float64, Plan
 	}
 	freq := make([]float64, n)
 	probe := make([]bool, n)
+	j.recheckTau = make([]float64, n)
 	spent := 0.0
 	caps := append([]float64(nil), in.HostCaps...)
 	weights := append([]float64(nil), in.Weights...)
@@ -1058,6 +1097,7 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) ([]float64, Plan
 			continue
 		}
 		freq[it.i], probe[it.i] = f, it.score != 1
+		j.recheckTau[it.i] = it.tau
 		spent += f
 		hostLeft[h] -= f
 		caps[h] -= f
@@ -1247,6 +1287,12 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		f := j.freq[i]
 		if f <= 0 {
 			continue
+		}
+		e.recheckTau = 0
+		if j.recheckTau != nil && j.recheckTau[i] > 0 {
+			// A recheck: a fetch every 2/f, each followed by its probe.
+			e.recheckTau = time.Duration(j.recheckTau[i] * float64(time.Second))
+			f /= 2
 		}
 		old := e.interval
 		iv := time.Duration(float64(time.Second) / f)
