@@ -28,6 +28,18 @@
 //     by condition I, K_i ∝ √C_i).
 //   - Plan / PlanPattern pick between them by s (ExhaustiveLimit).
 //
+// Learning (what the planners need):
+//   - LearnPattern clusters exact update times (Last-Modified, feed dates).
+//   - EstimatePhases / LearnPolls learn a phase histogram by EM from a poll
+//     History, where a poll that saw a change without an exact time says
+//     only "an update in (previous poll, this poll]" (censored) and one
+//     that saw none rules its interval out.
+//   - DetectPeriodRange finds the period, 20 s to 8 days, from exact or
+//     censored changes with no candidate list; RefinePeriod sharpens it
+//     on the EM likelihood; PeriodStrength scores a configured one.
+//   - CheckDrift (exact times) and CheckDriftPolls (polls) tell when a
+//     learnt pattern no longer holds.
+//
 // Time is measured in float64 seconds (or any unit, used consistently);
 // Phase converts a time.Time. The package is pure: no I/O, no package-level
 // mutable state; invalid input yields an error wrapping ErrInvalidArgument.

@@ -110,3 +110,59 @@ func CheckDrift(s Schedule, p Pattern, recent []float64, cfg DriftConfig) (Drift
 	}
 	return r, nil
 }
+
+// CheckDriftPolls is CheckDrift for sources without exact update times:
+// it judges the pattern by the polls made since it was learnt. Each poll
+// interval (a, b] sees a change with probability P(N ≥ 1) under the
+// pattern; the pattern has drifted when the changes seen differ from the
+// expected count by more than Z binomial standard errors and by more than
+// RecallMargin of the expected count (an update that moved to the other
+// side of a poll shows as a change where none was due, or as one fewer
+// where two were). Exact times count as changes. With fewer than
+// MinUpdates changes seen it never reports drift.
+func CheckDriftPolls(p Pattern, h History, cfg DriftConfig) (DriftReport, error) {
+	if err := p.Validate(); err != nil {
+		return DriftReport{}, fmt.Errorf("capture: drift: %w", err)
+	}
+	if err := h.Validate(); err != nil {
+		return DriftReport{}, fmt.Errorf("capture: drift: %w", err)
+	}
+	cfg = cfg.withDefaults(p.Period)
+	m := newModel(p)
+	var seen, want, v float64
+	for i := 1; i < len(h); i++ {
+		a, b := h[i-1].At, h[i].At
+		var q float64
+		if b-a >= p.Period {
+			q = anyUpdate(m, 0, p.Period)
+			// a longer interval holds a whole period: at least as likely
+		} else {
+			q = anyUpdate(m, mod(a, p.Period), mod(a, p.Period)+(b-a))
+		}
+		want += q
+		v += q * (1 - q)
+		if h[i].Changed || len(h[i].Exact) > 0 {
+			seen++
+		}
+	}
+	r := DriftReport{Updates: int(seen), Observed: seen, Expected: want}
+	if int(seen) < cfg.MinUpdates {
+		return r, nil
+	}
+	tol := math.Max(cfg.RecallMargin*want, cfg.Z*math.Sqrt(v))
+	if math.Abs(seen-want) > tol {
+		r.Drifted = true
+		r.Reason = fmt.Sprintf("%.0f polls saw a change where the pattern expects %.1f (tolerance %.1f)", seen, want, tol)
+	}
+	return r, nil
+}
+
+// anyUpdate is the probability of at least one update in (a, b], a in
+// [0, T), b ≤ a+T, under the model.
+func anyUpdate(m *model, a, b float64) float64 {
+	none := 1.0
+	for _, e := range m.ev {
+		none *= 1 - e.w*m.mass(e, a, b)
+	}
+	return 1 - none
+}

@@ -159,3 +159,51 @@ func LearnPattern(times []float64, T, tolerance float64) (Pattern, error) {
 	flush(a, unwrapped[len(unwrapped)-1], c)
 	return p, nil
 }
+
+// WithSlack moves each poll of s later into the stretch after it where no
+// update of p can happen, by half that stretch but no more than the widest
+// update window: the model's recall is unchanged (no update window is
+// crossed), and an update a little later than any learnt so far (windows
+// learnt from a few observations are narrower than the truth) is still
+// caught. The planners otherwise poll right at a window's end, where the
+// age of a capture is least.
+func (s Schedule) WithSlack(p Pattern) (Schedule, error) {
+	if err := p.Validate(); err != nil {
+		return s, fmt.Errorf("capture: slack: %w", err)
+	}
+	if s.Period != p.Period || len(s.Polls) == 0 || len(p.Updates) == 0 {
+		return s, nil
+	}
+	T := p.Period
+	widest := 0.0
+	for _, u := range p.Updates {
+		widest = math.Max(widest, 2*u.Jitter)
+	}
+	polls := append([]float64(nil), s.Polls...)
+	for i, q := range polls {
+		// the nearest start of an update window after q, and the next poll
+		room := T
+		for _, u := range p.Updates {
+			if d := mod(u.Phase-u.Jitter-q, T); d > 0 {
+				room = math.Min(room, d)
+			}
+			// a window that holds q: q is inside it, no room to move
+			if d := mod(q-(u.Phase-u.Jitter), T); d < 2*u.Jitter {
+				room = 0
+			}
+		}
+		next := polls[(i+1)%len(polls)]
+		if gap := mod(next-q, T); gap > 0 {
+			room = math.Min(room, gap)
+		}
+		polls[i] = mod(q+math.Min(room/2, widest), T)
+	}
+	sort.Float64s(polls)
+	m := newModel(p)
+	out := s
+	out.Polls, out.Expected = polls, m.recall(polls)
+	if out.Expected < s.Expected-1e-9 {
+		return s, nil // never worse under the model
+	}
+	return out, nil
+}

@@ -385,6 +385,28 @@ func (s *State) ObserveLastModified(at, interval, lastModified float64, cfg Conf
 	return nil
 }
 
+// ObserveCount records a fetch at time at, interval after the previous one,
+// that counted n events of the process since then: a citation count that
+// grew by n, each citation one update. Counted Poisson events have the
+// likelihood n·log λ − λ·interval, the same form as Last-Modified
+// observations, so they add n to the same change sum and the whole interval
+// to the exposure. It is the most informative observation there is (bits
+// saturate once a fetch interval holds several changes; a count does not).
+// n must be finite and ≥ 0.
+func (s *State) ObserveCount(at, interval, n float64, cfg Config) error {
+	if err := checkObservation("estimate.State.ObserveCount", at, interval, false); err != nil {
+		return err
+	}
+	if !(n >= 0) || math.IsInf(n, 1) {
+		return fmt.Errorf("estimate.State.ObserveCount: %w: n = %v, want finite and >= 0", ErrInvalid, n)
+	}
+	w := s.advance(at, cfg)
+	s.n += float32(w)
+	s.exposure += w * interval
+	s.lmChanges += float32(w * n)
+	return nil
+}
+
 // addChanged files a changed fetch over interval t with weight w.
 func (s *State) addChanged(t, w float64, mergeRatio float64) {
 	// Join the bucket with the nearest mean interval if within mergeRatio.

@@ -347,3 +347,60 @@ func BenchmarkStateRate(b *testing.B) {
 	}
 	_ = sink
 }
+
+// Counted events give the Gamma posterior in closed form, (α + Σn)/(β + Σt),
+// and stay accurate where change bits saturate: at λt = 20 almost every
+// fetch sees a change, so bits alone cannot tell 20 from 200.
+func TestStateObserveCount(t *testing.T) {
+	prior := Prior{Alpha: 0.5, Beta: 2}
+	cfg := Config{HalfLife: math.Inf(1), MergeRatio: 1.25}
+	var s State
+	var sumN, sumT float64
+	rng := rand.New(rand.NewPCG(60, 61))
+	const truth = 20.0
+	at := 0.0
+	for i := range 200 {
+		iv := 0.5 + float64(i%3) // irregular intervals
+		at += iv
+		n := float64(poisson(rng, truth*iv))
+		if err := s.ObserveCount(at, iv, n, cfg); err != nil {
+			t.Fatal(err)
+		}
+		sumN += n
+		sumT += iv
+	}
+	want := (prior.Alpha + sumN) / (prior.Beta + sumT)
+	if got := s.Rate(prior); math.Abs(got-want) > 1e-4*want {
+		t.Errorf("rate %v, closed-form posterior mean %v", got, want)
+	}
+	if got := s.Rate(prior); math.Abs(got-truth) > 0.05*truth {
+		t.Errorf("rate %v, truth %v", got, truth)
+	}
+	var bits State
+	at = 0
+	for range 200 {
+		at++
+		_ = bits.Observe(at, 1, changedBit(rng, truth, 1), cfg)
+	}
+	if b, c := bits.Rate(prior), s.Rate(prior); math.Abs(b-truth) <= math.Abs(c-truth) {
+		t.Errorf("bits alone %v no worse than counts %v (truth %v): bits should saturate", b, c, truth)
+	}
+	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
+		if err := s.ObserveCount(at+1, 1, bad, cfg); err == nil {
+			t.Errorf("n = %v: want an error", bad)
+		}
+	}
+	if err := s.ObserveCount(at+1, 0, 1, cfg); err == nil {
+		t.Error("interval 0: want an error")
+	}
+}
+
+// poisson draws a Poisson(mean) count by summing exponential gaps.
+func poisson(rng *rand.Rand, mean float64) int {
+	n, t := 0, rng.ExpFloat64()
+	for t < mean {
+		n++
+		t += rng.ExpFloat64()
+	}
+	return n
+}

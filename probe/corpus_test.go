@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 )
@@ -242,15 +243,17 @@ func TestPaperCorpus(t *testing.T) {
 	t.Logf("loop of %d slots; E[F(L;kI)] at I=1: %.1f (greedy order %.1f); largest I keeping it ≤ %.1f: %.4g",
 		len(o), best4, LoopFreshness(p.Slots, p.Items, 1, p.Model), alpha, I)
 
-	// Options.TopK's advice: page-aware scoring (ScorePerRequest) with a
-	// large TopK, or a small TopK with MinSpeedup, beats Eq. 2 with a
-	// large TopK, which spends whole result lists of frequent title words
-	// on few items.
-	for _, good := range []string{"all/m1/req/topAll", "all/m1/req/top5/min1"} {
-		for _, plain := range []string{"all/m1/eq2/top100", "all/m1/eq2/topAll"} {
-			if g, b := plans[good].Report.SpeedupRatio, plans[plain].Report.SpeedupRatio; g <= b {
-				t.Errorf("%s speedup %.2f not above %s %.2f", good, g, plain, b)
-			}
+	// Eq. 2 over whole result pages ranks exactly as expected staleness per
+	// request: the same plan.
+	if a, b := queries(plans["all/m1/eq2/topAll"]), queries(plans["all/m1/req/topAll"]); !slices.Equal(a, b) {
+		t.Errorf("per result and per request chose different plans: %d vs %d queries", len(a), len(b))
+	}
+	// Options.TopK's advice: a large TopK, or a small TopK with MinSpeedup,
+	// beats the default TopK, whose most frequent title words have whole
+	// result lists to read for few items.
+	for _, good := range []string{"all/m1/eq2/topAll", "all/m1/req/top5/min1"} {
+		if g, b := plans[good].Report.SpeedupRatio, plans["all/m1/eq2/top100"].Report.SpeedupRatio; g <= b {
+			t.Errorf("%s speedup %.2f not above all/m1/eq2/top100 %.2f", good, g, b)
 		}
 	}
 }
@@ -495,6 +498,15 @@ func BenchmarkGreedyProbes10000(b *testing.B) {
 	benchmarkGreedy(b, 10000, Options{})
 }
 
+// A crawler's round: a quota of 10 requests shared with fetches by id.
+func BenchmarkGreedyProbes1000ByIDQuota10(b *testing.B) {
+	benchmarkGreedy(b, 1000, Options{ByID: true, Quota: 10})
+}
+
+func BenchmarkGreedyProbes10000ByIDQuota100(b *testing.B) {
+	benchmarkGreedy(b, 10000, Options{ByID: true, Quota: 100})
+}
+
 func BenchmarkGreedyProbes10000PerRequest(b *testing.B) {
 	benchmarkGreedy(b, 10000, Options{Score: ScorePerRequest})
 }
@@ -503,9 +515,17 @@ func BenchmarkGreedyProbes10000Method2(b *testing.B) {
 	benchmarkGreedy(b, 10000, Options{Method: MethodFirstPage})
 }
 
+// choice is one step of naiveGreedy: a keyword query, or a fetch by id
+// (id set).
+type choice struct {
+	q   Query
+	id  string
+	eff float64
+}
+
 // naiveGreedy recomputes every candidate's score at every step (no top-k
 // limit): the reference the incremental heap implementation must match.
-func naiveGreedy(items []Item, now float64, o Options) []float64 {
+func naiveGreedy(items []Item, now float64, o Options) []choice {
 	o, _ = o.normalised()
 	cands := allCandidates(items)
 	miss := make([]float64, len(items))
@@ -514,10 +534,29 @@ func naiveGreedy(items []Item, now float64, o Options) []float64 {
 	}
 	used := map[Query]bool{}
 	left := o.Quota
-	var effs []float64
+	var out []choice
+	score := func(gain float64, cost int) float64 {
+		s := gain / float64(cost)
+		if o.Score == ScorePerResult {
+			s /= float64(o.K)
+		}
+		return s
+	}
 	for {
-		var best Query
-		bestScore, bestEff, found := 0.0, 0.0, false
+		var best choice
+		bestItem := -1
+		bestScore, bestEff, bestKey, found := 0.0, 0.0, "", false
+		consider := func(c choice, item int, s, eff float64, key string) {
+			if found && (item < 0) != (bestItem < 0) && nearlyEqual(s, bestScore) {
+				if item < 0 { // a query beats a fetch by id of the same efficiency
+					best, bestItem, bestScore, bestEff, bestKey = c, item, s, eff, key
+				}
+				return
+			}
+			if !found || s > bestScore || (s == bestScore && (eff > bestEff || (eff == bestEff && key < bestKey))) {
+				best, bestItem, bestScore, bestEff, bestKey, found = c, item, s, eff, key, true
+			}
+		}
 		for q, post := range cands {
 			if used[q] {
 				continue
@@ -540,60 +579,76 @@ func naiveGreedy(items []Item, now float64, o Options) []float64 {
 			if live == 0 || (o.Quota > 0 && cost > left) {
 				continue
 			}
-			score := sum / rs
-			if o.Score == ScorePerRequest {
-				score = pi * sum / float64(cost)
-			}
-			eff := pi * float64(live) / float64(cost)
-			if !found || score > bestScore || (score == bestScore && (eff > bestEff || (eff == bestEff && q.String() < best.String()))) {
-				best, bestScore, bestEff, found = q, score, eff, true
+			s := score(pi*sum, cost)
+			consider(choice{q: q, eff: s}, -1, s, pi*float64(live)/float64(cost), q.A+"\x00"+q.B)
+		}
+		if o.ByID {
+			for r, it := range items {
+				if miss[r] > 0 {
+					s := score(miss[r]*ItemFreshness(it, now, o.Model), 1)
+					consider(choice{id: it.ID, eff: s}, r, s, 1, "\xff"+it.ID)
+				}
 			}
 		}
 		if !found {
-			return effs
+			return out
 		}
-		used[best] = true
-		effs = append(effs, bestScore)
-		post := cands[best]
-		rs := max(o.Counts.ServerCount(best, len(post)), float64(len(post)), 1)
-		if o.Method == MethodAllPages {
-			left -= int(math.Ceil(rs / float64(o.K)))
-		}
-		if o.Method == MethodFirstPage {
+		out = append(out, best)
+		if bestItem >= 0 {
+			miss[bestItem] = 0
 			left--
-		}
-		pi := 1.0
-		if o.Method == MethodFirstPage {
-			pi = min(1, float64(o.K)/rs)
-		}
-		for _, r := range post {
-			miss[r] -= miss[r] * pi
+		} else {
+			used[best.q] = true
+			post := cands[best.q]
+			rs := max(o.Counts.ServerCount(best.q, len(post)), float64(len(post)), 1)
+			pi := 1.0
+			if o.Method == MethodAllPages {
+				left -= int(math.Ceil(rs / float64(o.K)))
+			} else {
+				pi = min(1, float64(o.K)/rs)
+				left--
+			}
+			for _, r := range post {
+				miss[r] -= miss[r] * pi
+			}
 		}
 		if o.Quota > 0 && left == 0 {
-			return effs
+			return out
 		}
 	}
 }
 
 // The incremental greedy (indexed heap, incremental sums, bucketed top-k)
-// must make choices of the same efficiency as recomputing everything.
+// must make choices of the same efficiency as recomputing everything, with
+// and without fetches by id among the candidates.
 func TestGreedyMatchesNaive(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
-	for trial := range 300 {
+	for trial := range 600 {
 		items, counter := tinyInstance(rng, 12)
-		o := Options{K: 4, Method: Method(1 + trial%2), Score: Score(trial / 2 % 2), Quota: trial % 7, Counts: counter}
+		o := Options{K: 4, Method: Method(1 + trial%2), Score: Score(trial / 2 % 2), Quota: trial % 7, Counts: counter, ByID: trial >= 300}
 		p, err := GreedyProbes(items, 1, o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := naiveGreedy(items, 1, o)
-		if len(p.Queries) != len(want) {
-			t.Fatalf("trial %d %+v: %d queries, naive %d", trial, o, len(p.Queries), len(want))
+		var wantQ []float64
+		var wantID []string
+		for _, c := range naiveGreedy(items, 1, o) {
+			if c.id != "" {
+				wantID = append(wantID, c.id)
+			} else {
+				wantQ = append(wantQ, c.eff)
+			}
+		}
+		if len(p.Queries) != len(wantQ) || !slices.Equal(p.ByID, wantID) {
+			t.Fatalf("trial %d %+v: %d queries and ids %v, naive %d and %v", trial, o, len(p.Queries), p.ByID, len(wantQ), wantID)
 		}
 		for i, q := range p.Queries {
-			if math.Abs(q.Efficiency-want[i]) > 1e-9*max(1, want[i]) {
-				t.Fatalf("trial %d step %d: efficiency %v, naive %v", trial, i, q.Efficiency, want[i])
+			if math.Abs(q.Efficiency-wantQ[i]) > 1e-9*max(1, wantQ[i]) {
+				t.Fatalf("trial %d step %d: efficiency %v, naive %v", trial, i, q.Efficiency, wantQ[i])
 			}
+		}
+		if o.Quota > 0 && p.Report.Requests+p.Report.ByIDRequests > o.Quota {
+			t.Fatalf("trial %d: %d + %d requests over quota %d", trial, p.Report.Requests, p.Report.ByIDRequests, o.Quota)
 		}
 	}
 }

@@ -74,16 +74,21 @@ const DefaultLocalRatio = 10
 //  2. Reference: counts in a downloadable reference corpus, multiplied by
 //     ReferenceScale (paper §4.1: |R_S(q)| ≈ c·|R_DBLP(q)| with c = 4.6 for
 //     Google Scholar vs DBLP; 0.58·|R_IMDB(q)| for Amazon vs IMDB).
-//  3. Fallback: local·LocalRatio, the local count scaled by an estimated
-//     server/local ratio (DefaultLocalRatio when LocalRatio is 0).
+//  3. Fallback: local·LocalRatio (local·PairRatio for a pair), the local
+//     count scaled by an estimated server/local ratio (DefaultLocalRatio
+//     when the ratio is 0). [LearnRatio] estimates it from observed totals.
 //
-// Map keys must be canonical ([Single], [Pair]); negative entries are
-// ignored as invalid. The zero Counts is usable (fallback only).
+// A pair query's estimate from 2 or 3 is capped by the observed total of
+// either of its keywords alone, since a conjunction matches no more than
+// each of its terms. Map keys must be canonical ([Single], [Pair]);
+// negative entries are ignored as invalid. The zero Counts is usable
+// (fallback only).
 type Counts struct {
 	Observed       map[Query]int
 	Reference      map[Query]int
 	ReferenceScale float64 // c; 0 means 1
 	LocalRatio     float64 // server/local ratio for unknown queries; 0 means DefaultLocalRatio
+	PairRatio      float64 // the same for unknown pairs; 0 means LocalRatio
 }
 
 // ServerCount implements [Counter].
@@ -91,16 +96,72 @@ func (c Counts) ServerCount(q Query, local int) float64 {
 	if n, ok := c.Observed[q]; ok && n >= 0 {
 		return float64(n)
 	}
+	var est float64
 	if n, ok := c.Reference[q]; ok && n >= 0 {
 		s := c.ReferenceScale
 		if !(s > 0) || math.IsInf(s, 0) {
 			s = 1
 		}
-		return math.Ceil(float64(n) * s)
+		est = math.Ceil(float64(n) * s)
+	} else {
+		r := c.LocalRatio
+		if q.B != "" && c.PairRatio > 0 && !math.IsInf(c.PairRatio, 0) {
+			r = c.PairRatio
+		}
+		if !(r > 0) || math.IsInf(r, 0) {
+			r = DefaultLocalRatio
+		}
+		est = math.Ceil(float64(local) * r)
 	}
-	r := c.LocalRatio
-	if !(r > 0) || math.IsInf(r, 0) {
-		r = DefaultLocalRatio
+	if q.B != "" {
+		for _, k := range []string{q.A, q.B} {
+			if n, ok := c.Observed[Single(k)]; ok && n >= 0 {
+				est = min(est, float64(n))
+			}
+		}
 	}
-	return math.Ceil(float64(local) * r)
+	return est
+}
+
+// RatioSample is one query whose total was read off a result page: its
+// server count and its local count |R_L(q)| when it was planned.
+type RatioSample struct {
+	Server, Local int
+}
+
+// LearnRatio estimates the server/local coverage ratio of queries whose
+// server count is unknown from queries whose total was observed, as the
+// paper's §4.1 estimates its scale c "by comparing the results number of
+// several queries": the geometric mean of the observed Server/Local,
+// shrunk toward prior with the weight of priorWeight observations, so that
+// one query cannot make every unknown query look cheap and many leave the
+// prior behind. The geometric mean, because ratios spread over orders of
+// magnitude (an author's name against a common title word) and one huge
+// ratio should not swamp the rest. A total of zero counts as half a
+// result. Samples with Local ≤ 0 or Server < 0 are ignored; prior ≤ 0 (or
+// not finite) means DefaultLocalRatio, priorWeight ≤ 0 means 1.
+//
+// The planner observes the queries it chose, those it expected to be
+// cheap, so the estimate leans optimistic; an optimistic guess costs one
+// round at most, since the query's observed total replaces it.
+func LearnRatio(samples []RatioSample, prior, priorWeight float64) float64 {
+	if !(prior > 0) || math.IsInf(prior, 0) {
+		prior = DefaultLocalRatio
+	}
+	if !(priorWeight > 0) || math.IsInf(priorWeight, 0) {
+		priorWeight = 1
+	}
+	var sum float64
+	n := 0
+	for _, s := range samples {
+		if s.Local <= 0 || s.Server < 0 {
+			continue
+		}
+		sum += math.Log(max(float64(s.Server), 0.5) / float64(s.Local))
+		n++
+	}
+	if n == 0 {
+		return prior
+	}
+	return math.Exp((sum + priorWeight*math.Log(prior)) / (float64(n) + priorWeight))
 }

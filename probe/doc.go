@@ -14,13 +14,20 @@
 //     |citations_S − citations_L|, whose expectation is the mean Poisson
 //     count). See [Model].
 //   - GreedyProbes (paper Algorithm 2, §4.1 Eq. 2): greedily choose
-//     single-keyword and keyword-pair queries that maximise weighted
-//     uncovered staleness per server result, until a request quota is spent
-//     or every item is covered; uncovered items fall back to fetch by id.
+//     single-keyword and keyword-pair queries, and optionally fetches by
+//     id, that maximise weighted uncovered staleness per server result
+//     (counted in whole result pages, see [ScorePerResult]), until a
+//     request quota is spent or every item is covered; uncovered items fall
+//     back to fetch by id.
+//   - Server counts (§4.1): observed totals, reference counts times a
+//     scale, or the local count times a server/local ratio that
+//     [LearnRatio] estimates from observed totals.
 //   - Query order (§4.3): send queries in ascending order of
 //     a_i = (1/|L|) Σ_{e∈g_i} ½ w_e λ_e I².
 //   - Query interval (§4.4): doubling then bisection for the largest
-//     interval I that keeps expected freshness under a threshold α.
+//     interval I that keeps expected freshness under a threshold α, over
+//     the paper's loop ([Plan.FindInterval]) or over a round that reaches
+//     part of the relation ([RoundFreshness], [RoundLength]).
 //   - Coverage ratio and speedup ratio (§5.1).
 //
 // The package is pure planning mathematics: no I/O, no package-level

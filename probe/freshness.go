@@ -69,6 +69,19 @@ func (m Model) delay(t float64) float64 {
 	return 0.5 * t * t
 }
 
+// delayIntegral returns ∫_a^b c(t) dt for the model's c (see delay), with
+// negative times clamped to zero.
+func (m Model) delayIntegral(a, b float64) float64 {
+	a, b = max(a, 0), max(b, 0)
+	if !(b > a) {
+		return 0
+	}
+	if m == ModelCount {
+		return (b*b - a*a) / 2
+	}
+	return (b*b*b - a*a*a) / 6
+}
+
 // Expected returns E[F(r;t)] for an item with update rate λ that was
 // synced elapsed time units ago: ½λt² or λt (see [Model]). Negative or NaN
 // elapsed time and negative or NaN rates give 0.

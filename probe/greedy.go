@@ -28,19 +28,30 @@ const (
 type Score int
 
 const (
-	// ScorePerResult is the paper's Eq. 2: Σ_{r∈R_L(q) uncovered} w(r)F(r;t)
-	// divided by |R_S(q)|, i.e. staleness removed per server result
-	// transferred (objective (4) of §3.3). The numerator counts each item
-	// with its probability of still being uncovered, so under Method 1 it
-	// is exactly the paper's sum over uncovered items. For |R_S(q)| ≥ K
-	// this ranks queries as expected staleness removed per request does
-	// (both methods), since ⌈|R_S|/K⌉ ≈ |R_S|/K and π = K/|R_S|. This is
-	// the default.
+	// ScorePerResult is the paper's Eq. 2, Σ_{r∈R_L(q) uncovered} w(r)F(r;t)
+	// divided by the server results the query transfers (objective (4) of
+	// §3.3), with the results counted as the slots of the result pages
+	// actually read: K·N(q), i.e. |R_S(q)| rounded up to whole pages, and
+	// under Method 2 the expected gain π(q)·Σ w F over the K slots of the
+	// first page. The numerator counts each item with its probability of
+	// still being uncovered, so under Method 1 it is exactly the paper's
+	// sum over uncovered items. This is the default.
+	//
+	// Why whole pages: the paper prices a query at N(q) = |R_S(q)|/K
+	// requests (§5.1), a fraction of a request for a query with fewer than
+	// K results. Read literally, Eq. 2 then rates a pair query with one
+	// server result at K times the efficiency of a full page of results,
+	// although both cost one request: under a quota counted in requests the
+	// greedy degenerates into one-result queries, each a whole request for
+	// one item, no better than fetching the item by id. Counting the page a
+	// result occupies removes that artefact and changes nothing for queries
+	// that fill their pages, the case the paper's analysis has in mind.
 	ScorePerResult Score = iota
 	// ScorePerRequest divides the expected gain π(q)·Σ w F by the request
 	// cost N(q): the textbook budgeted-greedy ratio for a request quota.
-	// It differs from ScorePerResult only for queries with fewer than K
-	// (or between page multiples of K) server results.
+	// Since ScorePerResult counts whole pages, the two differ by the
+	// constant factor K and rank every candidate alike; ScorePerRequest is
+	// kept so that configurations naming it keep their meaning.
 	ScorePerRequest
 )
 
@@ -58,10 +69,10 @@ type Options struct {
 	K int
 	// Method is MethodAllPages (1) or MethodFirstPage (2); 0 means 1.
 	Method Method
-	// Quota is the maximum number of keyword requests (Algorithm 2 stopping
-	// condition (1)); 0 means unlimited (stop at full coverage, condition
-	// (2)). Fallback fetches by id are not counted against it; they are
-	// reported separately.
+	// Quota is the maximum number of requests (Algorithm 2 stopping
+	// condition (1)): keyword requests, and with ByID the fetches by id the
+	// greedy chooses; 0 means unlimited (stop at full coverage, condition
+	// (2)). Plan.Fallback, the items left over, is not counted against it.
 	Quota int
 	// TopK is k of paper §5.3: at every greedy step the candidate keyword
 	// set is the TopK most frequent keywords among the uncovered items, and
@@ -71,7 +82,7 @@ type Options struct {
 	// next most frequent ones enter. 0 means DefaultTopK. Frequency is a
 	// poor proxy for selectivity (frequent title words match millions of
 	// server papers, paper §5.3): small TopK with MinSpeedup, or a large
-	// TopK with ScorePerRequest, work best in our tests.
+	// TopK, work best on the synthetic corpus of our tests.
 	TopK int
 	// MaxTerms is the largest query size, 1 or 2; 0 means 2 (paper §5.1).
 	MaxTerms int
@@ -89,8 +100,18 @@ type Options struct {
 	// request, falls below it (under Method 1: the items it newly covers
 	// per request). The paper has no such rule (Method 1 on a single title
 	// word can cost thousands of pages for one item); MinSpeedup = 1 keeps
-	// only queries at least as cheap as fetching their items by id.
+	// only queries at least as cheap as fetching their items by id. It does
+	// not apply to fetches by id.
 	MinSpeedup float64
+	// ByID makes a fetch by id of each item a candidate of the greedy: one
+	// request that synchronises that item for certain, scored like a
+	// query (one page's worth of results under ScorePerResult). The quota
+	// is then shared between keyword queries and fetches by id, and a
+	// keyword query is chosen only while it removes more staleness per
+	// request than fetching the stalest item it would reach; the ids chosen
+	// are the stalest items no chosen query covers (paper §1.3's fallback,
+	// within the quota). Set it when the source can fetch items by id.
+	ByID bool
 }
 
 func (o Options) normalised() (Options, error) {
@@ -191,7 +212,9 @@ type PlannedQuery struct {
 type Report struct {
 	// Items is |L|.
 	Items int
-	// Covered counts items covered with certainty by the keyword queries.
+	// Covered counts items covered with certainty by the keyword queries
+	// (fetches by id are not counted here or in the coverage and speedup
+	// ratios, which measure the queries as the paper's §5.1 does).
 	Covered int
 	// ExpectedCovered is Σ_r P(r obtained by some query); equals Covered
 	// under Method 1.
@@ -199,8 +222,11 @@ type Report struct {
 	// CoverageRatio is Σ_q E_coverage(q) / |L| over the disjoint groups
 	// (§5.1).
 	CoverageRatio float64
-	// Requests is Σ_q N(q), the keyword requests used (≤ Quota if set).
+	// Requests is Σ_q N(q), the keyword requests used.
 	Requests int
+	// ByIDRequests is the number of fetches by id the greedy chose
+	// (len(Plan.ByID)); Requests + ByIDRequests ≤ Quota if set.
+	ByIDRequests int
 	// SpeedupRatio is ExpectedCovered / Requests: the id fetches the
 	// covered items would have needed per keyword request actually spent.
 	// The paper's §5.1 prints the reciprocal, Σ N(q) / |∪ R_L(q)|, but
@@ -210,15 +236,16 @@ type Report struct {
 	// rather than |∪ R_L(q)|, which would credit items the first page
 	// probably misses. 0 when no request is planned.
 	SpeedupRatio float64
-	// ExpectedFallbackRequests is Σ_r P(r not obtained): the expected id
-	// fetches still needed, len(Fallback) plus the Uncertain items'
-	// miss probabilities.
+	// ExpectedFallbackRequests is Σ_r P(r not obtained) over the items no
+	// chosen fetch by id reaches: the expected id fetches still needed,
+	// len(Fallback) plus the Uncertain items' miss probabilities.
 	ExpectedFallbackRequests float64
 	// FreshnessBefore is the expected content freshness F(L; now).
 	FreshnessBefore float64
 	// FreshnessAfterQueries is the expected content freshness right after
-	// the keyword queries, under the paper's §4.1 assumption that they run
-	// instantaneously and before any fallback fetch.
+	// the keyword queries and the chosen fetches by id, under the paper's
+	// §4.1 assumption that they run instantaneously, before any Fallback
+	// fetch.
 	FreshnessAfterQueries float64
 }
 
@@ -227,18 +254,23 @@ type Plan struct {
 	// Queries are the chosen queries in greedy (selection) order. Send them
 	// in the order given by [Order] (paper §4.3).
 	Queries []PlannedQuery
-	// Fallback lists, in input order, the ids of items no query reaches:
-	// fetch each by id (one request each).
+	// ByID lists the fetches by id the greedy chose (Options.ByID), in
+	// selection order: stalest first. They count against the quota.
+	ByID []string
+	// Fallback lists, in input order, the ids of items neither a chosen
+	// query nor a chosen fetch by id reaches: without Options.ByID and a
+	// quota, fetch each by id (one request each); with them, these are the
+	// items the quota left for a later round.
 	Fallback []string
 	// Uncertain lists, in input order, items reached only by Method 2
 	// first pages with π < 1: fetch them by id if the pages actually read
 	// did not contain them. Always empty under Method 1.
 	Uncertain []string
 	// Slots are the units of one refresh loop in plan order — one per
-	// keyword query (its Group) then one per Fallback id — with Σ w·λ of
-	// each group, ready for [Order], [LoopFreshness] and the §4.4 interval
-	// search. Uncertain items count in the group of the first query that
-	// reaches them.
+	// keyword query (its Group), then one per ByID id, then one per
+	// Fallback id — with Σ w·λ of each group, ready for [Order],
+	// [LoopFreshness] and the §4.4 interval search. Uncertain items count
+	// in the group of the first query that reaches them.
 	Slots []Slot
 	// Model and Items (|L|) are recorded for the interval search.
 	Model  Model
@@ -249,10 +281,14 @@ type Plan struct {
 // GreedyProbes chooses keyword queries for one refresh event (paper
 // Algorithm 2). At every step it takes the TopK most frequent keywords
 // among the uncovered items, forms their single-keyword queries and the
-// pairs that co-occur in some uncovered item, and picks the candidate of
+// pairs that co-occur in some uncovered item, adds a fetch by id of every
+// uncovered item when Options.ByID is set, and picks the candidate of
 // highest efficiency (Eq. 2 by default, see [Score]) — until Quota
 // requests are spent, every item is covered, or no candidate can cover
-// anything more. Items no query reaches are returned as Plan.Fallback.
+// anything more. On equal efficiency a keyword query is preferred to a
+// fetch by id: it costs the same and its result page shows the query's
+// total, which sharpens later estimates. Items nothing reaches are
+// returned as Plan.Fallback.
 //
 // The implementation is an exact greedy, not an approximation of one:
 // each candidate's numerator Σ P(uncovered)·w·F is kept current by
@@ -281,9 +317,9 @@ func GreedyProbes(items []Item, now float64, opts Options) (Plan, error) {
 	return g.plan(), nil
 }
 
-// cand is a candidate query.
+// cand is a candidate query, or a fetch by id (a < 0, post = the item).
 type cand struct {
-	a, b    int32 // keyword ids; b < 0 for a single keyword
+	a, b    int32 // keyword ids; b < 0 for a single keyword; a < 0 for a fetch by id
 	key     string
 	post    []int32 // indices of all local items matching the query
 	rs      float64 // |R_S(q)|
@@ -328,6 +364,10 @@ type greedy struct {
 	kwCands   [][]int32
 	itemCands [][]int32
 	heap      []int32
+	kwInHeap  int       // keyword candidates in the heap (the rest are fetches by id)
+	viaID     []bool    // item reached by a chosen fetch by id
+	missAtID  []float64 // its miss probability when the fetch was chosen
+	byID      []int32   // chosen fetches by id, items in selection order
 
 	remaining int // quota left; -1 unlimited
 	uncovered int // items with miss > 0
@@ -343,6 +383,8 @@ func newGreedy(items []Item, now float64, o Options) *greedy {
 		val:       make([]float64, n),
 		miss:      make([]float64, n),
 		owner:     make([]int32, n),
+		viaID:     make([]bool, n),
+		missAtID:  make([]float64, n),
 		kwOf:      make([][]int32, n),
 		itemCands: make([][]int32, n),
 		byKey:     make(map[uint64]int32),
@@ -528,12 +570,28 @@ func (g *greedy) rescore(c *cand) {
 		c.sum = 0
 	}
 	cost := float64(c.cost)
-	if g.o.Score == ScorePerRequest {
-		c.score = c.pi * c.sum / cost
-	} else {
-		c.score = c.sum / c.rs
+	c.score = c.pi * c.sum / cost
+	if g.o.Score == ScorePerResult {
+		// Per result slot of the pages read (see ScorePerResult).
+		c.score /= float64(g.o.K)
 	}
 	c.liveEff = c.pi * float64(c.live) / cost
+}
+
+// idCandidates adds a fetch by id of every item (Options.ByID) to the
+// heap. They never leave it except when chosen or spent.
+func (g *greedy) idCandidates() {
+	for r := range g.items {
+		id := int32(len(g.cands))
+		c := cand{a: -1, b: -1, key: "\xff" + g.items[r].ID, post: []int32{int32(r)}, rs: 1, cost: 1, pi: 1, hidx: -1}
+		if g.miss[r] > 0 {
+			c.sum, c.live = g.miss[r]*g.val[r], 1
+		}
+		g.itemCands[r] = append(g.itemCands[r], id)
+		g.cands = append(g.cands, c)
+		g.rescore(&g.cands[id])
+		g.push(id)
+	}
 }
 
 // enter makes keyword k's candidates available: its single query and its
@@ -613,12 +671,18 @@ func (g *greedy) run() {
 		}
 		g.enter(k)
 	}
+	if g.o.ByID {
+		g.idCandidates()
+	}
 	for g.uncovered > 0 && g.remaining != 0 {
-		if len(g.heap) == 0 && !g.retireTop() {
-			break
+		// With fetches by id in the heap it is never empty while items
+		// are uncovered, so a stalled top-k shows as no keyword candidate
+		// left in it.
+		if g.kwInHeap == 0 && g.retireTop() {
+			continue
 		}
 		if len(g.heap) == 0 {
-			continue
+			break
 		}
 		id := g.heap[0]
 		g.remove(0)
@@ -629,11 +693,52 @@ func (g *greedy) run() {
 			continue // reaches nothing, or can never be read in full
 		case g.remaining > 0 && c.cost > g.remaining:
 			continue
-		case g.o.MinSpeedup > 0 && c.liveEff < g.o.MinSpeedup:
+		case c.a >= 0 && g.o.MinSpeedup > 0 && c.liveEff < g.o.MinSpeedup:
 			continue
 		}
-		g.choose(id)
+		if c.a < 0 {
+			g.chooseID(id)
+		} else {
+			g.choose(id)
+		}
 		g.refreshTop()
+	}
+}
+
+// chooseID takes the fetch by id of candidate id's item.
+func (g *greedy) chooseID(id int32) {
+	r := g.cands[id].post[0]
+	g.byID = append(g.byID, r)
+	g.viaID[r], g.missAtID[r] = true, g.miss[r]
+	if g.remaining > 0 {
+		g.remaining--
+	}
+	g.cover(r, g.miss[r], 0)
+}
+
+// cover lowers item r's miss probability from old to nw, updating every
+// candidate containing it and, once r is covered for certain, the keyword
+// frequencies.
+func (g *greedy) cover(r int32, old, nw float64) {
+	covered := nw == 0
+	if covered {
+		g.uncovered--
+		for _, k := range g.kwOf[r] {
+			g.decrement(k)
+		}
+	}
+	g.miss[r] = nw
+	dv := (old - nw) * g.val[r]
+	for _, oid := range g.itemCands[r] {
+		o := &g.cands[oid]
+		o.sum -= dv
+		if covered {
+			o.live--
+		}
+		g.rescore(o)
+		if o.hidx >= 0 {
+			g.fix(int(o.hidx))
+		}
 	}
 }
 
@@ -696,60 +801,59 @@ func (g *greedy) choose(id int32) {
 			delta = old * c.pi
 			nw = max(old-delta, 0)
 		}
-		g.miss[r] = nw
 		pq.ExpectedCoverage += delta
-		covered := nw == 0
-		if covered {
-			g.uncovered--
-			for _, k := range g.kwOf[r] {
-				g.decrement(k)
-			}
-		}
-		dv := delta * g.val[r]
-		for _, oid := range g.itemCands[r] {
-			o := &g.cands[oid]
-			o.sum -= dv
-			if covered {
-				o.live--
-			}
-			g.rescore(o)
-			if o.hidx >= 0 {
-				g.fix(int(o.hidx))
-			}
-		}
+		g.cover(r, old, nw)
 	}
 	g.chosen = append(g.chosen, pq)
 }
 
 func (g *greedy) plan() Plan {
 	p := Plan{Queries: g.chosen, Model: g.o.Model, Items: len(g.items)}
-	rep := Report{Items: len(g.items), Requests: g.requests}
+	rep := Report{Items: len(g.items), Requests: g.requests, ByIDRequests: len(g.byID)}
 	var before, after float64
 	for i, it := range g.items {
 		before += g.val[i]
 		after += g.val[i] * g.miss[i]
-		rep.ExpectedCovered += 1 - g.miss[i]
-		rep.ExpectedFallbackRequests += g.miss[i]
 		switch {
+		case g.viaID[i]:
+			// Only Method 2 can reach an item by query before its fetch
+			// by id is chosen; the query's share is what it had then.
+			if g.owner[i] >= 0 {
+				rep.ExpectedCovered += 1 - g.missAtID[i]
+			}
 		case g.miss[i] == 0:
 			rep.Covered++
+			rep.ExpectedCovered++
 		case g.owner[i] < 0:
 			p.Fallback = append(p.Fallback, it.ID)
+			rep.ExpectedFallbackRequests += g.miss[i]
 		default:
 			p.Uncertain = append(p.Uncertain, it.ID)
+			rep.ExpectedCovered += 1 - g.miss[i]
+			rep.ExpectedFallbackRequests += g.miss[i]
 		}
 	}
-	// Slots: one per query group, then one per fallback item.
-	p.Slots = make([]Slot, 0, len(g.chosen)+len(p.Fallback))
+	// Slots: one per query group, then one per fetch by id, then one per
+	// fallback item. An item fetched by id is synchronised by that fetch
+	// for certain, so it counts in its id slot, not in a query's group.
+	p.Slots = make([]Slot, 0, len(g.chosen)+len(g.byID)+len(p.Fallback))
 	for i := range g.chosen {
-		p.Slots = append(p.Slots, Slot{Query: g.chosen[i].Query, Items: g.chosen[i].Group})
+		p.Slots = append(p.Slots, Slot{Query: g.chosen[i].Query, Requests: g.chosen[i].Requests})
+	}
+	for _, r := range g.byID {
+		it := g.items[r]
+		p.ByID = append(p.ByID, it.ID)
+		p.Slots = append(p.Slots, Slot{ID: it.ID, Items: []string{it.ID}, WeightRate: it.Weight * it.Rate, Requests: 1})
 	}
 	for i, it := range g.items {
 		wr := it.Weight * it.Rate
-		if o := g.owner[i]; o >= 0 {
+		switch o := g.owner[i]; {
+		case g.viaID[i]:
+		case o >= 0:
+			p.Slots[o].Items = append(p.Slots[o].Items, it.ID)
 			p.Slots[o].WeightRate += wr
-		} else {
-			p.Slots = append(p.Slots, Slot{ID: it.ID, Items: []string{it.ID}, WeightRate: wr})
+		default:
+			p.Slots = append(p.Slots, Slot{ID: it.ID, Items: []string{it.ID}, WeightRate: wr, Requests: 1})
 		}
 	}
 	if n := float64(len(g.items)); n > 0 {
@@ -769,6 +873,12 @@ func (g *greedy) plan() Plan {
 func (g *greedy) better(x, y int32) bool {
 	a, b := &g.cands[x], &g.cands[y]
 	if a.score != b.score {
+		// A keyword query beats a fetch by id of the same efficiency (see
+		// GreedyProbes). Sums kept incrementally carry rounding error, so
+		// "the same" allows a relative 1e-9.
+		if (a.a < 0) != (b.a < 0) && nearlyEqual(a.score, b.score) {
+			return a.a >= 0
+		}
 		return a.score > b.score
 	}
 	if a.liveEff != b.liveEff {
@@ -776,6 +886,8 @@ func (g *greedy) better(x, y int32) bool {
 	}
 	return a.key < b.key
 }
+
+func nearlyEqual(a, b float64) bool { return math.Abs(a-b) <= 1e-9*max(math.Abs(a), math.Abs(b)) }
 
 func (g *greedy) swap(i, j int) {
 	g.heap[i], g.heap[j] = g.heap[j], g.heap[i]
@@ -817,6 +929,9 @@ func (g *greedy) down(i int) {
 }
 
 func (g *greedy) push(id int32) {
+	if g.cands[id].a >= 0 {
+		g.kwInHeap++
+	}
 	g.heap = append(g.heap, id)
 	g.cands[id].hidx = int32(len(g.heap) - 1)
 	g.up(len(g.heap) - 1)
@@ -830,6 +945,9 @@ func (g *greedy) remove(i int) {
 	}
 	g.heap = g.heap[:last]
 	g.cands[id].hidx = -1
+	if g.cands[id].a >= 0 {
+		g.kwInHeap--
+	}
 	if i < last {
 		g.fix(i)
 	}

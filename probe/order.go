@@ -23,6 +23,10 @@ type Slot struct {
 	// A is a_i of paper §4.3 at the interval passed to [Order]:
 	// (1/|L|) Σ_{e∈g_i} ½ w_e λ_e I² (λ_e I under ModelCount).
 	A float64
+	// Requests is the number of requests the slot sends (a Method 1
+	// query reads N(q) pages); 0 counts as 1. [RoundFreshness] spreads
+	// requests, not slots, over a round.
+	Requests int
 }
 
 // Order returns a copy of slots sorted for sending, in ascending order of
@@ -62,6 +66,69 @@ func LoopFreshness(slots []Slot, numItems int, interval float64, m Model) float6
 		s += sl.WeightRate * m.delay(float64(k-(i+1))*interval)
 	}
 	return s / float64(numItems)
+}
+
+// RoundFreshness returns the expected content freshness over a round that
+// starts at now and sends the slots' requests in the given order, evenly
+// spread over its length as the crawler sends them: the j-th of R requests
+// (from 0) at now + j·length/R, a slot's items synchronised by its last
+// request. Items in no slot keep ageing from their LastSync. With mean
+// false it is F(L; now+length) at the round's end: §4.3's E[F(L; kI)]
+// (per-request slots of length I = length/R; the paper sends query i at
+// the end of slot i rather than at its start) extended to rounds that do
+// not reach every item, the usual case under a quota, where the paper's
+// loop sum would count only the items the round reaches. With mean true it
+// is the time average of F(L; t) over the round, which the §4.3 order
+// (stalest group last) does not flatter as it does the end. Items of a
+// slot that are not in items are ignored; an item in several slots is
+// synchronised by each. Every item of a slot counts as
+// synchronised, which under Method 2 (first pages only) is optimistic.
+// Returns 0 for no items or, with mean, a non-positive length.
+func RoundFreshness(items []Item, slots []Slot, now, length float64, m Model, mean bool) float64 {
+	if len(items) == 0 || (mean && !(length > 0)) {
+		return 0
+	}
+	total := 0
+	for _, sl := range slots {
+		total += max(sl.Requests, 1)
+	}
+	at := make(map[string][]float64) // sync times of an item, from the round start, ascending
+	done := 0
+	for _, sl := range slots {
+		done += max(sl.Requests, 1)
+		x := length * float64(done-1) / float64(total)
+		for _, id := range sl.Items {
+			at[id] = append(at[id], x)
+		}
+	}
+	var s float64
+	for _, it := range items {
+		if !(it.Weight > 0) || !(it.Rate > 0) {
+			continue
+		}
+		age := now - it.LastSync // at the round's start
+		xs := at[it.ID]
+		var v float64
+		switch {
+		case !mean && len(xs) > 0:
+			v = m.delay(length - xs[len(xs)-1])
+		case !mean:
+			v = m.delay(age + length)
+		default:
+			// Piecewise: ageing from the last sync before the round, then
+			// from each sync in it.
+			from, prev := age, 0.0
+			for _, x := range xs {
+				v += m.delayIntegral(from, from+x-prev)
+				from, prev = 0, x
+			}
+			v = (v + m.delayIntegral(from, from+length-prev)) / length
+		}
+		if w := it.Weight * it.Rate * v; !math.IsNaN(w) {
+			s += w
+		}
+	}
+	return s / float64(len(items))
 }
 
 // Criterion says what "freshness stays below α" means for
@@ -170,6 +237,48 @@ func FindInterval(freshness func(interval float64) float64, alpha float64, opt I
 		}
 	}
 	return lo, nil
+}
+
+// RoundLength is §4.4's search applied to a round: the largest length in
+// [minLength, maxLength] with freshness(length) ≤ alpha, for a freshness
+// non-decreasing in the length such as [RoundFreshness] (at the end, or
+// its mean over the round with the request fractions fixed): doubling from
+// minLength until alpha is bracketed, then bisection to a relative relTol
+// (0 means 1e-6). minLength is the shortest round the request budget
+// allows, so when even it exceeds alpha the answer is minLength (the
+// budget, not alpha, binds); when nothing goes stale by maxLength the
+// answer is maxLength. Errors name an invalid argument.
+func RoundLength(freshness func(length float64) float64, alpha, minLength, maxLength, relTol float64) (float64, error) {
+	switch {
+	case freshness == nil:
+		return 0, errors.New("probe: RoundLength: nil freshness function")
+	case !(alpha > 0) || math.IsInf(alpha, 0):
+		return 0, fmt.Errorf("probe: RoundLength: alpha must be finite and positive, got %v", alpha)
+	case !(minLength > 0) || math.IsInf(minLength, 0):
+		return 0, fmt.Errorf("probe: RoundLength: minLength must be finite and positive, got %v", minLength)
+	case !(maxLength >= minLength) || math.IsInf(maxLength, 0):
+		return 0, fmt.Errorf("probe: RoundLength: maxLength must be finite and ≥ minLength %v, got %v", minLength, maxLength)
+	}
+	if relTol == 0 {
+		relTol = 1e-6
+	}
+	if !(freshness(minLength) <= alpha) {
+		return minLength, nil
+	}
+	if freshness(maxLength) <= alpha {
+		return maxLength, nil
+	}
+	capped := func(l float64) float64 {
+		if l >= maxLength {
+			return math.Inf(1) // beyond the cap: treat as too stale
+		}
+		return freshness(l)
+	}
+	l, err := FindInterval(capped, alpha, IntervalOptions{Start: minLength, RelTol: relTol})
+	if err != nil {
+		return 0, err
+	}
+	return l, nil
 }
 
 // FindInterval returns the largest query interval I for which the plan's

@@ -2,7 +2,9 @@ package probe
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -16,14 +18,15 @@ import (
 //	i3 {alpha, gamma} λ=3   v=6
 //	i4 {delta}        λ=0.5 v=1
 //
-// With the observed counts below, Eq. 2 efficiencies are
+// With the observed counts below and K = 10, Eq. 2 efficiencies (staleness
+// per result slot of the pages read, K·⌈|R_S|/K⌉) are
 //
-//	alpha 10/30  beta 4/40  gamma 6/4  delta 1/50
-//	alpha∧beta 4/2 = 2   alpha∧gamma 6/2 = 3
+//	alpha 10/30  beta 4/40  gamma 6/10  delta 1/50
+//	alpha∧beta 4/10   alpha∧gamma 6/10
 //
-// so the greedy picks alpha∧gamma (covers i3), then alpha∧beta (i1, i2;
-// alpha has dropped to 4/30), then delta (i4). With K = 10, Method 1
-// costs are 1, 1 and ⌈50/10⌉ = 5 requests.
+// so the greedy picks alpha∧gamma (covers i3; it wins the tie with gamma on
+// the key), then alpha∧beta (i1, i2; alpha has dropped to 4/30), then
+// delta (i4). Method 1 costs are 1, 1 and ⌈50/10⌉ = 5 requests.
 func handItems() ([]Item, Counts) {
 	items := []Item{
 		{ID: "i1", Keywords: []string{"alpha", "beta"}, Weight: 1, Rate: 1},
@@ -56,7 +59,7 @@ func TestGreedyHandInstance(t *testing.T) {
 	if got := queries(p); !reflect.DeepEqual(got, want) {
 		t.Fatalf("queries = %v, want %v", got, want)
 	}
-	effs := []float64{3, 2, 1.0 / 50}
+	effs := []float64{0.6, 0.4, 1.0 / 50}
 	groups := [][]string{{"i3"}, {"i1", "i2"}, {"i4"}}
 	reqs := []int{1, 1, 5}
 	for i, q := range p.Queries {
@@ -371,5 +374,235 @@ func TestCounts(t *testing.T) {
 	}
 	if got := (Counts{LocalRatio: 2}).ServerCount(Single("z"), 3); got != 6 {
 		t.Errorf("local ratio: %v", got)
+	}
+	// Pairs: their own ratio, capped by either keyword's observed total.
+	pc := Counts{Observed: map[Query]int{Single("a"): 7}, LocalRatio: 2, PairRatio: 1.5}
+	for _, tc := range []struct {
+		q     Query
+		local int
+		want  float64
+	}{
+		{Pair("x", "y"), 2, 3},  // 2 × 1.5
+		{Pair("a", "y"), 4, 6},  // 4 × 1.5 < 7
+		{Pair("a", "y"), 6, 7},  // 9 capped by |R_S(a)| = 7
+		{Single("y"), 4, 8},     // singles keep LocalRatio
+		{Pair("a", "b"), 60, 7}, // cap applies below local too; GreedyProbes raises it to local
+	} {
+		if got := pc.ServerCount(tc.q, tc.local); got != tc.want {
+			t.Errorf("%v local %d: %v, want %v", tc.q, tc.local, got, tc.want)
+		}
+	}
+}
+
+func TestLearnRatio(t *testing.T) {
+	if got := LearnRatio(nil, 0, 0); got != DefaultLocalRatio {
+		t.Errorf("no samples: %v, want the default prior %v", got, DefaultLocalRatio)
+	}
+	// One sample of ratio 1 against a prior of 10 with weight 1: √10.
+	if got := LearnRatio([]RatioSample{{Server: 5, Local: 5}}, 10, 1); math.Abs(got-math.Sqrt(10)) > 1e-12 {
+		t.Errorf("one sample: %v, want √10", got)
+	}
+	// Many samples leave the prior: the geometric mean of 2 and 8 is 4.
+	var many []RatioSample
+	for range 500 {
+		many = append(many, RatioSample{Server: 2, Local: 1}, RatioSample{Server: 80, Local: 10})
+	}
+	if got := LearnRatio(many, 10, 1); math.Abs(got-4) > 0.01 {
+		t.Errorf("1000 samples: %v, want ≈ 4", got)
+	}
+	// Invalid samples are ignored; a zero total counts as half a result.
+	got := LearnRatio([]RatioSample{{Server: 3, Local: 0}, {Server: -1, Local: 2}, {Server: 0, Local: 1}}, 2, 1)
+	if want := math.Sqrt(2 * 0.5); math.Abs(got-want) > 1e-12 {
+		t.Errorf("zero total: %v, want %v", got, want)
+	}
+}
+
+// The cause of the degenerate per-result plans: an author query with five
+// local and five server results fills one page; five title-word pairs each
+// have a single server result. Read literally, Eq. 2 rates each pair at
+// w·F/1 and the author query at Σ w·F/5, so under a quota of one request it
+// would refresh the stalest paper alone. Counting the page a result
+// occupies, the author query removes more staleness per request and wins,
+// and fetching the stalest paper by id is no better than its pair query.
+func TestEq2CountsWholePages(t *testing.T) {
+	var items []Item
+	obs := map[Query]int{Single("author"): 5}
+	for i := range 5 {
+		word := fmt.Sprintf("w%d", i)
+		items = append(items, Item{ID: fmt.Sprintf("p%d", i), Keywords: []string{"author", word, "common"}, Weight: 1, Rate: float64(i + 1)})
+		obs[Pair("author", word)] = 1
+		obs[Pair("common", word)] = 1
+		obs[Single(word)] = 1
+	}
+	obs[Single("common")] = 5000
+	obs[Pair("author", "common")] = 5
+	for _, byID := range []bool{false, true} {
+		for _, score := range []Score{ScorePerResult, ScorePerRequest} {
+			p, err := GreedyProbes(items, 1, Options{K: 10, Quota: 1, Counts: Counts{Observed: obs}, Score: score, ByID: byID, MaxTerms: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := queries(p); !reflect.DeepEqual(got, []Query{Single("author")}) || len(p.ByID) != 0 {
+				t.Errorf("score %d, by id %v: queries %v ids %v, want the author query", score, byID, got, p.ByID)
+			}
+		}
+	}
+	// Without the author query, the stalest paper's own query and its fetch
+	// by id tie, and the query is preferred: its page shows a total.
+	for i := range items {
+		items[i].Keywords = items[i].Keywords[1:2]
+	}
+	p, err := GreedyProbes(items, 1, Options{K: 10, Quota: 1, Counts: Counts{Observed: obs}, ByID: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := queries(p); !reflect.DeepEqual(got, []Query{Single("w4")}) || len(p.ByID) != 0 {
+		t.Errorf("queries %v ids %v, want w4 alone", got, p.ByID)
+	}
+	// With two requests, the second goes to the next stalest paper.
+	p, _ = GreedyProbes(items, 1, Options{K: 10, Quota: 2, Counts: Counts{Observed: obs}, ByID: true})
+	if got := queries(p); !reflect.DeepEqual(got, []Query{Single("w4"), Single("w3")}) {
+		t.Errorf("quota 2: queries %v ids %v, want w4 then w3", got, p.ByID)
+	}
+}
+
+// With fetches by id among the candidates the quota is shared: the ids
+// chosen are the stalest items no chosen query reaches, in that order, and
+// the fallback is what neither reaches.
+func TestGreedyByIDSharesQuota(t *testing.T) {
+	items, c := handItems()
+	for quota := 1; quota <= 6; quota++ {
+		p, err := GreedyProbes(items, 2, Options{K: 10, Quota: quota, Counts: c, ByID: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Report.Requests + p.Report.ByIDRequests; got > quota || (got < quota && len(p.Fallback) > 0) {
+			t.Errorf("quota %d: %d keyword + %d id requests with %v left over", quota, p.Report.Requests, p.Report.ByIDRequests, p.Fallback)
+		}
+		reached := map[string]bool{}
+		for _, q := range p.Queries {
+			for _, id := range q.Group {
+				reached[id] = true
+			}
+		}
+		prev := math.Inf(1)
+		for _, id := range p.ByID {
+			if reached[id] {
+				t.Errorf("quota %d: %s fetched by id though a chosen query reaches it", quota, id)
+			}
+			reached[id] = true
+			for _, it := range items {
+				if it.ID == id {
+					v := ItemFreshness(it, 2, ModelAccumulated)
+					if v > prev {
+						t.Errorf("quota %d: ids %v not stalest first", quota, p.ByID)
+					}
+					prev = v
+				}
+			}
+		}
+		var want []string
+		for _, it := range items {
+			if !reached[it.ID] {
+				want = append(want, it.ID)
+			}
+		}
+		if !reflect.DeepEqual(p.Fallback, want) {
+			t.Errorf("quota %d: fallback %v, want %v", quota, p.Fallback, want)
+		}
+	}
+	// delta costs five pages for one item: by id it is one request.
+	p, _ := GreedyProbes(items, 2, Options{K: 10, Quota: 3, Counts: c, ByID: true})
+	if !reflect.DeepEqual(p.ByID, []string{"i4"}) || p.Report.Requests != 2 || len(p.Fallback) != 0 {
+		t.Errorf("quota 3: queries %v ids %v fallback %v, want two pairs and i4 by id", queries(p), p.ByID, p.Fallback)
+	}
+}
+
+// RoundFreshness against a direct computation, and RoundLength against a
+// brute-force scan of lengths, on random rounds.
+func TestRoundLengthBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 21))
+	for trial := range 100 {
+		n := 1 + rng.IntN(12)
+		items := make([]Item, n)
+		for i := range items {
+			items[i] = Item{ID: fmt.Sprintf("i%d", i), Weight: float64(rng.IntN(4)), Rate: 3 * rng.Float64(), LastSync: -5 * rng.Float64()}
+		}
+		// A random round: slots of 1–3 requests reaching a few items each,
+		// some items in several slots, some in none.
+		var slots []Slot
+		for rng.IntN(5) > 0 {
+			var ids []string
+			for _, i := range rng.Perm(n)[:1+rng.IntN(min(3, n))] {
+				ids = append(ids, items[i].ID)
+			}
+			slots = append(slots, Slot{Items: ids, Requests: 1 + rng.IntN(3)})
+		}
+		m := Model(trial % 2)
+		mean := trial%4 >= 2
+		// direct is F(L; u) at u within a round of the given length,
+		// from first principles.
+		direct := func(length, u float64) float64 {
+			total := 0
+			for _, s := range slots {
+				total += s.Requests
+			}
+			var sum float64
+			for _, it := range items {
+				age := u - it.LastSync
+				done := 0
+				for _, s := range slots {
+					done += s.Requests
+					if x := length * float64(done-1) / float64(total); contains(s.Items, it.ID) && x <= u {
+						age = u - x
+					}
+				}
+				switch {
+				case m == ModelCount:
+					sum += it.Weight * it.Rate * age
+				default:
+					sum += it.Weight * it.Rate * age * age / 2
+				}
+			}
+			return sum / float64(n)
+		}
+		for _, l := range []float64{0.5, 1, 3} {
+			if got, want := RoundFreshness(items, slots, 0, l, m, false), direct(l, l); math.Abs(got-want) > 1e-9*max(1, want) {
+				t.Fatalf("trial %d length %v: RoundFreshness at the end %v, direct %v", trial, l, got, want)
+			}
+			// The mean by the midpoint rule over 4 000 steps (the jumps at
+			// the syncs cost it up to some 1e-3 relative).
+			const steps = 4000
+			var avg float64
+			for k := range steps {
+				avg += direct(l, l*(float64(k)+0.5)/steps) / steps
+			}
+			if got := RoundFreshness(items, slots, 0, l, m, true); math.Abs(got-avg) > 5e-3*max(1, avg) {
+				t.Fatalf("trial %d length %v: RoundFreshness mean %v, midpoint rule %v", trial, l, got, avg)
+			}
+		}
+		f := func(l float64) float64 { return RoundFreshness(items, slots, 0, l, m, mean) }
+		alpha := 0.1 + 5*rng.Float64()
+		const minL, maxL, step = 0.25, 10.0, 1e-3
+		got, err := RoundLength(f, alpha, minL, maxL, 1e-9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Brute force: the largest grid length within alpha.
+		want := minL
+		for l := minL; l <= maxL+step/2; l += step {
+			if f(l) <= alpha {
+				want = l
+			}
+		}
+		if math.Abs(got-want) > 2*step {
+			t.Errorf("trial %d alpha %v: RoundLength %v, brute force %v (f %v / %v)", trial, alpha, got, want, f(got), f(want))
+		}
+	}
+	if _, err := RoundLength(nil, 1, 1, 2, 0); err == nil {
+		t.Error("nil function: want an error")
+	}
+	if _, err := RoundLength(func(float64) float64 { return 0 }, 1, 2, 1, 0); err == nil {
+		t.Error("maxLength below minLength: want an error")
 	}
 }

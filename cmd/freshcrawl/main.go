@@ -50,6 +50,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		runCmd(), coordinatorCmd(), workerCmd(),
 		seedCmd(), statusCmd(), versionsCmd(),
 		simCmd(), demoCmd(), planCmd(), benchCmd(), itemsCmd(),
+		urlsCmd(), urlCmd(), getCmd(), exportCmd(), importCmd(),
 	)
 	return root
 }

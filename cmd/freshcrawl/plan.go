@@ -205,7 +205,7 @@ fetched) are null.`,
 	f := cmd.Flags()
 	f.StringVar(&rates, "rates", "", "CSV file (- for stdin) of id,rate[,weight[,host]] to plan instead of the store")
 	f.StringVar(&budget, "budget", "", "total fetches per unit time: a number in the rates' unit, or 20/s, 300/m, 5000/h, 1000/d (default with --data: the configured budget)")
-	f.StringVar(&hostRate, "host-rate", "1/s", "most fetches of any one host per unit time (elements with a host)")
+	f.StringVar(&hostRate, "host-rate", cfg.HostRate.String(), "most fetches of any one host per unit time (elements with a host)")
 	f.StringVar(&rateUnit, "rate-unit", "plain", "time unit of the --rates file's numbers: s, m, h, d or plain (unknown)")
 	f.Float64Var(&target, "target-freshness", 0, "print the least budget whose optimal allocation reaches this freshness, in (0,1)")
 	f.StringVar(&benefit, "benefit", "", "long-term mode: benefit per unit time while a copy is correct (per unit weight)")

@@ -156,8 +156,7 @@ func getJSON(u string, v any) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("GET %s: %s: %s", u, resp.Status, strings.TrimSpace(string(b)))
+		return readAPIError("GET", u, resp)
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
 }
@@ -214,7 +213,7 @@ func printStatus(w io.Writer, s coordinator.Status) {
 		fmt.Fprintf(w, "errors         none\n")
 	}
 	fmt.Fprintf(w, "policy         %s, budget %s, in use %s, unabsorbed %s\n", s.Policy, config.Rate(round3(s.Budget)), config.Rate(round3(s.BudgetInUse)), config.Rate(round3(s.Unabsorbed)))
-	fmt.Fprintf(w, "model          freshness %.3f now (plan %.3f), age %s, given up %d, hosts at cap %d\n", s.ModelFreshness, s.PlanFreshness, time.Duration(s.ModelAge*float64(time.Second)).Round(time.Millisecond), s.GivenUp, s.CappedHosts)
+	fmt.Fprintf(w, "model          freshness %.3f now (plan %.3f, 90%%: %.3f – %.3f), age %s, given up %d, hosts at cap %d\n", s.ModelFreshness, s.PlanFreshness, s.ModelFreshnessLo, s.ModelFreshnessHi, time.Duration(s.ModelAge*float64(time.Second)).Round(time.Millisecond), s.GivenUp, s.CappedHosts)
 	for _, p := range s.Probes {
 		l := p.Last
 		fmt.Fprintf(w, "source         %s (%s): %d rounds; last: %d items, %d queries, %d requests (%d by id), coverage %.3f, speedup %.2f, model content freshness %.3g\n",
@@ -228,13 +227,13 @@ func printStatus(w io.Writer, s coordinator.Status) {
 			case period == "":
 				period = "unknown yet"
 			case c.Detected:
-				period += fmt.Sprintf(" (detected, strength %.2f)", c.Strength)
+				period += fmt.Sprintf(" (detected, strength %.2f over %d changes in %d polls)", c.Strength, c.Observations, c.PolledTimes)
 			default:
-				period += fmt.Sprintf(" (configured, concentration %.2f)", c.Strength)
+				period += fmt.Sprintf(" (configured, strength %.2f over %d changes in %d polls)", c.Strength, c.Observations, c.PolledTimes)
 			}
-			state := fmt.Sprintf("polls at %v, expected recall %.3f, replayed on observed updates %.3f", c.Phases, c.ExpectedRecall, c.ReplayedRecall)
+			state := fmt.Sprintf("polls at %v, expected recall %.3f, replayed on exactly timed updates %.3f", c.Phases, c.ExpectedRecall, c.ReplayedRecall)
 			if c.Learning {
-				state = fmt.Sprintf("learning: %d exact update times so far", c.ExactUpdates)
+				state = fmt.Sprintf("learning: %d changes seen, %d exactly timed", c.ExactUpdates+c.IntervalOnly, c.ExactUpdates)
 			}
 			fmt.Fprintf(w, "  %s  period %s, %d polls/period, %s\n", c.URL, period, c.Polls, state)
 		}

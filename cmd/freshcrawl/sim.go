@@ -93,6 +93,7 @@ func demoCmd() *cobra.Command {
 	cfg.Listen = "127.0.0.1:0"
 	cfg.NATSListen = "127.0.0.1:-1"
 	cfg.Data = ""
+	cfg.LogLevel = "warn" // the demo prints its own progress
 	var sf simFlags
 	var duration, every, warmup time.Duration
 	cmd := &cobra.Command{
@@ -131,7 +132,6 @@ func demoCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&every, "every", 5*time.Second, "print progress this often")
 	cmd.Flags().DurationVar(&warmup, "warmup", 10*time.Second, "leave this much out of the steady-state freshness figure")
 	withConfig(cmd, &cfg, "data", "listen", "nats-listen", "budget", "host-rate", "workers", "concurrency", "policy", "objective", "replan", "prior-rate", "log-level")
-	_ = cmd.Flags().Set("log-level", "warn")
 	return cmd
 }
 
@@ -161,7 +161,7 @@ func runDemo(ctx context.Context, out io.Writer, cfg config.Config, sf simFlags,
 	}
 	fmt.Fprintf(out, "demo: %d simulated pages on %d hosts (a day lasts %s), budget %s, host rate %s, %d workers x %d, policy %s\n",
 		len(s.URLs()), sf.hosts, sf.day, cfg.Budget, cfg.HostRate, cfg.Workers, cfg.Concurrency, cfg.Policy)
-	fmt.Fprintf(out, "API and /metrics: http://%s   data: %s\n\n", n.HTTPAddr(), cfg.Data)
+	fmt.Fprintf(out, "console, API and /metrics: http://%s/   data: %s\n\n", n.HTTPAddr(), cfg.Data)
 	fmt.Fprintf(out, "%8s %8s %8s %6s %9s %9s %9s\n", "elapsed", "fetches", "changes", "queue", "in-flight", "true-fresh", "model")
 	tick := time.NewTicker(every)
 	defer tick.Stop()

@@ -56,7 +56,7 @@ func RunLive(ctx context.Context, w Workload, policy string, o Options, lo LiveO
 	daySec := lo.Day.Seconds()
 	robots := map[int]string{}
 	for h := range o.Hosts {
-		if d := w.CrawlDelayDays(h, o.Hosts, o.Budget); d > 0 {
+		if d := w.crawlDelayDays(h, o.Hosts, o.Budget); d > 0 {
 			robots[h] = sim.DefaultRobots + fmt.Sprintf("Crawl-delay: %g\n", d*daySec)
 		}
 	}
@@ -88,7 +88,7 @@ func RunLive(ctx context.Context, w Workload, policy string, o Options, lo LiveO
 	if err := cfg.Validate(); err != nil {
 		return Result{}, fmt.Errorf("bench: config: %w", err)
 	}
-	pol, err := NewPolicy(policy, lo.Day)
+	pol, err := newPolicy(policy, lo.Day)
 	if err != nil {
 		return Result{}, err
 	}
@@ -107,7 +107,7 @@ func RunLive(ctx context.Context, w Workload, policy string, o Options, lo LiveO
 		b, err := json.Marshal(struct {
 			URL    string  `json:"url"`
 			Weight float64 `json:"weight"`
-		}{u, w.Weight(i)})
+		}{u, w.weight(i)})
 		if err != nil {
 			return Result{}, fmt.Errorf("bench: seed: %w", err)
 		}
@@ -156,7 +156,7 @@ wait:
 	res.FirstPassDays = -1
 	var fresh, age, wsum float64
 	for i, pt := range tr.PerPage {
-		wt := w.Weight(i)
+		wt := w.weight(i)
 		fresh += wt * pt.Freshness
 		age += wt * pt.AgeDays
 		wsum += wt

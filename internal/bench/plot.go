@@ -27,7 +27,7 @@ func WriteSVGFile(path, title string, rs []Result, warmupDays float64) error {
 	if err != nil {
 		return fmt.Errorf("bench: plot: %w", err)
 	}
-	if err := WriteSVG(f, title, rs, warmupDays); err != nil {
+	if err := writeSVG(f, title, rs, warmupDays); err != nil {
 		f.Close()
 		return err
 	}
@@ -37,10 +37,10 @@ func WriteSVGFile(path, title string, rs []Result, warmupDays float64) error {
 	return nil
 }
 
-// WriteSVG draws freshness (truth) against simulated days, one line per
+// writeSVG draws freshness (truth) against simulated days, one line per
 // policy, with the warm-up shaded and each policy's oracle as a dashed
 // line: a small hand-written SVG, so the bench needs no plotting library.
-func WriteSVG(out io.Writer, title string, rs []Result, warmupDays float64) error {
+func writeSVG(out io.Writer, title string, rs []Result, warmupDays float64) error {
 	const w, h, left, right, top, bottom = 900.0, 480.0, 60.0, 190.0, 40.0, 50.0
 	pw, ph := w-left-right, h-top-bottom
 	maxDay := 0.0

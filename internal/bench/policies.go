@@ -22,16 +22,16 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
 )
 
-// Policies lists the policies benchmarked by default: freshcrawl's own
+// defaultPolicies lists the policies benchmarked by default: freshcrawl's own
 // (optimal) first, then the baselines and the peers.
-func Policies() []string {
+func defaultPolicies() []string {
 	return []string{"optimal", "uniform", "proportional", "nutch", "stormcrawler", "binarylambdacrawl", "lambdacrawl"}
 }
 
-// NewPolicy returns a fresh instance of the named policy (policies keep
+// newPolicy returns a fresh instance of the named policy (policies keep
 // warm solver state, so runs must not share one). day is the real duration
 // of a simulated day, which the adaptive peers scale their constants by.
-func NewPolicy(name string, day time.Duration) (schedule.Policy, error) {
+func newPolicy(name string, day time.Duration) (schedule.Policy, error) {
 	switch name {
 	case "nutch":
 		return schedule.NewNutch(day), nil
@@ -50,13 +50,13 @@ func NewPolicy(name string, day time.Duration) (schedule.Policy, error) {
 // ParsePolicies splits a comma-separated list ("" or "all": every one).
 func ParsePolicies(s string) ([]string, error) {
 	if s == "" || s == "all" {
-		return Policies(), nil
+		return defaultPolicies(), nil
 	}
 	var out []string
 	for name := range strings.SplitSeq(s, ",") {
 		name = strings.TrimSpace(name)
-		if !slices.Contains(Policies(), name) {
-			return nil, fmt.Errorf("unknown policy %q: want one of %s", name, strings.Join(Policies(), ", "))
+		if !slices.Contains(defaultPolicies(), name) {
+			return nil, fmt.Errorf("unknown policy %q: want one of %s", name, strings.Join(defaultPolicies(), ", "))
 		}
 		out = append(out, name)
 	}
@@ -105,8 +105,8 @@ type Result struct {
 	Wall time.Duration
 }
 
-// NotModifiedShare is the share of fetches answered 304.
-func (r Result) NotModifiedShare() float64 {
+// notModifiedShare is the share of fetches answered 304.
+func (r Result) notModifiedShare() float64 {
 	if r.Fetches == 0 {
 		return 0
 	}

@@ -22,7 +22,7 @@ func WriteTable(out io.Writer, rs []Result) error {
 			fp = fmt.Sprintf("%.1f", r.FirstPassDays)
 		}
 		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%.2f\t%d\t%.1f\t%d\t%.3f\t%.4f\t%.2f\t%.4f\t%.4f\t%.4f\t%s\t%d\t\n",
-			r.Policy, r.Freshness, r.ModelFreshness, r.AgeDays, r.Fetches, r.FetchesPerDay, r.Bytes, r.NotModifiedShare(), r.Oracle, r.OracleAgeDays, r.Ratio, r.FullOracle, r.FullRatio, fp, r.PlanErrors)
+			r.Policy, r.Freshness, r.ModelFreshness, r.AgeDays, r.Fetches, r.FetchesPerDay, r.Bytes, r.notModifiedShare(), r.Oracle, r.OracleAgeDays, r.Ratio, r.FullOracle, r.FullRatio, fp, r.PlanErrors)
 	}
 	return tw.Flush()
 }
@@ -38,7 +38,7 @@ func WriteCSV(dir string, rs []Result) error {
 	g := func(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
 	for _, r := range rs {
 		rows = append(rows, []string{r.Mode, r.Workload, r.Policy, g(r.Freshness), g(r.AgeDays), strconv.Itoa(r.Fetches), g(r.FetchesPerDay),
-			strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.NotModified), g(r.NotModifiedShare()), g(r.Oracle), g(r.OracleAgeDays), g(r.Ratio),
+			strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.NotModified), g(r.notModifiedShare()), g(r.Oracle), g(r.OracleAgeDays), g(r.Ratio),
 			g(r.FullOracle), g(r.FullRatio), g(r.ModelFreshness), g(r.FirstPassDays), g(r.FreshAfterFirstPass),
 			strconv.Itoa(r.PlanErrors), g(r.Wall.Seconds())})
 		for _, p := range r.Series {

@@ -15,18 +15,18 @@ import (
 func TestVirtualShortRun(t *testing.T) {
 	o := DefaultOptions()
 	o.Pages, o.Hosts, o.Days, o.Warmup, o.HalfLifeDays = 300, 6, 600, 200, 365
-	w, err := NewWorkload(WorkloadTable6, o.Pages, o.Hosts, o.Seed)
+	w, err := NewWorkload(workloadTable6, o.Pages, o.Hosts, o.Seed)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rs []Result
 	byName := map[string]Result{}
-	for _, p := range Policies() {
+	for _, p := range defaultPolicies() {
 		r, err := RunVirtual(context.Background(), w, p, o)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
-		t.Logf("%-18s F=%.4f age=%.2f fetches/day=%.1f 304=%.2f oracle=%.4f ratio=%.3f plan errors=%d", p, r.Freshness, r.AgeDays, r.FetchesPerDay, r.NotModifiedShare(), r.Oracle, r.Ratio, r.PlanErrors)
+		t.Logf("%-18s F=%.4f age=%.2f fetches/day=%.1f 304=%.2f oracle=%.4f ratio=%.3f plan errors=%d", p, r.Freshness, r.AgeDays, r.FetchesPerDay, r.notModifiedShare(), r.Oracle, r.Ratio, r.PlanErrors)
 		if r.Freshness > r.Oracle*1.03 {
 			t.Errorf("%s: freshness %.4f above the oracle %.4f beyond noise", p, r.Freshness, r.Oracle)
 		}
@@ -67,10 +67,10 @@ func TestParseLists(t *testing.T) {
 	if _, err := ParseWorkloads("nope"); err == nil {
 		t.Error("unknown workload accepted")
 	}
-	if ps, err := ParsePolicies(""); err != nil || len(ps) != len(Policies()) {
+	if ps, err := ParsePolicies(""); err != nil || len(ps) != len(defaultPolicies()) {
 		t.Errorf("ParsePolicies: %v %v", ps, err)
 	}
-	for _, name := range Workloads() {
+	for _, name := range workloadNames() {
 		if _, err := NewWorkload(name, 100, 4, 1); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
@@ -79,7 +79,7 @@ func TestParseLists(t *testing.T) {
 
 // Options that are not finite numbers are refused with the option's name.
 func TestOptionsRejectNonFinite(t *testing.T) {
-	w, err := NewWorkload(WorkloadTable6, 10, 2, 1)
+	w, err := NewWorkload(workloadTable6, 10, 2, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,16 +21,34 @@ type ProbesOptions struct {
 	Papers   int
 	K        int
 	TimeUnit time.Duration // real duration of one time unit
-	Duration time.Duration
-	Warmup   time.Duration
 	Seed     uint64
 	Policies []string // greedy, naive1, naive2
+	// Absent, Renamed and Untracked are the sim's shares of papers listed
+	// but not on the site, listed under an older title, and on the site
+	// but not listed (sim.SearchConfig).
+	Absent, Renamed, Untracked float64
+	// Score, when set, overrides the source's score ("per_result" or
+	// "per_request").
+	Score string
+
+	// Live mode: the length of each run and the part left out.
+	Duration time.Duration
+	Warmup   time.Duration
 	Log      *slog.Logger
+
+	// Virtual mode: the length of each run and the part left out, in time
+	// units; Steps points of the series; Alpha > 0 adds a greedy run with
+	// the §4.4 interval search at that threshold.
+	Units, WarmupUnits float64
+	Steps              int
+	Alpha              float64
 }
 
 // ProbesResult is one policy's truth-measured content freshness.
 type ProbesResult struct {
 	Policy           string
+	Mode             string  // "live" or "virtual"
+	Alpha            float64 // the interval search's threshold; 0 for fixed rounds
 	ContentFreshness float64 // time-averaged weighted dissimilarity (lower is fresher)
 	Final            float64
 	Requests         int
@@ -38,6 +56,17 @@ type ProbesResult struct {
 	ItemRequests     int
 	RequestsPerUnit  float64
 	Synced           int
+	Papers, Absent   int
+
+	// Virtual mode only.
+	Series                                   []SeriesPoint
+	Rounds                                   []RoundLog
+	RoundsMeasured                           int
+	ModelMean, TruthAtRounds, ModelRatio     float64 // model vs truth over the measured rounds
+	ExpectedMean                             float64 // the rounds' expected mean content freshness, weighted by length
+	IntervalMin, IntervalMedian, IntervalMax float64
+	LocalRatio, PairRatio                    float64 // learnt, at the last round
+	Unreached, Gone                          int     // at the last round
 }
 
 // Probes runs the real system once per policy, side by side, each against
@@ -77,7 +106,7 @@ func Probes(ctx context.Context, o ProbesOptions, out io.Writer) ([]ProbesResult
 
 func probesRun(ctx context.Context, o ProbesOptions, policy string) (ProbesResult, error) {
 	s, err := sim.New(sim.Config{Hosts: 1, Pages: 1, Seed: o.Seed, Day: time.Hour,
-		Search: &sim.SearchConfig{Papers: o.Papers, K: o.K, TimeUnit: o.TimeUnit, Seed: o.Seed}})
+		Search: &sim.SearchConfig{Papers: o.Papers, K: o.K, TimeUnit: o.TimeUnit, Seed: o.Seed, Absent: o.Absent, Renamed: o.Renamed, Untracked: o.Untracked}})
 	if err != nil {
 		return ProbesResult{}, err
 	}
@@ -126,6 +155,6 @@ func probesRun(ctx context.Context, o ProbesOptions, policy string) (ProbesResul
 		return ProbesResult{}, err
 	}
 	units := end.Sub(start.Add(o.Warmup)).Seconds() / o.TimeUnit.Seconds()
-	return ProbesResult{Policy: policy, ContentFreshness: rep.ContentFreshness, Final: rep.Final, Requests: rep.Requests,
+	return ProbesResult{Policy: policy, Mode: "live", ContentFreshness: rep.ContentFreshness, Final: rep.Final, Requests: rep.Requests,
 		SearchRequests: rep.SearchRequests, ItemRequests: rep.ItemRequests, RequestsPerUnit: float64(rep.Requests) / units, Synced: rep.Synced}, nil
 }

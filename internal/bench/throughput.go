@@ -173,12 +173,12 @@ func RunThroughput(ctx context.Context, o ThroughputOptions) (ThroughputResult, 
 	res := ThroughputResult{Machine: thisMachine(), Workers: o.Workers, Concurrent: o.Concurrency}
 	pages := o.Pages
 	if len(pages) == 0 {
-		site, err := StartPages(o.Site)
+		site, err := startPages(o.Site)
 		if err != nil {
 			return res, err
 		}
-		defer site.Close()
-		pages = site.URLs()
+		defer site.close()
+		pages = site.urls()
 	}
 	res.URLs, res.Hosts = len(pages), countHosts(pages)
 

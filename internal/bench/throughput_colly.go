@@ -14,24 +14,24 @@ import (
 	"time"
 )
 
-// CollyDir is where the collybench module lives in the repository.
-const CollyDir = "tools/collybench"
+// collyDir is where the collybench module lives in the repository.
+const collyDir = "tools/collybench"
 
 // FindCollyDir looks for tools/collybench/go.mod in dir and its parents, so
 // the benchmark finds the tool from anywhere inside the repository.
 func FindCollyDir(dir string) (string, error) {
 	d, err := filepath.Abs(dir)
 	if err != nil {
-		return "", fmt.Errorf("find %s: %w", CollyDir, err)
+		return "", fmt.Errorf("find %s: %w", collyDir, err)
 	}
 	for {
-		cand := filepath.Join(d, filepath.FromSlash(CollyDir))
+		cand := filepath.Join(d, filepath.FromSlash(collyDir))
 		if _, err := os.Stat(filepath.Join(cand, "go.mod")); err == nil {
 			return cand, nil
 		}
 		parent := filepath.Dir(d)
 		if parent == d {
-			return "", fmt.Errorf("no %s/go.mod in %s or its parents: run from the repository or pass --colly-bin", CollyDir, dir)
+			return "", fmt.Errorf("no %s/go.mod in %s or its parents: run from the repository or pass --colly-bin", collyDir, dir)
 		}
 		d = parent
 	}

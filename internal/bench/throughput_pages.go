@@ -66,11 +66,11 @@ var changePeriods = [...]struct {
 	{time.Hour, 0.40},
 }
 
-// PageServer is a local web site of realistic HTML pages, 20–50 KiB each,
+// pageServer is a local web site of realistic HTML pages, 20–50 KiB each,
 // whose text changes under known periods. It sends no ETag or
 // Last-Modified, so every fetch downloads, parses and hashes the full page:
 // the work Colly does on every visit, which keeps the comparison fair.
-type PageServer struct {
+type pageServer struct {
 	o        PageOptions
 	srv      *http.Server
 	lns      []net.Listener
@@ -87,22 +87,22 @@ type PageServer struct {
 	phase      []float64
 }
 
-// StartPages starts the site: one listener per host address.
-func StartPages(o PageOptions) (*PageServer, error) {
+// startPages starts the site: one listener per host address.
+func startPages(o PageOptions) (*pageServer, error) {
 	o = o.withDefaults()
-	s := &PageServer{o: o}
+	s := &pageServer{o: o}
 	s.bufs.New = func() any { return new(bytes.Buffer) }
 	s.build()
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	ip := o.FirstIP
 	for h := range o.Hosts {
 		if !ip.IsLoopback() {
-			s.Close()
+			s.close()
 			return nil, fmt.Errorf("page server: host %d would listen on %s, which is not loopback: use fewer hosts", h, ip)
 		}
 		ln, err := net.Listen("tcp", netip.AddrPortFrom(ip, 0).String())
 		if err != nil {
-			s.Close()
+			s.close()
 			return nil, fmt.Errorf("page server: listen on %s: %w", ip, err)
 		}
 		s.lns = append(s.lns, ln)
@@ -119,8 +119,8 @@ func StartPages(o PageOptions) (*PageServer, error) {
 	return s, nil
 }
 
-// URLs lists every page, host by host.
-func (s *PageServer) URLs() []string {
+// urls lists every page, host by host.
+func (s *pageServer) urls() []string {
 	out := make([]string, 0, len(s.bases)*s.o.PagesPerHost)
 	for h, base := range s.bases {
 		for p := range s.o.PagesPerHost {
@@ -130,11 +130,8 @@ func (s *PageServer) URLs() []string {
 	return out
 }
 
-// Requests is the number of requests served so far, and the body bytes.
-func (s *PageServer) Requests() (n, bytes int64) { return s.requests.Load(), s.bytes.Load() }
-
-// Close stops the site.
-func (s *PageServer) Close() {
+// close stops the site.
+func (s *pageServer) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := s.srv.Shutdown(ctx); err != nil {
@@ -157,7 +154,7 @@ library release notes security update changelog migration guide tutorial referen
 
 // build generates the site's fixed parts once, so serving a page only
 // concatenates: the server must stay cheap next to the crawler it feeds.
-func (s *PageServer) build() {
+func (s *pageServer) build() {
 	rng := rand.New(rand.NewPCG(s.o.Seed, 0x5eed))
 	sentence := func(min, max int) string {
 		n := min + rng.IntN(max-min+1)
@@ -244,12 +241,12 @@ func (s *PageServer) build() {
 
 // version is page i's version at t: it changes every period, at a phase of
 // its own so that changes do not arrive in bursts.
-func (s *PageServer) version(i int, t time.Time) int64 {
+func (s *pageServer) version(i int, t time.Time) int64 {
 	return int64(float64(t.UnixNano())/float64(s.period[i]) + s.phase[i])
 }
 
 // ServeHTTP serves /robots.txt and /h{host}/p{page}.
-func (s *PageServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *pageServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/robots.txt" {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = w.Write([]byte("User-agent: *\nDisallow: /private/\n"))

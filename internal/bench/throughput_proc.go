@@ -22,12 +22,12 @@ type pageHello struct {
 // bench throughput`, which runs the site in a child process so that its
 // CPU time is not charged to the crawler being measured.
 func ServePages(ctx context.Context, o PageOptions, in io.Reader, out io.Writer) error {
-	site, err := StartPages(o)
+	site, err := startPages(o)
 	if err != nil {
 		return err
 	}
-	defer site.Close()
-	if err := json.NewEncoder(out).Encode(pageHello{URLs: site.URLs()}); err != nil {
+	defer site.close()
+	if err := json.NewEncoder(out).Encode(pageHello{URLs: site.urls()}); err != nil {
 		return fmt.Errorf("page server: announce URLs: %w", err)
 	}
 	eof := make(chan struct{})

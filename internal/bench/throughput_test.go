@@ -27,12 +27,12 @@ func get(t *testing.T, url string) (int, string) {
 func TestThroughputPages(t *testing.T) {
 	var now atomic.Int64
 	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	site, err := StartPages(PageOptions{Hosts: 3, PagesPerHost: 4, Seed: 1, Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	site, err := startPages(PageOptions{Hosts: 3, PagesPerHost: 4, Seed: 1, Now: func() time.Time { return time.Unix(0, now.Load()) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer site.Close()
-	urls := site.URLs()
+	defer site.close()
+	urls := site.urls()
 	if len(urls) != 12 || countHosts(urls) != 3 {
 		t.Fatalf("%d URLs on %d hosts, want 12 on 3", len(urls), countHosts(urls))
 	}
@@ -105,13 +105,13 @@ func TestThroughputPipeline(t *testing.T) {
 }
 
 func TestThroughputPageSizes(t *testing.T) {
-	site, err := StartPages(PageOptions{Hosts: 1, PagesPerHost: 64, Seed: 1})
+	site, err := startPages(PageOptions{Hosts: 1, PagesPerHost: 64, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer site.Close()
+	defer site.close()
 	lo, hi := 1<<30, 0
-	for _, u := range site.URLs() { // every article block, twice
+	for _, u := range site.urls() { // every article block, twice
 		_, body := get(t, u)
 		lo, hi = min(lo, len(body)), max(hi, len(body))
 	}

@@ -242,7 +242,7 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 	if err != nil {
 		return Result{}, err
 	}
-	pol, err := NewPolicy(policy, virtualDay)
+	pol, err := newPolicy(policy, virtualDay)
 	if err != nil {
 		return Result{}, err
 	}
@@ -259,7 +259,7 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 
 	gaps := make([]time.Duration, o.Hosts) // Crawl-delay per host
 	for h := range gaps {
-		if d := w.CrawlDelayDays(h, o.Hosts, o.Budget); d > 0 {
+		if d := w.crawlDelayDays(h, o.Hosts, o.Budget); d > 0 {
 			gaps[h] = time.Duration(d * float64(virtualDay))
 		}
 	}
@@ -268,7 +268,7 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 	for i := range pages {
 		pages[i] = vpage{url: "http://h" + strconv.Itoa(ts.hosts[i]) + "/p/" + strconv.Itoa(i), host: "h" + strconv.Itoa(ts.hosts[i]), copyVer: -1, rate: est.Prior.Mean()}
 		index[pages[i].url] = i
-		sched.Add(schedule.URLInfo{URL: pages[i].url, Host: pages[i].host, Weight: w.Weight(i), Rate: pages[i].rate}, virtualEpoch())
+		sched.Add(schedule.URLInfo{URL: pages[i].url, Host: pages[i].host, Weight: w.weight(i), Rate: pages[i].rate}, virtualEpoch())
 	}
 
 	dbgPage := -1
@@ -503,7 +503,7 @@ func measure(w Workload, ts *truthSet, pages []vpage, o Options, end time.Durati
 	series := sim.NewSeriesSum(end/time.Duration(o.Steps), end)
 	var fresh, age, wsum float64
 	for i := range pages {
-		wt := w.Weight(i)
+		wt := w.weight(i)
 		changes, fetches := ts.pages[i].changes, pages[i].fetches
 		pt := sim.IntegratePage(changes, fetches, from, end, nil)
 		sim.IntegratePage(changes, fetches, 0, end, series)
@@ -568,8 +568,8 @@ func measure(w Workload, ts *truthSet, pages []vpage, o Options, end time.Durati
 		var f, ws float64
 		for i := range pages {
 			pt := sim.IntegratePage(ts.pages[i].changes, pages[i].fetches, firstPass, end, nil)
-			f += w.Weight(i) * pt.Freshness
-			ws += w.Weight(i)
+			f += w.weight(i) * pt.Freshness
+			ws += w.weight(i)
 		}
 		res.FreshAfterFirstPass = f / ws / (end - firstPass).Seconds()
 	}

@@ -12,19 +12,19 @@ import (
 
 // Workload names, in the order they run by default.
 const (
-	WorkloadTable6    = "table6"
-	WorkloadHeavyTail = "heavytail"
-	WorkloadWeighted  = "weighted"
-	WorkloadDrift     = "drift"
-	WorkloadHostBound = "hostbound"
-	WorkloadNoLM      = "nolm"
-	WorkloadLMMixed   = "lm-mixed"
-	WorkloadColdStart = "coldstart"
+	workloadTable6    = "table6"
+	workloadHeavyTail = "heavytail"
+	workloadWeighted  = "weighted"
+	workloadDrift     = "drift"
+	workloadHostBound = "hostbound"
+	workloadNoLM      = "nolm"
+	workloadLMMixed   = "lm-mixed"
+	workloadColdStart = "coldstart"
 )
 
-// Workloads lists every workload name.
-func Workloads() []string {
-	return []string{WorkloadTable6, WorkloadHeavyTail, WorkloadWeighted, WorkloadDrift, WorkloadHostBound, WorkloadNoLM, WorkloadLMMixed, WorkloadColdStart}
+// workloadNames lists every workload name.
+func workloadNames() []string {
+	return []string{workloadTable6, workloadHeavyTail, workloadWeighted, workloadDrift, workloadHostBound, workloadNoLM, workloadLMMixed, workloadColdStart}
 }
 
 // ColdStartPages is the size of the coldstart workload's seed list.
@@ -72,9 +72,9 @@ func NewWorkload(name string, pages, hosts int, seed uint64) (Workload, error) {
 	rng := rand.New(rand.NewPCG(seed, 0x776f726b6c6f6164)) // "workload"
 	w := Workload{Name: name, Mix: sim.Table6Mix()}
 	switch name {
-	case WorkloadTable6:
+	case workloadTable6:
 		w.Description = "Cho & Garcia-Molina Table 6: 23% daily, 15% weekly, 16% monthly, 16% quarterly, 30% yearly"
-	case WorkloadHeavyTail:
+	case workloadHeavyTail:
 		// Log-normal rates: median 0.08 a day, σ = 1.5 (mean ≈ 0.25 a
 		// day, like Table 6), capped at 20 a day; every page its own
 		// class so the sim keeps the exact draw.
@@ -84,7 +84,7 @@ func NewWorkload(name string, pages, hosts int, seed uint64) (Workload, error) {
 			r := math.Min(0.08*math.Exp(1.5*rng.NormFloat64()), 20)
 			w.Mix[i] = sim.RateClass{Share: 1 / float64(pages), Rate: r}
 		}
-	case WorkloadWeighted:
+	case workloadWeighted:
 		// Importance independent of change rate, log-normal σ = 1: a few
 		// pages matter an order of magnitude more than most.
 		w.Description = "Table 6 rates, importance weights log-normal sigma 1 (independent of rates)"
@@ -92,34 +92,34 @@ func NewWorkload(name string, pages, hosts int, seed uint64) (Workload, error) {
 		for i := range w.Weights {
 			w.Weights[i] = math.Exp(rng.NormFloat64())
 		}
-	case WorkloadDrift:
+	case workloadDrift:
 		w.Description = "Table 6 mix, every page redraws its rate class halfway through the run"
 		w.After, w.DriftAt = sim.Table6Mix(), 0.5
-	case WorkloadHostBound:
+	case workloadHostBound:
 		n := max(1, hosts/4)
 		w.Description = fmt.Sprintf("Table 6 rates, %d of %d hosts capped by Crawl-delay at 1/4 of their uniform share", n, hosts)
 		for h := range n {
 			w.BoundHosts = append(w.BoundHosts, h)
 		}
 		w.BoundShare = 0.25
-	case WorkloadNoLM:
+	case workloadNoLM:
 		// A web of dynamic pages: an ETag and nothing else, so a fetch
 		// tells only whether the page changed.
 		w.Description = "Table 6 rates, servers send an ETag and no Last-Modified"
 		w.LastModified = []sim.LastModifiedClass{{Share: 1, Mode: sim.LMNone}}
-	case WorkloadLMMixed:
+	case workloadLMMixed:
 		w.Description = "Table 6 rates, Last-Modified a quarter each: true, the response time, a constant date, a new date every request"
 		w.LastModified = []sim.LastModifiedClass{
 			{Share: 0.25, Mode: sim.LMTrue}, {Share: 0.25, Mode: sim.LMResponseTime},
 			{Share: 0.25, Mode: sim.LMConstant}, {Share: 0.25, Mode: sim.LMEveryRequest},
 		}
-	case WorkloadColdStart:
+	case workloadColdStart:
 		// A big list seeded at once, measured from the first second: how
 		// soon every URL is fetched once, and how fresh the copy is then.
 		w.Description = fmt.Sprintf("Table 6 rates, %d URLs seeded at once, measured from the start", ColdStartPages)
 		w.Pages, w.Days, w.FromStart, w.VirtualOnly = ColdStartPages, 150, true, true
 	default:
-		return Workload{}, fmt.Errorf("unknown workload %q: want one of %s", name, strings.Join(Workloads(), ", "))
+		return Workload{}, fmt.Errorf("unknown workload %q: want one of %s", name, strings.Join(workloadNames(), ", "))
 	}
 	return w, nil
 }
@@ -128,7 +128,7 @@ func NewWorkload(name string, pages, hosts int, seed uint64) (Workload, error) {
 func (w Workload) options(o Options) Options {
 	if w.Pages > 0 {
 		o.Pages = w.Pages
-		if w.Name == WorkloadColdStart && o.ColdStartPages > 0 {
+		if w.Name == workloadColdStart && o.ColdStartPages > 0 {
 			o.Pages = o.ColdStartPages
 		}
 	}
@@ -141,17 +141,17 @@ func (w Workload) options(o Options) Options {
 	return o
 }
 
-// Weight is page i's importance.
-func (w Workload) Weight(i int) float64 {
+// weight is page i's importance.
+func (w Workload) weight(i int) float64 {
 	if w.Weights == nil {
 		return 1
 	}
 	return w.Weights[i]
 }
 
-// CrawlDelayDays is the Crawl-delay of host h in simulated days (0: none),
+// crawlDelayDays is the Crawl-delay of host h in simulated days (0: none),
 // for a budget of budgetPerDay fetches a simulated day over hosts hosts.
-func (w Workload) CrawlDelayDays(h, hosts int, budgetPerDay float64) float64 {
+func (w Workload) crawlDelayDays(h, hosts int, budgetPerDay float64) float64 {
 	if !slices.Contains(w.BoundHosts, h) || w.BoundShare <= 0 || budgetPerDay <= 0 {
 		return 0
 	}
@@ -164,7 +164,7 @@ func hostCapsPerDay(w Workload, o Options) []float64 {
 	caps := make([]float64, o.Hosts)
 	for h := range caps {
 		caps[h] = o.HostRate
-		if d := w.CrawlDelayDays(h, o.Hosts, o.Budget); d > 0 {
+		if d := w.crawlDelayDays(h, o.Hosts, o.Budget); d > 0 {
 			caps[h] = math.Min(caps[h], 1/d)
 		}
 	}
@@ -174,13 +174,13 @@ func hostCapsPerDay(w Workload, o Options) []float64 {
 // ParseWorkloads splits a comma-separated list ("" or "all": every one).
 func ParseWorkloads(s string) ([]string, error) {
 	if s == "" || s == "all" {
-		return Workloads(), nil
+		return workloadNames(), nil
 	}
 	var out []string
 	for name := range strings.SplitSeq(s, ",") {
 		name = strings.TrimSpace(name)
-		if !slices.Contains(Workloads(), name) {
-			return nil, fmt.Errorf("unknown workload %q: want one of %s", name, strings.Join(Workloads(), ", "))
+		if !slices.Contains(workloadNames(), name) {
+			return nil, fmt.Errorf("unknown workload %q: want one of %s", name, strings.Join(workloadNames(), ", "))
 		}
 		out = append(out, name)
 	}

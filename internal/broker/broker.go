@@ -26,8 +26,8 @@ import (
 type EmbeddedOptions struct {
 	// Dir is where JetStream keeps its files (under the data directory).
 	Dir string
-	// Listen is host:port for clients; "127.0.0.1:-1" picks a free port.
-	// Binding loopback by default keeps a demo from exposing a broker.
+	// Listen is host:port for clients (default DefaultListen);
+	// "127.0.0.1:-1" picks a free port.
 	Listen string
 	// SyncAlways fsyncs every write. Off by default, as in nats-server:
 	// the store never depends on a message that was not folded, so an OS
@@ -43,6 +43,9 @@ type EmbeddedOptions struct {
 // accepts clients. The caller shuts it down with Shutdown and
 // WaitForShutdown.
 func StartEmbedded(o EmbeddedOptions) (*server.Server, error) {
+	if o.Listen == "" {
+		o.Listen = DefaultListen
+	}
 	host, portStr, err := net.SplitHostPort(o.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("embedded NATS listen address %q: %w", o.Listen, err)
@@ -122,13 +125,52 @@ type Settings struct {
 	RobotsTTL time.Duration
 }
 
+// Defaults of the settings of the NATS side; the config takes its
+// nats-listen, ack-wait, max-deliver and replicas defaults from here.
+const (
+	// DefaultListen is the embedded server's client address: loopback, so
+	// a demo does not expose a broker.
+	DefaultListen     = "127.0.0.1:4222"
+	DefaultAckWait    = 60 * time.Second
+	DefaultMaxDeliver = 5
+	DefaultReplicas   = 1
+	// maxReplicas is JetStream's limit on a stream's replicas.
+	maxReplicas = 5
+)
+
 // DefaultSettings are the defaults of a single-process run.
 func DefaultSettings() Settings {
-	return Settings{Replicas: 1, AckWait: 60 * time.Second, MaxDeliver: 5, MaxAckPending: 1024, Duplicates: 2 * time.Minute, RobotsTTL: 24 * time.Hour}
+	return Settings{Replicas: DefaultReplicas, AckWait: DefaultAckWait, MaxDeliver: DefaultMaxDeliver, MaxAckPending: 1024, Duplicates: 2 * time.Minute, RobotsTTL: 24 * time.Hour}
 }
 
-// RobotsBucket is the KV bucket workers share robots.txt entries in.
-const RobotsBucket = "freshcrawl_robots"
+// CheckAckWait reports whether d is a valid AckWait: at least a second,
+// so that a worker's InProgress every third of it is not a flood.
+func CheckAckWait(d time.Duration) error {
+	if d < time.Second {
+		return fmt.Errorf("must be ≥ 1s, got %s", d)
+	}
+	return nil
+}
+
+// CheckMaxDeliver reports whether n is a valid MaxDeliver: ≥ 1.
+func CheckMaxDeliver(n int) error {
+	if n < 1 {
+		return fmt.Errorf("must be ≥ 1, got %d", n)
+	}
+	return nil
+}
+
+// CheckReplicas reports whether n is a valid number of replicas: 1 to
+// maxReplicas.
+func CheckReplicas(n int) error {
+	if n < 1 || n > maxReplicas {
+		return fmt.Errorf("must be 1..%d, got %d", maxReplicas, n)
+	}
+	return nil
+}
+
+// robotsBucket is the KV bucket workers share robots.txt entries in.
+const robotsBucket = "freshcrawl_robots"
 
 // EnsureExisting is Ensure for a worker: if the coordinator already made the
 // streams and consumers, their settings (MaxAckPending sized to the
@@ -208,7 +250,7 @@ func RobotsKV(ctx context.Context, js jetstream.JetStream, s Settings) (jetstrea
 		s.Replicas = 1
 	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      RobotsBucket,
+		Bucket:      robotsBucket,
 		Description: "robots.txt per host, shared by all workers",
 		TTL:         s.RobotsTTL,
 		Replicas:    s.Replicas,

@@ -10,16 +10,20 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/andybalholm/cascadia"
 	"github.com/spf13/pflag"
-
-	"github.com/freshcrawl/freshcrawl/internal/proto"
 	"gopkg.in/yaml.v3"
+
+	"github.com/freshcrawl/freshcrawl/internal/broker"
+	"github.com/freshcrawl/freshcrawl/internal/dispatch"
+	"github.com/freshcrawl/freshcrawl/internal/proto"
+	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/internal/worker"
+	"github.com/freshcrawl/freshcrawl/internal/worker/extract"
+	"github.com/freshcrawl/freshcrawl/internal/worker/fetch"
 )
 
 // Config holds every setting. Not every subcommand uses every key.
@@ -75,17 +79,30 @@ type Config struct {
 	MinChange      float64  `key:"min-change"`
 }
 
-// DefaultUserAgent identifies the crawler and where to read about it.
-const DefaultUserAgent = "freshcrawl/0.1 (+https://github.com/freshcrawl/freshcrawl)"
+// Defaults of the settings config itself owns: where a process keeps its
+// data, where it serves, how much it logs, how many workers `run` starts.
+// Every other default belongs to the package that uses the setting.
+const (
+	defaultData     = "./freshcrawl-data"
+	defaultListen   = "127.0.0.1:8080"
+	defaultLogLevel = "info"
+	defaultWorkers  = 4
+)
 
-// Default returns the defaults.
+// Default returns the defaults. Every value is its owner's constant, so
+// the CLI, the library's zero values, the README and the compose file
+// cannot drift apart (cmd/freshcrawl's TestConfigReference checks the
+// README and the compose file against the flags).
 func Default() Config {
 	return Config{
-		Data: "./freshcrawl-data", NATSListen: "127.0.0.1:4222", Listen: "127.0.0.1:8080", LogLevel: "info",
-		Budget: 10, HostRate: 1, MaxInFlight: 256, Policy: "optimal", ProbePolicy: "greedy", Objective: "freshness", Replan: 30 * time.Second,
-		PriorRate: Rate(0.25 / 86400), HalfLife: 90 * 24 * time.Hour, Explore: 0.5, LMSkew: time.Minute,
-		AckWait: 60 * time.Second, MaxDeliver: 5, Replicas: 1,
-		Workers: 4, Concurrency: 8, UserAgent: DefaultUserAgent, Timeout: 30 * time.Second, MaxBody: 4 << 20, MaxRedirects: 5,
+		Data: defaultData, NATSListen: broker.DefaultListen, Listen: defaultListen, LogLevel: defaultLogLevel,
+		Budget: Rate(schedule.DefaultBudget), HostRate: Rate(schedule.DefaultHostRate), MaxInFlight: dispatch.DefaultMaxInFlight,
+		Policy: schedule.DefaultPolicy, Objective: schedule.DefaultObjective, ProbePolicy: schedule.DefaultProbePolicy,
+		Replan: schedule.DefaultReplan, PriorRate: Rate(schedule.DefaultPriorRate), HalfLife: schedule.DefaultHalfLife,
+		Explore: schedule.DefaultExploreShare, LMSkew: schedule.DefaultLMSkew,
+		AckWait: broker.DefaultAckWait, MaxDeliver: broker.DefaultMaxDeliver, Replicas: broker.DefaultReplicas,
+		Workers: defaultWorkers, Concurrency: worker.DefaultConcurrency,
+		UserAgent: fetch.DefaultUserAgent, Timeout: fetch.DefaultTimeout, MaxBody: fetch.DefaultMaxBody, MaxRedirects: fetch.DefaultMaxRedirects,
 	}
 }
 
@@ -113,7 +130,7 @@ var keyDocs = []Key{
 	{"replan", "how often the allocation is re-solved"},
 	{"prior-rate", "change rate assumed for a URL never observed"},
 	{"half-life", "age at which an observation counts half in the change-rate estimate"},
-	{"explore", "largest share of the budget (and of each host's cap) exploration may take: probes of URLs whose change rate is not resolved and rechecks of URLs given up"},
+	{"explore", "largest share of the budget (and of each host's cap) exploration may take, in (0,1]: probes of URLs whose change rate is not resolved and rechecks of URLs given up (optimal); the share of budget/URLs kept for URLs given up (uniform, proportional)"},
 	{"probe-policy", "how tracked items of keyword-search sources are refreshed: greedy (keyword probes), naive1 or naive2 (fetch by id; baselines)"},
 	{"lm-skew", "clock skew tolerated when deciding whether a server's Last-Modified can be trusted as the time of the last change"},
 	{"capture-uniform", "poll capture URLs uniformly instead of at learnt phases (a baseline for comparison)"},
@@ -126,7 +143,7 @@ var keyDocs = []Key{
 	{"user-agent", "User-Agent of every request; its first token is the robots.txt product token"},
 	{"timeout", "total time allowed for one fetch"},
 	{"max-body", "largest response body in bytes, after decompression"},
-	{"max-redirects", "most redirects followed"},
+	{"max-redirects", "most redirects followed (0: none)"},
 	{"allow-private", "allow fetching private, loopback and link-local addresses"},
 	{"worker-id", "name of this worker in results and status"},
 	{"ignore-selector", "CSS selector (group) of elements dropped from every page before hashing, e.g. \".ad, .clock\""},
@@ -309,83 +326,52 @@ func readYAML(file string) (map[string][]string, error) {
 	return out, nil
 }
 
-// Validate checks the values that flags cannot.
+// Validate checks the values that flags cannot, each with the check of
+// the package that owns the setting, and names the key at fault. A 0 the
+// flags allow means 0 (--max-redirects 0 follows none, --workers 0 starts
+// none), never "the default".
 func (c *Config) Validate() error {
 	var errs []string
-	if c.Budget <= 0 {
-		errs = append(errs, "budget must be > 0")
-	}
-	if c.HostRate <= 0 {
-		errs = append(errs, "host-rate must be > 0")
-	}
-	if c.MaxInFlight <= 0 {
-		errs = append(errs, "max-in-flight must be > 0")
-	}
-	switch c.Policy {
-	case "optimal", "uniform", "proportional":
-	default:
-		errs = append(errs, fmt.Sprintf("policy %q: want optimal, uniform or proportional", c.Policy))
-	}
-	switch c.ProbePolicy {
-	case "greedy", "naive1", "naive2":
-	default:
-		errs = append(errs, fmt.Sprintf("probe-policy %q: want greedy, naive1 or naive2", c.ProbePolicy))
-	}
-	switch c.Objective {
-	case "freshness", "age":
-	default:
-		errs = append(errs, fmt.Sprintf("objective %q: want freshness or age", c.Objective))
-	}
-	if c.Workers < 0 {
-		errs = append(errs, "workers must be ≥ 0")
-	}
-	if c.Concurrency <= 0 {
-		errs = append(errs, "concurrency must be > 0")
-	}
-	if c.MaxDeliver < 1 {
-		errs = append(errs, "max-deliver must be ≥ 1")
-	}
-	if c.AckWait < time.Second {
-		errs = append(errs, "ack-wait must be ≥ 1s")
-	}
-	if c.Explore < 0 || c.Explore > 1 {
-		errs = append(errs, "explore must be in [0,1]")
-	}
-	if c.Timeout <= 0 {
-		errs = append(errs, "timeout must be > 0")
-	}
-	if c.MaxBody <= 0 {
-		errs = append(errs, "max-body must be > 0")
-	}
-	if c.MaxRedirects < 0 {
-		errs = append(errs, "max-redirects must be ≥ 0")
-	}
-	if c.Replicas < 1 || c.Replicas > 5 {
-		errs = append(errs, "replicas must be 1..5")
-	}
-	if c.Replan <= 0 {
-		errs = append(errs, "replan must be > 0")
-	}
-	if c.LMSkew < time.Second {
-		errs = append(errs, "lm-skew must be ≥ 1s (HTTP dates have whole seconds)")
-	}
-	if c.HalfLife <= 0 {
-		errs = append(errs, "half-life must be > 0")
-	}
-	if c.PriorRate <= 0 {
-		errs = append(errs, "prior-rate must be > 0")
-	}
-	if c.MinChange < 0 {
-		errs = append(errs, "min-change must be ≥ 0")
-	}
-	if c.IgnoreSelector != "" {
-		if _, err := cascadia.Compile(c.IgnoreSelector); err != nil {
-			errs = append(errs, fmt.Sprintf("ignore-selector %q: %v", c.IgnoreSelector, err))
+	check := func(key string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", key, err))
 		}
 	}
-	for _, p := range c.IgnorePatterns {
-		if _, err := regexp.Compile(p); err != nil {
-			errs = append(errs, fmt.Sprintf("ignore-pattern %q: %v", p, err))
+	check("budget", schedule.CheckRate(c.Budget.PerSecond()))
+	check("host-rate", schedule.CheckRate(c.HostRate.PerSecond()))
+	check("max-in-flight", dispatch.CheckMaxInFlight(c.MaxInFlight))
+	check("policy", schedule.CheckPolicy(c.Policy))
+	check("objective", schedule.CheckObjective(c.Objective))
+	check("probe-policy", schedule.CheckProbePolicy(c.ProbePolicy))
+	check("replan", schedule.CheckPositive(c.Replan))
+	check("prior-rate", schedule.CheckRate(c.PriorRate.PerSecond()))
+	check("half-life", schedule.CheckPositive(c.HalfLife))
+	check("explore", schedule.CheckExploreShare(c.Explore))
+	check("lm-skew", schedule.CheckLMSkew(c.LMSkew))
+	check("ack-wait", broker.CheckAckWait(c.AckWait))
+	check("max-deliver", broker.CheckMaxDeliver(c.MaxDeliver))
+	check("replicas", broker.CheckReplicas(c.Replicas))
+	if c.Workers < 0 {
+		check("workers", fmt.Errorf("must be ≥ 0, got %d", c.Workers))
+	}
+	check("concurrency", worker.CheckConcurrency(c.Concurrency))
+	check("user-agent", fetch.CheckUserAgent(c.UserAgent))
+	check("timeout", fetch.CheckTimeout(c.Timeout))
+	check("max-body", fetch.CheckMaxBody(c.MaxBody))
+	check("max-redirects", fetch.CheckMaxRedirects(c.MaxRedirects))
+	// The default noise rules, compiled as a worker compiles them: each
+	// key's on its own, so that every bad one is named, then together.
+	rules := c.DefaultIgnore()
+	bad := false
+	for _, r := range []proto.IgnoreRules{{Selectors: rules.Selectors}, {Patterns: rules.Patterns}, {MinChange: rules.MinChange}} {
+		if _, err := extract.Compile("", r); err != nil {
+			bad = true
+			check(ruleKey(err), err)
+		}
+	}
+	if !bad {
+		if _, err := extract.Compile("", rules); err != nil {
+			check(ruleKey(err), err)
 		}
 	}
 	if _, err := c.Level(); err != nil {
@@ -395,6 +381,24 @@ func (c *Config) Validate() error {
 		return errors.New("config: " + strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// ruleKey is the key that set the rule a compile error of DefaultIgnore's
+// rules is about.
+func ruleKey(err error) string {
+	var re *extract.RuleError
+	if !errors.As(err, &re) {
+		return "ignore"
+	}
+	switch {
+	case strings.HasPrefix(re.Field, "ignore.selectors"):
+		return "ignore-selector"
+	case strings.HasPrefix(re.Field, "ignore.patterns"):
+		return "ignore-pattern"
+	case re.Field == "ignore.min_change":
+		return "min-change"
+	}
+	return re.Field
 }
 
 // DefaultIgnore is the noise rules every URL gets.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,6 +95,60 @@ func TestUnknownAndBadValues(t *testing.T) {
 	for _, want := range []string{"policy", "ignore-selector", "ignore-pattern"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate should name %s: %v", want, err)
+		}
+	}
+}
+
+// Every check names the key at fault; a 0 the key allows is 0, not an
+// error and not the default.
+func TestValidateNamesTheKey(t *testing.T) {
+	ok := Default()
+	ok.MaxRedirects, ok.Workers, ok.MinChange = 0, 0, 0
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("zeros that mean zero refused: %v", err)
+	}
+	if ok.MaxRedirects != 0 {
+		t.Fatal("Validate must not fill in defaults")
+	}
+	for _, c := range []struct {
+		key string
+		set func(*Config)
+	}{
+		{"budget", func(c *Config) { c.Budget = 0 }},
+		{"host-rate", func(c *Config) { c.HostRate = 0 }},
+		{"max-in-flight", func(c *Config) { c.MaxInFlight = 0 }},
+		{"policy", func(c *Config) { c.Policy = "nutch" }},
+		{"objective", func(c *Config) { c.Objective = "speed" }},
+		{"probe-policy", func(c *Config) { c.ProbePolicy = "naive3" }},
+		{"replan", func(c *Config) { c.Replan = 0 }},
+		{"prior-rate", func(c *Config) { c.PriorRate = 0 }},
+		{"half-life", func(c *Config) { c.HalfLife = -time.Hour }},
+		{"explore", func(c *Config) { c.Explore = 0 }},
+		{"explore", func(c *Config) { c.Explore = math.NaN() }},
+		{"explore", func(c *Config) { c.Explore = 1.5 }},
+		{"lm-skew", func(c *Config) { c.LMSkew = time.Millisecond }},
+		{"ack-wait", func(c *Config) { c.AckWait = 500 * time.Millisecond }},
+		{"max-deliver", func(c *Config) { c.MaxDeliver = 0 }},
+		{"replicas", func(c *Config) { c.Replicas = 6 }},
+		{"workers", func(c *Config) { c.Workers = -1 }},
+		{"concurrency", func(c *Config) { c.Concurrency = 0 }},
+		{"user-agent", func(c *Config) { c.UserAgent = "freshcrawl\r\nX-Evil: 1" }},
+		{"user-agent", func(c *Config) { c.UserAgent = "/1.0" }},
+		{"timeout", func(c *Config) { c.Timeout = 0 }},
+		{"max-body", func(c *Config) { c.MaxBody = 0 }},
+		{"max-redirects", func(c *Config) { c.MaxRedirects = -1 }},
+		{"ignore-selector", func(c *Config) { c.IgnoreSelector = "div[[" }},
+		{"ignore-pattern", func(c *Config) { c.IgnorePatterns = []string{`\d+`, ""} }},
+		{"ignore-pattern", func(c *Config) { c.IgnorePatterns = []string{"(["} }},
+		{"min-change", func(c *Config) { c.MinChange = -0.1 }},
+		{"min-change", func(c *Config) { c.MinChange = math.NaN() }},
+		{"log-level", func(c *Config) { c.LogLevel = "loud" }},
+	} {
+		cfg := Default()
+		c.set(&cfg)
+		err := cfg.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.key) {
+			t.Errorf("%s: Validate = %v, want an error naming %s", c.key, err, c.key)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,6 +50,12 @@ type Status struct {
 	CappedHosts    int       `json:"hosts_at_cap"`
 	PlannedAt      time.Time `json:"planned_at,omitzero"`
 
+	// ModelFreshnessLo and ModelFreshnessHi are the model's freshness with
+	// every change-rate estimate at the upper or lower end of its 90%
+	// interval.
+	ModelFreshnessLo float64 `json:"model_freshness_lo"`
+	ModelFreshnessHi float64 `json:"model_freshness_hi"`
+
 	// Capture URLs (Ashish, Kulkarni & Wang): how many, how many still learning, the
 	// mean expected change recall of the learnt ones, and the first few.
 	CaptureURLs     int                      `json:"capture_urls"`
@@ -75,6 +80,7 @@ func (c *Coordinator) Status() Status {
 		s.URLs, s.Hosts, s.Disallowed = sc.Len(), sc.Hosts(), sc.Disallowed()
 		s.ModelFreshness, s.PlanFreshness, s.ModelAge, s.GivenUp, s.CappedHosts = plan.ModelFreshness, plan.Freshness, plan.Age, plan.GivenUp, plan.CappedHosts
 		s.Unabsorbed, s.PlannedAt, s.BudgetInUse = plan.Unabsorbed, planAt, inUse
+		_, s.ModelFreshnessLo, s.ModelFreshnessHi = sc.FreshnessBand()
 		caps = sc.CaptureStatus(math.MaxInt)
 	})
 	s.Probes = c.probeStatus()
@@ -134,20 +140,24 @@ func finite(x float64) float64 {
 //	GET  /api/status             Status as JSON
 //	GET  /api/url?url=U          the URL's record
 //	GET  /api/versions?url=U     versions of a capture URL (&show=N for one, with text)
-//	GET  /api/changes?after=N    the change log after sequence N (&limit=)
+//	GET  /api/changes?after=N    the change log after sequence N (&limit=, &url=U for one URL)
 //	POST /api/items?source=S     tracked items of a keyword-search source (JSON lines)
 //	GET  /api/items?source=S     the tracked items with value, rate and last sync
 //	GET  /metrics                Prometheus metrics
 //	GET  /healthz                liveness
+//
+// and the operator's console (internal/api: the dashboard at / and the
+// URL lifecycle under /api/).
 func (c *Coordinator) Handler() http.Handler {
 	mux := http.NewServeMux()
+	c.console.Mount(mux)
 	mux.HandleFunc("POST /api/seeds", c.handleSeeds)
 	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, c.Status()) })
 	mux.HandleFunc("GET /api/url", c.handleURL)
 	mux.HandleFunc("GET /api/versions", c.handleVersions)
 	mux.HandleFunc("GET /api/changes", c.handleChanges)
 	mux.HandleFunc("POST /api/items", c.handleAddItems)
-	mux.HandleFunc("GET /api/items", func(w http.ResponseWriter, r *http.Request) { ServeItems(c.db, w, r) })
+	mux.HandleFunc("GET /api/items", func(w http.ResponseWriter, r *http.Request) { serveItems(c.db, w, r) })
 	mux.Handle("GET /metrics", promhttp.HandlerFor(c.m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	return mux
@@ -196,12 +206,12 @@ func (c *Coordinator) handleURL(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Coordinator) handleVersions(w http.ResponseWriter, r *http.Request) {
-	ServeVersions(c.db, w, r)
+	serveVersions(c.db, w, r)
 }
 
-// ServeVersions answers GET /api/versions from db (shared with the CLI's
+// serveVersions answers GET /api/versions from db (shared with the CLI's
 // offline mode).
-func ServeVersions(db *store.DB, w http.ResponseWriter, r *http.Request) {
+func serveVersions(db *store.DB, w http.ResponseWriter, r *http.Request) {
 	u := r.URL.Query().Get("url")
 	if u == "" {
 		writeErr(w, http.StatusBadRequest, errors.New("missing url parameter"))
@@ -238,7 +248,12 @@ func (c *Coordinator) handleChanges(w http.ResponseWriter, r *http.Request) {
 	if err != nil || limit <= 0 || limit > 10000 {
 		limit = 100
 	}
-	ch, err := c.db.Changes(after, limit)
+	var ch []store.Change
+	if u := r.URL.Query().Get("url"); u != "" {
+		ch, err = c.db.ChangesOf(u, after, limit) // one URL's changes, through its index
+	} else {
+		ch, err = c.db.Changes(after, limit)
+	}
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, err)
 		return
@@ -254,24 +269,6 @@ func statusOf(err error) int {
 		return http.StatusNotFound
 	}
 	return http.StatusInternalServerError
-}
-
-// Serve runs the HTTP API on addr until ctx is done.
-func (c *Coordinator) Serve(ctx context.Context, srv *http.Server) error {
-	srv.Handler = c.Handler()
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	select {
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return srv.Shutdown(sctx)
-	case err := <-errc:
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
-		}
-		return fmt.Errorf("HTTP API on %s: %w", srv.Addr, err)
-	}
 }
 
 func (c *Coordinator) handleAddItems(w http.ResponseWriter, r *http.Request) {
@@ -325,8 +322,8 @@ func Items(db *store.DB, source string) ([]ItemView, error) {
 	return out, nil
 }
 
-// ServeItems answers GET /api/items.
-func ServeItems(db *store.DB, w http.ResponseWriter, r *http.Request) {
+// serveItems answers GET /api/items.
+func serveItems(db *store.DB, w http.ResponseWriter, r *http.Request) {
 	items, err := Items(db, r.URL.Query().Get("source"))
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, err)

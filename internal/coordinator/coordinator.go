@@ -20,16 +20,22 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/freshcrawl/freshcrawl/internal/api"
 	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/dispatch"
 	"github.com/freshcrawl/freshcrawl/internal/fold"
 	"github.com/freshcrawl/freshcrawl/internal/proto"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/internal/seed"
 	"github.com/freshcrawl/freshcrawl/internal/source"
 	"github.com/freshcrawl/freshcrawl/internal/store"
+	"github.com/freshcrawl/freshcrawl/internal/worker/extract"
 )
 
-// Options configure a coordinator.
+// Options configure a coordinator. Zero fields take the defaults of the
+// package that owns the setting (schedule.DefaultBudget,
+// dispatch.DefaultMaxInFlight, broker.DefaultAckWait, …); New refuses
+// values out of range.
 type Options struct {
 	// Budget is the total fetches per second.
 	Budget float64
@@ -37,20 +43,20 @@ type Options struct {
 	HostRate float64
 	// MaxInFlight bounds tasks dispatched and not yet folded.
 	MaxInFlight int
-	// Policy turns estimates into frequencies (default uniform).
+	// Policy turns estimates into frequencies (default: the optimal
+	// policy for freshness).
 	Policy schedule.Policy
-	// Replan is how often the plan is re-solved (default 30s); it is also
-	// re-solved when estimates moved enough.
+	// Replan is how often the plan is re-solved; it is also re-solved
+	// when estimates moved enough.
 	Replan time.Duration
 	// PriorRate is the change rate assumed for a URL never observed,
-	// changes per second (default one a day).
+	// changes per second.
 	PriorRate float64
 	// HalfLife is the age at which an observation counts half in the
-	// change-rate estimate (default 90 days): shorter follows drift
-	// faster, longer is steadier.
+	// change-rate estimate: shorter follows drift faster, longer is
+	// steadier.
 	HalfLife time.Duration
-	// LMSkew is the clock skew tolerated when checking Last-Modified
-	// (default 1 minute).
+	// LMSkew is the clock skew tolerated when checking Last-Modified.
 	LMSkew time.Duration
 	// ExploreShare is the share of the plan's frequency floor given to URLs
 	// the optimum gives up on, so a wrong estimate can recover: such a URL
@@ -72,46 +78,74 @@ type Options struct {
 	MaxDeliver int
 	// Log receives structured logs.
 	Log *slog.Logger
+	// ConsoleEvery is the sampling period of the console's charts
+	// (default 5s).
+	ConsoleEvery time.Duration
 }
 
+// withDefaults fills the zero fields the coordinator reads itself; those
+// it only passes on (ExploreShare, Replan, Policy) are left to their
+// owner.
 func (o Options) withDefaults() Options {
 	if o.Budget <= 0 {
-		o.Budget = 10
+		o.Budget = schedule.DefaultBudget
 	}
 	if o.HostRate <= 0 {
-		o.HostRate = 1
+		o.HostRate = schedule.DefaultHostRate
 	}
 	if o.MaxInFlight <= 0 {
-		o.MaxInFlight = 256
-	}
-	if o.Replan <= 0 {
-		o.Replan = 30 * time.Second
+		o.MaxInFlight = dispatch.DefaultMaxInFlight
 	}
 	if o.PriorRate <= 0 {
-		// A quarter of a change a day: the mean of the page population Cho
-		// & Garcia-Molina measured (Cho & Garcia-Molina Table 6), as in
-		// estimate.DefaultPrior.
-		o.PriorRate = 0.25 / 86400
+		o.PriorRate = schedule.DefaultPriorRate
 	}
 	if o.HalfLife <= 0 {
-		o.HalfLife = 90 * 24 * time.Hour
+		o.HalfLife = schedule.DefaultHalfLife
 	}
-	if o.ExploreShare <= 0 {
-		o.ExploreShare = 0.5
+	if o.LMSkew <= 0 {
+		o.LMSkew = schedule.DefaultLMSkew
 	}
 	if o.AckWait <= 0 {
-		o.AckWait = 60 * time.Second
+		o.AckWait = broker.DefaultAckWait
 	}
 	if o.MaxDeliver <= 0 {
-		o.MaxDeliver = 5
+		o.MaxDeliver = broker.DefaultMaxDeliver
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
 	if o.ProbePolicy == "" {
-		o.ProbePolicy = schedule.ProbeGreedy
+		o.ProbePolicy = schedule.DefaultProbePolicy
 	}
 	return o
+}
+
+// validate checks the options after withDefaults, with the checks of the
+// settings' owners, and compiles the default noise rules as a worker will.
+// AckWait and MaxDeliver are not checked here: they are the task
+// consumer's, whatever created it.
+func (o Options) validate() error {
+	var errs []error
+	check := func(field string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", field, err))
+		}
+	}
+	check("Budget", schedule.CheckRate(o.Budget))
+	check("HostRate", schedule.CheckRate(o.HostRate))
+	check("PriorRate", schedule.CheckRate(o.PriorRate))
+	check("MaxInFlight", dispatch.CheckMaxInFlight(o.MaxInFlight))
+	if o.ExploreShare != 0 { // 0: the scheduler's default
+		check("ExploreShare", schedule.CheckExploreShare(o.ExploreShare))
+	}
+	check("LMSkew", schedule.CheckLMSkew(o.LMSkew))
+	check("ProbePolicy", schedule.CheckProbePolicy(o.ProbePolicy))
+	_, err := extract.Compile("", o.DefaultIgnore)
+	check("DefaultIgnore", err)
+	if len(errs) > 0 {
+		return fmt.Errorf("coordinator options: %w", errors.Join(errs...))
+	}
+	return nil
 }
 
 // Coordinator is one running coordinator. Its state is split by what
@@ -120,7 +154,7 @@ func (o Options) withDefaults() Options {
 //   - the live schedule and the tasks in flight: the dispatcher's lock
 //     (dispatch.Dispatcher), never held across I/O or a policy's solve;
 //   - worker heartbeats: workers;
-//   - one-off probe requests and the result totals they saw: probes;
+//   - one-off probe requests and what their results showed: probes;
 //   - the sources' probe planners: rounds, held while a round is planned;
 //   - counters: counts, and the per-minute windows their own.
 //
@@ -135,6 +169,9 @@ type Coordinator struct {
 	m      *metrics
 	disp   *dispatch.Dispatcher
 	folder *fold.Folder
+	// est is the folder's estimator, for the standard error of the prior
+	// a URL never fetched starts with (withPrior).
+	est schedule.Estimator
 
 	sources []*sourceState // fixed after New; their planners are guarded by rounds
 	rounds  sync.Mutex
@@ -145,10 +182,12 @@ type Coordinator struct {
 	}
 	probes struct {
 		sync.Mutex
-		reqs   map[string]schedule.ProbeRequest // one-off probe URL → its request
-		totals map[string][]observedTotal       // by source: first-page totals folded since its last round
+		reqs map[string]schedule.ProbeRequest // one-off probe URL → its request
+		seen map[string][]probeSeen           // by source: what results taught since its last round
 	}
 	queue atomic.Pointer[broker.QueueInfo]
+
+	console *api.Server // the operator's console: dashboard and URL lifecycle
 
 	fetchWin window
 	chgWin   window
@@ -163,7 +202,7 @@ type Coordinator struct {
 // must exist (broker.Ensure). It fails on a bad source definition.
 func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Coordinator, error) {
 	opts = opts.withDefaults()
-	if err := schedule.CheckProbePolicy(opts.ProbePolicy); err != nil {
+	if err := opts.validate(); err != nil {
 		return nil, err
 	}
 	c := &Coordinator{opts: opts, db: db, nc: nc, js: js, log: opts.Log.With("role", "coordinator")}
@@ -171,16 +210,15 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 	sched := schedule.NewScheduler(schedule.SchedulerOptions{Budget: opts.Budget, HostRate: opts.HostRate, Policy: opts.Policy, ExploreShare: opts.ExploreShare, Replan: opts.Replan, CaptureUniform: opts.CaptureUniform,
 		Priors: est.Priors, HalfLife: opts.HalfLife})
 	c.opts.Policy = sched.Policy()
-	if opts.LMSkew > 0 {
-		est.Trust.ClockSkew = opts.LMSkew.Seconds()
-	}
+	est.Trust.ClockSkew = opts.LMSkew.Seconds()
 	c.disp = dispatch.New(js, sched, dispatch.Options{Budget: opts.Budget, MaxInFlight: opts.MaxInFlight, Prepare: c.prepare, Log: c.log})
-	c.folder = fold.New(db, est, c.log)
+	c.folder, c.est = fold.New(db, est, c.log), est
 	c.m = newMetrics(c.disp)
 	c.workers.seen = map[string]time.Time{}
 	c.probes.reqs = map[string]schedule.ProbeRequest{}
-	c.probes.totals = map[string][]observedTotal{}
+	c.probes.seen = map[string][]probeSeen{}
 	c.counts.errors = map[string]int64{}
+	c.console = api.New(console{c}, api.Options{Log: c.log, Every: opts.ConsoleEvery})
 	c.m.budget.Set(opts.Budget)
 	for _, src := range opts.Sources {
 		ss, err := newSourceState(src, opts.ProbePolicy, opts.PriorRate)
@@ -197,11 +235,9 @@ func (c *Coordinator) load() error {
 	now := time.Now()
 	n := 0
 	err := c.db.ForEach(func(u store.URL) error {
-		if u.Rate <= 0 {
-			u.Rate = c.opts.PriorRate
-		}
+		u = c.withPrior(u)
 		var vs []store.Version
-		if u.Mode == "capture" {
+		if u.Mode == string(seed.ModeCapture) {
 			// Capture URLs relearn their rhythm from the stored versions.
 			var err error
 			if vs, err = c.db.Versions(u.URL); err != nil {
@@ -228,8 +264,8 @@ func (c *Coordinator) load() error {
 // info is what the scheduler needs of a stored URL.
 func info(u store.URL) schedule.URLInfo {
 	period, _ := time.ParseDuration(u.Period) // validated when seeded
-	return schedule.URLInfo{URL: u.URL, Host: u.Host, Weight: u.Weight, Capture: u.Mode == "capture", Rate: u.Rate, Interval: u.Interval, NextDue: u.NextDue, Disallowed: u.Disallowed,
-		Period: period, Polls: u.Polls, LastOK: u.LastOK, Estimate: u.Estimate}
+	return schedule.URLInfo{URL: u.URL, Host: u.Host, Weight: u.Weight, Capture: u.Mode == string(seed.ModeCapture), Rate: u.Rate, Interval: u.Interval, NextDue: u.NextDue, Disallowed: u.Disallowed,
+		Period: period, Polls: u.Polls, Paused: u.Paused, RateSE: u.RateSE, LastOK: u.LastOK, Estimate: u.Estimate}
 }
 
 // Run serves until ctx is done.
@@ -271,7 +307,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	errc := make(chan error, 4)
-	loops := []func(context.Context) error{c.disp.Run, c.resultLoop, c.maintainLoop}
+	loops := []func(context.Context) error{c.disp.Run, c.resultLoop, c.maintainLoop, c.console.Run}
 	if len(c.sources) > 0 {
 		loops = append(loops, c.probeLoop)
 	}
@@ -314,6 +350,7 @@ func decodeHeartbeat(b []byte) (proto.Heartbeat, error) {
 func (c *Coordinator) prepare(_ context.Context, t *proto.Task) error {
 	c.probeTask(t)
 	var rec store.URL
+	hasRaw := false
 	if t.Kind != proto.KindProbe {
 		err := c.db.View(func(tx *store.Tx) error {
 			u, found, err := tx.Get(t.URL)
@@ -321,6 +358,7 @@ func (c *Coordinator) prepare(_ context.Context, t *proto.Task) error {
 				return err
 			}
 			rec = u
+			hasRaw = u.KeepRaw && tx.HasRaw(t.URL)
 			return nil
 		})
 		if err != nil {
@@ -329,6 +367,11 @@ func (c *Coordinator) prepare(_ context.Context, t *proto.Task) error {
 	}
 	t.Selector, t.Ignore = rec.Selector, mergeIgnore(c.opts.DefaultIgnore, rec.Ignore)
 	t.ETag, t.LastModified, t.PrevHash = rec.ETag, rec.LastMod, rec.Hash
+	if t.KeepRaw = rec.KeepRaw; t.KeepRaw && !hasRaw {
+		// No raw body kept yet: ask for one, unconditionally, so a 304
+		// does not leave the URL without it.
+		t.NeedRaw, t.ETag, t.LastModified = true, "", ""
+	}
 	return nil
 }
 

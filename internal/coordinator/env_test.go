@@ -106,15 +106,23 @@ func run(tb testing.TB, c *Coordinator) (stop func()) {
 	return stop
 }
 
-// waitFor polls cond until it holds or the deadline passes.
+// waitFor checks cond on every tick until it holds, and fails if it still
+// does not when the deadline passes (a bound on a broken run).
 func waitFor(tb testing.TB, within time.Duration, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(within)
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-deadline.C:
+			if cond() {
+				return
+			}
 			tb.Fatalf("timed out after %s waiting for %s", within, what)
+		case <-tick.C:
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

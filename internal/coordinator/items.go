@@ -59,7 +59,7 @@ func IngestItems(db *store.DB, r io.Reader, file, source string) (ItemsSummary, 
 		it, err := parseItem(text)
 		if err != nil {
 			sum.Bad++
-			if len(sum.Errors) < MaxSeedErrors {
+			if len(sum.Errors) < maxSeedErrors {
 				sum.Errors = append(sum.Errors, fmt.Sprintf("%s:%d: %v", file, line, err))
 			}
 			continue

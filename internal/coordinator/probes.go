@@ -42,10 +42,17 @@ func newSourceState(src source.Source, policy string, priorRate float64) (*sourc
 	return &sourceState{Prober: p, def: def}, nil
 }
 
-// observedTotal is the result count a query's first result page showed.
-type observedTotal struct {
+// probeSeen is what one folded probe result taught its source's planner:
+// a result page (the total it showed and the ids it listed) or, for a
+// fetch by id, that the item's page is gone. The planner learns it at its
+// next round, under the rounds lock, so folds never wait on planning.
+type probeSeen struct {
 	query []string
+	page  int
 	total int
+	ids   []string
+	at    time.Time
+	gone  string // item id whose page answered 404 or 410
 }
 
 // probeLoop starts the probe rounds of keyword-search sources when due.
@@ -90,11 +97,15 @@ func (c *Coordinator) probeRounds(now time.Time) {
 			items[i] = schedule.TrackedItem{ID: it.ID, Attrs: it.Attrs, Rate: it.Rate, LastSync: it.LastSync}
 		}
 		c.probes.Lock()
-		totals := c.probes.totals[name]
-		delete(c.probes.totals, name)
+		seen := c.probes.seen[name]
+		delete(c.probes.seen, name)
 		c.probes.Unlock()
-		for _, t := range totals {
-			ss.ObserveTotal(t.query, t.total)
+		for _, o := range seen {
+			if o.gone != "" {
+				ss.ObserveGone(o.gone)
+				continue
+			}
+			ss.ObserveResults(o.query, o.page, o.total, o.ids, o.at)
 		}
 		reqs, length, rep, err := ss.Round(items, now)
 		if err != nil {

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -132,7 +133,7 @@ func (c *Coordinator) afterFold(results []proto.Result, out []fold.Outcome) {
 		o := &out[i]
 		done[i] = dispatch.Finished{TaskID: results[i].TaskID, URL: results[i].URL, At: o.At, Applied: o.Applied, Feedback: o.Feedback}
 		if v := o.Version; v != nil {
-			done[i].Version = &dispatch.Version{After: v.After, Before: v.Before, Exact: v.Exact}
+			done[i].Version = &dispatch.Version{After: v.After, Before: v.Before, Exact: v.Exact, Times: o.UpdateTimes}
 		}
 		if done[i].At.IsZero() {
 			done[i].At = now
@@ -147,9 +148,17 @@ func (c *Coordinator) afterFold(results []proto.Result, out []fold.Outcome) {
 			continue
 		}
 		req, ok := c.probes.reqs[r.URL]
-		if ok && out[i].Applied && r.OK() && req.Item == "" && req.Page == 1 {
-			// The planner learns the result count at its next round.
-			c.probes.totals[req.Source] = append(c.probes.totals[req.Source], observedTotal{query: req.Query, total: r.Total})
+		switch {
+		case !ok || !out[i].Applied:
+		case r.OK() && req.Item == "":
+			ids := make([]string, len(r.Items))
+			for k, it := range r.Items {
+				ids[k] = it.ID
+			}
+			// Total is -1 when the page shows none.
+			c.probes.seen[req.Source] = append(c.probes.seen[req.Source], probeSeen{query: req.Query, page: req.Page, total: r.Total, ids: ids, at: out[i].At})
+		case req.Item != "" && (r.Status == http.StatusNotFound || r.Status == http.StatusGone):
+			c.probes.seen[req.Source] = append(c.probes.seen[req.Source], probeSeen{gone: req.Item})
 		}
 		if gone[i] {
 			delete(c.probes.reqs, r.URL)

@@ -15,11 +15,11 @@ type SeedSummary struct {
 	Added   int      `json:"added"`
 	Updated int      `json:"updated"`
 	Bad     int      `json:"bad"`
-	Errors  []string `json:"errors,omitempty"` // the first MaxSeedErrors bad lines
+	Errors  []string `json:"errors,omitempty"` // the first maxSeedErrors (1000) bad lines
 }
 
-// MaxSeedErrors bounds the bad lines kept in a summary; all are counted.
-const MaxSeedErrors = 1000
+// maxSeedErrors bounds the bad lines kept in a summary; all are counted.
+const maxSeedErrors = 1000
 
 // seedBatch is how many seeds one store transaction takes: large enough
 // that a million lines is a thousand commits, small enough to keep memory
@@ -50,13 +50,13 @@ func IngestSeeds(db *store.DB, r io.Reader, file string, onBad func(*seed.LineEr
 	}
 	now := time.Now()
 	good, bad, err := seed.Parse(r, file, func(s seed.Seed) error {
-		batch = append(batch, store.URL{URL: s.URL, Host: s.Host, Weight: s.Weight, Selector: s.Selector, Mode: string(s.Mode), Ignore: s.Ignore, Period: s.Period, Polls: s.Polls, AddedAt: now})
+		batch = append(batch, store.URL{URL: s.URL, Host: s.Host, Weight: s.Weight, Selector: s.Selector, Mode: string(s.Mode), Ignore: s.Ignore, Period: s.Period, Polls: s.Polls, KeepRaw: s.KeepRaw, AddedAt: now})
 		if len(batch) == seedBatch {
 			return flush()
 		}
 		return nil
 	}, func(e *seed.LineError) {
-		if len(sum.Errors) < MaxSeedErrors {
+		if len(sum.Errors) < maxSeedErrors {
 			sum.Errors = append(sum.Errors, e.Error())
 		}
 		if onBad != nil {
@@ -84,10 +84,7 @@ func (c *Coordinator) AddSeeds(r io.Reader, file string) (SeedSummary, error) {
 			for _, u := range batch {
 				// A known URL keeps its estimate and schedule; only the
 				// seed's fields change.
-				if u.Rate <= 0 {
-					u.Rate = c.opts.PriorRate
-				}
-				s.Add(info(u), now)
+				s.Add(info(c.withPrior(u)), now)
 			}
 			n = s.Len()
 		})

@@ -14,6 +14,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -29,12 +30,26 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
 )
 
-// Options configure a Dispatcher.
+// DefaultMaxInFlight bounds the tasks dispatched and not yet folded unless
+// told otherwise. It also sizes the task consumer's MaxAckPending.
+const DefaultMaxInFlight = 256
+
+// CheckMaxInFlight reports whether n is a valid MaxInFlight: > 0.
+func CheckMaxInFlight(n int) error {
+	if n <= 0 {
+		return fmt.Errorf("must be > 0, got %d", n)
+	}
+	return nil
+}
+
+// Options configure a Dispatcher. Zero fields take the defaults.
 type Options struct {
 	// Budget is the total tasks per second (the global limiter, burst 1:
-	// never two tasks back to back above the budget).
+	// never two tasks back to back above the budget); default
+	// schedule.DefaultBudget.
 	Budget float64
-	// MaxInFlight bounds tasks dispatched and not yet finished.
+	// MaxInFlight bounds tasks dispatched and not yet finished (default
+	// DefaultMaxInFlight).
 	MaxInFlight int
 	// Prepare completes a task before it is published (the previous
 	// version's validators, a probe's spec). It runs without the lock;
@@ -45,6 +60,11 @@ type Options struct {
 	RetryAfter time.Duration
 	Log        *slog.Logger
 }
+
+// errDuplicate is a publish JetStream acknowledged as a duplicate of a
+// message with the same id in its de-duplication window: the task is not
+// queued, so no result will come for it.
+var errDuplicate = errors.New("JetStream dropped the task as a duplicate of one published before")
 
 // flight is a task dispatched and not yet finished.
 type flight struct {
@@ -69,10 +89,10 @@ type Dispatcher struct {
 // New returns a dispatcher of the tasks of sched onto js.
 func New(js jetstream.JetStream, sched *schedule.Scheduler, o Options) *Dispatcher {
 	if o.Budget <= 0 {
-		o.Budget = 10
+		o.Budget = schedule.DefaultBudget
 	}
 	if o.MaxInFlight <= 0 {
-		o.MaxInFlight = 256
+		o.MaxInFlight = DefaultMaxInFlight
 	}
 	if o.RetryAfter <= 0 {
 		o.RetryAfter = time.Second
@@ -114,6 +134,17 @@ func (d *Dispatcher) InFlight() int {
 	return len(d.inflight)
 }
 
+// InFlightOf is the number of tasks in flight for the URLs of urls.
+func (d *Dispatcher) InFlightOf(urls []string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, u := range urls {
+		n += d.perURL[u]
+	}
+	return n
+}
+
 // Published is the number of tasks published so far.
 func (d *Dispatcher) Published() uint64 { return d.published.Load() }
 
@@ -148,7 +179,15 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			d.Release(task.ID, now, now)
 			return nil
 		}
-		if err := d.publish(ctx, task); err != nil {
+		err := d.publish(ctx, task)
+		if errors.Is(err, errDuplicate) {
+			// Nothing will come back for it: free the host at once and
+			// give the URL a new due time, so a new task id.
+			d.o.Log.Warn("task dropped as a duplicate; will retry", "url", task.URL, "err", err)
+			d.Release(task.ID, now, now.Add(d.o.RetryAfter))
+			continue
+		}
+		if err != nil {
 			d.o.Log.Warn("publish task failed; will retry", "url", task.URL, "err", err)
 			d.Release(task.ID, now, now.Add(d.o.RetryAfter))
 			t := time.NewTimer(d.o.RetryAfter)
@@ -173,15 +212,15 @@ func (d *Dispatcher) take(now time.Time) (proto.Task, bool, time.Time) {
 	if !ok {
 		return proto.Task{}, false, at
 	}
-	task := NewTask(next, now)
+	task := newTask(next, now)
 	d.inflight[task.ID] = flight{url: next.URL, at: now}
 	d.perURL[next.URL]++
 	return task, true, time.Time{}
 }
 
-// NewTask builds the task of a dispatch. Its id is the URL's hash and due
+// newTask builds the task of a dispatch. Its id is the URL's hash and due
 // time, so a republish of the same fetch is dropped by JetStream.
-func NewTask(d schedule.Dispatch, now time.Time) proto.Task {
+func newTask(d schedule.Dispatch, now time.Time) proto.Task {
 	h := sha256.Sum256([]byte(d.URL))
 	id := hex.EncodeToString(h[:8]) + "-" + strconv.FormatInt(d.Due.UnixNano(), 10)
 	kind := proto.KindFetch
@@ -201,8 +240,12 @@ func (d *Dispatcher) publish(ctx context.Context, t proto.Task) error {
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := d.js.Publish(pctx, proto.TaskSubject(t.Kind), b, jetstream.WithMsgID(t.ID)); err != nil {
+	ack, err := d.js.Publish(pctx, proto.TaskSubject(t.Kind), b, jetstream.WithMsgID(t.ID))
+	if err != nil {
 		return fmt.Errorf("publish task %s: %w", t.ID, err)
+	}
+	if ack.Duplicate {
+		return fmt.Errorf("publish task %s: %w", t.ID, errDuplicate)
 	}
 	d.published.Add(1)
 	return nil
@@ -270,6 +313,9 @@ func (d *Dispatcher) Intervals(urls []string) []time.Duration {
 type Version struct {
 	After, Before time.Time
 	Exact         bool
+	// Times are the exact update times the poll's feed dated in the
+	// interval, newest first (none for a page that is not a feed).
+	Times []time.Time
 }
 
 // Finished is a folded result as the in-flight table and the scheduler
@@ -307,7 +353,10 @@ func (d *Dispatcher) Finish(done []Finished) []bool {
 			d.sched.Done(f.URL, f.Feedback)
 		}
 		if v := f.Version; v != nil && f.Applied {
-			d.sched.ObserveVersion(f.URL, v.After, v.Before, v.Exact, f.At)
+			// A feed's dates are the exact times; the version's Before is
+			// then only the newest of them.
+			d.sched.ObserveVersion(f.URL, v.After, v.Before, v.Exact && len(v.Times) == 0, f.At)
+			d.sched.ObserveExact(f.URL, v.Times)
 		}
 		gone[i] = !d.sched.Has(f.URL)
 	}

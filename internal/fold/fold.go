@@ -1,8 +1,10 @@
 // Package fold applies workers' results to the store: a batch of
 // proto.Result becomes, in one bbolt transaction, each URL's record
-// (counters, validators, hash, estimator state, schedule), its host's
-// politeness state, its latest content, the change log, capture versions
-// and the tracked items a keyword probe saw. Folding is idempotent: a
+// (counters, validators, hash, estimator state and the rate's standard
+// error, schedule), its fetch history, its host's politeness state and
+// counters, its latest content (and raw body, for a URL that keeps it),
+// the change log, capture versions and the tracked items a keyword probe
+// saw. Folding is idempotent: a
 // result already folded changes nothing. What each result teaches the
 // live schedule comes back as a schedule.Feedback, for the caller to apply
 // once the transaction has committed.
@@ -16,15 +18,17 @@ import (
 
 	"github.com/freshcrawl/freshcrawl/internal/proto"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/internal/seed"
 	"github.com/freshcrawl/freshcrawl/internal/source"
 	"github.com/freshcrawl/freshcrawl/internal/store"
 )
 
 // Folder folds results into one store.
 type Folder struct {
-	db  *store.DB
-	est schedule.Estimator
-	log *slog.Logger
+	db   *store.DB
+	est  schedule.Estimator
+	log  *slog.Logger
+	skew time.Duration // clock skew allowed to feed item dates
 }
 
 // New returns a folder into db that learns change rates with est.
@@ -32,8 +36,12 @@ func New(db *store.DB, est schedule.Estimator, log *slog.Logger) *Folder {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Folder{db: db, est: est, log: log}
+	return &Folder{db: db, est: est, log: log, skew: FeedSkew}
 }
+
+// FeedSkew is how far after a poll a feed item's date may lie and still be
+// taken as that poll's update (the server's clock ahead of ours).
+const FeedSkew = 2 * time.Second
 
 // Input is a result with what its fold needs of the live state, read by
 // the caller before the transaction so that the transaction waits for no
@@ -60,13 +68,16 @@ type Outcome struct {
 	Event *proto.ChangeEvent
 	// Version is the capture version stored, without its text.
 	Version *store.Version
+	// UpdateTimes are the exact update times a capture version's feed
+	// dated in the poll's interval (see feedTimes), newest first.
+	UpdateTimes []time.Time
 	// Feedback is what the fetch teaches the schedule (schedule.Learn);
 	// zero unless Applied.
 	Feedback schedule.Feedback
 }
 
-// At is when a result's fetch happened: its start, else its end.
-func At(r *proto.Result) time.Time {
+// fetchedAt is when a result's fetch happened: its start, else its end.
+func fetchedAt(r *proto.Result) time.Time {
 	if r.StartedAt.IsZero() {
 		return r.FinishedAt
 	}
@@ -80,7 +91,7 @@ func (f *Folder) Fold(in []Input) ([]Outcome, error) {
 	ids := make([]string, len(in))
 	for i := range in {
 		ids[i] = in[i].Result.TaskID
-		out[i].At = At(&in[i].Result)
+		out[i].At = fetchedAt(&in[i].Result)
 	}
 	applied, err := f.db.FoldMany(ids, func(i int, tx *store.Tx) error {
 		return f.one(tx, &in[i], &out[i])
@@ -154,8 +165,8 @@ func (f *Folder) one(tx *store.Tx, in *Input, o *Outcome) error {
 			if err := tx.SetContent(u.URL, r.Text); err != nil {
 				return err
 			}
-			if u.Mode == "capture" {
-				if _, err := addVersion(tx, &u, r, prevOK, at); err != nil {
+			if u.Mode == string(seed.ModeCapture) {
+				if _, err := addVersion(tx, &u, r, prevOK, at, nil); err != nil {
 					return err
 				}
 			}
@@ -175,8 +186,9 @@ func (f *Folder) one(tx *store.Tx, in *Input, o *Outcome) error {
 			if err := tx.SetContent(u.URL, r.Text); err != nil {
 				return err
 			}
-			if u.Mode == "capture" {
-				v, err := addVersion(tx, &u, r, prevOK, at)
+			if u.Mode == string(seed.ModeCapture) {
+				o.UpdateTimes = feedTimes(r.FeedTimes, prevOK, at, f.skew)
+				v, err := addVersion(tx, &u, r, prevOK, at, o.UpdateTimes)
 				if err != nil {
 					return err
 				}
@@ -205,8 +217,17 @@ func (f *Folder) one(tx *store.Tx, in *Input, o *Outcome) error {
 	}
 	o.Feedback = f.est.Learn(st, u.Rate, obs)
 	if st != nil {
-		u.Rate = o.Feedback.Rate
+		u.Rate, u.RateSE = o.Feedback.Rate, o.Feedback.RateSE
 		u.Estimate, _ = st.MarshalBinary()
+	}
+	if r.OK() && len(r.Raw) > 0 && u.KeepRaw {
+		raw := store.Raw{ContentType: r.ContentType, FetchedAt: at, Hash: r.Hash, Size: max(r.Bytes, int64(len(r.Raw))), Truncated: r.RawTruncated || r.Truncated, Body: r.Raw}
+		if err := tx.SetRaw(u.URL, raw); err != nil {
+			return err
+		}
+	}
+	if err := tx.AddFetch(u.URL, fetchOf(r, at, o.Changed)); err != nil {
+		return err
 	}
 	// Persist the schedule so a restarted coordinator resumes it.
 	if in.Interval > 0 {
@@ -228,6 +249,10 @@ func foldHost(tx *store.Tx, r *proto.Result, name string, at time.Time) (store.H
 	}
 	host.Host = name
 	host.LastFetch = at
+	host.Fetches++
+	if !r.OK() {
+		host.Errors++
+	}
 	if r.OK() {
 		host.ServerErrs = 0
 	} else if r.Status >= 500 || r.Status == 429 || r.ErrKind == proto.ErrConnect || r.ErrKind == proto.ErrTimeout {
@@ -252,12 +277,29 @@ func foldHost(tx *store.Tx, r *proto.Result, name string, at time.Time) (store.H
 	return host, tx.PutHost(host)
 }
 
+// fetchOf is a result as the URL's fetch history keeps it.
+func fetchOf(r *proto.Result, at time.Time, changed bool) store.Fetch {
+	f := store.Fetch{At: at, Duration: r.Duration, Status: r.Status, Bytes: r.Bytes, ErrKind: string(r.ErrKind), Outcome: store.OutcomeOK}
+	switch {
+	case !r.OK():
+		f.Outcome = store.OutcomeError
+	case r.NotModified:
+		f.Outcome = store.OutcomeNotModified
+	case changed:
+		f.Outcome = store.OutcomeChanged
+	}
+	return f
+}
+
 // addVersion stores a capture version with the interval it appeared in:
-// (previous poll, this poll], or exactly its Last-Modified when that is
-// plausible (not after this poll, after the previous one).
-func addVersion(tx *store.Tx, u *store.URL, r *proto.Result, prevOK, at time.Time) (store.Version, error) {
+// (previous poll, this poll], or exactly the newest of its feed's item
+// dates in that interval, else its Last-Modified when that is plausible
+// (not after this poll, after the previous one).
+func addVersion(tx *store.Tx, u *store.URL, r *proto.Result, prevOK, at time.Time, dated []time.Time) (store.Version, error) {
 	v := store.Version{URL: u.URL, CapturedAt: at, After: prevOK, Before: at, Hash: r.Hash, Text: r.Text, TaskID: r.TaskID}
-	if lm, err := http.ParseTime(r.LastModified); err == nil && !lm.After(at) && (prevOK.IsZero() || lm.After(prevOK)) {
+	if len(dated) > 0 {
+		v.Before, v.Exact = dated[0], true
+	} else if lm, err := http.ParseTime(r.LastModified); err == nil && !lm.After(at) && (prevOK.IsZero() || lm.After(prevOK)) {
 		v.Before, v.Exact = lm, true
 	}
 	seq, err := tx.AddVersion(v)
@@ -267,6 +309,27 @@ func addVersion(tx *store.Tx, u *store.URL, r *proto.Result, prevOK, at time.Tim
 	v.Seq, v.Text = seq, ""
 	u.Versions++
 	return v, nil
+}
+
+// feedTimes keeps the feed item dates that are updates of the poll's
+// interval: after the previous poll and not after this one. A date up to
+// skew after this poll is the server's clock running ahead and counts as
+// this poll's time; anything later, or before the previous poll, is not
+// an update this poll saw (an old item, a date in the future).
+func feedTimes(times []time.Time, prev, at time.Time, skew time.Duration) []time.Time {
+	if prev.IsZero() {
+		return nil
+	}
+	var out []time.Time
+	for _, t := range times {
+		if t.After(at) && !t.After(at.Add(skew)) {
+			t = at
+		}
+		if t.After(prev) && !t.After(at) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // probeResult folds a keyword-search or fetch-by-id result: its host's
@@ -312,7 +375,7 @@ func (f *Folder) items(tx *store.Tx, r *proto.Result, at time.Time, src *source.
 				if len(it.Estimate) > 0 {
 					_ = st.UnmarshalBinary(it.Estimate)
 				}
-				it.Rate = f.est.Observe(&st, schedule.Fetch{At: at, Prev: it.LastSync, Changed: changed})
+				it.Rate = schedule.ObserveRefresh(f.est, src, &st, it.LastSync, at, it.Attrs, pi.Fields)
 				it.Estimate, _ = st.MarshalBinary()
 			}
 		}

@@ -194,3 +194,90 @@ func TestFailed(t *testing.T) {
 		t.Errorf("record %+v", rec)
 	}
 }
+
+// A capture version of a feed takes the item dates of its poll's
+// interval as exact update times (the newest as the version's time): not
+// the items from before the previous poll, not a date past this poll
+// beyond the clock skew allowed, and a date within it as this poll's.
+func TestFoldFeedTimes(t *testing.T) {
+	const u = "http://a.example/feed"
+	f, db := newFolder(t, store.URL{URL: u, Host: "a.example", Weight: 1, Mode: "capture"})
+	first := result("t1", u, t0, "h1")
+	first.Kind = proto.KindCapture
+	fold(t, f, Input{Result: first})
+	poll := t0.Add(time.Minute)
+	r := result("t2", u, poll, "h2")
+	r.Kind, r.LastModified = proto.KindCapture, ""
+	r.FeedTimes = []time.Time{
+		poll.Add(time.Hour),         // far future: not this poll's
+		poll.Add(time.Second),       // within the skew: this poll's
+		poll.Add(-10 * time.Second), // in the interval
+		poll.Add(-40 * time.Second), // in the interval
+		t0.Add(-time.Minute),        // before the previous poll: an old item
+	}
+	o := fold(t, f, Input{Result: r})[0]
+	want := []time.Time{poll, poll.Add(-10 * time.Second), poll.Add(-40 * time.Second)}
+	if len(o.UpdateTimes) != len(want) {
+		t.Fatalf("update times %v, want %v", o.UpdateTimes, want)
+	}
+	for i := range want {
+		if !o.UpdateTimes[i].Equal(want[i]) {
+			t.Errorf("update time %d: %v, want %v", i, o.UpdateTimes[i], want[i])
+		}
+	}
+	if o.Version == nil || !o.Version.Exact || !o.Version.Before.Equal(poll) || !o.Version.After.Equal(t0) {
+		t.Errorf("version %+v: want exact at the newest dated update %v after %v", o.Version, poll, t0)
+	}
+	vs, err := db.Versions(u)
+	if err != nil || len(vs) != 2 || !vs[1].Exact {
+		t.Errorf("stored versions %+v (%v)", vs, err)
+	}
+}
+
+// What the console reads of a fold: the rate's standard error (stored and
+// in the feedback), the raw body of a URL that keeps it (and of no other),
+// the fetch history in order with each outcome, and the host's counts.
+func TestFoldConsoleRecords(t *testing.T) {
+	const keep, plain = "http://a.example/keep", "http://a.example/plain"
+	f, db := newFolder(t, store.URL{URL: keep, Host: "a.example", Weight: 1, Mode: "freshness", KeepRaw: true},
+		store.URL{URL: plain, Host: "a.example", Weight: 1, Mode: "freshness"})
+	withRaw := func(r proto.Result) proto.Result {
+		r.Raw, r.RawTruncated, r.ContentType, r.Bytes = []byte("<p>"+r.Hash+"</p>"), true, "text/html", 4096
+		return r
+	}
+	fold(t, f, Input{Result: withRaw(result("k1", keep, t0, "h1"))}, Input{Result: withRaw(result("p1", plain, t0, "h1"))})
+	changed := fold(t, f, Input{Result: withRaw(result("k2", keep, t0.Add(time.Hour), "h2"))})[0]
+	failed := result("k3", keep, t0.Add(2*time.Hour), "")
+	failed.Status, failed.ErrKind, failed.Err, failed.Changed = 503, proto.ErrHTTPStatus, "503", false
+	fold(t, f, Input{Result: failed})
+
+	rec, err := db.Get(keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(rec.RateSE > 0) || changed.Feedback.RateSE != rec.RateSE {
+		t.Errorf("rate %v ± %v stored, feedback ± %v; want a positive error, the same in both", rec.Rate, rec.RateSE, changed.Feedback.RateSE)
+	}
+	raw, found, err := db.Raw(keep, true)
+	if err != nil || !found || string(raw.Body) != "<p>h2</p>" || raw.Hash != "h2" || !raw.Truncated || raw.Size != 4096 || raw.ContentType != "text/html" {
+		t.Errorf("raw body of a URL keeping it: %+v found %v err %v; want the second version's", raw, found, err)
+	}
+	if _, found, _ := db.Raw(plain, false); found {
+		t.Error("raw body stored for a URL that does not keep it")
+	}
+	log, err := db.FetchLog(keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outcomes []string
+	for _, e := range log {
+		outcomes = append(outcomes, e.Outcome)
+	}
+	if len(log) != 3 || !log[0].At.Equal(t0) || outcomes[1] != store.OutcomeChanged || outcomes[2] != store.OutcomeError || log[2].Status != 503 {
+		t.Errorf("fetch history %+v", log)
+	}
+	hosts, err := db.Hosts()
+	if err != nil || len(hosts) != 1 || hosts[0].Fetches != 4 || hosts[0].Errors != 1 {
+		t.Errorf("hosts %+v %v; want a.example with 4 fetches, 1 error", hosts, err)
+	}
+}

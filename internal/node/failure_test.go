@@ -56,9 +56,12 @@ func TestFailedAfterMaxDeliver(t *testing.T) {
 	if deliveries < cfg.MaxDeliver {
 		t.Errorf("%d deliveries before failing, want %d", deliveries, cfg.MaxDeliver)
 	}
-	if st := coord.Coordinator.Status(); st.Failed < 1 || st.Errors[string(proto.ErrFailed)] < 1 {
-		t.Errorf("status does not count the failed task: %+v", st)
-	}
+	// The coordinator counts the failure just after it is stored: wait for
+	// the count rather than read it at the moment the record shows it.
+	waitFor(t, 10*time.Second, "status to count the failed task", func() bool {
+		st := coord.Coordinator.Status()
+		return st.Failed >= 1 && st.Errors[string(proto.ErrFailed)] >= 1
+	})
 }
 
 // 503 with Retry-After slows the host down for every worker, and the host

@@ -37,6 +37,9 @@ type Roles struct {
 	Coordinator bool
 	Workers     int  // in-process workers
 	HTTP        bool // serve the API on cfg.Listen (coordinator only)
+	// ConsoleEvery is the sampling period of the console's charts (0:
+	// the default); tests shorten it.
+	ConsoleEvery time.Duration
 }
 
 // Node is a started process.
@@ -57,8 +60,8 @@ type Node struct {
 	errc        chan error
 }
 
-// Settings are the NATS settings cfg implies.
-func Settings(cfg config.Config) broker.Settings {
+// brokerSettings are the NATS settings cfg implies.
+func brokerSettings(cfg config.Config) broker.Settings {
 	s := broker.DefaultSettings()
 	s.Replicas = cfg.Replicas
 	s.AckWait = cfg.AckWait
@@ -123,7 +126,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		return nil, err
 	}
 	n.NC, n.JS = nc, js
-	settings := Settings(cfg)
+	settings := brokerSettings(cfg)
 	ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	if roles.Coordinator {
 		err = broker.Ensure(ectx, js, settings)
@@ -167,7 +170,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 			Budget: cfg.Budget.PerSecond(), HostRate: cfg.HostRate.PerSecond(), MaxInFlight: cfg.MaxInFlight,
 			Policy: policy, Replan: cfg.Replan, PriorRate: cfg.PriorRate.PerSecond(), HalfLife: cfg.HalfLife,
 			ExploreShare: cfg.Explore, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Log: log, DefaultIgnore: cfg.DefaultIgnore(), CaptureUniform: cfg.CaptureUniform, LMSkew: cfg.LMSkew,
-			Sources: sources, ProbePolicy: cfg.ProbePolicy,
+			Sources: sources, ProbePolicy: cfg.ProbePolicy, ConsoleEvery: roles.ConsoleEvery,
 		})
 		if err != nil {
 			return nil, err
@@ -206,16 +209,31 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 			if roles.Workers > 1 {
 				id = fmt.Sprintf("%s-w%d", id, i)
 			}
-			w := worker.New(nc, js, rstore, worker.Options{
-				ID: id, Concurrency: cfg.Concurrency, AckWait: cfg.AckWait, Log: log,
-				Fetch: fetch.Options{UserAgent: cfg.UserAgent, Timeout: cfg.Timeout, MaxBody: cfg.MaxBody, MaxRedirects: cfg.MaxRedirects, AllowPrivate: cfg.AllowPrivate},
-			})
+			w := worker.New(nc, js, rstore, workerOptions(cfg, id, log))
 			n.Workers = append(n.Workers, w)
 			n.goRun(func() error { return w.Run(rctx) })
 		}
 	}
 	ok = true
 	return n, nil
+}
+
+// workerOptions are the options of an in-process worker named id.
+func workerOptions(cfg config.Config, id string, log *slog.Logger) worker.Options {
+	return worker.Options{
+		ID: id, Concurrency: cfg.Concurrency, Log: log,
+		Fetch: fetch.Options{UserAgent: cfg.UserAgent, Timeout: cfg.Timeout, MaxBody: cfg.MaxBody, MaxRedirects: zeroAs(cfg.MaxRedirects, fetch.NoRedirects), AllowPrivate: cfg.AllowPrivate},
+	}
+}
+
+// zeroAs passes a setting whose 0 means "none" (--max-redirects 0) to an
+// Options field whose zero value means the owner's default: 0 becomes the
+// owner's sentinel for none.
+func zeroAs[T int | float64](v, none T) T {
+	if v == 0 {
+		return none
+	}
+	return v
 }
 
 func (n *Node) goRun(fn func() error) {

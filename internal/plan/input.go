@@ -117,8 +117,8 @@ func (u Unit) ParseRate(s string) (float64, error) {
 	return v, nil
 }
 
-// LineError is one bad line of a rates file.
-type LineError struct {
+// lineError is one bad line of a rates file.
+type lineError struct {
 	Name  string // file name as given to ReadCSV
 	Line  int
 	Field string // "rate", "weight", ...; "" for the whole line
@@ -126,19 +126,19 @@ type LineError struct {
 	Msg   string
 }
 
-func (e *LineError) Error() string {
+func (e *lineError) Error() string {
 	if e.Field == "" {
 		return fmt.Sprintf("%s:%d: %s", e.Name, e.Line, e.Msg)
 	}
 	return fmt.Sprintf("%s:%d: %s %q: %s", e.Name, e.Line, e.Field, e.Value, e.Msg)
 }
 
-// BadLines is the error of a rates file with bad lines. It lists every one
+// badLines is the error of a rates file with bad lines. It lists every one
 // of them, so that a file can be fixed in one pass instead of one error at
 // a time.
-type BadLines []*LineError
+type badLines []*lineError
 
-func (b BadLines) Error() string {
+func (b badLines) Error() string {
 	var sb strings.Builder
 	name := ""
 	if len(b) > 0 {
@@ -167,7 +167,7 @@ func (b BadLines) Error() string {
 //
 // Every bad line (wrong column count, a rate that is not a finite number
 // ≥ 0, a weight that is not a finite number > 0, an empty id) is reported,
-// with its line number, in one BadLines error; no elements are returned
+// with its line number, in one badLines error; no elements are returned
 // then, because a plan from a partial list would be silently wrong.
 func ReadCSV(r io.Reader, name string) ([]Element, error) {
 	cr := csv.NewReader(r)
@@ -178,7 +178,7 @@ func ReadCSV(r io.Reader, name string) ([]Element, error) {
 
 	var (
 		out   []Element
-		bad   BadLines
+		bad   badLines
 		first = true
 	)
 	for {
@@ -189,7 +189,7 @@ func ReadCSV(r io.Reader, name string) ([]Element, error) {
 		if err != nil {
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
-				bad = append(bad, &LineError{Name: name, Line: pe.Line, Msg: pe.Err.Error()})
+				bad = append(bad, &lineError{Name: name, Line: pe.Line, Msg: pe.Err.Error()})
 				continue
 			}
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -198,7 +198,7 @@ func ReadCSV(r io.Reader, name string) ([]Element, error) {
 		isFirst := first
 		first = false
 		if len(rec) < 2 || len(rec) > 4 {
-			bad = append(bad, &LineError{Name: name, Line: line,
+			bad = append(bad, &lineError{Name: name, Line: line,
 				Msg: fmt.Sprintf("%d columns, want id,rate[,weight[,host]]", len(rec))})
 			continue
 		}
@@ -224,14 +224,14 @@ func ReadCSV(r io.Reader, name string) ([]Element, error) {
 }
 
 // parseRow checks one record, reporting every bad field.
-func parseRow(rec []string, name string, line int) (Element, []*LineError) {
-	var errs []*LineError
+func parseRow(rec []string, name string, line int) (Element, []*lineError) {
+	var errs []*lineError
 	bad := func(field, value, msg string) {
-		errs = append(errs, &LineError{Name: name, Line: line, Field: field, Value: value, Msg: msg})
+		errs = append(errs, &lineError{Name: name, Line: line, Field: field, Value: value, Msg: msg})
 	}
 	e := Element{ID: rec[0], Weight: 1}
 	if e.ID == "" {
-		errs = append(errs, &LineError{Name: name, Line: line, Msg: "empty id"})
+		errs = append(errs, &lineError{Name: name, Line: line, Msg: "empty id"})
 	}
 	if v, err := strconv.ParseFloat(rec[1], 64); err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		bad("rate", rec[1], "not a number")

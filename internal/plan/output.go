@@ -35,7 +35,7 @@ func (r Result) WriteText(w io.Writer) error {
 			u.rate(r.Budget), num(r.NetIncome), u.long())
 	}
 	fmt.Fprintf(bw, "budget %s, %d elements, policy %s", u.rate(r.Budget), len(r.Elements), r.Policy)
-	if r.Policy == Optimal {
+	if r.Policy == policyOptimal {
 		fmt.Fprintf(bw, " (objective %s)", r.Objective)
 	}
 	fmt.Fprintln(bw)
@@ -81,13 +81,13 @@ func (r Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(bw, "predicted for the collection at budget %s:\n", u.rate(r.Budget))
 	tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  allocation\tfreshness\tage")
-	rows := []string{Optimal, Uniform, Proportional}
+	rows := []string{policyOptimal, policyUniform, policyProportional}
 	if lt {
-		rows = append([]string{LongTerm}, rows...)
+		rows = append([]string{policyLongTerm}, rows...)
 	}
 	for _, name := range rows {
 		m, ok := r.Compare[name]
-		if name == LongTerm {
+		if name == policyLongTerm {
 			m, ok = r.Metrics, true
 		}
 		if !ok {
@@ -98,7 +98,7 @@ func (r Result) WriteText(w io.Writer) error {
 			mark = "*"
 		}
 		label := name
-		if name == Optimal {
+		if name == policyOptimal {
 			label += " (" + r.Objective.String() + ")"
 		}
 		fmt.Fprintf(tw, "%s %s\t%.3f\t%s\n", mark, label, m.Freshness, u.age(m.Age))

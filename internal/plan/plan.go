@@ -21,12 +21,12 @@ import (
 
 // The allocation policies Run compares (paper §5.1 and §5.3).
 const (
-	Optimal      = "optimal"
-	Uniform      = "uniform"
-	Proportional = "proportional"
-	// LongTerm is Result.Policy in long-term mode, where the budget is an
+	policyOptimal      = "optimal"
+	policyUniform      = "uniform"
+	policyProportional = "proportional"
+	// policyLongTerm is Result.Policy in long-term mode, where the budget is an
 	// output rather than an input (Razniewski & Nutt).
-	LongTerm = "long-term"
+	policyLongTerm = "long-term"
 )
 
 // Mode is the question Run answers.
@@ -161,10 +161,10 @@ func Run(in Input) (Result, error) {
 	res := Result{Mode: in.Mode, Policy: in.Policy, Objective: in.Objective, Workers: -1,
 		WorkerRate: in.WorkerRate, Unit: in.Unit, Top: in.Top, TargetFreshness: in.TargetFreshness}
 	if res.Policy == "" {
-		res.Policy = Optimal
+		res.Policy = policyOptimal
 	}
 	switch res.Policy {
-	case Optimal, Uniform, Proportional:
+	case policyOptimal, policyUniform, policyProportional:
 	default:
 		return Result{}, fmt.Errorf("policy %q: want optimal, uniform or proportional", in.Policy)
 	}
@@ -226,7 +226,7 @@ func Run(in Input) (Result, error) {
 	res.Metrics = res.Compare[res.Policy]
 	res.ModelFreshness, res.HasModel = modelFreshness(in.Elements)
 	res.GivenUp, res.HostsAtCap, res.Unabsorbed = sol.GivenUp, sol.CappedHosts, sol.Unabsorbed
-	if res.Policy != Optimal {
+	if res.Policy != policyOptimal {
 		// Uniform and Proportional leave GivenUp to the optimiser; count
 		// it here so the report means the same for every policy.
 		res.GivenUp = givenUp(prob.Elements, sol.Freq)
@@ -283,7 +283,7 @@ func compare(p alloc.Problem) (map[string]alloc.Solution, error) {
 	for _, c := range []struct {
 		name  string
 		solve func(alloc.Problem) (alloc.Solution, error)
-	}{{Optimal, alloc.Solve}, {Uniform, alloc.Uniform}, {Proportional, alloc.Proportional}} {
+	}{{policyOptimal, alloc.Solve}, {policyUniform, alloc.Uniform}, {policyProportional, alloc.Proportional}} {
 		s, err := c.solve(p)
 		if err != nil {
 			return nil, fmt.Errorf("%s allocation of budget %g: %w", c.name, p.Budget, err)
@@ -360,7 +360,7 @@ func runLongTerm(in Input, prob alloc.Problem, res Result) (Result, error) {
 	for i, r := range sum.Results {
 		freq[i] = r.Rate()
 	}
-	res.Policy = LongTerm
+	res.Policy = policyLongTerm
 	res.LongTerm = lt
 	res.Budget = sum.TotalBudget
 	res.NetIncome = sum.NetIncome

@@ -66,7 +66,7 @@ func TestTable5(t *testing.T) {
 	if res.GivenUp != 1 {
 		t.Errorf("GivenUp = %d, want 1", res.GivenUp)
 	}
-	if res.Policy != Optimal || res.Budget != 5 {
+	if res.Policy != policyOptimal || res.Budget != 5 {
 		t.Errorf("policy %q budget %v", res.Policy, res.Budget)
 	}
 
@@ -103,27 +103,27 @@ func TestTable6(t *testing.T) {
 	for _, c := range []struct {
 		policy    string
 		want, tol float64
-	}{{Proportional, 0.12, 0.01}, {Uniform, 0.57, 0.01}, {Optimal, 0.611, 0.008}} {
+	}{{policyProportional, 0.12, 0.01}, {policyUniform, 0.57, 0.01}, {policyOptimal, 0.611, 0.008}} {
 		if got := res.Compare[c.policy].Freshness; !near(got, c.want, c.tol) {
 			t.Errorf("%s freshness %.4f, paper %.3f", c.policy, got, c.want)
 		}
 	}
-	if res.Freshness != res.Compare[Optimal].Freshness {
-		t.Errorf("chosen freshness %v is not the optimal's %v", res.Freshness, res.Compare[Optimal].Freshness)
+	if res.Freshness != res.Compare[policyOptimal].Freshness {
+		t.Errorf("chosen freshness %v is not the optimal's %v", res.Freshness, res.Compare[policyOptimal].Freshness)
 	}
 
 	// Age in days, minimising age: paper 400, 5.6, 4.3.
-	res = run(t, Input{Elements: els, Budget: b, Objective: alloc.Age, Policy: Uniform})
+	res = run(t, Input{Elements: els, Budget: b, Objective: alloc.Age, Policy: policyUniform})
 	for _, c := range []struct {
 		policy string
 		want   float64
-	}{{Proportional, 400}, {Uniform, 5.6}, {Optimal, 4.3}} {
+	}{{policyProportional, 400}, {policyUniform, 5.6}, {policyOptimal, 4.3}} {
 		if got := res.Compare[c.policy].Age; !near(got, c.want, 0.05*c.want) {
 			t.Errorf("%s age %.4g, paper %.3g", c.policy, got, c.want)
 		}
 	}
-	if res.Policy != Uniform || res.Age != res.Compare[Uniform].Age {
-		t.Errorf("policy %q age %v, want uniform's %v", res.Policy, res.Age, res.Compare[Uniform].Age)
+	if res.Policy != policyUniform || res.Age != res.Compare[policyUniform].Age {
+		t.Errorf("policy %q age %v, want uniform's %v", res.Policy, res.Age, res.Compare[policyUniform].Age)
 	}
 	for _, e := range res.Elements {
 		if !near(e.Frequency, b/100, 1e-12) {
@@ -192,7 +192,7 @@ func TestLongTerm(t *testing.T) {
 	if e := res.Elements[5]; e.Futile || e.Frequency != 0 || e.Freshness != 1 {
 		t.Errorf("λ = 0: %+v, want fresh forever, not futile", e)
 	}
-	if !near(res.Budget, total, 1e-12) || res.Policy != LongTerm {
+	if !near(res.Budget, total, 1e-12) || res.Policy != policyLongTerm {
 		t.Errorf("budget %v policy %q, want Σ1/U = %v, long-term", res.Budget, res.Policy, total)
 	}
 	if want := int(math.Ceil(total / 0.3)); res.Workers != want {
@@ -213,8 +213,8 @@ func TestLongTerm(t *testing.T) {
 		mixed[i].Weight = float64(1 + i%3)
 	}
 	lt := run(t, Input{Elements: mixed, Mode: ModeLongTerm, LongTerm: &LongTermInput{Benefit: 50, Cost: 1}})
-	if !near(lt.Compare[Optimal].Freshness, lt.Freshness, 1e-6) {
-		t.Errorf("long-term freshness %v, optimal at the same budget %v", lt.Freshness, lt.Compare[Optimal].Freshness)
+	if !near(lt.Compare[policyOptimal].Freshness, lt.Freshness, 1e-6) {
+		t.Errorf("long-term freshness %v, optimal at the same budget %v", lt.Freshness, lt.Compare[policyOptimal].Freshness)
 	}
 
 	// Linear decay: U = √(2C/(Bλ)), and age is undefined.
@@ -245,9 +245,9 @@ func TestBadLines(t *testing.T) {
 	if els != nil {
 		t.Errorf("elements returned with bad lines: %v", els)
 	}
-	var bad BadLines
+	var bad badLines
 	if !errors.As(err, &bad) {
-		t.Fatalf("err = %v, want BadLines", err)
+		t.Fatalf("err = %v, want badLines", err)
 	}
 	want := []string{
 		`rates.csv:3: 1 columns, want id,rate[,weight[,host]]`,
@@ -324,7 +324,7 @@ func TestHostCaps(t *testing.T) {
 	if sa := res.Elements[0].Frequency + res.Elements[1].Frequency; sa > 2+1e-9 {
 		t.Errorf("host a gets %v > cap 2", sa)
 	}
-	for _, p := range []string{Uniform, Proportional} {
+	for _, p := range []string{policyUniform, policyProportional} {
 		r := run(t, Input{Elements: els, Budget: 10, HostRate: 2, Policy: p})
 		if !near(r.Unabsorbed, 6, 1e-9) {
 			t.Errorf("%s: unabsorbed %v, want 6", p, r.Unabsorbed)

@@ -65,8 +65,8 @@ const (
 	KindProbe Kind = "probe"
 )
 
-// Valid reports whether k is a kind this version understands.
-func (k Kind) Valid() bool {
+// valid reports whether k is a kind this version understands.
+func (k Kind) valid() bool {
 	switch k {
 	case KindFetch, KindCapture, KindProbe:
 		return true
@@ -138,6 +138,14 @@ type Task struct {
 
 	// Probe is set for KindProbe.
 	Probe *ProbeSpec `json:"probe,omitempty"`
+
+	// KeepRaw asks for the raw response body with the result whenever the
+	// extracted text is sent (the first version, or a change); NeedRaw asks
+	// for it even when the text did not change, because the coordinator has
+	// none yet. A worker that does not know them sends no body, and the
+	// coordinator simply keeps none.
+	KeepRaw bool `json:"keep_raw,omitempty"`
+	NeedRaw bool `json:"need_raw,omitempty"`
 }
 
 // ProbeSpec describes one request to a keyword-search source: a result
@@ -223,6 +231,17 @@ type Result struct {
 	CrawlDelay time.Duration `json:"crawl_delay,omitempty"`
 	Disallowed bool          `json:"disallowed,omitempty"`
 
+	// FeedTimes are the item dates of a capture task's page when it is an
+	// RSS, Atom or JSON Feed document, newest first (at most
+	// the extractor's cap): the feed's own update times.
+	FeedTimes []time.Time `json:"feed_times,omitempty"`
+
+	// Raw is the response body (decompressed, and for text converted to
+	// UTF-8) when the task asked for it, at most the worker's raw cap;
+	// RawTruncated says it was cut there (Bytes is the full length).
+	Raw          []byte `json:"raw,omitempty"`
+	RawTruncated bool   `json:"raw_truncated,omitempty"`
+
 	// Items are the parsed result items of a probe task.
 	Items []ProbeItem `json:"items,omitempty"`
 	// Total is the result count a probe's first page showed, or -1.
@@ -258,8 +277,8 @@ type Heartbeat struct {
 	Active   int       `json:"active"` // tasks being worked on now
 }
 
-// ErrVersion is returned for a message of another format version.
-var ErrVersion = errors.New("unsupported message version")
+// errVersion is returned for a message of another format version.
+var errVersion = errors.New("unsupported message version")
 
 // Encode marshals a message. The encoding is JSON: readable in `nats sub`,
 // and fast enough that fetching, not encoding, bounds a worker.
@@ -278,9 +297,9 @@ func DecodeTask(b []byte) (Task, error) {
 		return t, fmt.Errorf("decode task: %w", err)
 	}
 	if t.V != Version {
-		return t, fmt.Errorf("decode task %q: %w %d (want %d)", t.ID, ErrVersion, t.V, Version)
+		return t, fmt.Errorf("decode task %q: %w %d (want %d)", t.ID, errVersion, t.V, Version)
 	}
-	if t.ID == "" || t.URL == "" || !t.Kind.Valid() {
+	if t.ID == "" || t.URL == "" || !t.Kind.valid() {
 		return t, fmt.Errorf("decode task: missing id, url or valid kind (id=%q kind=%q)", t.ID, t.Kind)
 	}
 	return t, nil
@@ -293,7 +312,7 @@ func DecodeResult(b []byte) (Result, error) {
 		return r, fmt.Errorf("decode result: %w", err)
 	}
 	if r.V != Version {
-		return r, fmt.Errorf("decode result %q: %w %d (want %d)", r.TaskID, ErrVersion, r.V, Version)
+		return r, fmt.Errorf("decode result %q: %w %d (want %d)", r.TaskID, errVersion, r.V, Version)
 	}
 	if r.TaskID == "" || r.URL == "" {
 		return r, fmt.Errorf("decode result: missing task_id or url")

@@ -62,16 +62,16 @@ func TestResultRoundTrip(t *testing.T) {
 	}
 }
 
-// A message of another version is refused with ErrVersion, not guessed
+// A message of another version is refused with errVersion, not guessed
 // at; one missing what identifies it is refused too.
 func TestDecodeRefuses(t *testing.T) {
 	task, _ := Encode(Task{V: Version + 1, ID: "x", Kind: KindFetch, URL: "http://a/"})
-	if _, err := DecodeTask(task); !errors.Is(err, ErrVersion) {
-		t.Errorf("task of version %d: %v, want ErrVersion", Version+1, err)
+	if _, err := DecodeTask(task); !errors.Is(err, errVersion) {
+		t.Errorf("task of version %d: %v, want errVersion", Version+1, err)
 	}
 	res, _ := Encode(Result{V: 0, TaskID: "x", URL: "http://a/"})
-	if _, err := DecodeResult(res); !errors.Is(err, ErrVersion) {
-		t.Errorf("result of version 0: %v, want ErrVersion", err)
+	if _, err := DecodeResult(res); !errors.Is(err, errVersion) {
+		t.Errorf("result of version 0: %v, want errVersion", err)
 	}
 	for name, b := range map[string]Task{
 		"no id":     {V: Version, Kind: KindFetch, URL: "http://a/"},
@@ -81,7 +81,7 @@ func TestDecodeRefuses(t *testing.T) {
 		"uppercase": {V: Version, ID: "x", Kind: "FETCH", URL: "http://a/"},
 	} {
 		raw, _ := Encode(b)
-		if _, err := DecodeTask(raw); err == nil || errors.Is(err, ErrVersion) {
+		if _, err := DecodeTask(raw); err == nil || errors.Is(err, errVersion) {
 			t.Errorf("%s: %v, want a validation error", name, err)
 		}
 	}
@@ -106,7 +106,7 @@ func TestDecodeRefuses(t *testing.T) {
 
 func TestKindValid(t *testing.T) {
 	for _, k := range []Kind{KindFetch, KindCapture, KindProbe} {
-		if !k.Valid() {
+		if !k.valid() {
 			t.Errorf("%q not valid", k)
 		}
 		if got := TaskSubject(k); got != TaskSubjectPrefix+string(k) || !strings.HasPrefix(got, "freshcrawl.tasks.") {
@@ -117,7 +117,7 @@ func TestKindValid(t *testing.T) {
 		}
 	}
 	for _, k := range []Kind{"", "Fetch", "crawl", "fetch "} {
-		if k.Valid() {
+		if k.valid() {
 			t.Errorf("%q valid", k)
 		}
 	}

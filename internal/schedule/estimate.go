@@ -47,7 +47,7 @@ type EstimateState struct {
 const minMemory = 8
 
 // Fetch is one successful fetch as the estimator sees it.
-type Fetch struct {
+type fetchObs struct {
 	At           time.Time
 	Prev         time.Time // the previous successful fetch (zero: first)
 	Changed      bool
@@ -58,7 +58,7 @@ type Fetch struct {
 // that has earned trust (estimate.CheckLastModified over this URL's
 // history) gives the change times directly, which is far more informative
 // than "changed or not" when fetches are rare; otherwise the bit is used.
-func (e Estimator) Observe(st *EstimateState, f Fetch) float64 {
+func (e Estimator) observe(st *EstimateState, f fetchObs) float64 {
 	at := secs(f.At)
 	cfg := e.Config
 	if !f.Prev.IsZero() {
@@ -91,6 +91,20 @@ func (e Estimator) Observe(st *EstimateState, f Fetch) float64 {
 		if iv := f.At.Sub(f.Prev).Seconds(); iv > 0 {
 			_ = st.State.Observe(at, iv, f.Changed, cfg)
 		}
+	}
+	return st.State.Rate(e.Prior)
+}
+
+// ObserveCount folds a refresh at at, whose previous refresh was at prev,
+// that counted n updates in between (a tracked value that counts its own
+// updates, such as a citation count: see Prober.ObserveRefresh), and
+// returns the new rate. A first refresh (zero prev), a non-positive
+// interval or an invalid n changes nothing.
+func (e Estimator) observeCount(st *EstimateState, at, prev time.Time, n float64) float64 {
+	if !prev.IsZero() && at.After(prev) {
+		cfg := e.Config
+		cfg.HalfLife = max(cfg.HalfLife, minMemory*at.Sub(prev).Seconds())
+		_ = st.State.ObserveCount(secs(at), at.Sub(prev).Seconds(), n, cfg)
 	}
 	return st.State.Rate(e.Prior)
 }
@@ -169,7 +183,8 @@ type Observation struct {
 // successful fetch is folded into the URL's estimator state st (nil for a
 // one-off request, which has no estimate), and the returned Feedback, for
 // Scheduler.Done, carries the URL's rate after the fetch — the new
-// estimate, or rate, the one it had, when there was nothing to learn.
+// estimate and its standard error (RateSE), or rate, the one it had, when
+// there was nothing to learn.
 // The caller persists st with the fetch's other effects before it hands
 // the Feedback to the scheduler.
 //
@@ -186,12 +201,13 @@ func (e Estimator) Learn(st *EstimateState, rate float64, o Observation) Feedbac
 		LastModified: o.LastModified, HostGap: o.HostGap, HostNotBefore: o.HostNotBefore, First: o.OK && o.First,
 	}
 	if o.OK && st != nil {
-		f := Fetch{At: o.Start, Prev: o.Prev, Changed: o.Changed, LastModified: o.LastModified}
+		f := fetchObs{At: o.Start, Prev: o.Prev, Changed: o.Changed, LastModified: o.LastModified}
 		if o.First {
 			f.Prev = time.Time{}
 		}
 		cps := st.State.ChangePoints()
-		rate = e.Observe(st, f)
+		rate = e.observe(st, f)
+		fb.RateSE = e.RateSE(st)
 		fb.ChangePoint = st.State.ChangePoints() > cps
 		if e.Priors != nil {
 			pr := e.Priors.Load()

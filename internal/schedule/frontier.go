@@ -16,11 +16,12 @@ type entry struct {
 	interval time.Duration // 1/f from the plan; 0 = not scheduled (given up, disallowed)
 	nextDue  time.Time
 	inFlight bool
-	index    int // in host.urls heap, -1 when not queued
+	index    int  // in its host's heap (urls or polls), -1 when not queued
+	strict   bool // queued in host.polls: never handed out before due
 	capture  bool
 	cap      *captureState // capture URLs only
 	oneShot  bool          // a one-off request (a probe): forgotten once done
-	pos      int           // in Scheduler.list, -1 for a one-off request
+	pos      int           // in Scheduler.list, -1 for a one-off request or a removed URL
 	// disallowed by robots.txt (or robots.txt unreachable): no share of
 	// the budget, rechecked every DisallowRetry against the cached
 	// robots.txt so that a host that allows it again gets it back.
@@ -47,13 +48,21 @@ type entry struct {
 	// rechecked is set between the two.
 	recheckTau time.Duration
 	rechecked  bool
+	// paused by the operator: never queued, no share of the budget
+	// (lifecycle.go).
+	paused bool
+	rateSE float64 // standard error of rate
 }
 
 // hostQueue holds one host's URLs ordered by due time and the host's
-// politeness state.
+// politeness state. Capture polls sit in a heap of their own: a poll is
+// due at a phase of its URL's period, and one made early is worth no more
+// than one made at a random time, so the saturated rule (serve the host
+// as soon as it is free) never applies to them.
 type hostQueue struct {
 	name      string
 	urls      entryHeap
+	polls     entryHeap     // capture URLs: handed out at their due time, never before
 	gap       time.Duration // least time between two fetches in force now
 	nextFree  time.Time     // earliest time the host may be fetched again
 	inFlight  int
@@ -77,16 +86,51 @@ func (h *hostQueue) capacity() float64 {
 	return float64(time.Second) / float64(max(h.gap+h.busy, time.Nanosecond))
 }
 
-// key is when the host can next give out a URL.
+// key is when the host can next give out a URL: the earlier of its next
+// freshness URL (at once when saturated) and its next capture poll.
 func (h *hostQueue) key() time.Time {
+	k, ok := h.urlsKey()
+	if c, cok := h.pollsKey(); cok && (!ok || !k.Before(c)) {
+		return c
+	}
+	return k
+}
+
+func (h *hostQueue) urlsKey() (time.Time, bool) {
 	if len(h.urls) == 0 {
-		return time.Time{}
+		return time.Time{}, false
 	}
 	due := h.urls[0].nextDue
 	if h.nextFree.After(due) || h.saturated {
-		return h.nextFree
+		return h.nextFree, true
 	}
-	return due
+	return due, true
+}
+
+func (h *hostQueue) pollsKey() (time.Time, bool) {
+	if len(h.polls) == 0 {
+		return time.Time{}, false
+	}
+	return latest(h.polls[0].nextDue, h.nextFree), true
+}
+
+// queued is how many URLs the host holds in its heaps.
+func (h *hostQueue) queued() int { return len(h.urls) + len(h.polls) }
+
+// heap is the heap e is (or would be) queued in.
+func (h *hostQueue) heap(strict bool) *entryHeap {
+	if strict {
+		return &h.polls
+	}
+	return &h.urls
+}
+
+// latest is the later of two times.
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // frontier orders URLs for dispatch: a heap of hosts keyed by the time their
@@ -129,28 +173,32 @@ func (f *frontier) add(url, host string, gap time.Duration) (*entry, bool) {
 	return e, true
 }
 
-// schedule (re)queues e at due; interval 0 removes it from the queue.
+// schedule (re)queues e at due; interval 0 removes it from the queue. A
+// capture URL is queued with the host's polls, any other with its URLs.
 func (f *frontier) schedule(e *entry, due time.Time) {
 	h := e.host
 	e.nextDue = due
 	if e.inFlight {
 		return // requeued when its result comes back
 	}
+	strict := e.cap != nil
+	off := e.interval <= 0 || e.paused
+	if e.index >= 0 && (e.strict != strict || off) {
+		heap.Remove(h.heap(e.strict), e.index)
+	}
 	switch {
-	case e.interval <= 0 && e.index >= 0:
-		heap.Remove(&h.urls, e.index)
-	case e.interval <= 0:
+	case off:
 	case e.index >= 0:
-		heap.Fix(&h.urls, e.index)
+		heap.Fix(h.heap(e.strict), e.index)
 	default:
-		heap.Push(&h.urls, e)
+		e.strict = strict
+		heap.Push(h.heap(strict), e)
 	}
 	f.fixHost(h)
 }
 
 // fixHost puts h in its ready heap at its current key, or takes it out.
 func (f *frontier) fixHost(h *hostQueue) {
-	want := len(h.urls) > 0 && h.inFlight == 0
 	q := &f.ready
 	if h.saturated {
 		q = &f.satReady
@@ -163,6 +211,7 @@ func (f *frontier) fixHost(h *hostQueue) {
 		}
 		heap.Remove(old, h.index)
 	}
+	want := h.queued() > 0 && h.inFlight == 0
 	switch {
 	case want && h.index >= 0:
 		heap.Fix(q, h.index)
@@ -194,7 +243,13 @@ func (f *frontier) next(now time.Time) (*entry, time.Time) {
 	if h == nil {
 		return nil, wait
 	}
-	e := heap.Pop(&h.urls).(*entry)
+	// A due capture poll goes first: it is bound to its phase, a
+	// freshness URL is not.
+	q := &h.urls
+	if k, ok := h.pollsKey(); ok && !k.After(now) {
+		q = &h.polls
+	}
+	e := heap.Pop(q).(*entry)
 	e.inFlight = true
 	h.inFlight++
 	h.lastFetch = now
@@ -243,7 +298,7 @@ func (f *frontier) finish(e *entry, fetchedAt time.Time) {
 	h := e.host
 	f.release(e, fetchedAt)
 	if e.index >= 0 {
-		heap.Remove(&h.urls, e.index)
+		heap.Remove(h.heap(e.strict), e.index)
 	}
 	delete(f.urls, e.url)
 	f.fixHost(h)

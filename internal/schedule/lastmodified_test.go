@@ -76,10 +76,10 @@ func TestLastModifiedServers(t *testing.T) {
 					last, changed = t, true
 				}
 				now = at
-				f := Fetch{At: at, Prev: prev, Changed: changed && k > 0, LastModified: srv.header(rng, at, last, epoch)}
-				est.Observe(&withLM, f)
+				f := fetchObs{At: at, Prev: prev, Changed: changed && k > 0, LastModified: srv.header(rng, at, last, epoch)}
+				est.observe(&withLM, f)
 				f.LastModified = time.Time{}
-				est.Observe(&bitOnly, f)
+				est.observe(&bitOnly, f)
 				prev = at
 			}
 			trusted := withLM.Trust.Trustworthy(est.Trust)
@@ -117,7 +117,7 @@ func TestLastModifiedTrustLost(t *testing.T) {
 		// A change every other day, dated truthfully.
 		changed := k%2 == 0 && k > 0
 		lm := t0.Add(time.Duration(k/2*2) * 24 * time.Hour).Add(time.Hour)
-		est.Observe(&st, Fetch{At: at, Prev: prev, Changed: changed, LastModified: lm})
+		est.observe(&st, fetchObs{At: at, Prev: prev, Changed: changed, LastModified: lm})
 		prev = at
 	}
 	if !st.Trust.Trustworthy(est.Trust) {
@@ -125,7 +125,7 @@ func TestLastModifiedTrustLost(t *testing.T) {
 	}
 	for k := 20; k < 24; k++ {
 		at := t0.Add(time.Duration(k+1) * 24 * time.Hour)
-		est.Observe(&st, Fetch{At: at, Prev: prev, Changed: false, LastModified: at}) // the response time
+		est.observe(&st, fetchObs{At: at, Prev: prev, Changed: false, LastModified: at}) // the response time
 		prev = at
 	}
 	if st.Trust.Trustworthy(est.Trust) {

@@ -23,12 +23,12 @@ func TestLearn(t *testing.T) {
 	var st, direct EstimateState
 	// Some history first, the same on both.
 	for k := range 5 {
-		f := Fetch{At: t0.Add(-time.Duration(5-k) * 24 * time.Hour), Prev: t0.Add(-time.Duration(6-k) * 24 * time.Hour), Changed: k%2 == 0}
-		est.Observe(&st, f)
-		est.Observe(&direct, f)
+		f := fetchObs{At: t0.Add(-time.Duration(5-k) * 24 * time.Hour), Prev: t0.Add(-time.Duration(6-k) * 24 * time.Hour), Changed: k%2 == 0}
+		est.observe(&st, f)
+		est.observe(&direct, f)
 	}
 	fb := est.Learn(&st, 1e-6, obs)
-	est.Observe(&direct, Fetch{At: obs.Start, Prev: obs.Prev, Changed: true, LastModified: obs.LastModified})
+	est.observe(&direct, fetchObs{At: obs.Start, Prev: obs.Prev, Changed: true, LastModified: obs.LastModified})
 	post := est.Priors.Load().For("example.com", "/news/").Posterior(direct.State)
 	want := post.Summary()
 	if !fb.Learnt || fb.Rate != want.Harmonic || fb.Posterior != want || fb.State != direct.State {
@@ -49,7 +49,7 @@ func TestLearn(t *testing.T) {
 	first.First = true
 	var s1, s2 EstimateState
 	f1 := est.Learn(&s1, 0, first)
-	est.Observe(&s2, Fetch{At: first.Start, Changed: true, LastModified: first.LastModified})
+	est.observe(&s2, fetchObs{At: first.Start, Changed: true, LastModified: first.LastModified})
 	if s1 != s2 || !f1.First {
 		t.Errorf("first fetch: state %+v, want %+v as with no previous fetch", s1, s2)
 	}

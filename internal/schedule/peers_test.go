@@ -139,7 +139,7 @@ func TestLambdaCrawlBudgetAndMonotone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []*LambdaPolicy{blc, NewLambdaCrawl()} {
+	for _, p := range []*LambdaPolicy{blc, newLambdaCrawl()} {
 		in := lambdaInput()
 		out, err := p.Plan(in)
 		if err != nil {
@@ -172,7 +172,7 @@ func TestLambdaCrawlBudgetAndMonotone(t *testing.T) {
 	}
 	// LambdaCrawl: ρ increases with Δ at equal weights.
 	in := PlanInput{Budget: 3, Rates: []float64{0.1, 1, 10, 100}, Weights: []float64{1, 1, 1, 1}, Hosts: []int32{0, 0, 0, 0}, HostCaps: []float64{0}}
-	lc, _ := NewLambdaCrawl().Plan(in)
+	lc, _ := newLambdaCrawl().Plan(in)
 	for i := 1; i < len(lc.Freq); i++ {
 		if lc.Freq[i] <= lc.Freq[i-1] {
 			t.Errorf("LambdaCrawl not increasing in Δ: %v", lc.Freq)
@@ -191,7 +191,7 @@ func TestLambdaCrawlHostCaps(t *testing.T) {
 		in.Hosts = append(in.Hosts, int32(i%2))
 	}
 	blc, _ := NewBinaryLambdaCrawl(0.1)
-	for _, p := range []*LambdaPolicy{blc, NewLambdaCrawl()} {
+	for _, p := range []*LambdaPolicy{blc, newLambdaCrawl()} {
 		out, err := p.Plan(in)
 		if err != nil {
 			t.Fatal(err)

@@ -138,7 +138,7 @@ func PolicyByName(name, objective string) (Policy, error) {
 	case "binarylambdacrawl":
 		return NewBinaryLambdaCrawl(DefaultLambdaEpsilon)
 	case "lambdacrawl":
-		return NewLambdaCrawl(), nil
+		return newLambdaCrawl(), nil
 	}
 	return nil, fmt.Errorf("unknown policy %q: want optimal, uniform, proportional, nutch, stormcrawler, binarylambdacrawl or lambdacrawl", name)
 }

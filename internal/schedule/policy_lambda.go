@@ -51,8 +51,8 @@ func NewBinaryLambdaCrawl(eps float64) (*LambdaPolicy, error) {
 	return &LambdaPolicy{name: "binarylambdacrawl", Epsilon: eps, binary: true}, nil
 }
 
-// NewLambdaCrawl returns LambdaCrawl (incomplete observations).
-func NewLambdaCrawl() *LambdaPolicy { return &LambdaPolicy{name: "lambdacrawl"} }
+// newLambdaCrawl returns LambdaCrawl (incomplete observations).
+func newLambdaCrawl() *LambdaPolicy { return &LambdaPolicy{name: "lambdacrawl"} }
 
 // Name implements Policy.
 func (p *LambdaPolicy) Name() string { return p.name }

@@ -28,17 +28,23 @@ func randomScheduler(t *testing.T, n, hosts int, seed uint64, policy Policy) (*S
 func checkInvariants(t *testing.T, s *Scheduler) {
 	t.Helper()
 	for _, h := range s.front.hosts {
-		for i, e := range h.urls {
-			if e.index != i || e.host != h {
-				t.Fatalf("host %s: entry %s at %d has index %d", h.name, e.url, i, e.index)
-			}
-			if p := (i - 1) / 2; i > 0 && h.urls[i].nextDue.Before(h.urls[p].nextDue) {
-				t.Fatalf("host %s: URL heap out of order at %d", h.name, i)
+		for k, q := range []entryHeap{h.urls, h.polls} {
+			strict := k == 1
+			for i, e := range q {
+				if e.index != i || e.host != h {
+					t.Fatalf("host %s: entry %s at %d has index %d", h.name, e.url, i, e.index)
+				}
+				if e.strict != strict || strict != (e.cap != nil) {
+					t.Fatalf("host %s: entry %s (capture %v) in the wrong heap", h.name, e.url, e.cap != nil)
+				}
+				if p := (i - 1) / 2; i > 0 && q[i].nextDue.Before(q[p].nextDue) {
+					t.Fatalf("host %s: URL heap out of order at %d", h.name, i)
+				}
 			}
 		}
-		queued := len(h.urls) > 0 && h.inFlight == 0
+		queued := h.queued() > 0 && h.inFlight == 0
 		if queued != (h.index >= 0) {
-			t.Fatalf("host %s: %d queued, %d in flight, ready index %d", h.name, len(h.urls), h.inFlight, h.index)
+			t.Fatalf("host %s: %d queued, %d in flight, ready index %d", h.name, h.queued(), h.inFlight, h.index)
 		}
 	}
 	for i, h := range s.front.ready {
@@ -53,15 +59,21 @@ func checkInvariants(t *testing.T, s *Scheduler) {
 	for i, e := range s.list {
 		w := e.weight
 		if e.disallowed {
-			w = 0
 			disallowed++
 		}
-		if e.pos != i || s.rates[i] != e.rate || s.weights[i] != w || s.blocked[i] != e.disallowed || s.planHosts[s.hosts[i]] != e.host {
+		off := e.disallowed || e.paused
+		if off {
+			w = 0
+		}
+		if e.pos != i || s.rates[i] != e.rate || s.rateSEs[i] != e.rateSE || s.weights[i] != w || s.blocked[i] != off || s.planHosts[s.hosts[i]] != e.host {
 			t.Fatalf("mirror of %s (pos %d) disagrees with the entry", e.url, i)
 		}
-		if e.interval > 0 && !e.disallowed && s.freqs[i] != float64(time.Second)/float64(e.interval) {
+		if e.interval > 0 && !off && s.fixed[i] == 0 && s.freqs[i] != float64(time.Second)/float64(e.interval) {
 			t.Fatalf("mirror of %s: frequency %v for interval %v", e.url, s.freqs[i], e.interval)
 		}
+	}
+	if len(s.rates) != len(s.list) || len(s.rateSEs) != len(s.list) || len(s.weights) != len(s.list) || len(s.blocked) != len(s.list) || len(s.freqs) != len(s.list) || len(s.fixed) != len(s.list) || len(s.hosts) != len(s.list) {
+		t.Fatalf("mirrors of %d/%d/%d/%d/%d elements for %d URLs", len(s.rates), len(s.weights), len(s.blocked), len(s.freqs), len(s.hosts), len(s.list))
 	}
 	if disallowed != s.Disallowed() {
 		t.Fatalf("%d disallowed URLs, Disallowed() says %d", disallowed, s.Disallowed())
@@ -187,7 +199,7 @@ func TestReplanStepsInterleavedWithFetches(t *testing.T) {
 	if !s.ReplanDue(at) {
 		t.Errorf("%d estimates moved during the plan (of %d URLs), yet no re-plan is due", s.moved, s.Len())
 	}
-	for i, e := range s.list[:j.Len()] {
+	for i, e := range s.list[:j.size()] {
 		if e.disallowed || j.freq[i] <= 0 {
 			continue
 		}
@@ -227,6 +239,173 @@ func TestCountsFollowChanges(t *testing.T) {
 	}
 	if cs := s.CaptureStatus(10); len(cs) != 1 || cs[0].URL != "http://a/2" {
 		t.Errorf("capture status %+v, want only http://a/2", cs)
+	}
+	checkInvariants(t, s)
+}
+
+// Paused URLs take no budget and no exploration in the split re-plan as in
+// one Replan, and keep the interval they had for when they are resumed.
+func TestReplanInStepsWithPausedURLs(t *testing.T) {
+	for _, name := range []string{"uniform", "optimal", "nutch"} {
+		t.Run(name, func(t *testing.T) {
+			pol := func() Policy {
+				p, err := PolicyByName(name, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+			a, now := randomScheduler(t, 2000, 20, 11, pol())
+			b, _ := randomScheduler(t, 2000, 20, 11, pol())
+			var paused []string
+			before := map[string]time.Duration{}
+			for i, e := range a.list {
+				if i%37 == 0 {
+					paused = append(paused, e.url)
+					before[e.url] = e.interval
+				}
+			}
+			if a.Pause(paused) != len(paused) || b.Pause(paused) != len(paused) {
+				t.Fatal("not every URL paused")
+			}
+			at := now.Add(time.Minute)
+			if _, err := a.Replan(at); err != nil {
+				t.Fatal(err)
+			}
+			j := b.Snapshot(at)
+			if err := j.Solve(); err != nil {
+				t.Fatal(err)
+			}
+			for !b.Apply(j, at, 101) {
+			}
+			for i, ea := range a.list {
+				eb := b.list[i]
+				if ea.interval != eb.interval || !ea.nextDue.Equal(eb.nextDue) {
+					t.Fatalf("%s: interval %v due %v in one step, %v %v in steps", ea.url, ea.interval, ea.nextDue, eb.interval, eb.nextDue)
+				}
+				if ea.paused {
+					if j.freq[i] != 0 || j.in.Weights[i] != 0 {
+						t.Fatalf("paused %s: plan frequency %v, weight %v; want 0 and 0", ea.url, j.freq[i], j.in.Weights[i])
+					}
+					if ea.interval != before[ea.url] || ea.index >= 0 {
+						t.Fatalf("paused %s: interval %v (was %v), queued at %d", ea.url, ea.interval, before[ea.url], ea.index)
+					}
+				}
+			}
+			_, _, useA := a.Plan()
+			_, _, useB := b.Plan()
+			if useA != useB {
+				t.Errorf("budget in use %v in one step, %v in steps", useA, useB)
+			}
+			checkInvariants(t, a)
+			checkInvariants(t, b)
+		})
+	}
+}
+
+// The console's lifecycle operations run between the steps of a re-plan:
+// URLs removed (queued and in flight), paused and added while the policy
+// solves and while the plan is applied leave the scheduler consistent, and
+// the plan lands on the URLs it was made for.
+func TestLifecycleBetweenReplanSteps(t *testing.T) {
+	pol, err := PolicyByName("optimal", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, now := randomScheduler(t, 2000, 20, 5, pol)
+	if _, err := s.Replan(now); err != nil {
+		t.Fatal(err)
+	}
+	at := now.Add(time.Hour)
+	// Two fetches out when the URLs are removed.
+	var inFlight []string
+	for len(inFlight) < 2 {
+		d, ok, _ := s.Next(at)
+		if !ok {
+			t.Fatal("nothing due")
+		}
+		inFlight = append(inFlight, d.URL)
+	}
+	j := s.Snapshot(at)
+	removed := append([]string(nil), inFlight...)
+	for i := 0; i < len(s.list); i += 41 {
+		removed = append(removed, s.list[i].url)
+	}
+	if got := s.Remove(removed); got != len(removed) {
+		t.Fatalf("removed %d of %d", got, len(removed))
+	}
+	checkInvariants(t, s)
+	var paused []string
+	before := map[string]time.Duration{}
+	for i := 7; i < len(s.list); i += 53 {
+		paused = append(paused, s.list[i].url)
+		before[s.list[i].url] = s.list[i].interval
+	}
+	s.Pause(paused)
+	s.Add(URLInfo{URL: "http://late/x", Host: "late", Weight: 1, Rate: 1.0 / 3600, Interval: 42 * time.Second, NextDue: at}, at)
+	if err := j.Solve(); err != nil {
+		t.Fatal(err)
+	}
+	for i, url := range inFlight {
+		s.Done(url, Feedback{Start: at, End: at.Add(time.Duration(i+1) * time.Second), OK: true})
+	}
+	steps := 0
+	for !s.Apply(j, at, 64) {
+		if steps++; steps == 5 {
+			// Removing during the apply too.
+			s.Remove([]string{s.list[len(s.list)/2].url, s.list[3].url})
+		}
+		checkInvariants(t, s)
+	}
+	checkInvariants(t, s)
+	for _, url := range removed {
+		if s.Has(url) {
+			t.Fatalf("%s removed, still known", url)
+		}
+	}
+	if s.Len() != 2000-len(removed)-2+1 {
+		t.Errorf("%d URLs, want %d", s.Len(), 2000-len(removed)-2+1)
+	}
+	if iv := s.Interval("http://late/x"); iv != 42*time.Second {
+		t.Errorf("URL added during the plan has interval %v, want its own 42s", iv)
+	}
+	// Every URL of the snapshot still known got its own plan frequency,
+	// and its given-up view is its own.
+	for i, e := range j.list {
+		if e.pos < 0 {
+			continue
+		}
+		v, ok := s.View(e.url, at)
+		if !ok {
+			t.Fatalf("%s: no view", e.url)
+		}
+		if e.paused {
+			if e.interval != before[e.url] {
+				t.Fatalf("paused %s: interval %v, was %v", e.url, e.interval, before[e.url])
+			}
+			continue
+		}
+		if wantGivenUp := !e.disallowed && j.out.Freq[i] <= 0 && e.weight > 0; v.GivenUp != wantGivenUp {
+			t.Fatalf("%s: given up %v, plan frequency %v", e.url, v.GivenUp, j.out.Freq[i])
+		}
+		if e.disallowed || j.freq[i] <= 0 {
+			continue
+		}
+		if want := max(time.Duration(float64(time.Second)/j.freq[i]), time.Millisecond); e.interval != want {
+			t.Fatalf("%s: interval %v, plan says %v", e.url, e.interval, want)
+		}
+	}
+	// The host of a fetch in flight when its URL was removed was released.
+	for _, h := range s.front.hosts {
+		if h.inFlight != 0 {
+			t.Errorf("host %s: %d in flight, none dispatched", h.name, h.inFlight)
+		}
+	}
+	if _, err := s.Replan(at); err != nil {
+		t.Fatal(err)
+	}
+	if p, _, _ := s.Plan(); len(p.Freq) != s.Len() {
+		t.Errorf("plan over %d elements for %d URLs", len(p.Freq), s.Len())
 	}
 	checkInvariants(t, s)
 }

@@ -3,24 +3,23 @@ package schedule
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"fmt"
 	"math"
-	"os"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/alloc"
 	"github.com/freshcrawl/freshcrawl/estimate"
 )
 
-// SchedulerOptions configure a Scheduler.
+// SchedulerOptions configure a Scheduler. Zero fields take the defaults
+// (defaults.go).
 type SchedulerOptions struct {
 	// Budget is the total fetches per second.
 	Budget float64
 	// HostRate is the most fetches per second of one host.
 	HostRate float64
-	// Policy turns estimates into frequencies.
+	// Policy turns estimates into frequencies (default: the optimal
+	// policy for freshness, DefaultPolicy).
 	Policy Policy
 	// ExploreShare is the largest share of the budget (and of each host's
 	// cap) exploration may take (docs/design.md §3.7): probes of URLs
@@ -69,6 +68,10 @@ type URLInfo struct {
 	// per period (0: from the URL's share of the budget).
 	Period time.Duration
 	Polls  int
+	// Paused URLs are known but not fetched (lifecycle.go); RateSE is the
+	// standard error of Rate.
+	Paused bool
+	RateSE float64
 }
 
 // Dispatch is a URL the scheduler hands out.
@@ -87,8 +90,10 @@ type Feedback struct {
 	NotModified  bool
 	Disallowed   bool
 	LastModified time.Time // zero if unknown
-	// Rate is the URL's new estimated change rate (0 = unchanged).
-	Rate float64
+	// Rate is the URL's new estimated change rate (0 = unchanged) and
+	// RateSE its standard error.
+	Rate   float64
+	RateSE float64
 	// HostGap is the gap the host now needs (Crawl-delay; 0 = base rate)
 	// and HostNotBefore when it may be fetched again (Retry-After,
 	// backoff).
@@ -108,9 +113,9 @@ type Feedback struct {
 	First bool
 }
 
-// Adaptive is a policy that sets each URL's interval from its own fetch
+// adaptivePolicy is a policy that sets each URL's interval from its own fetch
 // outcomes (Nutch, StormCrawler) instead of from a global allocation.
-type Adaptive interface {
+type adaptivePolicy interface {
 	Policy
 	// Initial is the interval of a URL never fetched.
 	Initial() time.Duration
@@ -150,11 +155,18 @@ type Scheduler struct {
 	// re-plan copies arrays instead of walking a million entries under
 	// the caller's lock. Index i is list[i].
 	rates   []float64
-	weights []float64 // 0 for a disallowed URL: it takes no budget
-	blocked []bool    // disallowed by robots.txt
-	freqs   []float64 // the URL's frequency now, 1/interval (0: unscheduled or disallowed): an adaptive policy's plan
+	rateSEs []float64 // standard errors of rates, for the plan's freshness band
+	weights []float64 // 0 for a disallowed or paused URL: it takes no budget
+	blocked []bool    // disallowed by robots.txt or paused: no fetches, not even exploration
+	freqs   []float64 // the URL's frequency now, 1/interval (0: unscheduled, disallowed or paused): an adaptive policy's plan
+	// fixed is the rate a capture URL polls at whatever the plan says
+	// (its configured or learnt polls per period; 0: planned like any
+	// URL). The plan takes it off the budget and the host's capacity, so
+	// that the budget in use is what is really dispatched.
+	fixed []float64
 	// hosts[i] indexes planHosts, in order of first appearance in list.
-	// It only ever grows, so a snapshot may share it.
+	// Appends never touch its first elements, so a snapshot may share
+	// them; Remove builds a new array.
 	hosts     []int32
 	planHosts []*hostQueue
 
@@ -180,27 +192,31 @@ type Scheduler struct {
 	learnt                int // URLs with an estimate
 	sinceRefit            int
 	resumFrom             int // where the next re-summary batch starts
+	// planList is the list the last plan was made over: plan.Freq[i]
+	// is list element planList[i] (removed ones have pos < 0).
+	planList []*entry
+	life     lifecycle
 }
 
 // NewScheduler returns an empty scheduler.
 func NewScheduler(o SchedulerOptions) *Scheduler {
 	if o.Budget <= 0 {
-		o.Budget = 10
+		o.Budget = DefaultBudget
 	}
 	if o.HostRate <= 0 {
-		o.HostRate = 1
+		o.HostRate = DefaultHostRate
 	}
 	if o.Policy == nil {
-		o.Policy = uniformPolicy{}
+		o.Policy = defaultPolicy()
 	}
 	if o.ExploreShare <= 0 {
-		o.ExploreShare = 0.5
+		o.ExploreShare = DefaultExploreShare
 	}
 	if o.Replan <= 0 {
-		o.Replan = 30 * time.Second
+		o.Replan = DefaultReplan
 	}
 	if o.DisallowRetry <= 0 {
-		o.DisallowRetry = time.Hour
+		o.DisallowRetry = DefaultDisallowRetry
 	}
 	if o.HalfLife <= 0 {
 		o.HalfLife = 90 * 24 * time.Hour
@@ -212,18 +228,25 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 }
 
 // mirror copies e's plan input into the scheduler's arrays; every change
-// of e's rate, weight, interval or disallowed flag ends with it.
+// of e's rate (or its error), weight, interval, disallowed or paused flag
+// ends with it.
 func (s *Scheduler) mirror(e *entry) {
 	if e.pos < 0 {
 		return
 	}
-	w, f := e.weight, 0.0
-	if e.disallowed {
+	off := e.disallowed || e.paused
+	w, f, fx := e.weight, 0.0, 0.0
+	if off {
 		w = 0
 	} else if e.interval > 0 {
 		f = float64(time.Second) / float64(e.interval)
 	}
-	s.rates[e.pos], s.weights[e.pos], s.blocked[e.pos], s.freqs[e.pos] = e.rate, w, e.disallowed, f
+	if e.cap != nil && !off {
+		if fx = e.cap.rate(); fx > 0 {
+			f = fx
+		}
+	}
+	s.rates[e.pos], s.rateSEs[e.pos], s.weights[e.pos], s.blocked[e.pos], s.freqs[e.pos], s.fixed[e.pos] = e.rate, e.rateSE, w, off, f, fx
 	s.posts[e.pos] = e.post
 	s.lastOK[e.pos] = 0
 	if !e.lastOK.IsZero() {
@@ -296,6 +319,9 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		e.weight, e.capture = u.Weight, u.Capture
 		s.setCapture(e, u)
 		s.mirror(e)
+		if e.index >= 0 && e.strict != (e.cap != nil) {
+			s.front.schedule(e, e.nextDue) // into the heap of its new mode
+		}
 		return false
 	}
 	e, _ := s.front.add(u.URL, u.Host, s.baseGap())
@@ -323,14 +349,16 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		s.planHosts = append(s.planHosts, e.host)
 	}
 	s.hosts = append(s.hosts, e.host.plan)
-	s.rates, s.weights, s.blocked, s.freqs = append(s.rates, 0), append(s.weights, 0), append(s.blocked, false), append(s.freqs, 0)
+	s.rates, s.rateSEs, s.weights, s.blocked, s.freqs = append(s.rates, 0), append(s.rateSEs, 0), append(s.weights, 0), append(s.blocked, false), append(s.freqs, 0)
+	s.fixed = append(s.fixed, 0)
 	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, estimate.Summary{}), append(s.lastOK, 0), append(s.probing, false), append(s.probes, 0)
 	s.setCapture(e, u)
 	s.moved++
 	s.setDisallowed(e, u.Disallowed)
+	e.paused, e.rateSE = u.Paused, u.RateSE
 	e.interval = u.Interval
 	if e.interval <= 0 {
-		if a, ok := s.o.Policy.(Adaptive); ok {
+		if a, ok := s.o.Policy.(adaptivePolicy); ok {
 			e.interval = a.Initial()
 		} else {
 			// Until the next plan: the uniform share, so a new URL is
@@ -370,12 +398,21 @@ func (s *Scheduler) setCapture(e *entry, u URLInfo) {
 	e.cap.polls = u.Polls
 }
 
-// ObserveCapture records an update a poll of a capture URL saw: exactly at
+// observeCapture records an update a poll of a capture URL saw: exactly at
 // `to` (trustworthy Last-Modified) or somewhere in (from, to].
-func (s *Scheduler) ObserveCapture(url string, from, to time.Time, exact bool) {
-	if e, ok := s.front.urls[url]; ok && e.cap != nil {
-		e.cap.observe(from, to, exact, e.interval)
+func (s *Scheduler) observeCapture(url string, from, to time.Time, exact bool) {
+	e, ok := s.front.urls[url]
+	if !ok || e.cap == nil {
+		return
 	}
+	before := e.cap.rate()
+	if exact {
+		e.cap.exactAt(secs(to))
+	} else {
+		e.cap.changedIn(secs(from), secs(to))
+	}
+	e.cap.maybeLearn(e.interval)
+	s.captureMoved(e, before)
 }
 
 // CaptureStatus lists the capture URLs' schedules (at most limit).
@@ -423,6 +460,9 @@ func (s *Scheduler) Next(now time.Time) (Dispatch, bool, time.Time) {
 // Done folds a fetch's outcome into the schedule: the host's spacing, the
 // URL's rate, and its next due time.
 func (s *Scheduler) Done(url string, fb Feedback) {
+	if s.releaseOrphan(url, fb.End) {
+		return
+	}
 	e, ok := s.front.urls[url]
 	if !ok {
 		return
@@ -443,7 +483,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		return
 	}
 	if fb.Rate > 0 && fb.Rate != e.rate {
-		e.rate = fb.Rate
+		e.rate, e.rateSE = fb.Rate, fb.RateSE
 		s.moved++
 	}
 	if fb.OK {
@@ -505,11 +545,21 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	if e.recheckTau == 0 || !fb.OK || due.Sub(fb.Start) != e.recheckTau {
 		e.rechecked = false
 	}
-	switch a, adaptive := s.o.Policy.(Adaptive); {
+	switch a, adaptive := s.o.Policy.(adaptivePolicy); {
 	case e.disallowed:
 		due = fb.Start.Add(s.o.DisallowRetry)
 	case e.cap != nil && e.interval > 0:
-		due = e.cap.next(e.url, fb.Start, e.interval)
+		if fb.OK {
+			before := e.cap.rate()
+			e.cap.poll(fb.Start, fb.Changed, e.interval)
+			if e.cap.rate() != before {
+				s.moved++ // mirrored below
+			}
+		}
+		// After the poll just made, and after the phase it was due at:
+		// a poll handed out early (a retry) must not be due again at
+		// the same phase, where it would get the same task id.
+		due = e.cap.next(e.url, latest(fb.Start, e.nextDue), e.interval)
 	case adaptive && e.interval > 0:
 		var st AdaptiveState
 		st, due = a.Next(AdaptiveState{Interval: e.interval, Modified: e.adModified, Reset: e.adReset}, fb)
@@ -522,6 +572,9 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 // Abort requeues a URL whose fetch produced no result (lost, failed,
 // never published): it is due again at due.
 func (s *Scheduler) Abort(url string, at, due time.Time) {
+	if s.releaseOrphan(url, at) {
+		return
+	}
 	if e, ok := s.front.urls[url]; ok {
 		s.front.done(e, at, due)
 	}
@@ -584,19 +637,24 @@ type PlanJob struct {
 	at       time.Time
 	policy   Policy
 	adaptive bool
-	budget   float64
 	explore  float64
 	in       PlanInput
+	rateSE   []float64 // per element: the standard error of its rate
 	blocked  []bool
-	moved    int // Scheduler.moved at the snapshot
+	fixed    []float64 // per element: a capture URL's own rate, 0 if planned
+	moved    int       // Scheduler.moved at the snapshot
 	posts    []estimate.Summary
 	lastOK   []int64
-	probing  []bool  // explored by the previous plan
+	probing  []bool    // explored by the previous plan
 	probes   []uint8   // fetches in each URL's probe session
 	prevFreq []float64 // each URL's frequency now (the last plan's)
-	horizon  float64 // seconds a rate is expected to last (1/hazard)
-	halfLife float64 // the estimator's half-life, seconds
-	hazard   float64 // rate changes per URL per second
+	horizon  float64   // seconds a rate is expected to last (1/hazard)
+	halfLife float64   // the estimator's half-life, seconds
+	hazard   float64   // rate changes per URL per second
+	// list is the scheduler's list at the snapshot, element i of the
+	// plan. Appends never touch it and Remove builds a new list, so it is
+	// shared, not copied; a URL removed meanwhile has pos < 0.
+	list []*entry
 
 	// Priors: the current ones, a sample to refit them from (nil: no
 	// refit due), and URLs whose posterior is recomputed under the
@@ -607,6 +665,7 @@ type PlanJob struct {
 	newPrior *Priors
 
 	out          PlanOutput
+	band         freshnessBand
 	freq         []float64 // per element, exploration included
 	recheckTau   []float64 // per element: a recheck's probe interval (0: none)
 	probe        []bool    // per element: probed for what it teaches
@@ -634,8 +693,8 @@ const (
 	resumPerPlan = 20_000
 )
 
-// Len is the number of URLs the plan covers.
-func (j *PlanJob) Len() int { return len(j.in.Rates) }
+// size is the number of URLs the plan covers.
+func (j *PlanJob) size() int { return len(j.in.Rates) }
 
 // Output is the policy's plan once solved.
 func (j *PlanJob) Output() PlanOutput { return j.out }
@@ -647,8 +706,8 @@ func (j *PlanJob) Output() PlanOutput { return j.out }
 // copy of a few arrays of n numbers, not a walk over the entries.
 func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	n := len(s.list)
-	_, adaptive := s.o.Policy.(Adaptive)
-	j := &PlanJob{at: now, policy: s.o.Policy, adaptive: adaptive, budget: s.o.Budget, explore: s.o.ExploreShare, moved: s.moved}
+	_, adaptive := s.o.Policy.(adaptivePolicy)
+	j := &PlanJob{at: now, policy: s.o.Policy, adaptive: adaptive, explore: s.o.ExploreShare, moved: s.moved, list: s.list[:n:n]}
 	j.in = PlanInput{
 		Budget:  s.o.Budget,
 		Rates:   append([]float64(nil), s.rates...),
@@ -659,6 +718,8 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 		HostCaps: make([]float64, len(s.planHosts)),
 	}
 	j.blocked = append([]bool(nil), s.blocked...)
+	j.fixed = append([]float64(nil), s.fixed...)
+	j.rateSE = append([]float64(nil), s.rateSEs...)
 	j.posts = append([]estimate.Summary(nil), s.posts...)
 	j.lastOK = append([]int64(nil), s.lastOK...)
 	j.probing = append([]bool(nil), s.probing...)
@@ -747,7 +808,10 @@ func (s *Scheduler) pickResummaries(j *PlanJob) {
 	for k := 0; k < n && len(j.resum) < resumPerPlan; k++ {
 		i := (start + k) % n
 		e := s.list[i]
-		if e.disallowed || (!e.stale && e.priorVer >= ver) {
+		// A URL never observed keeps the rate it was added with until the
+		// priors have been fitted to the collection (version > 0): before
+		// that, the configured prior rate is all there is.
+		if e.disallowed || (!e.stale && e.priorVer >= ver) || (ver == 0 && e.st.Observations() <= 0) {
 			continue
 		}
 		j.resum = append(j.resum, resummary{i: i, seq: e.seq, st: e.st, host: e.host.name, tmpl: e.tmpl})
@@ -789,18 +853,28 @@ func (j *PlanJob) Solve() error {
 		j.out.ModelFreshness = model
 		return nil
 	}
+	// Capture URLs that poll at their own rate take it off the budget
+	// and off their host's capacity; the policy shares out the rest
+	// among the other URLs.
+	in, keep, fixedHost := withoutFixed(in, j.fixed, j.blocked)
 	out, err := j.policy.Plan(in)
 	if err != nil {
 		return err
 	}
+	// The exploration below works on the planned elements only: a
+	// restricted view of the job when capture URLs were taken out.
+	ej := j
+	if len(keep) != len(j.fixed) {
+		ej = j.restricted(keep)
+	}
 	var freq []float64
 	if out.Mu > 0 && !math.IsInf(out.Mu, 1) {
-		freq, out, err = j.exploreByValue(in, out)
+		freq, out, err = ej.exploreByValue(in, out)
 		if err != nil {
 			return err
 		}
 	} else {
-		freq, out = j.exploreGivenUp(in, out)
+		freq, out = ej.exploreGivenUp(in, out)
 	}
 	// Exploration must not push a host past its capacity either: a host
 	// over it would queue and fetch every URL late.
@@ -813,9 +887,38 @@ func (j *PlanJob) Solve() error {
 			freq[i] *= in.HostCaps[h] / sum[h]
 		}
 	}
+	if ej != j {
+		// Back to one value per element: the planned ones where they
+		// were, the capture URLs at their own rate.
+		n := len(j.fixed)
+		all := make([]float64, n)
+		for k, f := range freq {
+			all[keep[k]] = f
+		}
+		for i, fx := range j.fixed {
+			if fx > 0 && !j.blocked[i] {
+				all[i] = fx
+			}
+		}
+		freq = all
+		out.Freq = spread(out.Freq, keep, n)
+		j.recheckTau = spread(ej.recheckTau, keep, n)
+		if ej.probe != nil {
+			j.probe = make([]bool, n)
+			for k, p := range ej.probe {
+				j.probe[keep[k]] = p
+			}
+		}
+		for _, k := range ej.sessionsOver {
+			j.sessionsOver = append(j.sessionsOver, keep[k])
+		}
+	}
+	// Saturated against the whole capacity: the capture polls' share
+	// included, the rest is what the freshness URLs may fill.
 	j.sat = make([]bool, len(in.HostCaps))
 	for h := range j.sat {
-		j.sat[h] = in.HostCaps[h] > 0 && sum[h] >= 0.98*in.HostCaps[h]
+		whole := in.HostCaps[h] + fixedHost[h]
+		j.sat[h] = whole > 0 && sum[h]+fixedHost[h] >= 0.98*whole
 	}
 	j.inUse = 0
 	for _, f := range freq {
@@ -823,10 +926,31 @@ func (j *PlanJob) Solve() error {
 			j.inUse += f
 		}
 	}
-	out.Freshness = expectedFreshness(in.Weights, j.posts, freq)
+	out.Freshness = expectedFreshness(j.in.Weights, j.posts, freq)
 	out.ModelFreshness = model
 	j.out, j.freq = out, freq
+	j.band = bandOf(j.in, j.rateSE, out.Freq) // every element: out.Freq is spread back above
 	return nil
+}
+
+// restricted is a copy of j whose per-element arrays hold only the
+// elements keep lists (the planned ones), for the exploration of a plan
+// made without the capture URLs; what exploration sets on it is mapped
+// back by Solve.
+func (j *PlanJob) restricted(keep []int) *PlanJob {
+	r := *j
+	r.blocked = make([]bool, len(keep))
+	r.posts = make([]estimate.Summary, len(keep))
+	r.lastOK = make([]int64, len(keep))
+	r.probing = make([]bool, len(keep))
+	r.probes = make([]uint8, len(keep))
+	r.prevFreq = make([]float64, len(keep))
+	for k, i := range keep {
+		r.blocked[k], r.posts[k], r.lastOK[k] = j.blocked[i], j.posts[i], j.lastOK[i]
+		r.probing[k], r.probes[k], r.prevFreq[k] = j.probing[i], j.probes[i], j.prevFreq[i]
+	}
+	r.recheckTau, r.probe, r.sessionsOver = nil, nil, nil
+	return &r
 }
 
 // exploreGivenUp is the exploration of a policy with no multiplier
@@ -835,7 +959,7 @@ func (j *PlanJob) Solve() error {
 // their host's, where that is smaller), out of the budget: the plan is
 // solved again with what exploration leaves.
 func (j *PlanJob) exploreGivenUp(in PlanInput, out PlanOutput) ([]float64, PlanOutput) {
-	uniform := j.budget / math.Max(1, float64(len(in.Rates)))
+	uniform := in.Budget / math.Max(1, float64(len(in.Rates)))
 	perHost := make([]int, len(in.HostCaps))
 	for _, h := range in.Hosts {
 		perHost[h]++
@@ -854,7 +978,7 @@ func (j *PlanJob) exploreGivenUp(in PlanInput, out PlanOutput) ([]float64, PlanO
 			}
 		}
 		again := in
-		again.Budget = math.Max(j.budget-spent, j.budget/2)
+		again.Budget = math.Max(in.Budget-spent, in.Budget/2)
 		again.HostCaps = caps
 		if o2, err := j.policy.Plan(again); err == nil {
 			out = o2
@@ -913,30 +1037,30 @@ func (j *PlanJob) exploreByValue(in PlanInput, out PlanOutput) ([]float64, PlanO
 		plan  PlanOutput
 		probe []bool
 	}
-	at := func(mu float64, round int) (result, error) {
+	at := func(mu float64) (result, error) {
 		mult := out
 		mult.Mu = mu
 		items := j.exploreItems(in, mult, &pop)
 		freq, plan, probe, err := j.planAround(in, items)
-		if debugExplore {
-			debugPlan(j, in, items, freq, plan, &pop, round)
-		}
 		return result{freq, plan, probe}, err
 	}
 	lo := out.Mu
-	r, err := at(lo, 0)
+	r, err := at(lo)
 	if err != nil {
 		return nil, out, err
 	}
 	if r.plan.Mu > lo*1.02 && r.plan.Mu > 0 && !math.IsInf(r.plan.Mu, 1) {
 		hi := r.plan.Mu
-		rHi, err := at(hi, 1)
+		rHi, err := at(hi)
 		if err != nil {
 			return nil, out, err
 		}
-		for round := 2; round < 6 && hi > lo*1.03; round++ {
+		for range 4 {
+			if hi <= lo*1.03 {
+				break
+			}
 			mid := math.Sqrt(lo * hi)
-			rm, err := at(mid, round)
+			rm, err := at(mid)
 			if err != nil {
 				return nil, out, err
 			}
@@ -1077,7 +1201,7 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 // with what is left.
 func (j *PlanJob) planAround(in PlanInput, items []exploreItem) ([]float64, PlanOutput, []bool, error) {
 	n := len(in.Rates)
-	capAll := j.explore * j.budget
+	capAll := j.explore * in.Budget
 	hostLeft := make([]float64, len(in.HostCaps))
 	for h, c := range in.HostCaps {
 		hostLeft[h] = j.explore * c
@@ -1104,7 +1228,7 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) ([]float64, Plan
 		weights[it.i] = 0 // out of the plan
 	}
 	again := in
-	again.Budget = j.budget - spent
+	again.Budget = in.Budget - spent
 	again.HostCaps = caps
 	again.Weights = weights
 	plan, err := j.policy.Plan(again)
@@ -1122,32 +1246,6 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) ([]float64, Plan
 	}
 	plan.GivenUp = givenUp(freq, in.Weights)
 	return freq, plan, probe, nil
-}
-
-var debugExplore = os.Getenv("FC_DEBUG_EXPLORE") != ""
-
-func debugPlan(j *PlanJob, in PlanInput, items []exploreItem, freq []float64, plan PlanOutput, pop *estimate.Summary, round int) {
-	probes, checks, explored, spent := 0, 0, 0, 0.0
-	for _, it := range items {
-		if it.score == 1 {
-			checks++
-		} else {
-			probes++
-		}
-		if freq[it.i] > 0 && freq[it.i] == it.f {
-			explored++
-			spent += it.f
-		}
-	}
-	fmt.Printf("plan %s round %d mu/day=%.3g candidates: probes=%d checks=%d explored=%d spent=%.3g/%.3g givenUp=%d hazard/day=%.3g pop=%v\n", j.at.Format("2006-01-02"), round, plan.Mu/86400, probes, checks, explored, spent*86400, j.budget*86400, plan.GivenUp, j.hazard*86400, popString(pop))
-}
-
-func popString(s *estimate.Summary) string {
-	var b strings.Builder
-	for j := range s.Q {
-		fmt.Fprintf(&b, "%.3g ", s.Rate(j)*86400)
-	}
-	return b.String()
 }
 
 // maxProbes ends a probe session that has not resolved its URL: after
@@ -1240,11 +1338,8 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		}
 		ver := s.priors.Load().Version()
 		for _, r := range j.resum {
-			if r.i >= len(s.list) {
-				continue
-			}
-			e := s.list[r.i]
-			if e.seq != r.seq {
+			e := j.list[r.i]
+			if e.pos < 0 || e.seq != r.seq {
 				continue // fetched meanwhile: its own posterior is newer
 			}
 			e.post, e.priorVer, e.stale = r.post, ver, false
@@ -1253,13 +1348,18 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 			}
 			s.mirror(e)
 		}
-		if j.probe != nil {
-			copy(s.probing, j.probe)
-		} else {
-			clear(s.probing)
+		// The job's elements are its list's; a URL removed since the
+		// snapshot has pos < 0, and the others may have moved.
+		clear(s.probing)
+		for i, p := range j.probe {
+			if e := j.list[i]; p && e.pos >= 0 {
+				s.probing[e.pos] = true
+			}
 		}
 		for _, i := range j.sessionsOver {
-			s.probes[i] = 0
+			if e := j.list[i]; e.pos >= 0 {
+				s.probes[e.pos] = 0
+			}
 		}
 		if !j.adaptive {
 			for h, sat := range j.sat {
@@ -1278,7 +1378,12 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		end = j.next + limit
 	}
 	for i := j.next; i < end; i++ {
-		e := s.list[i]
+		e := j.list[i]
+		if e.pos < 0 || e.paused {
+			// Removed since the snapshot, or paused: a paused URL keeps
+			// its interval for when it is resumed.
+			continue
+		}
 		if e.disallowed {
 			e.interval = s.o.DisallowRetry
 			s.mirror(e)
@@ -1317,12 +1422,65 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 	if j.next < len(j.freq) {
 		return false
 	}
-	s.plan, s.planAt, s.inUse = j.out, j.at, j.inUse
+	s.plan, s.planAt, s.inUse, s.planList, s.life.band = j.out, j.at, j.inUse, j.list, j.band
 	s.moved -= j.moved
 	if s.moved < 0 {
 		s.moved = 0
 	}
 	return true
+}
+
+// withoutFixed returns the plan input without the elements that poll at a
+// fixed rate (capture URLs with their own polls), with the budget and each
+// host's capacity less those rates; keep maps the returned elements to the
+// input's, and fixedHost is each host's fixed rate. With no fixed element
+// it returns in itself and keep is the identity.
+func withoutFixed(in PlanInput, fixed []float64, blocked []bool) (out PlanInput, keep []int, fixedHost []float64) {
+	fixedHost = make([]float64, len(in.HostCaps))
+	n := 0
+	for i, fx := range fixed {
+		if fx > 0 && !blocked[i] {
+			fixedHost[in.Hosts[i]] += fx
+			n++
+		}
+	}
+	keep = make([]int, 0, len(fixed)-n)
+	for i, fx := range fixed {
+		if fx <= 0 || blocked[i] {
+			keep = append(keep, i)
+		}
+	}
+	if n == 0 {
+		return in, keep, fixedHost
+	}
+	out = PlanInput{
+		Rates:    make([]float64, len(keep)),
+		Weights:  make([]float64, len(keep)),
+		Hosts:    make([]int32, len(keep)),
+		HostCaps: make([]float64, len(in.HostCaps)),
+		Budget:   in.Budget,
+	}
+	for k, i := range keep {
+		out.Rates[k], out.Weights[k], out.Hosts[k] = in.Rates[i], in.Weights[i], in.Hosts[i]
+	}
+	for h, c := range in.HostCaps {
+		out.HostCaps[h] = math.Max(0, c-fixedHost[h])
+		out.Budget -= fixedHost[h]
+	}
+	out.Budget = math.Max(0, out.Budget)
+	return out, keep, fixedHost
+}
+
+// spread scatters the per-kept-element xs back to n elements (0 elsewhere).
+func spread(xs []float64, keep []int, n int) []float64 {
+	if xs == nil {
+		return nil
+	}
+	all := make([]float64, n)
+	for k, i := range keep {
+		all[i] = xs[k]
+	}
+	return all
 }
 
 // givenUp counts the elements that matter (weight > 0) and get no fetches.

@@ -16,9 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/andybalholm/cascadia"
-
 	"github.com/freshcrawl/freshcrawl/internal/proto"
+	"github.com/freshcrawl/freshcrawl/internal/worker/extract"
 )
 
 // Mode says what the crawler keeps of a URL.
@@ -44,6 +43,9 @@ type Seed struct {
 	// Polls is the number of capture polls per period, or 0 for a share of
 	// the budget.
 	Polls int
+	// KeepRaw keeps the raw response body of the latest version besides
+	// its extracted text.
+	KeepRaw bool
 }
 
 // LineError is a bad seed line. Parse reports it and goes on.
@@ -66,6 +68,7 @@ type jsonSeed struct {
 	Ignore   *proto.IgnoreRules `json:"ignore"`
 	Period   string             `json:"period"`
 	Polls    int                `json:"polls"`
+	KeepRaw  bool               `json:"keep_raw"`
 }
 
 // MaxLine is the longest line accepted; a longer one is a bad line.
@@ -109,8 +112,12 @@ func Parse(r io.Reader, file string, emit func(Seed) error, bad func(*LineError)
 	return good, bads, nil
 }
 
-// ParseLine parses one non-blank, non-comment line.
+// ParseLine parses one non-blank, non-comment line: a URL, or a JSON
+// object with the seed's fields.
 func ParseLine(text []byte) (Seed, error) {
+	if len(text) == 0 {
+		return Seed{}, fmt.Errorf("empty line")
+	}
 	if text[0] != '{' {
 		u, host, err := Normalize(string(text))
 		if err != nil {
@@ -134,7 +141,7 @@ func ParseLine(text []byte) (Seed, error) {
 	if err != nil {
 		return Seed{}, fmt.Errorf(`field "url": %w`, err)
 	}
-	s := Seed{URL: u, Host: host, Weight: 1, Mode: ModeFreshness, Selector: strings.TrimSpace(js.Selector), Period: js.Period, Polls: js.Polls}
+	s := Seed{URL: u, Host: host, Weight: 1, Mode: ModeFreshness, Selector: strings.TrimSpace(js.Selector), Period: js.Period, Polls: js.Polls, KeepRaw: js.KeepRaw}
 	if js.Weight != nil {
 		w := *js.Weight
 		if !(w > 0) || math.IsInf(w, 0) {
@@ -149,16 +156,17 @@ func ParseLine(text []byte) (Seed, error) {
 	default:
 		return Seed{}, fmt.Errorf(`field "mode": want "freshness" or "capture", got %q`, js.Mode)
 	}
-	if s.Selector != "" {
-		if _, err := cascadia.Compile(s.Selector); err != nil {
-			return Seed{}, fmt.Errorf(`field "selector": %q: %w`, s.Selector, err)
-		}
-	}
 	if js.Ignore != nil {
 		s.Ignore = *js.Ignore
-		if err := ValidateIgnore(s.Ignore); err != nil {
-			return Seed{}, fmt.Errorf(`field "ignore": %w`, err)
+	}
+	// The worker's own compile: a rule it would refuse on every fetch is
+	// refused here, with the field at fault.
+	if _, err := extract.Compile(s.Selector, s.Ignore); err != nil {
+		var re *extract.RuleError
+		if errors.As(err, &re) {
+			return Seed{}, fmt.Errorf("field %q: %w", re.Field, re.Err)
 		}
+		return Seed{}, err
 	}
 	if (js.Period != "" || js.Polls != 0) && s.Mode != ModeCapture {
 		return Seed{}, errors.New(`fields "period" and "polls" apply to "mode": "capture" only`)
@@ -173,24 +181,6 @@ func ParseLine(text []byte) (Seed, error) {
 		return Seed{}, fmt.Errorf(`field "polls": must be ≥ 0, got %d`, js.Polls)
 	}
 	return s, nil
-}
-
-// ValidateIgnore checks that every selector and pattern of r compiles.
-func ValidateIgnore(r proto.IgnoreRules) error {
-	for _, sel := range r.Selectors {
-		if _, err := cascadia.Compile(sel); err != nil {
-			return fmt.Errorf("selector %q: %w", sel, err)
-		}
-	}
-	for _, p := range r.Patterns {
-		if _, err := compileRegexp(p); err != nil {
-			return fmt.Errorf("pattern %q: %w", p, err)
-		}
-	}
-	if r.MinChange < 0 || math.IsNaN(r.MinChange) {
-		return fmt.Errorf("min_change must be ≥ 0, got %v", r.MinChange)
-	}
-	return nil
 }
 
 // Normalize returns the canonical form of an http(s) URL and its host name:

@@ -1,9 +1,14 @@
 package seed
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/freshcrawl/freshcrawl/internal/proto"
+	"github.com/freshcrawl/freshcrawl/internal/worker/extract"
 )
 
 func TestNormalize(t *testing.T) {
@@ -114,4 +119,80 @@ func FuzzParseLine(f *testing.F) {
 			t.Fatalf("accepted %q with weight %v url %q", b, s.Weight, s.URL)
 		}
 	})
+}
+
+// TestRulesRefusedAsTheWorkerWould: the seed parser refuses exactly the
+// extraction rules the worker's compile refuses, at file:line with the
+// field at fault, so that no stored seed fails every fetch.
+func TestRulesRefusedAsTheWorkerWould(t *testing.T) {
+	cases := []struct {
+		line  string
+		field string // "" for a good line
+	}{
+		{`{"url":"http://a.com/1","ignore":{"patterns":[""]}}`, `"ignore.patterns[0]"`},
+		{`{"url":"http://a.com/2","ignore":{"patterns":["\\d+","(["]}}`, `"ignore.patterns[1]"`},
+		{`{"url":"http://a.com/3","selector":"div[["}`, `"selector"`},
+		{`{"url":"http://a.com/4","ignore":{"selectors":["p:bogus"]}}`, `"ignore.selectors[0]"`},
+		{`{"url":"http://a.com/5","ignore":{"selectors":["  "]}}`, `"ignore.selectors[0]"`},
+		{`{"url":"http://a.com/6","ignore":{"min_change":-0.5}}`, `"ignore.min_change"`},
+		{`{"url":"http://a.com/7","ignore":{"min_change":NaN}}`, "bad JSON"}, // JSON has no NaN
+		{`{"url":"http://a.com/8","selector":"h1","ignore":{"selectors":[".ad"],"patterns":["\\d{2}:\\d{2}"],"min_change":0.1}}`, ""},
+	}
+	var lines []string
+	for _, c := range cases {
+		lines = append(lines, c.line)
+	}
+	bad := map[int]*LineError{}
+	good := map[string]Seed{}
+	_, _, err := Parse(strings.NewReader(strings.Join(lines, "\n")), "rules.txt",
+		func(s Seed) error { good[s.URL] = s; return nil },
+		func(e *LineError) { bad[e.Line] = e })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cases {
+		line := i + 1
+		e := bad[line]
+		if c.field == "" {
+			if e != nil {
+				t.Errorf("line %d refused: %v", line, e)
+			}
+			continue
+		}
+		if e == nil {
+			t.Errorf("line %d (%s) accepted; the worker would refuse it", line, c.line)
+			continue
+		}
+		if want := fmt.Sprintf("rules.txt:%d: ", line); !strings.HasPrefix(e.Error(), want) || !strings.Contains(e.Error(), c.field) {
+			t.Errorf("line %d: %q, want %q… naming %s", line, e, want, c.field)
+		}
+		// Whatever the seed parser refuses on a rule, the worker's compile
+		// refuses too (and the other way round, checked by the good line).
+		var js struct {
+			Selector string            `json:"selector"`
+			Ignore   proto.IgnoreRules `json:"ignore"`
+		}
+		if json.Unmarshal([]byte(c.line), &js) == nil {
+			if _, err := extract.Compile(js.Selector, js.Ignore); err == nil {
+				t.Errorf("line %d: the worker's compile accepts what the seed parser refused", line)
+			}
+		}
+	}
+	s := good["http://a.com/8"]
+	if _, err := extract.Compile(s.Selector, s.Ignore); err != nil {
+		t.Errorf("good line: the worker's compile refuses what the seed parser accepted: %v", err)
+	}
+}
+
+func TestKeepRaw(t *testing.T) {
+	s, err := ParseLine([]byte(`{"url":"http://example.com/a","keep_raw":true}`))
+	if err != nil || !s.KeepRaw {
+		t.Fatalf("keep_raw: %+v %v", s, err)
+	}
+	if s, _ := ParseLine([]byte(`http://example.com/a`)); s.KeepRaw {
+		t.Error("a plain URL keeps its raw body")
+	}
+	if _, err := ParseLine([]byte(`{"url":"http://example.com/a","keep_raw":"yes"}`)); err == nil {
+		t.Error(`"keep_raw": "yes" accepted`)
+	}
 }

@@ -35,7 +35,18 @@ type PeriodicClass struct {
 	// (cyclically), so updates stay in phase order and every update creates
 	// exactly one version.
 	Jitter time.Duration
+	// NoLastModified serves the class's pages with an ETag and no
+	// Last-Modified: the many sources whose only signal is "changed
+	// since the last poll" (docs/design.md §3.5).
+	NoLastModified bool
+	// Feed serves the class's pages as feeds, "rss", "atom" or "json"
+	// (JSON Feed): each version adds an item dated with its exact change
+	// time, and the feed lists the newest feedItems items. "" serves HTML.
+	Feed string
 }
+
+// feedItems is how many items a simulated feed lists.
+const feedItems = 10
 
 // Config describes a simulated website. The zero value of every field picks
 // the documented default.
@@ -250,6 +261,11 @@ func (c PeriodicClass) validate(name string) error {
 	}
 	if c.Jitter < 0 {
 		return fmt.Errorf("%s.Jitter = %v: must be >= 0", name, c.Jitter)
+	}
+	switch c.Feed {
+	case "", "rss", "atom", "json":
+	default:
+		return fmt.Errorf("%s.Feed = %q: want rss, atom, json or empty", name, c.Feed)
 	}
 	ph := slices.Clone(c.Phases)
 	slices.Sort(ph)

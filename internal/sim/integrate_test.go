@@ -143,7 +143,7 @@ func TestIntegratePageOddInput(t *testing.T) {
 // NewSeriesSum widens a step that would make too many points.
 func TestSeriesSumWidensStep(t *testing.T) {
 	s := NewSeriesSum(time.Nanosecond, time.Hour)
-	if n := len(s.Points(t0, 1)); n > maxSeriesPoints || s.Step() <= time.Nanosecond {
-		t.Fatalf("%d points of %v", n, s.Step())
+	if n := len(s.Points(t0, 1)); n > maxSeriesPoints || s.stepDuration() <= time.Nanosecond {
+		t.Fatalf("%d points of %v", n, s.stepDuration())
 	}
 }

@@ -71,4 +71,3 @@ func TestLastModifiedModes(t *testing.T) {
 		}
 	}
 }
-

@@ -53,6 +53,15 @@ import (
 //
 // Author names never coincide with title words, so an author query matches
 // only that author's papers.
+//
+// The list of tracked papers (SearchItems) need not match the site: Absent
+// papers are on the list but not on the site (no result lists them, their
+// item page is a 404), Renamed papers are listed under an older title than
+// the site shows, so queries made of the old title's words miss them (their
+// authors still find them), and Untracked papers are on the site but not on
+// the list, so result lists hold papers nobody tracks and a query's server
+// count exceeds its local count. All three are chosen from Seed,
+// independently of the rest of the corpus.
 type SearchConfig struct {
 	// Papers is the number of papers; default 1000.
 	Papers int
@@ -70,6 +79,10 @@ type SearchConfig struct {
 	Weight SearchWeight
 	// MaxCitations caps the initial citation count; default 1000.
 	MaxCitations int
+	// Absent, Renamed and Untracked are the shares of the Papers that are
+	// listed but not on the site, listed under an older title, and on the
+	// site but not listed; each in [0, 1], together at most 1, default 0.
+	Absent, Renamed, Untracked float64
 }
 
 // SearchWeight selects the weight w(r) of a paper in
@@ -77,13 +90,13 @@ type SearchConfig struct {
 type SearchWeight int
 
 const (
-	// WeightInitialCitations weighs a paper by its initial citation count,
+	// weightInitialCitations weighs a paper by its initial citation count,
 	// the paper's §3.1 w(r) = r.Num_of_citation, frozen at time zero so the
 	// truth does not depend on the crawler. (A crawler that weighs by its
 	// copy's current count sees weights drift upwards as citations grow.)
-	WeightInitialCitations SearchWeight = iota
-	// WeightUnit weighs every paper 1 (plain mean dissimilarity).
-	WeightUnit
+	weightInitialCitations SearchWeight = iota
+	// weightUnit weighs every paper 1 (plain mean dissimilarity).
+	weightUnit
 )
 
 const (
@@ -92,8 +105,8 @@ const (
 	defaultMaxCitations = 1000
 	maxSearchPapers     = 1_000_000
 	maxSearchK          = 1000
-	// SearchSourceName is the name of the source SearchSource defines.
-	SearchSourceName = "sim-papers"
+	// searchSourceName is the name of the source SearchSource defines.
+	searchSourceName = "sim-papers"
 )
 
 func (c SearchConfig) withDefaults() SearchConfig {
@@ -123,10 +136,12 @@ func (c SearchConfig) validate(hosts int) error {
 		return fmt.Errorf("sim: Config.Search.TimeUnit = %v: must be > 0 (0 = 1s)", c.TimeUnit)
 	case c.Host < 0 || c.Host >= hosts:
 		return fmt.Errorf("sim: Config.Search.Host = %d: no such host (Hosts = %d)", c.Host, hosts)
-	case c.Weight != WeightInitialCitations && c.Weight != WeightUnit:
+	case c.Weight != weightInitialCitations && c.Weight != weightUnit:
 		return fmt.Errorf("sim: Config.Search.Weight = %d: unknown weight", c.Weight)
 	case c.MaxCitations < 0:
 		return fmt.Errorf("sim: Config.Search.MaxCitations = %d: must be ≥ 0 (0 = %d)", c.MaxCitations, defaultMaxCitations)
+	case !(c.Absent >= 0 && c.Renamed >= 0 && c.Untracked >= 0 && c.Absent+c.Renamed+c.Untracked <= 1):
+		return fmt.Errorf("sim: Config.Search.Absent = %v, Renamed = %v, Untracked = %v: must be ≥ 0 and sum to at most 1", c.Absent, c.Renamed, c.Untracked)
 	}
 	return nil
 }
@@ -145,15 +160,18 @@ type searchSite struct {
 
 // paper is one item of the search source.
 type paper struct {
-	id       string
-	title    string
-	authors  []string // lead author first
-	group    int
-	initial  int
-	rate     float64 // citations per time unit
-	weight   float64
-	keywords []string // lower-cased title words and author names
-	sched    *schedule
+	id        string
+	title     string
+	listed    string   // the title on the list of tracked papers when renamed, else ""
+	absent    bool     // on the list, not on the site
+	untracked bool     // on the site, not on the list
+	authors   []string // lead author first
+	group     int
+	initial   int
+	rate      float64 // citations per time unit
+	weight    float64
+	keywords  []string // lower-cased title words and author names
+	sched     *schedule
 }
 
 // served is one paper value delivered in a successful response: the
@@ -165,13 +183,16 @@ type served struct {
 }
 
 // SearchItem is one tracked paper as the crawler's seed file lists it: its
-// id, title, authors (", "-separated, as result pages show them) and initial
-// citation count (the crawler's copy at time zero).
+// id, title (the older one for a renamed paper), authors (", "-separated,
+// as result pages show them), initial citation count (the crawler's copy at
+// time zero) and the weight w(r) the truth gives it (SearchConfig.Weight),
+// an importance that comes with the list.
 type SearchItem struct {
-	ID        string `json:"id"`
-	Title     string `json:"title"`
-	Authors   string `json:"authors"`
-	Citations int    `json:"citations"`
+	ID        string  `json:"id"`
+	Title     string  `json:"title"`
+	Authors   string  `json:"authors"`
+	Citations int     `json:"citations"`
+	Weight    float64 `json:"weight"`
 }
 
 // Letters of the synthetic words and names, and the stopwords sprinkled
@@ -277,8 +298,27 @@ func newSearchSite(c SearchConfig, vocab []string) *searchSite {
 
 	width := len(strconv.Itoa(max(c.Papers-1, 0)))
 	schedSeed := splitmix(c.Seed ^ 0xc17a7e)
+	// The list's differences from the site come from their own stream, so
+	// that Absent and Renamed leave the rest of the corpus unchanged.
+	lr := rand.New(rand.NewPCG(splitmix(c.Seed^0xab5e47), splitmix(c.Seed+0x9e4a3e)))
+	order := lr.Perm(c.Papers)
+	nAbsent := int(math.Round(c.Absent * float64(c.Papers)))
+	nRenamed := min(int(math.Round(c.Renamed*float64(c.Papers))), c.Papers-nAbsent)
+	nUntracked := min(int(math.Round(c.Untracked*float64(c.Papers))), c.Papers-nAbsent-nRenamed)
+	kind := make([]byte, c.Papers) // 'a' absent, 'r' renamed, 'u' untracked
+	for k, i := range order[:nAbsent+nRenamed+nUntracked] {
+		switch {
+		case k < nAbsent:
+			kind[i] = 'a'
+		case k < nAbsent+nRenamed:
+			kind[i] = 'r'
+		default:
+			kind[i] = 'u'
+		}
+	}
+	lzipf := rand.NewZipf(lr, 1.1, 3, uint64(len(words)-1))
 	for i := range c.Papers {
-		p := &paper{id: fmt.Sprintf("p%0*d", width, i), group: group[i]}
+		p := &paper{id: fmt.Sprintf("p%0*d", width, i), group: group[i], absent: kind[i] == 'a', untracked: kind[i] == 'u'}
 		// Title: 4–7 distinct content words, stopwords sprinkled between.
 		n := 4 + r.IntN(4)
 		var content []string
@@ -296,6 +336,17 @@ func newSearchSite(c SearchConfig, vocab []string) *searchSite {
 			}
 		}
 		p.title = capitalise(strings.Join(title, " "))
+		if kind[i] == 'r' {
+			// The listed title shares no word with the site's.
+			var old []string
+			for len(old) < n {
+				w := words[lzipf.Uint64()]
+				if !slices.Contains(content, w) && !slices.Contains(old, w) {
+					old = append(old, w)
+				}
+			}
+			p.listed = capitalise(strings.Join(old, " "))
+		}
 		p.authors = append(p.authors, leads[group[i]])
 		for range r.IntN(3) {
 			p.authors = append(p.authors, name())
@@ -305,7 +356,7 @@ func newSearchSite(c SearchConfig, vocab []string) *searchSite {
 		p.initial = int(min(math.Floor(x), float64(c.MaxCitations)))
 		p.rate = float64(p.initial) / 4
 		p.weight = 1
-		if c.Weight == WeightInitialCitations {
+		if c.Weight == weightInitialCitations {
 			p.weight = float64(p.initial)
 		}
 		p.sched = newSchedule(schedSeed, i, p.rate/c.TimeUnit.Seconds(), nil)
@@ -315,10 +366,14 @@ func newSearchSite(c SearchConfig, vocab []string) *searchSite {
 			if !seen[w] {
 				seen[w] = true
 				p.keywords = append(p.keywords, w)
-				site.index[w] = append(site.index[w], int32(i))
+				if !p.absent {
+					site.index[w] = append(site.index[w], int32(i))
+				}
 			}
 		}
-		site.byID[p.id] = i
+		if !p.absent {
+			site.byID[p.id] = i
+		}
 		site.papers = append(site.papers, p)
 	}
 	return site
@@ -502,16 +557,25 @@ func (site *searchSite) renderItem(i int, value int64) []byte {
 	return b.Bytes()
 }
 
-// SearchItems lists the papers of the search source with their initial
-// citation counts: the tracked-items seed of a crawl (the local relation L
-// at time zero, in sync with the server). Nil without Config.Search.
+// SearchItems lists the tracked papers of the search source (every paper
+// but the Untracked ones) with their initial citation counts: the
+// tracked-items seed of a crawl (the local relation L at time zero, in sync
+// with the server but for Absent and Renamed papers). Nil without
+// Config.Search.
 func (s *Sim) SearchItems() []SearchItem {
 	if s.search == nil {
 		return nil
 	}
-	out := make([]SearchItem, len(s.search.papers))
-	for i, p := range s.search.papers {
-		out[i] = SearchItem{ID: p.id, Title: p.title, Authors: strings.Join(p.authors, ", "), Citations: p.initial}
+	out := make([]SearchItem, 0, len(s.search.papers))
+	for _, p := range s.search.papers {
+		if p.untracked {
+			continue
+		}
+		title := p.title
+		if p.listed != "" {
+			title = p.listed
+		}
+		out = append(out, SearchItem{ID: p.id, Title: title, Authors: strings.Join(p.authors, ", "), Citations: p.initial, Weight: p.weight})
 	}
 	return out
 }
@@ -530,28 +594,26 @@ func (s *Sim) WriteSearchItems(w io.Writer) error {
 // SearchURL returns the base URL of the search host, e.g.
 // http://127.0.0.2:PORT ("" without Config.Search). With Config.Port 0 it
 // is final only after Start.
-func (s *Sim) SearchURL() string {
+func (s *Sim) searchURL() string {
 	if s.search == nil {
 		return ""
 	}
 	return "http://" + net.JoinHostPort(hostIP(s.search.cfg.Host), strconv.Itoa(s.Port()))
 }
 
-// SearchSourceYAML returns a config file fragment (a `sources:` list) that
-// points freshcrawl at the search host. Weight follows Config.Search.Weight
-// (the crawler's copy of the citation count, or 1); the planner sends 10
-// keyword queries a time unit, as in paper §5.2 Fig. 2. "" without
-// Config.Search.
-func (s *Sim) SearchSourceYAML() string {
+// searchSourceYAML returns a config file fragment (a `sources:` list) that
+// points freshcrawl at the search host. The weight of a paper is the
+// `weight` attribute of its SearchItems line, the weight the truth uses
+// (Config.Search.Weight); the planner sends 10 requests a time unit, as in
+// paper §5.2 Fig. 2; every other planner setting is the default (the
+// paper's Eq. 2 score, the pessimistic local ratio, no interval search).
+// "" without Config.Search.
+func (s *Sim) searchSourceYAML() string {
 	if s.search == nil {
 		return ""
 	}
 	c := s.search.cfg
-	weight := "citations"
-	if c.Weight == WeightUnit {
-		weight = "1"
-	}
-	base := s.SearchURL()
+	base := s.searchURL()
 	return fmt.Sprintf(`sources:
   - name: %s
     search_url: "%s/search?q={query}&page={page}"
@@ -575,23 +637,34 @@ func (s *Sim) SearchSourceYAML() string {
       - {field: authors, split: ",", whole: true}
     value_field: citations
     dissimilarity: {citations: numeric}
-    weight: %s
+    weight: {attribute: weight}
     method: 1
-    score: per_request
-    local_ratio: 1
     quota: 10
     interval: 1
-`, SearchSourceName, base, base, c.K, c.TimeUnit, weight)
+`, searchSourceName, base, base, c.K, c.TimeUnit)
 }
 
-// SearchSource returns the parsed, validated SearchSourceYAML.
+// SearchSource returns the parsed, validated searchSourceYAML.
 func (s *Sim) SearchSource() (source.Source, error) {
 	if s.search == nil {
 		return source.Source{}, fmt.Errorf("sim: no search source (Config.Search is nil)")
 	}
-	srcs, err := source.Parse([]byte(s.SearchSourceYAML()), "sim search source")
+	srcs, err := source.Parse([]byte(s.searchSourceYAML()), "sim search source")
 	if err != nil {
 		return source.Source{}, err
 	}
 	return srcs[0], nil
+}
+
+// SearchHandler serves the search host's /search and /item/{id} (and its
+// other paths) in process, exactly as over the network: the same pages,
+// the same request log and the same record of what was served, so
+// ContentFreshness measures a crawler that calls it directly. With
+// Config.Now a virtual clock, a benchmark can run days of probes in
+// seconds. Nil without Config.Search.
+func (s *Sim) SearchHandler() http.Handler {
+	if s.search == nil {
+		return nil
+	}
+	return s.hostHandler(s.search.cfg.Host)
 }

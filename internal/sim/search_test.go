@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"slices"
@@ -317,7 +318,7 @@ func TestSearchSourceParsesServedPages(t *testing.T) {
 	s := newSearchSim(t, clk, SearchConfig{Papers: 300, Seed: 4, K: 5})
 	src, err := s.SearchSource()
 	if err != nil {
-		t.Fatalf("SearchSource: %v\n%s", err, s.SearchSourceYAML())
+		t.Fatalf("SearchSource: %v\n%s", err, s.searchSourceYAML())
 	}
 	it := s.SearchItems()[17]
 	kw := src.Keywords(map[string]string{"title": it.Title, "authors": it.Authors})
@@ -440,5 +441,138 @@ func TestSearchOverNetwork(t *testing.T) {
 	rep, err := s.ContentFreshness(s.Epoch(), s.Epoch().Add(time.Hour))
 	if err != nil || rep.Requests != (total+src.PageSize-1)/src.PageSize+1 || rep.Synced != total {
 		t.Fatalf("report %+v, %v", rep, err)
+	}
+}
+
+// The list of tracked papers differs from the site as configured: absent
+// papers are listed but never served (404, in no result), renamed papers
+// are listed under a title whose words find nothing of theirs while their
+// lead author still does, untracked papers are served but not listed. The
+// truth counts the listed papers the site has.
+func TestSearchListDiffersFromSite(t *testing.T) {
+	clk := newFakeClock()
+	s := newSearchSim(t, clk, SearchConfig{Papers: 400, Seed: 13, Absent: 0.05, Renamed: 0.1, Untracked: 0.25})
+	site := s.search
+	var absent, renamed, untracked int
+	for _, p := range site.papers {
+		switch {
+		case p.absent:
+			absent++
+		case p.listed != "":
+			renamed++
+		case p.untracked:
+			untracked++
+		}
+	}
+	if absent != 20 || renamed != 40 || untracked != 100 {
+		t.Fatalf("absent %d renamed %d untracked %d, want 20, 40, 100", absent, renamed, untracked)
+	}
+	listed := map[string]SearchItem{}
+	for _, it := range s.SearchItems() {
+		listed[it.ID] = it
+	}
+	if len(listed) != 300 {
+		t.Fatalf("%d listed papers, want 400 − 100 untracked", len(listed))
+	}
+	for _, p := range site.papers {
+		it, ok := listed[p.id]
+		switch {
+		case p.untracked:
+			if ok {
+				t.Fatalf("untracked %s is listed", p.id)
+			}
+			if ids, _ := searchPage(t, s, strings.ToLower(p.authors[0]), 1); !slices.Contains(ids, p.id) && len(ids) < 10 {
+				t.Fatalf("untracked %s not served for its author: %v", p.id, ids)
+			}
+		case p.absent:
+			if r := get(t, s, 0, "/item/"+p.id, nil); r.Code != http.StatusNotFound {
+				t.Fatalf("absent %s: item page status %d, want 404", p.id, r.Code)
+			}
+			if ids, _ := searchPage(t, s, strings.ToLower(p.authors[0]), 1); slices.Contains(ids, p.id) {
+				t.Fatalf("absent %s served in a result", p.id)
+			}
+		case p.listed != "":
+			if it.Title == p.title {
+				t.Fatalf("renamed %s listed under the site's title", p.id)
+			}
+			for _, w := range searchTerms(it.Title) {
+				for _, i := range site.match([]string{w}) {
+					if site.papers[i] == p {
+						t.Fatalf("renamed %s found by its old title word %q", p.id, w)
+					}
+				}
+			}
+			if ids, _ := searchPage(t, s, strings.ToLower(p.authors[0]), 1); !slices.Contains(ids, p.id) {
+				t.Fatalf("renamed %s not found by its lead author", p.id)
+			}
+		default:
+			if it.Title != p.title || it.Weight != float64(p.initial) {
+				t.Fatalf("listed %s: %+v, want title %q weight %d", p.id, it, p.title, p.initial)
+			}
+		}
+	}
+	rep, err := s.ContentFreshness(t0, t0.Add(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Papers != 280 || rep.Absent != 20 {
+		t.Errorf("truth over %d papers, %d absent; want 280 and 20", rep.Papers, rep.Absent)
+	}
+	if err := (SearchConfig{Absent: 0.5, Renamed: 0.3, Untracked: 0.3}).validate(1); err == nil {
+		t.Error("shares summing over 1: want an error")
+	}
+}
+
+// ContentFreshnessAt is F(L; t−), the state just before t: it agrees with
+// the scripted example by hand and with ContentReport.Final.
+func TestContentFreshnessAt(t *testing.T) {
+	clk := newFakeClock()
+	s := newSearchSim(t, clk, SearchConfig{Papers: 2, Seed: 1})
+	scriptPaper(s, 0, 4, 4, 1, 3, 5)
+	scriptPaper(s, 1, 2, 2)
+	clk.At(secs(4))
+	if r := get(t, s, 0, "/item/"+s.search.papers[0].id, nil); r.Code != 200 {
+		t.Fatalf("item: %d", r.Code)
+	}
+	// |S−C| of paper 0: 0 before 1; 1 on [1,3); 2 on [3,4); 0 on [4,5); 1 after.
+	at := []time.Time{t0.Add(secs(0.5)), t0.Add(secs(1)), t0.Add(secs(2)), t0.Add(secs(4)), t0.Add(secs(4.5)), t0.Add(secs(6))}
+	want := []float64{0, 0, 4 * 1.0 / 2, 4 * 2.0 / 2, 0, 4 * 1.0 / 2}
+	got, err := s.ContentFreshnessAt(at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range at {
+		if !near(got[k], want[k], 1e-12) {
+			t.Errorf("F(%v−) = %v, want %v", at[k].Sub(t0), got[k], want[k])
+		}
+	}
+	rep, _ := s.ContentFreshness(t0, t0.Add(secs(6)))
+	if !near(rep.Final, got[5], 1e-12) {
+		t.Errorf("Final %v, ContentFreshnessAt %v", rep.Final, got[5])
+	}
+}
+
+// SearchHandler serves the search host in process: what it serves is
+// recorded and measured like a network request.
+func TestSearchHandlerInProcess(t *testing.T) {
+	clk := newFakeClock()
+	s := newSearchSim(t, clk, SearchConfig{Papers: 20, Seed: 2})
+	h := s.SearchHandler()
+	id := s.search.papers[3].id
+	clk.At(secs(1))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.2/item/"+id, nil))
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), id) {
+		t.Fatalf("item %s: %d\n%s", id, rec.Code, rec.Body)
+	}
+	rep, err := s.ContentFreshness(t0, t0.Add(secs(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.ItemRequests != 1 || rep.Served != 1 || rep.Synced != 1 {
+		t.Errorf("report %+v: want the in-process request counted and served", rep)
+	}
+	if mustNew(t, Config{Hosts: 1, Pages: 1}).SearchHandler() != nil {
+		t.Error("no search config: want a nil handler")
 	}
 }

@@ -16,7 +16,7 @@ import (
 // The crawler's copy of a paper at time t is the citation count served in
 // the most recent successful, complete GET (a result page listing the paper
 // or its item page) at or before t; before any such response it is the
-// initial count from SearchItems (the seed file, in sync at time zero).
+// initial count from searchItems (the seed file, in sync at time zero).
 // Responses before From count, so a warm-up crawl carries over. The
 // dissimilarity is |server count − copy count| (§3.1), the weight w(r) is
 // set by SearchConfig.Weight, and
@@ -25,11 +25,15 @@ import (
 //
 // is integrated exactly over the window (both counts are piecewise constant
 // between the Poisson jumps and the responses) and divided by its length.
-// Units are citations (weighted), independent of TimeUnit.
+// Units are citations (weighted), independent of TimeUnit. L is the listed
+// papers the site has: an Absent paper has no server copy to be in sync
+// with, so it is left out (and counted in Absent), and an Untracked paper
+// has no copy.
 type ContentReport struct {
 	From   time.Time `json:"from"`
 	To     time.Time `json:"to"`
 	Papers int       `json:"papers"`
+	Absent int       `json:"absent,omitempty"`
 
 	// ContentFreshness is the time average of F(L; t); 0 is perfectly in
 	// sync, larger is staler.
@@ -78,7 +82,15 @@ func (s *Sim) ContentFreshness(from, to time.Time, opts ...TruthOption) (Content
 		opt(&o)
 	}
 	f, t := from.Sub(s.epoch), to.Sub(s.epoch)
-	rep := ContentReport{From: from, To: to, Papers: len(site.papers)}
+	rep := ContentReport{From: from, To: to}
+	for _, p := range site.papers {
+		switch {
+		case p.absent:
+			rep.Absent++
+		case !p.untracked:
+			rep.Papers++
+		}
+	}
 
 	s.mu.Lock()
 	log := s.log[:len(s.log):len(s.log)]
@@ -96,7 +108,7 @@ func (s *Sim) ContentFreshness(from, to time.Time, opts ...TruthOption) (Content
 		}
 	}
 	rep.Requests = rep.SearchRequests + rep.ItemRequests
-	if t <= f || len(site.papers) == 0 {
+	if t <= f || rep.Papers == 0 {
 		return rep, nil
 	}
 
@@ -132,6 +144,9 @@ func (s *Sim) ContentFreshness(from, to time.Time, opts ...TruthOption) (Content
 	}
 	var weighted, plain, final float64
 	for i, p := range site.papers {
+		if p.absent || p.untracked {
+			continue
+		}
 		resps := perPaper[i]
 		if !slices.IsSortedFunc(resps, cmpServed) {
 			slices.SortStableFunc(resps, cmpServed)
@@ -145,7 +160,7 @@ func (s *Sim) ContentFreshness(from, to time.Time, opts ...TruthOption) (Content
 			rep.Synced++
 		}
 	}
-	n := float64(len(site.papers))
+	n := float64(rep.Papers)
 	rep.ContentFreshness = weighted / total / n
 	rep.MeanDissimilarity = plain / total / n
 	rep.Final = final / n
@@ -153,6 +168,64 @@ func (s *Sim) ContentFreshness(from, to time.Time, opts ...TruthOption) (Content
 		rep.Series = acc.points(from, rep.Step, n)
 	}
 	return rep, nil
+}
+
+// ContentFreshnessAt returns the content freshness F(L; t−) just before each
+// of the given times (the state a crawler planning at t sees: responses and
+// citation jumps at t itself not yet counted), with L and w as in
+// ContentReport. Times need not be sorted. It fails only without
+// Config.Search.
+func (s *Sim) ContentFreshnessAt(times []time.Time) ([]float64, error) {
+	site := s.search
+	if site == nil {
+		return nil, errors.New("sim: no search source (Config.Search is nil)")
+	}
+	out := make([]float64, len(times))
+	if len(times) == 0 {
+		return out, nil
+	}
+	offs := make([]time.Duration, len(times))
+	last := time.Duration(math.MinInt64)
+	for k, tm := range times {
+		offs[k] = tm.Sub(s.epoch)
+		last = max(last, offs[k])
+	}
+	site.mu.Lock()
+	log := slices.Clone(site.served)
+	changes := make([][]time.Duration, len(site.papers))
+	for i, p := range site.papers {
+		if !p.absent && !p.untracked {
+			changes[i] = p.sched.until(last)
+		}
+	}
+	site.mu.Unlock()
+	perPaper := make([][]served, len(site.papers))
+	for _, sv := range log {
+		perPaper[sv.paper] = append(perPaper[sv.paper], sv)
+	}
+	n := 0
+	for i, p := range site.papers {
+		if p.absent || p.untracked {
+			continue
+		}
+		n++
+		resps := perPaper[i]
+		slices.SortStableFunc(resps, cmpServed)
+		for k, off := range offs {
+			server := int64(p.initial) + int64(sort.Search(len(changes[i]), func(j int) bool { return changes[i][j] >= off }))
+			cp := int64(p.initial)
+			if j := sort.Search(len(resps), func(j int) bool { return resps[j].off >= off }); j > 0 {
+				cp = resps[j-1].value
+			}
+			out[k] += p.weight * float64(abs64(server-cp))
+		}
+	}
+	if n > 0 {
+		for k := range out {
+			out[k] /= float64(n)
+		}
+	}
+	return out, nil
 }
 
 func cmpServed(a, b served) int {

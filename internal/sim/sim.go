@@ -93,6 +93,9 @@ type PageInfo struct {
 	Jitter time.Duration   `json:"jitter_ns,omitempty"`
 	// LastModified is how the page's server fills Last-Modified.
 	LastModified LastModifiedMode `json:"last_modified"`
+	// NoLastModified and Feed are the periodic class's (PeriodicClass).
+	NoLastModified bool   `json:"no_last_modified,omitempty"`
+	Feed           string `json:"feed,omitempty"`
 }
 
 // record is one logged request, kept compact because runs log many.
@@ -214,6 +217,10 @@ func New(cfg Config) (*Sim, error) {
 			p.kind, p.sched = "periodic", newSchedule(cfg.Seed, i, 0, pc)
 			p.info.Rate = float64(len(pc.Phases)) / pc.Period.Seconds()
 			p.info.Period, p.info.Phases, p.info.Jitter = pc.Period, slices.Clone(pc.Phases), pc.Jitter
+			p.info.NoLastModified, p.info.Feed = pc.NoLastModified, pc.Feed
+			if pc.NoLastModified {
+				p.info.LastModified = LMNone
+			}
 		}
 		p.info.Kind = p.kind
 		p.info.RatePerDay = p.info.Rate * daySec
@@ -532,7 +539,11 @@ func (s *Sim) servePage(w http.ResponseWriter, r *http.Request, now time.Time, i
 	}
 	if p.cacheVer != ver {
 		p.cacheVer = ver
-		p.cacheBody = render(s.cfg.Seed, s.vocab, i, ver, s.cfg.Hosts, len(s.pages))
+		if p.info.Feed != "" {
+			p.cacheBody = renderFeed(p.info.Feed, s.cfg.Seed, s.vocab, i, s.epoch, p.sched.times[:ver])
+		} else {
+			p.cacheBody = render(s.cfg.Seed, s.vocab, i, ver, s.cfg.Hosts, len(s.pages))
+		}
 		p.cacheETag = etagFor(s.cfg.Seed, i, ver)
 	}
 	body, etag := p.cacheBody, p.cacheETag
@@ -541,7 +552,7 @@ func (s *Sim) servePage(w http.ResponseWriter, r *http.Request, now time.Time, i
 	rec.page, rec.version = int32(i), int32(ver)
 	lastMod, hasLM := s.lastModified(i, now, last)
 	hdr := w.Header()
-	hdr.Set("Content-Type", "text/html; charset=utf-8")
+	hdr.Set("Content-Type", feedContentType(p.info.Feed))
 	hdr.Set("ETag", etag)
 	if hasLM {
 		hdr.Set("Last-Modified", lastMod.Format(http.TimeFormat))

@@ -156,7 +156,7 @@ func (s *Sim) Truth(from, to time.Time, opts ...TruthOption) Report {
 	var ser *SeriesSum
 	if o.step > 0 {
 		ser = NewSeriesSum(o.step, t-f)
-		rep.Step = ser.Step()
+		rep.Step = ser.stepDuration()
 	}
 
 	daySec := s.cfg.Day.Seconds()
@@ -434,8 +434,8 @@ func NewSeriesSum(step, length time.Duration) *SeriesSum {
 	}
 }
 
-// Step is the length of a step (after any widening).
-func (sa *SeriesSum) Step() time.Duration { return sa.stepDur }
+// stepDuration is the length of a step (after any widening).
+func (sa *SeriesSum) stepDuration() time.Duration { return sa.stepDur }
 
 // span returns the first and last step that [a, b) touches.
 func (sa *SeriesSum) span(a, b float64) (int, int) {

@@ -57,15 +57,15 @@ func readCountsFile(path string) (map[string]int, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return ReadCounts(f, path)
+	return readCounts(f, path)
 }
 
-// ReadCounts reads reference counts (paper §4.1): CSV lines "query,count"
+// readCounts reads reference counts (paper §4.1): CSV lines "query,count"
 // where query is one keyword or two separated by a space ("crawler
 // freshness"); keywords are lower-cased and pairs made canonical (see
-// CanonicalQuery). A first line "query,count" is taken as a header. Errors
+// canonicalQuery). A first line "query,count" is taken as a header. Errors
 // name the file and line.
-func ReadCounts(r io.Reader, name string) (map[string]int, error) {
+func readCounts(r io.Reader, name string) (map[string]int, error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = 2
 	cr.TrimLeadingSpace = true
@@ -86,9 +86,9 @@ func ReadCounts(r io.Reader, name string) (map[string]int, error) {
 		var q string
 		switch len(kw) {
 		case 1:
-			q = CanonicalQuery(kw[0], "")
+			q = canonicalQuery(kw[0], "")
 		case 2:
-			q = CanonicalQuery(kw[0], kw[1])
+			q = canonicalQuery(kw[0], kw[1])
 		default:
 			return nil, fmt.Errorf("%s:%d: query %q: expected one or two keywords", name, line, rec[0])
 		}
@@ -100,10 +100,10 @@ func ReadCounts(r io.Reader, name string) (map[string]int, error) {
 	}
 }
 
-// CanonicalQuery is the key of a one- or two-keyword query in References:
+// canonicalQuery is the key of a one- or two-keyword query in References:
 // the keywords in sorted order, separated by a space; a pair of equal
 // keywords is the single keyword.
-func CanonicalQuery(a, b string) string {
+func canonicalQuery(a, b string) string {
 	switch {
 	case a == b || b == "":
 		return a
@@ -157,7 +157,7 @@ func Parse(data []byte, name string) ([]Source, error) {
 		if len(d.errs) == 0 {
 			if err := s.Validate(); err != nil {
 				for _, e := range flatten(err) {
-					var fe *FieldError
+					var fe *fieldError
 					if errors.As(e, &fe) {
 						d.fail(fe.Path, d.lineOf(fe.Path), "%s", fe.Msg)
 					} else {
@@ -384,7 +384,7 @@ func (d *decoder) source(n *yaml.Node) Source {
 				kp := fmt.Sprintf("%s[%d]", p, i)
 				kn = deref(kn)
 				d.lines[kp] = kn.Line
-				k := KeywordSpec{Split: SplitWords}
+				k := KeywordSpec{Split: splitWords}
 				d.mapping(kn, kp, map[string]func(*yaml.Node, string){
 					"field":     d.str(&k.Field),
 					"split":     d.str(&k.Split),
@@ -397,7 +397,7 @@ func (d *decoder) source(n *yaml.Node) Source {
 		"value_field": d.str(&s.ValueField),
 		"dissimilarity": func(v *yaml.Node, p string) {
 			if v.Kind != yaml.MappingNode {
-				d.fail(p, v.Line, "expected a mapping of field name to %q or %q, got %s", DissimNumeric, DissimChanged, kindName(v))
+				d.fail(p, v.Line, "expected a mapping of field name to %q or %q, got %s", dissimNumeric, DissimChanged, kindName(v))
 				return
 			}
 			s.Dissims = map[string]Dissim{}
@@ -413,8 +413,12 @@ func (d *decoder) source(n *yaml.Node) Source {
 			d.mapping(v, p, handle)
 		},
 		"weight": func(v *yaml.Node, p string) {
+			if v.Kind == yaml.MappingNode {
+				d.mapping(v, p, map[string]func(*yaml.Node, string){"attribute": d.str(&s.WeightAttr)})
+				return
+			}
 			if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
-				d.fail(p, v.Line, "expected a field name or a number, got %s", kindName(v))
+				d.fail(p, v.Line, "expected a field name, a number or {attribute: NAME}, got %s", kindName(v))
 				return
 			}
 			if v.Tag == "!!int" || v.Tag == "!!float" {
@@ -440,7 +444,7 @@ func (d *decoder) stopwords(dst *[]string) func(*yaml.Node, string) {
 	return func(v *yaml.Node, p string) {
 		switch {
 		case v.Kind == yaml.ScalarNode && v.Value == "english":
-			*dst = EnglishStopwords()
+			*dst = englishStopwords()
 		case v.Kind == yaml.ScalarNode && v.Value == "none":
 			*dst = nil
 		case v.Kind == yaml.SequenceNode:

@@ -36,13 +36,15 @@
 //	      - {field: authors, split: ",", whole: true}
 //	    value_field: citations   # the tracked numeric value
 //	    dissimilarity: {citations: numeric}   # or: changed (0/1); default numeric on value_field
-//	    weight: citations        # a field name, or a constant such as 1 (paper §3.1)
+//	    weight: citations        # a field name, a constant such as 1 (paper §3.1), or
+//	                             # {attribute: NAME}: an attribute given with the items
+//	                             # (an importance of your own; pages never change it)
 //	    reference_counts: dblp_counts.csv     # CSV "query,count" (paper §4.1), optional
 //	    reference_scale: 4.6     # |R_S(q)| ≈ scale·reference count
 //	    method: 1                # 1: read every result page; 2: first page only (§5.1)
-//	    quota: 10                # keyword requests a round; 0 = until all covered
-//	    alpha: 300               # freshness threshold for the interval search (§4.4); 0 = fixed interval
-//	    interval: 1              # initial (or, with alpha 0, fixed) interval in time units
+//	    quota: 10                # requests a round (queries and fetches by id); 0 = until all covered
+//	    alpha: 20                # content freshness to stay under over a round (§4.4); 0 = fixed interval
+//	    interval: 1              # the round length in time units (with alpha: the shortest)
 //
 // Every key is checked: unknown keys, wrong types, bad CSS selectors (parsed
 // with cascadia), bad regular expressions (RE2, so a hostile page cannot make
@@ -103,7 +105,7 @@ type Source struct {
 	// ValueField names the tracked numeric field (e.g. citations).
 	ValueField string `json:"value_field"`
 	// Dissims (YAML dissimilarity) maps a field to how a change in it is
-	// measured; empty means {ValueField: DissimNumeric} (paper §3.1:
+	// measured; empty means {ValueField: dissimNumeric} (paper §3.1:
 	// |r_L.c − r_S.c|).
 	Dissims map[string]Dissim `json:"dissimilarity,omitempty"`
 	// WeightField (YAML weight: a field name), when set, makes w(r) the
@@ -111,6 +113,11 @@ type Source struct {
 	// otherwise w(r) = WeightConst (YAML weight: a number; default 1).
 	WeightField string  `json:"weight_field,omitempty"`
 	WeightConst float64 `json:"weight_const,omitempty"`
+	// WeightAttr (YAML weight: {attribute: NAME}) makes w(r) the numeric
+	// value of an attribute given with the items, which no page shows and
+	// so no refresh changes: an importance of the user's own, or a weight
+	// frozen when the list was made. It must not be under fields.
+	WeightAttr string `json:"weight_attr,omitempty"`
 
 	// ReferenceCounts is a CSV file of "query,count" lines from a reference
 	// corpus (paper §4.1, DBLP for Google Scholar); ReferenceScale is c in
@@ -118,28 +125,34 @@ type Source struct {
 	// References.
 	ReferenceCounts string         `json:"reference_counts,omitempty"`
 	ReferenceScale  float64        `json:"reference_scale,omitempty"`
-	References      map[string]int `json:"-"` // by CanonicalQuery; planner only, not sent to workers
+	References      map[string]int `json:"-"` // by canonicalQuery; planner only, not sent to workers
 
 	// Method is MethodAllPages or MethodFirstPage (§5.1).
 	Method int `json:"method"`
-	// Quota caps keyword requests a round; 0 means until all are covered.
+	// Quota caps the requests of a round, keyword queries and fetches by
+	// id together; 0 means until every item is covered.
 	Quota int `json:"quota"`
 	// Score is how greedyProbes ranks a query: "per_result" (default, the
-	// paper's Eq. 2: Σ w·F / |R_S(q)|) or "per_request" (Σ w·F divided by
-	// the requests the query costs, ⌈|R_S(q)|/K⌉). Under a budget counted in
-	// requests, per_result favours one-result pair queries (each a whole
-	// request for one item); per_request groups items that share a page.
+	// paper's Eq. 2: Σ w·F over the results the query transfers, counted
+	// in whole result pages) or "per_request" (Σ w·F over the requests the
+	// query costs, ⌈|R_S(q)|/K⌉). Counted in whole pages the two rank every
+	// query alike; per_request is kept for configurations that name it.
 	Score string `json:"score,omitempty"`
-	// LocalRatio is the assumed |R_S(q)|/|R_L(q)| for a query whose server
-	// count is neither observed nor in the reference counts (0 means
-	// the planner's default, a pessimistic 10). A source whose items
-	// are all tracked locally has 1.
+	// LocalRatio is the prior |R_S(q)|/|R_L(q)| for a query whose server
+	// count is neither observed nor in the reference counts (0 means the
+	// planner's default, a pessimistic 10). The planner learns the ratio
+	// from the totals result pages show (probe.LearnRatio), so this only
+	// decides the first rounds.
 	LocalRatio float64 `json:"local_ratio,omitempty"`
-	// Alpha is the content-freshness threshold of the §4.4 interval search;
-	// 0 means Interval is used as a fixed interval.
+	// Alpha is the content-freshness threshold of the §4.4 interval
+	// search: a greedy round lasts the longest time, at least Interval,
+	// over which the model's expected content freshness of all tracked
+	// items, averaged over the round, stays at most Alpha (in the units of
+	// the dissimilarity). 0 means every round lasts Interval.
 	Alpha float64 `json:"alpha"`
-	// Interval is the initial interval I_0 of the §4.4 search (the paper's
-	// "simple choice" is 1), or the fixed interval when Alpha is 0.
+	// Interval is the length of a round in time units, the shortest when
+	// Alpha is set (where the §4.4 search starts doubling): Quota requests
+	// per Interval is the source's request budget.
 	Interval float64 `json:"interval"`
 
 	c *compiled // set by Validate; read-only afterwards
@@ -148,10 +161,10 @@ type Source struct {
 // Methods of reading a query's results (the paper's §5.1), the values of
 // Source.Method.
 const (
-	// MethodAllPages (Method 1) reads every result page of a query.
-	MethodAllPages = 1
-	// MethodFirstPage (Method 2) reads the first result page only.
-	MethodFirstPage = 2
+	// methodAllPages (Method 1) reads every result page of a query.
+	methodAllPages = 1
+	// methodFirstPage (Method 2) reads the first result page only.
+	methodFirstPage = 2
 )
 
 // Field says how to read one value: the first element matching Selector
@@ -169,19 +182,19 @@ type Field struct {
 }
 
 // Split values of [KeywordSpec].
-const SplitWords = "words"
+const splitWords = "words"
 
 // KeywordSpec turns one field into keywords. Keywords are lower-cased
 // because the planner matches them exactly.
 type KeywordSpec struct {
 	Field string `json:"field"`
-	// Split is SplitWords (runs of letters and digits) or a separator such
-	// as ",". Default SplitWords.
+	// Split is splitWords (runs of letters and digits) or a separator such
+	// as ",". Default splitWords.
 	Split string `json:"split"`
 	// Whole keeps each separated piece as one keyword (an author's full
 	// name); otherwise pieces are split into words.
 	Whole bool `json:"whole,omitempty"`
-	// Stopwords are dropped ("english" in YAML selects EnglishStopwords).
+	// Stopwords are dropped ("english" in YAML selects englishStopwords).
 	Stopwords []string `json:"stopwords,omitempty"`
 }
 
@@ -189,16 +202,16 @@ type KeywordSpec struct {
 type Dissim string
 
 const (
-	// DissimNumeric is the absolute numeric difference (paper §3.1).
-	DissimNumeric Dissim = "numeric"
+	// dissimNumeric is the absolute numeric difference (paper §3.1).
+	dissimNumeric Dissim = "numeric"
 	// DissimChanged is 0 when equal, 1 when different.
 	DissimChanged Dissim = "changed"
 )
 
-// englishStopwords is the list `stopwords: english` selects: words too
+// englishStopwordList is the list `stopwords: english` selects: words too
 // common to be selective queries (paper §5.3 removes stopwords from titles),
 // plus a few title fillers ("via", "using", "towards").
-const englishStopwords = `a about above after again against all am an and any are as at be
+const englishStopwordList = `a about above after again against all am an and any are as at be
 because been before being below between both but by can could did do does
 doing down during each few for from further had has have having he her here
 hers him his how i if in into is it its itself just me more most my no nor
@@ -207,18 +220,18 @@ such than that the their them then there these they this those through to
 too under until up very was we were what when where which while who whom why
 will with would you your via using towards toward`
 
-// EnglishStopwords returns the built-in English stopword list.
-func EnglishStopwords() []string { return strings.Fields(englishStopwords) }
+// englishStopwords returns the built-in English stopword list.
+func englishStopwords() []string { return strings.Fields(englishStopwordList) }
 
-// FieldError is one problem with a definition: Path is the key path within
+// fieldError is one problem with a definition: Path is the key path within
 // the source ("fields.citations.selector"). Parse and Load prefix it with the
 // file and the source index.
-type FieldError struct {
+type fieldError struct {
 	Path string
 	Msg  string
 }
 
-func (e *FieldError) Error() string { return e.Path + ": " + e.Msg }
+func (e *fieldError) Error() string { return e.Path + ": " + e.Msg }
 
 // compiled holds the parsed selectors and patterns of a validated source.
 type compiled struct {
@@ -310,7 +323,7 @@ func (s *Source) Matchers() (*Matchers, error) {
 
 // Validate checks the definition, applies defaults (TimeUnit 1s, Method 1,
 // Interval 1, WeightConst 1 without WeightField) and compiles selectors and
-// patterns. Errors are [*FieldError]s naming the key, joined. It must not
+// patterns. Errors are *fieldErrors naming the key, joined. It must not
 // run concurrently with other uses of s. The compiled form is cached in s
 // (and shared by copies of s): call Validate again after changing a
 // definition, or the old selectors stay in use.
@@ -320,17 +333,17 @@ func (s *Source) Validate() error {
 		s.TimeUnit = time.Second
 	}
 	if s.Method == 0 {
-		s.Method = MethodAllPages
+		s.Method = methodAllPages
 	}
 	if s.Interval == 0 {
 		s.Interval = 1
 	}
-	if s.WeightField == "" && s.WeightConst == 0 {
+	if s.WeightField == "" && s.WeightAttr == "" && s.WeightConst == 0 {
 		s.WeightConst = 1
 	}
 	for i := range s.KeywordSpecs {
 		if s.KeywordSpecs[i].Split == "" {
-			s.KeywordSpecs[i].Split = SplitWords
+			s.KeywordSpecs[i].Split = splitWords
 		}
 	}
 	c, err := s.compile()
@@ -344,13 +357,13 @@ func (s *Source) Validate() error {
 func (s *Source) compile() (*compiled, error) {
 	var errs []error
 	bad := func(path, format string, args ...any) {
-		errs = append(errs, &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+		errs = append(errs, &fieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
 	}
 	// Zero values stand for the defaults Validate applies, so Matchers can
 	// compile an unvalidated source without modifying it.
 	method, interval := s.Method, s.Interval
 	if method == 0 {
-		method = MethodAllPages
+		method = methodAllPages
 	}
 	if interval == 0 {
 		interval = 1
@@ -363,7 +376,7 @@ func (s *Source) compile() (*compiled, error) {
 		bad("search_url", "missing")
 	case !strings.Contains(s.SearchTemplate, "{query}"):
 		bad("search_url", "missing {query}")
-	case method == MethodAllPages && !strings.Contains(s.SearchTemplate, "{page}") && !strings.Contains(s.SearchTemplate, "{start}"):
+	case method == methodAllPages && !strings.Contains(s.SearchTemplate, "{page}") && !strings.Contains(s.SearchTemplate, "{start}"):
 		bad("search_url", "missing {page} or {start} (method 1 reads every result page)")
 	default:
 		if err := checkURL(s.fill(s.SearchTemplate, map[string]string{"query": "q", "page": "1", "start": "0"})); err != nil {
@@ -388,7 +401,7 @@ func (s *Source) compile() (*compiled, error) {
 	if s.TimeUnit < 0 {
 		bad("time_unit", "expected a positive duration, got %v", s.TimeUnit)
 	}
-	if method != MethodAllPages && method != MethodFirstPage {
+	if method != methodAllPages && method != methodFirstPage {
 		bad("method", "expected 1 (every result page) or 2 (first page only), got %d", s.Method)
 	}
 	if s.Score != "" && s.Score != "per_result" && s.Score != "per_request" {
@@ -500,15 +513,25 @@ func (s *Source) compile() (*compiled, error) {
 			bad("fields."+s.ValueField+".numeric", "expected true for the value field")
 		}
 	}
-	if s.WeightField != "" {
+	switch {
+	case s.WeightAttr != "":
+		if s.WeightField != "" {
+			bad("weight", "expected a field name or an attribute, not both")
+		}
+		if _, ok := s.Fields[s.WeightAttr]; ok {
+			bad("weight.attribute", "%q is a field read off result pages: use weight: %s", s.WeightAttr, s.WeightAttr)
+		} else if err := checkName(s.WeightAttr); err != nil {
+			bad("weight.attribute", "%v", err)
+		}
+	case s.WeightField != "":
 		known("weight", s.WeightField)
-	} else if !(s.WeightConst >= 0) || math.IsInf(s.WeightConst, 0) {
+	case !(s.WeightConst >= 0) || math.IsInf(s.WeightConst, 0):
 		bad("weight", "expected a field name or a finite number ≥ 0, got %v", s.WeightConst)
 	}
 	for _, name := range sortedKeys(s.Dissims) {
 		known("dissimilarity."+name, name)
-		if d := s.Dissims[name]; d != DissimNumeric && d != DissimChanged {
-			bad("dissimilarity."+name, "expected %q or %q, got %q", DissimNumeric, DissimChanged, d)
+		if d := s.Dissims[name]; d != dissimNumeric && d != DissimChanged {
+			bad("dissimilarity."+name, "expected %q or %q, got %q", dissimNumeric, DissimChanged, d)
 		}
 	}
 	if len(s.KeywordSpecs) == 0 {
@@ -643,7 +666,7 @@ func (s *Source) Keywords(fields map[string]string) []string {
 			}
 		}
 		v := fields[k.Field]
-		if k.Split == "" || k.Split == SplitWords {
+		if k.Split == "" || k.Split == splitWords {
 			for _, w := range words(v) {
 				add(w, stop)
 			}
@@ -667,17 +690,41 @@ func words(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }
 
-// Weight returns w(r) (paper §3.1): the numeric value of WeightField, or
-// WeightConst. An item whose weight field is missing, unparsable or negative
-// weighs 1, so an item not yet seen is still refreshed rather than ignored.
+// Weight returns w(r) (paper §3.1): the numeric value of WeightField or
+// WeightAttr, or WeightConst. An item whose weight field is missing,
+// unparsable or negative weighs 1, so an item not yet seen is still
+// refreshed rather than ignored.
 func (s *Source) Weight(fields map[string]string) float64 {
-	if s.WeightField == "" {
+	name := s.WeightField
+	if s.WeightAttr != "" {
+		name = s.WeightAttr
+	}
+	if name == "" {
 		return s.WeightConst
 	}
-	if v, ok := ParseNumber(fields[s.WeightField]); ok && v >= 0 {
+	if v, ok := ParseNumber(fields[name]); ok && v >= 0 {
 		return v
 	}
 	return 1
+}
+
+// CountsUpdates reports whether the dissimilarity of a refresh counts the
+// updates it missed: every configured dissimilarity is numeric, as for a
+// citation count that grows by one per citation (paper §4.2). The
+// planner's model then needs the rate at which dissimilarity accrues, and
+// the dissimilarity over the time since the last refresh measures it
+// directly (Prober.ObserveRefresh); with a 0/1 dissimilarity only
+// "changed or not" is known.
+func (s *Source) CountsUpdates() bool {
+	if len(s.Dissims) == 0 {
+		return true // numeric on the value field
+	}
+	for _, d := range s.Dissims {
+		if d != dissimNumeric {
+			return false
+		}
+	}
+	return true
 }
 
 // Value returns the tracked numeric value, false when missing or unparsable.
@@ -696,12 +743,12 @@ func (s *Source) Value(fields map[string]string) (float64, bool) {
 func (s *Source) Dissimilarity(old, new map[string]string) float64 {
 	d := s.Dissims
 	if len(d) == 0 {
-		d = map[string]Dissim{s.ValueField: DissimNumeric}
+		d = map[string]Dissim{s.ValueField: dissimNumeric}
 	}
 	var sum float64
 	for _, f := range sortedKeys(d) {
 		a, b := old[f], new[f]
-		if d[f] == DissimNumeric {
+		if d[f] == dissimNumeric {
 			x, okx := ParseNumber(a)
 			y, oky := ParseNumber(b)
 			if okx && oky {

@@ -71,7 +71,7 @@ func TestParseGood(t *testing.T) {
 	}
 	d := srcs[1]
 	if d.WeightField != "" || d.WeightConst != 2.5 || d.Method != 1 || d.Interval != 1 || d.TimeUnit != time.Second ||
-		d.KeywordSpecs[0].Split != SplitWords || d.Dissims["name"] != DissimChanged {
+		d.KeywordSpecs[0].Split != splitWords || d.Dissims["name"] != DissimChanged {
 		t.Fatalf("defaults %+v", d)
 	}
 	if _, err := d.Matchers(); err != nil {
@@ -121,6 +121,8 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"value not numeric", "{selector: .n, numeric: true}", ".n", "sources[0].fields.n.numeric: expected true for the value field"},
 		{"value unknown", "value_field: n", "value_field: x", `sources[0].value_field: unknown field "x"`},
 		{"weight unknown", "value_field: n", "value_field: n\n    weight: cites", `sources[0].weight: unknown field "cites"`},
+		{"weight attribute is a field", "value_field: n", "value_field: n\n    weight: {attribute: n}", `sources[0].weight.attribute: "n" is a field read off result pages`},
+		{"weight attribute key", "value_field: n", "value_field: n\n    weight: {attr: w}", `sources[0].weight.attr: unknown key`},
 		{"keyword field", "[{field: t}]", "[{field: nope}]", `sources[0].keywords[0].field: unknown field "nope"`},
 		{"stopwords", "[{field: t}]", "[{field: t, stopwords: french}]", `sources[0].keywords[0].stopwords: expected "english", "none" or a list`},
 		{"dissim", "value_field: n", "value_field: n\n    dissimilarity: {n: squared}", `sources[0].dissimilarity.n: expected "numeric" or "changed"`},
@@ -225,7 +227,7 @@ func TestKeywordsWeightValueDissimilarity(t *testing.T) {
 	if got := d.Keywords(map[string]string{"name": "The Lord of the Rings: Return"}); !slices.Equal(got, []string{"lord", "rings", "return"}) {
 		t.Errorf("list stopwords: %q", got)
 	}
-	if s.PageSize != 10 || s.Method != MethodFirstPage || s.Quota != 10 {
+	if s.PageSize != 10 || s.Method != methodFirstPage || s.Quota != 10 {
 		t.Errorf("planner knobs %+v", s)
 	}
 }
@@ -242,7 +244,7 @@ func TestCodeBuiltSource(t *testing.T) {
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if s.WeightConst != 1 || s.KeywordSpecs[0].Split != SplitWords {
+	if s.WeightConst != 1 || s.KeywordSpecs[0].Split != splitWords {
 		t.Errorf("defaults %+v", s)
 	}
 	s.Item = "li["
@@ -271,14 +273,14 @@ func TestLoadReferenceCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	refs := srcs[0].References
-	if refs["web"] != 120 || refs[CanonicalQuery("web", "crawler")] != 7 || refs["crawler web"] != 7 || len(refs) != 2 {
+	if refs["web"] != 120 || refs[canonicalQuery("web", "crawler")] != 7 || refs["crawler web"] != 7 || len(refs) != 2 {
 		t.Fatalf("references %v", refs)
 	}
 	if srcs[0].ReferenceScale != 4.6 {
 		t.Errorf("reference scale %v, want 4.6", srcs[0].ReferenceScale)
 	}
 	for _, bad := range []string{"a b c,1\n", "web,-3\n", "web\n", "web,x\n"} {
-		if _, err := ReadCounts(strings.NewReader(bad), "c.csv"); err == nil || !strings.HasPrefix(err.Error(), "c.csv") {
+		if _, err := readCounts(strings.NewReader(bad), "c.csv"); err == nil || !strings.HasPrefix(err.Error(), "c.csv") {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}
@@ -313,7 +315,7 @@ func TestJSONRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := srcs[0]
-	s.References = map[string]int{CanonicalQuery("a", "b"): 3} // not encoded
+	s.References = map[string]int{canonicalQuery("a", "b"): 3} // not encoded
 	b, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
@@ -332,5 +334,41 @@ func TestJSONRoundTrip(t *testing.T) {
 	}
 	if _, err := DecodeJSON([]byte(`{"name":"x"}`)); err == nil || !strings.Contains(err.Error(), "search_url: missing") {
 		t.Errorf("invalid: %v", err)
+	}
+}
+
+// weight: {attribute: NAME} reads an attribute given with the items, which
+// no result page carries; CountsUpdates says whether a refresh's
+// dissimilarity counts updates.
+func TestWeightAttributeAndCountsUpdates(t *testing.T) {
+	y := strings.Replace(goodYAML, "weight: citations", "weight: {attribute: importance}", 1)
+	srcs, err := Parse([]byte(y), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := srcs[0]
+	if s.WeightAttr != "importance" || s.WeightField != "" || s.WeightConst != 0 {
+		t.Fatalf("decoded weight %q %q %v", s.WeightAttr, s.WeightField, s.WeightConst)
+	}
+	if w := s.Weight(map[string]string{"importance": "7", "citations": "1000"}); w != 7 {
+		t.Errorf("Weight = %v, want the attribute 7", w)
+	}
+	if w := s.Weight(map[string]string{"citations": "1000"}); w != 1 {
+		t.Errorf("Weight without the attribute = %v, want 1", w)
+	}
+	// Round trip through the task encoding keeps it.
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := DecodeJSON(b)
+	if err != nil || d.WeightAttr != "importance" {
+		t.Fatalf("DecodeJSON: %v %q", err, d.WeightAttr)
+	}
+	if !s.CountsUpdates() {
+		t.Error("numeric value field (the default dissimilarity): CountsUpdates false")
+	}
+	if srcs[1].CountsUpdates() {
+		t.Error("dvd: a changed dissimilarity does not count updates")
 	}
 }

@@ -23,17 +23,24 @@ func (db *DB) Upsert(recs []URL) (added int, err error) {
 			if err != nil {
 				return err
 			}
+			var prev *URL
 			if !found {
 				added++
 				if r.AddedAt.IsZero() {
 					r.AddedAt = time.Now()
 				}
 				cur = r
+				// A deleted URL added again starts over; its history stays.
+				if err := tx.Bucket(bucketDeleted).Delete(key); err != nil {
+					return err
+				}
 			} else {
+				old := cur
+				prev = &old
 				cur.Weight, cur.Selector, cur.Mode, cur.Ignore = r.Weight, r.Selector, r.Mode, r.Ignore
-				cur.Period, cur.Polls = r.Period, r.Polls
+				cur.Period, cur.Polls, cur.KeepRaw = r.Period, r.Polls, r.KeepRaw
 			}
-			if err := putJSON(b, key, cur); err != nil {
+			if err := putURL(tx, prev, cur); err != nil {
 				return err
 			}
 		}
@@ -120,37 +127,14 @@ func (db *DB) ForEach(fn func(URL) error) error {
 	}
 }
 
-// Count returns the number of URL records.
-func (db *DB) Count() (int, error) {
+// count returns the number of URL records.
+func (db *DB) count() (int, error) {
 	n := 0
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		n = tx.Bucket(bucketURLs).Stats().KeyN
 		return nil
 	})
 	return n, err
-}
-
-// PutSchedule stores the interval and next due time of many URLs at once,
-// leaving every other field as it is.
-func (db *DB) PutSchedule(next map[string]time.Time, interval map[string]time.Duration) error {
-	return db.bolt.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketURLs)
-		for url, due := range next {
-			var u URL
-			found, err := getJSON(b, []byte(url), &u)
-			if err != nil || !found {
-				continue
-			}
-			u.NextDue = due
-			if iv, ok := interval[url]; ok {
-				u.Interval = iv
-			}
-			if err := putJSON(b, []byte(url), u); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }
 
 // Tx is the view of the store a fold has: everything it writes commits
@@ -166,8 +150,18 @@ func (t *Tx) Get(url string) (URL, bool, error) {
 	return u, found, err
 }
 
-// Put writes the URL record.
-func (t *Tx) Put(u URL) error { return putJSON(t.tx.Bucket(bucketURLs), []byte(u.URL), u) }
+// Put writes the URL record (and moves its index keys).
+func (t *Tx) Put(u URL) error {
+	var old URL
+	found, err := getJSON(t.tx.Bucket(bucketURLs), []byte(u.URL), &old)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return putURL(t.tx, nil, u)
+	}
+	return putURL(t.tx, &old, u)
+}
 
 // SetContent stores the latest extracted text of url.
 func (t *Tx) SetContent(url, text string) error {
@@ -208,6 +202,9 @@ func (t *Tx) AddChange(c Change) (uint64, error) {
 		return 0, err
 	}
 	c.Seq = seq
+	if err := t.tx.Bucket(bucketIxChanges).Put(changeIndexKey(c.URL, seq), nil); err != nil {
+		return 0, err
+	}
 	return seq, putJSON(b, u64(seq), c)
 }
 
@@ -243,18 +240,13 @@ func (db *DB) Fold(taskID string, fn func(*Tx) error) (applied bool, err error) 
 	return applied, nil
 }
 
-// Update runs fn in a read-write transaction with no fold mark.
-func (db *DB) Update(fn func(*Tx) error) error {
-	return db.bolt.Update(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx}) })
-}
-
 // View runs fn in a read-only transaction.
 func (db *DB) View(fn func(*Tx) error) error {
 	return db.bolt.View(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx}) })
 }
 
-// Folded reports whether taskID was folded.
-func (db *DB) Folded(taskID string) (bool, error) {
+// folded reports whether taskID was folded.
+func (db *DB) folded(taskID string) (bool, error) {
 	var ok bool
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		ok = tx.Bucket(bucketFolded).Get([]byte(taskID)) != nil

@@ -16,7 +16,18 @@ type URL struct {
 	Ignore   proto.IgnoreRules `json:"ignore,omitzero"`
 	Period   string            `json:"period,omitempty"`
 	Polls    int               `json:"polls,omitempty"`
-	AddedAt  time.Time         `json:"added_at"`
+	// KeepRaw keeps the raw response body of the latest version next to
+	// its extracted text (a seed option).
+	KeepRaw bool      `json:"keep_raw,omitempty"`
+	AddedAt time.Time `json:"added_at"`
+
+	// Paused URLs stay in the store and the schedule but are not fetched
+	// and take no share of the budget until resumed.
+	Paused   bool      `json:"paused,omitempty"`
+	PausedAt time.Time `json:"paused_at,omitzero"`
+	// DeletedAt is set only on the copy of a deleted URL's record kept
+	// with its history (DB.Deleted).
+	DeletedAt time.Time `json:"deleted_at,omitzero"`
 
 	// Counters.
 	Fetches     int64            `json:"fetches"`
@@ -42,8 +53,10 @@ type URL struct {
 	// Estimate is the change-rate estimator's state, owned by the
 	// coordinator (opaque here so the store has no view on the maths).
 	Estimate []byte `json:"estimate,omitempty"`
-	// Rate is the current estimated change rate, changes per second.
-	Rate float64 `json:"rate"`
+	// Rate is the current estimated change rate, changes per second, and
+	// RateSE its standard error (0 until the first estimate).
+	Rate   float64 `json:"rate"`
+	RateSE float64 `json:"rate_se,omitempty"`
 
 	// Schedule: the interval the plan gives this URL and its next due time.
 	Interval time.Duration `json:"interval,omitempty"`
@@ -88,6 +101,9 @@ type Host struct {
 	Backoff     time.Duration `json:"backoff,omitempty"`
 	ServerErrs  int           `json:"server_errs,omitempty"` // consecutive 5xx
 	LastFetch   time.Time     `json:"last_fetch,omitzero"`
+	// Fetches and Errors count the results folded for the host.
+	Fetches int64 `json:"fetches,omitempty"`
+	Errors  int64 `json:"errors,omitempty"`
 }
 
 // Item is a tracked item of a keyword-search source.

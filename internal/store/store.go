@@ -35,11 +35,23 @@ var (
 	bucketHosts    = []byte("hosts")    // host → Host (JSON)
 	bucketMeta     = []byte("meta")     // schema version, counters
 	bucketItems    = []byte("items")    // source 0x00 item id → Item (JSON)
-	allBuckets     = [][]byte{bucketURLs, bucketContent, bucketVersions, bucketChanges, bucketFolded, bucketHosts, bucketMeta, bucketItems}
+	bucketDeleted  = []byte("deleted")  // url → URL (JSON) of a deleted URL whose history is kept
+	bucketRaw      = []byte("raw")      // url → raw body of the latest version (rawEnvelope)
+	bucketFetchLog = []byte("fetchlog") // url → the last fetchLogLen fetches (encodeFetchLog)
+	// Secondary indexes, maintained in the transaction that writes the
+	// record (index.go).
+	bucketIxFilter  = []byte("ix_filter")  // kind(1) value 0x00 url → nil: host, mode, record state
+	bucketIxSort    = []byte("ix_sort")    // sort id(1) ordered value(8) url → nil
+	bucketIxChanges = []byte("ix_changes") // url 0x00 seq(8) → nil: the change log by URL
+	allBuckets      = [][]byte{bucketURLs, bucketContent, bucketVersions, bucketChanges, bucketFolded, bucketHosts, bucketMeta, bucketItems,
+		bucketDeleted, bucketRaw, bucketFetchLog, bucketIxFilter, bucketIxSort, bucketIxChanges}
+	indexBuckets = [][]byte{bucketIxFilter, bucketIxSort, bucketIxChanges}
 )
 
-// SchemaVersion is written to the meta bucket; Open refuses a newer one.
-const SchemaVersion = 1
+// schemaVersion is written to the meta bucket; Open refuses a newer one.
+// Version 2 added the secondary indexes: a binary that knows only version 1
+// would write records without updating them, so it must refuse the file.
+const schemaVersion = 2
 
 // Errors callers can test for with errors.Is; bbolt's own errors stay
 // wrapped behind them.
@@ -127,16 +139,16 @@ func (db *DB) init() error {
 		}
 		meta := tx.Bucket(bucketMeta)
 		if v := meta.Get([]byte("schema")); v != nil {
-			if got := binary.BigEndian.Uint64(v); got > SchemaVersion {
-				return fmt.Errorf("store %s has schema %d, this binary knows up to %d: upgrade freshcrawl", db.path, got, SchemaVersion)
+			if got := binary.BigEndian.Uint64(v); got > schemaVersion {
+				return fmt.Errorf("store %s has schema %d, this binary knows up to %d: upgrade freshcrawl", db.path, got, schemaVersion)
 			}
 		}
-		return meta.Put([]byte("schema"), u64(SchemaVersion))
+		return meta.Put([]byte("schema"), u64(schemaVersion))
 	})
 	if err != nil {
 		return fmt.Errorf("initialise store: %w", err)
 	}
-	return nil
+	return db.ensureIndexes()
 }
 
 func (db *DB) checkSchema() error {
@@ -145,7 +157,7 @@ func (db *DB) checkSchema() error {
 		if meta == nil {
 			return fmt.Errorf("store %s is not a freshcrawl store (no meta bucket)", db.path)
 		}
-		if v := meta.Get([]byte("schema")); v != nil && binary.BigEndian.Uint64(v) > SchemaVersion {
+		if v := meta.Get([]byte("schema")); v != nil && binary.BigEndian.Uint64(v) > schemaVersion {
 			return fmt.Errorf("store %s has a newer schema: upgrade freshcrawl", db.path)
 		}
 		return nil

@@ -35,21 +35,39 @@ import (
 type Options struct {
 	// ID names the worker in results and heartbeats (default host-pid-n).
 	ID string
-	// Concurrency is how many tasks this worker handles at once.
+	// Concurrency is how many tasks this worker handles at once (default
+	// DefaultConcurrency).
 	Concurrency int
 	// Fetch configures the HTTP fetcher (user agent, timeouts, caps).
 	Fetch fetch.Options
-	// AckWait must equal the consumer's AckWait: a task is touched
-	// (InProgress) every third of it while it is being worked on.
-	AckWait time.Duration
 	// Heartbeat is how often the worker announces itself.
 	Heartbeat time.Duration
 	// Robots configures the robots.txt cache.
 	Robots robots.Options
 	// IgnoreRobots skips robots.txt (only for benchmarks against own pages).
 	IgnoreRobots bool
-	Log          *slog.Logger
+	// MaxRaw caps the raw body sent with a result for URLs that keep it
+	// (default defaultMaxRaw), so a result stays well under NATS's
+	// message size.
+	MaxRaw int
+	Log    *slog.Logger
 }
+
+// DefaultConcurrency is the tasks a worker handles at once unless told
+// otherwise. Throughput is set by the coordinator's budget; concurrency
+// only has to cover fetch latency (about budget × fetch time / workers).
+const DefaultConcurrency = 8
+
+// CheckConcurrency reports whether n is a valid Concurrency: > 0.
+func CheckConcurrency(n int) error {
+	if n <= 0 {
+		return fmt.Errorf("must be > 0, got %d", n)
+	}
+	return nil
+}
+
+// defaultMaxRaw is the default cap of a raw body sent with a result.
+const defaultMaxRaw = 256 << 10
 
 func (o Options) withDefaults() Options {
 	if o.ID == "" {
@@ -57,16 +75,16 @@ func (o Options) withDefaults() Options {
 		o.ID = fmt.Sprintf("%s-%d", h, os.Getpid())
 	}
 	if o.Concurrency <= 0 {
-		o.Concurrency = 4
-	}
-	if o.AckWait <= 0 {
-		o.AckWait = 60 * time.Second
+		o.Concurrency = DefaultConcurrency
 	}
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = 5 * time.Second
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
+	}
+	if o.MaxRaw <= 0 {
+		o.MaxRaw = defaultMaxRaw
 	}
 	return o
 }
@@ -81,6 +99,9 @@ type Worker struct {
 	log     *slog.Logger
 	active  atomic.Int64
 	done    atomic.Int64
+	// ackWait is the task consumer's AckWait, read when Run starts: a task
+	// is touched (InProgress) every third of it while it is worked on.
+	ackWait time.Duration
 
 	mu       sync.Mutex
 	lastHost map[string]time.Time      // local safety net for host spacing
@@ -111,6 +132,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	cons, err := w.js.Consumer(ctx, proto.TaskStream, proto.TaskConsumer)
 	if err != nil {
 		return fmt.Errorf("worker %s: task consumer: %w", w.opts.ID, err)
+	}
+	// The consumer's own AckWait, not a setting of this process: the
+	// coordinator may have created the consumer with another one.
+	if info := cons.CachedInfo(); info != nil {
+		w.ackWait = info.Config.AckWait
 	}
 	w.log.Info("worker started", "concurrency", w.opts.Concurrency)
 	var wg sync.WaitGroup
@@ -194,7 +220,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	defer stop()
 	go w.touch(workCtx, msg)
 
-	res := w.Process(workCtx, task)
+	res := w.process(workCtx, task)
 	res.Attempt = attempt
 	if ctx.Err() != nil {
 		// Shutting down mid-task: let another worker have it now.
@@ -223,7 +249,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 // touch tells JetStream the task is still being worked on, so a slow fetch
 // is not redelivered to a second worker.
 func (w *Worker) touch(ctx context.Context, msg jetstream.Msg) {
-	every := w.opts.AckWait / 3
+	every := w.ackWait / 3
 	if every <= 0 {
 		every = time.Second
 	}
@@ -280,9 +306,9 @@ func (w *Worker) reserve(host string, gap time.Duration, notBefore time.Time) ti
 	return at
 }
 
-// Process runs one task and returns its result; it never fails, every
+// process runs one task and returns its result; it never fails, every
 // failure is a result with an error kind.
-func (w *Worker) Process(ctx context.Context, task proto.Task) (res proto.Result) {
+func (w *Worker) process(ctx context.Context, task proto.Task) (res proto.Result) {
 	res = proto.Result{V: proto.Version, TaskID: task.ID, Kind: task.Kind, URL: task.URL, Host: task.Host, WorkerID: w.opts.ID}
 	defer func() {
 		if p := recover(); p != nil {
@@ -360,7 +386,7 @@ func (w *Worker) fetchPage(ctx context.Context, task proto.Task, res *proto.Resu
 	}
 	rules, err := extract.Compile(task.Selector, task.Ignore)
 	if err != nil {
-		res.ErrKind, res.Err = proto.ErrContent, err.Error()
+		res.ErrKind, res.Err = proto.ErrContent, "extraction rules: "+err.Error()
 		return
 	}
 	var text, hash string
@@ -375,12 +401,18 @@ func (w *Worker) fetchPage(ctx context.Context, task proto.Task, res *proto.Resu
 		hash = extract.Hash(text)
 	}
 	res.Hash = hash
+	if task.Kind == proto.KindCapture && resp.Class == fetch.Text {
+		// A feed dates its items: exact update times for capture.
+		res.FeedTimes, _ = extract.FeedTimes(resp.Body)
+	}
 	if hash == task.PrevHash {
+		w.attachRaw(task, res, resp.Body, task.NeedRaw)
 		return
 	}
 	if task.PrevHash == "" {
 		// First version: stored, not a change.
 		res.Text = text
+		w.attachRaw(task, res, resp.Body, task.KeepRaw || task.NeedRaw)
 		return
 	}
 	prev := task.PrevText
@@ -395,13 +427,31 @@ func (w *Worker) fetchPage(ctx context.Context, task proto.Task, res *proto.Resu
 		}
 	}
 	d := extract.Diff(prev, text)
-	if !extract.Significant(d, task.Ignore.MinChange) {
+	if !extract.Significant(d, rules.MinChange()) {
 		// Below the threshold: keep the old version as the baseline so
-		// small changes that add up are still seen.
+		// small changes that add up are still seen. Its validators stay
+		// too: storing this response's ETag would make the next fetch a
+		// 304 against a version nobody kept, and the drift would never
+		// add up.
 		res.Hash = task.PrevHash
+		res.ETag, res.LastModified = task.ETag, task.LastModified
+		w.attachRaw(task, res, resp.Body, task.NeedRaw)
 		return
 	}
 	res.Changed, res.Text, res.Diff = true, text, &d
+	w.attachRaw(task, res, resp.Body, task.KeepRaw || task.NeedRaw)
+}
+
+// attachRaw puts the response body on the result, capped at MaxRaw, when
+// want says the task asked for it.
+func (w *Worker) attachRaw(task proto.Task, res *proto.Result, body []byte, want bool) {
+	if !want || len(body) == 0 || task.Kind == proto.KindProbe {
+		return
+	}
+	if len(body) > w.opts.MaxRaw {
+		body, res.RawTruncated = body[:w.opts.MaxRaw], true
+	}
+	res.Raw = body
 }
 
 // previous asks the coordinator for the stored version the task's PrevHash

@@ -32,11 +32,11 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/worker/fetch"
 )
 
-// ErrNoMatch is returned by Extract when a selector matches nothing. It is
+// errNoMatch is returned by Extract when a selector matches nothing. It is
 // an error rather than empty text because a page whose layout changed would
 // otherwise look like a page whose content was deleted, and raise a false
 // change; the worker reports it as proto.ErrContent.
-var ErrNoMatch = errors.New("selector matched nothing")
+var errNoMatch = errors.New("selector matched nothing")
 
 // Rules are compiled extraction rules: a content selector and the noise to
 // drop. They are immutable and safe for concurrent use; compile once per
@@ -49,50 +49,55 @@ type Rules struct {
 	minChange    float64
 }
 
-// ValidateSelector reports whether sel is a CSS selector (or comma-separated
-// group) that extraction can use, so that seeding rejects a typo up front
-// instead of every fetch of the URL failing later. The empty selector is
-// valid and means "the whole visible text".
-func ValidateSelector(sel string) error {
-	if strings.TrimSpace(sel) == "" {
-		return nil
-	}
-	if _, err := cascadia.Compile(strings.TrimSpace(sel)); err != nil {
-		return fmt.Errorf("invalid selector %q: %w", sel, err)
-	}
-	return nil
+// RuleError is a rule Compile refused. Field names the rule the way a seed
+// line's JSON does: "selector", "ignore.selectors[i]", "ignore.patterns[i]"
+// or "ignore.min_change", so that the seed parser, the config and a worker
+// all report the same rule the same way.
+type RuleError struct {
+	Field string
+	Err   error
 }
 
-// Compile validates and compiles a content selector and ignore rules.
-// Errors name the offending selector or pattern. Patterns use RE2 syntax
-// (Go's regexp), which runs in linear time, so a hostile page cannot make a
+func (e *RuleError) Error() string { return e.Field + ": " + e.Err.Error() }
+func (e *RuleError) Unwrap() error { return e.Err }
+
+// Compile validates and compiles a content selector and ignore rules. It is
+// the one check of extraction rules: the worker runs it on every task, and
+// the seed parser and the config run it before anything is stored, so a
+// rule that would fail every fetch is refused where it was written. Errors
+// are *RuleError. The empty content selector means the page's visible text;
+// an empty ignore selector or pattern is an error (it would match
+// everything or nothing, which no one means). Patterns use RE2 syntax (Go's
+// regexp), which runs in linear time, so a hostile page cannot make a
 // pattern backtrack forever.
 func Compile(selector string, ignore proto.IgnoreRules) (*Rules, error) {
 	r := &Rules{selectorText: strings.TrimSpace(selector)}
 	if r.selectorText != "" {
 		s, err := cascadia.Compile(r.selectorText)
 		if err != nil {
-			return nil, fmt.Errorf("compile rules: selector %q: %w", selector, err)
+			return nil, &RuleError{"selector", fmt.Errorf("%q: %w", selector, err)}
 		}
 		r.selector = s
 	}
-	for _, sel := range ignore.Selectors {
+	for i, sel := range ignore.Selectors {
+		field := fmt.Sprintf("ignore.selectors[%d]", i)
 		if strings.TrimSpace(sel) == "" {
-			return nil, errors.New("compile rules: empty ignore selector")
+			return nil, &RuleError{field, errors.New("empty selector")}
 		}
 		s, err := cascadia.Compile(sel)
 		if err != nil {
-			return nil, fmt.Errorf("compile rules: ignore selector %q: %w", sel, err)
+			return nil, &RuleError{field, fmt.Errorf("%q: %w", sel, err)}
 		}
 		r.ignore = append(r.ignore, s)
 	}
 	alts := make([]string, 0, len(ignore.Patterns))
-	for _, p := range ignore.Patterns {
+	for i, p := range ignore.Patterns {
+		field := fmt.Sprintf("ignore.patterns[%d]", i)
 		if p == "" {
-			return nil, errors.New("compile rules: empty ignore pattern")
+			return nil, &RuleError{field, errors.New("empty pattern")}
 		}
 		if _, err := regexp.Compile(p); err != nil {
-			return nil, fmt.Errorf("compile rules: ignore pattern %q: %w", p, err)
+			return nil, &RuleError{field, fmt.Errorf("%q: %w", p, err)}
 		}
 		alts = append(alts, "(?:"+p+")")
 	}
@@ -101,12 +106,12 @@ func Compile(selector string, ignore proto.IgnoreRules) (*Rules, error) {
 		// there are; flags such as (?i) stay scoped to their own group.
 		re, err := regexp.Compile(strings.Join(alts, "|"))
 		if err != nil {
-			return nil, fmt.Errorf("compile rules: ignore patterns %q: %w", ignore.Patterns, err)
+			return nil, &RuleError{"ignore.patterns", fmt.Errorf("%q together: %w", ignore.Patterns, err)}
 		}
 		r.blankRE = re
 	}
 	if m := ignore.MinChange; m < 0 || math.IsNaN(m) || math.IsInf(m, 0) {
-		return nil, fmt.Errorf("compile rules: min_change %v must be a finite number >= 0", m)
+		return nil, &RuleError{"ignore.min_change", fmt.Errorf("%v: want a finite number >= 0", m)}
 	}
 	r.minChange = ignore.MinChange
 	return r, nil
@@ -183,7 +188,7 @@ func (r *Rules) htmlText(body []byte) (string, error) {
 	}
 	matches := goquery.NewDocumentFromNode(root).FindMatcher(r.selector).Nodes
 	if len(matches) == 0 {
-		return "", fmt.Errorf("extract: selector %q: %w", r.selectorText, ErrNoMatch)
+		return "", fmt.Errorf("extract: selector %q: %w", r.selectorText, errNoMatch)
 	}
 	picked := make(map[*html.Node]bool, len(matches))
 	for _, n := range matches {

@@ -2,6 +2,7 @@ package extract
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -187,32 +188,37 @@ func TestExtractBinary(t *testing.T) {
 
 func TestExtractNoMatch(t *testing.T) {
 	_, err := mustCompile(t, "#gone", proto.IgnoreRules{}).Extract([]byte(shopPage), fetch.HTML)
-	if !errors.Is(err, ErrNoMatch) || !strings.Contains(err.Error(), "#gone") {
+	if !errors.Is(err, errNoMatch) || !strings.Contains(err.Error(), "#gone") {
 		t.Fatalf("err = %v", err)
 	}
 }
 
 func TestCompileErrors(t *testing.T) {
 	for _, c := range []struct {
-		sel  string
-		ig   proto.IgnoreRules
-		want string
+		sel   string
+		ig    proto.IgnoreRules
+		field string
+		want  string
 	}{
-		{"div[", proto.IgnoreRules{}, `"div["`},
-		{"", proto.IgnoreRules{Selectors: []string{".ok", "p:bogus"}}, `"p:bogus"`},
-		{"", proto.IgnoreRules{Selectors: []string{"  "}}, "empty ignore selector"},
-		{"", proto.IgnoreRules{Patterns: []string{`(unclosed`}}, `"(unclosed"`},
-		{"", proto.IgnoreRules{Patterns: []string{""}}, "empty ignore pattern"},
-		{"", proto.IgnoreRules{MinChange: -0.1}, "min_change"},
+		{"div[", proto.IgnoreRules{}, "selector", `"div["`},
+		{">>", proto.IgnoreRules{}, "selector", `">>"`},
+		{"", proto.IgnoreRules{Selectors: []string{".ok", "p:bogus"}}, "ignore.selectors[1]", `"p:bogus"`},
+		{"", proto.IgnoreRules{Selectors: []string{"  "}}, "ignore.selectors[0]", "empty selector"},
+		{"", proto.IgnoreRules{Patterns: []string{`\d`, `(unclosed`}}, "ignore.patterns[1]", `"(unclosed"`},
+		{"", proto.IgnoreRules{Patterns: []string{""}}, "ignore.patterns[0]", "empty pattern"},
+		{"", proto.IgnoreRules{MinChange: -0.1}, "ignore.min_change", "-0.1"},
+		{"", proto.IgnoreRules{MinChange: math.NaN()}, "ignore.min_change", "NaN"},
+		{"", proto.IgnoreRules{MinChange: math.Inf(1)}, "ignore.min_change", "Inf"},
 	} {
 		_, err := Compile(c.sel, c.ig)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("Compile(%q, %+v) err = %v, want mention of %s", c.sel, c.ig, err, c.want)
+		var re *RuleError
+		if !errors.As(err, &re) || re.Field != c.field || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Compile(%q, %+v) err = %v, want a RuleError on %s mentioning %s", c.sel, c.ig, err, c.field, c.want)
 		}
 	}
-	for sel, ok := range map[string]bool{"": true, "div.price > span": true, "a, b": true, "div[": false, ">>": false, "::before": false} {
-		if err := ValidateSelector(sel); (err == nil) != ok {
-			t.Errorf("ValidateSelector(%q) = %v", sel, err)
+	for _, sel := range []string{"", " ", "div.price > span", "a, b"} {
+		if _, err := Compile(sel, proto.IgnoreRules{}); err != nil {
+			t.Errorf("Compile(%q) = %v", sel, err)
 		}
 	}
 	r := mustCompile(t, " ", proto.IgnoreRules{MinChange: 0.25})

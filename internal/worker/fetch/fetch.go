@@ -27,18 +27,27 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/freshcrawl/freshcrawl/internal/proto"
 )
 
-// Defaults applied by New to zero fields of Options.
+// Defaults applied by New to zero fields of Options. They are the
+// defaults of the user-agent, timeout, max-body and max-redirects settings
+// everywhere (the config takes them from here).
 const (
-	DefaultUserAgent      = "freshcrawl/1 (+https://github.com/freshcrawl/freshcrawl)"
+	// DefaultUserAgent names the crawler and where to read about it; its
+	// first token, "freshcrawl", is the robots.txt product token.
+	DefaultUserAgent      = "freshcrawl/0.1 (+https://github.com/freshcrawl/freshcrawl)"
 	DefaultTimeout        = 30 * time.Second
 	DefaultConnectTimeout = 10 * time.Second
 	DefaultTLSTimeout     = 10 * time.Second
 	DefaultHeaderTimeout  = 15 * time.Second
 	DefaultMaxBody        = 4 << 20
 	DefaultMaxRedirects   = 5
+	// NoRedirects as Options.MaxRedirects follows no redirect at all (the
+	// zero value means DefaultMaxRedirects).
+	NoRedirects = -1
 
 	// maxRetryAfter caps a server's Retry-After so that a broken or hostile
 	// server cannot park a host for years; the coordinator re-learns the
@@ -89,12 +98,52 @@ type Options struct {
 	// reported as proto.ErrTooLarge with Truncated set.
 	MaxBody int64
 	// MaxRedirects is how many redirects are followed (0: the default 5;
-	// negative: none). Revisiting a URL already seen in the chain is an
-	// error whatever the count.
+	// NoRedirects or any negative value: none). Revisiting a URL already
+	// seen in the chain is an error whatever the count.
 	MaxRedirects int
 	// AllowPrivate turns off the address check. Only tests against local
 	// servers and deliberate intranet crawls should set it.
 	AllowPrivate bool
+}
+
+// CheckUserAgent reports whether ua can be sent as a User-Agent: a valid
+// header value (no control characters) whose first token, the robots.txt
+// product token, is not empty. "" is valid and means DefaultUserAgent.
+func CheckUserAgent(ua string) error {
+	if ua == "" {
+		return nil
+	}
+	if !httpguts.ValidHeaderFieldValue(ua) {
+		return fmt.Errorf("%q is not a valid header value", ua)
+	}
+	if tok, _, _ := strings.Cut(strings.TrimSpace(ua), "/"); strings.TrimSpace(tok) == "" {
+		return fmt.Errorf("%q: want a product token first, such as %q", ua, DefaultUserAgent)
+	}
+	return nil
+}
+
+// CheckTimeout reports whether d is a valid Timeout: > 0.
+func CheckTimeout(d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("must be > 0, got %s", d)
+	}
+	return nil
+}
+
+// CheckMaxBody reports whether n is a valid MaxBody: > 0.
+func CheckMaxBody(n int64) error {
+	if n <= 0 {
+		return fmt.Errorf("must be > 0, got %d", n)
+	}
+	return nil
+}
+
+// CheckMaxRedirects reports whether n is a valid count of redirects: ≥ 0.
+func CheckMaxRedirects(n int) error {
+	if n < 0 {
+		return fmt.Errorf("must be ≥ 0, got %d", n)
+	}
+	return nil
 }
 
 func (o Options) withDefaults() Options {

@@ -86,7 +86,7 @@ type origin struct {
 	entry   Entry // Body dropped after parsing
 	expires time.Time
 	verdict verdict
-	group   Group
+	group   ruleSet
 }
 
 type verdict int
@@ -105,7 +105,7 @@ type call struct {
 }
 
 // NewChecker returns a Checker for a crawler sending userAgent, whose
-// product token (see ProductToken) selects robots.txt groups. It panics if
+// product token (see tokenOf) selects robots.txt groups. It panics if
 // store or fetch is nil, a programming error.
 func NewChecker(store Store, fetch FetchFunc, userAgent string, opts Options) *Checker {
 	if store == nil || fetch == nil {
@@ -114,7 +114,7 @@ func NewChecker(store Store, fetch FetchFunc, userAgent string, opts Options) *C
 	c := &Checker{
 		store:    store,
 		fetch:    fetch,
-		token:    ProductToken(userAgent),
+		token:    tokenOf(userAgent),
 		ttl:      opts.TTL,
 		retry:    opts.RetryUnreachable,
 		now:      opts.Now,
@@ -156,7 +156,7 @@ func (c *Checker) Check(ctx context.Context, pageURL string) (Decision, error) {
 	if err != nil {
 		return Decision{}, fmt.Errorf("robots: check %q: %w", pageURL, err)
 	}
-	pq := PathQuery(u)
+	pq := pathAndQuery(u)
 	if normalize(pq) == "/robots.txt" {
 		return Decision{Allowed: true, Reason: "robots.txt itself is always allowed (RFC 9309 §2.2.2)"}, nil
 	}
@@ -177,9 +177,9 @@ func (c *Checker) Check(ctx context.Context, pageURL string) (Decision, error) {
 		d.Reason = fmt.Sprintf("%s/robots.txt %s: disallow all until %s (RFC 9309 §2.3.1.4)",
 			key, cause, o.expires.UTC().Format(time.RFC3339))
 	default:
-		allowed, rule, matched := o.group.Match(pq)
+		allowed, rule, matched := o.group.match(pq)
 		d.Allowed = allowed
-		d.CrawlDelay, _ = o.group.CrawlDelay()
+		d.CrawlDelay, _ = o.group.delay()
 		switch {
 		case matched:
 			d.Reason = fmt.Sprintf("%s/robots.txt: %s", key, rule)
@@ -288,7 +288,7 @@ func (c *Checker) newOrigin(key string, e Entry) *origin {
 		o.verdict = disallowAll
 	case e.Status >= 200 && e.Status < 300: // §2.3.1.1
 		o.verdict = useRules
-		o.group = Parse(e.Body).Group(c.token)
+		o.group = parse(e.Body).forAgent(c.token)
 	case e.Status == http.StatusTooManyRequests:
 		// A 4xx, but it says the server is overloaded: like 5xx, back off
 		// (as Google does) rather than read it as "no robots.txt".
@@ -374,12 +374,12 @@ func isContextErr(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// HTTPFetch returns a FetchFunc that fetches robots.txt with client (whose
+// httpFetch returns a FetchFunc that fetches robots.txt with client (whose
 // redirect policy applies; http.Client's default follows up to 10, above
 // the five RFC 9309 §2.3.1.2 asks for) and the given User-Agent, reading
 // at most MaxBodySize+1 octets of the body (the extra octet tells the parser
 // that the last line may have been cut).
-func HTTPFetch(client *http.Client, userAgent string) FetchFunc {
+func httpFetch(client *http.Client, userAgent string) FetchFunc {
 	return func(ctx context.Context, robotsURL string) (int, []byte, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, robotsURL, nil)
 		if err != nil {
@@ -391,7 +391,7 @@ func HTTPFetch(client *http.Client, userAgent string) FetchFunc {
 			return 0, nil, fmt.Errorf("robots: fetch %s: %w", robotsURL, err)
 		}
 		defer resp.Body.Close()
-		body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodySize+1))
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxBodySize+1))
 		if err != nil {
 			return 0, nil, fmt.Errorf("robots: read %s: %w", robotsURL, err)
 		}

@@ -73,7 +73,7 @@ func (rs *robotsServer) set(status int, body string) {
 
 func newTestChecker(rs *robotsServer, store Store, clk *clock, opts Options) *Checker {
 	opts.Now = clk.Now
-	return NewChecker(store, HTTPFetch(rs.Client(), testUA), testUA, opts)
+	return NewChecker(store, httpFetch(rs.Client(), testUA), testUA, opts)
 }
 
 func mustCheck(t *testing.T, c *Checker, u string) Decision {
@@ -211,7 +211,7 @@ func TestCheckerConcurrentSingleFetch(t *testing.T) {
 	started := make(chan struct{})
 	release := make(chan struct{})
 	var once sync.Once
-	inner := HTTPFetch(rs.Client(), testUA)
+	inner := httpFetch(rs.Client(), testUA)
 	fetch := func(ctx context.Context, u string) (int, []byte, error) {
 		once.Do(func() { close(started) })
 		<-release
@@ -464,7 +464,7 @@ func TestCheckerDistrustsFutureEntries(t *testing.T) {
 }
 
 func TestHTTPFetchLimitsBody(t *testing.T) {
-	body := bigRobots(MaxBodySize+100<<10, "disallow: /beyond")
+	body := bigRobots(maxBodySize+100<<10, "disallow: /beyond")
 	rs := newRobotsServer(t, http.StatusOK, string(body))
 	store := NewMemoryStore()
 	c := newTestChecker(rs, store, newClock(), Options{})
@@ -472,7 +472,7 @@ func TestHTTPFetchLimitsBody(t *testing.T) {
 		t.Errorf("rule beyond the limit applied: %+v", d)
 	}
 	e, _, _ := store.Get(context.Background(), strings.TrimSuffix(rs.URL, "/"))
-	if len(e.Body) > MaxBodySize || len(e.Body) < MaxBodySize-100 {
+	if len(e.Body) > maxBodySize || len(e.Body) < maxBodySize-100 {
 		t.Errorf("stored body is %d octets", len(e.Body))
 	}
 }

@@ -45,7 +45,7 @@ func refMatch(p pattern, path string) bool {
 
 // refAllowed applies RFC 9309 §2.2.2 precedence by brute force: the longest
 // matching rule, allow on ties, allowed if none.
-func refAllowed(rules []Rule, path string) bool {
+func refAllowed(rules []robotsRule, path string) bool {
 	p := normalize(path)
 	if p == "/robots.txt" {
 		return true
@@ -81,9 +81,9 @@ func FuzzMatch(f *testing.F) {
 		if len(path) > 512 {
 			path = path[:512] // keep the quadratic oracle fast
 		}
-		g := Parse(body).Group("freshcrawl")
-		got := g.Allowed(path)
-		if again := Parse(body).Group("FreshCrawl").Allowed(path); again != got {
+		g := parse(body).forAgent("freshcrawl")
+		got := g.allowed(path)
+		if again := parse(body).forAgent("FreshCrawl").allowed(path); again != got {
 			t.Fatalf("nondeterministic: %v then %v", got, again)
 		}
 		np := normalize(path)
@@ -106,12 +106,12 @@ func FuzzMatch(f *testing.F) {
 func FuzzParse(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, body []byte, agent string) {
-		r := Parse(body)
-		_ = r.Sitemaps()
-		for _, a := range []string{agent, "*", "", ProductToken(agent)} {
-			g := r.Group(a)
-			_, _ = g.CrawlDelay()
-			_ = g.Allowed("/")
+		r := parse(body)
+		_ = r.sitemapURLs()
+		for _, a := range []string{agent, "*", "", tokenOf(agent)} {
+			g := r.forAgent(a)
+			_, _ = g.delay()
+			_ = g.allowed("/")
 		}
 		n := normalize(agent)
 		if normalize(n) != n {
@@ -128,7 +128,7 @@ func BenchmarkParse500KiB(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		Parse(body)
+		parse(body)
 	}
 }
 
@@ -152,8 +152,8 @@ func typicalRules() string {
 }
 
 func BenchmarkAllowed50Rules(b *testing.B) {
-	g := Parse([]byte(typicalRules())).Group("freshcrawl")
-	if n := len(g.Rules()); n != 50 {
+	g := parse([]byte(typicalRules())).forAgent("freshcrawl")
+	if n := len(g.ruleList()); n != 50 {
 		b.Fatalf("group has %d rules", n)
 	}
 	paths := []string{
@@ -166,7 +166,7 @@ func BenchmarkAllowed50Rules(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		g.Allowed(paths[i%len(paths)])
+		g.allowed(paths[i%len(paths)])
 		i++
 	}
 }

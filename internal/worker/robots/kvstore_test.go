@@ -60,7 +60,7 @@ func TestKVStore(t *testing.T) {
 	if _, ok, err := store.Get(ctx, "https://nothing.example"); ok || err != nil {
 		t.Fatalf("Get of missing key = %v, %v", ok, err)
 	}
-	body := bigRobots(MaxBodySize, "disallow: /edge")[:MaxBodySize]
+	body := bigRobots(maxBodySize, "disallow: /edge")[:maxBodySize]
 	for _, host := range []string{"https://a.example", "http://[::1]:8080", "http://a.example:80"} {
 		want := Entry{FetchedAt: time.Unix(1700000000, 42), Status: http.StatusOK, Body: body}
 		if err := store.Put(ctx, host, want); err != nil {

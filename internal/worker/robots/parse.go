@@ -10,20 +10,20 @@ import (
 	"time"
 )
 
-// MaxBodySize is how much of a robots.txt file is parsed. RFC 9309 §2.5
+// maxBodySize is how much of a robots.txt file is parsed. RFC 9309 §2.5
 // requires crawlers to parse at least 500 KiB; content beyond this limit is
 // ignored, and so is a line the limit cuts in two, because a truncated
 // pattern would apply to paths its author never meant.
-const MaxBodySize = 512 << 10
+const maxBodySize = 512 << 10
 
 // MaxCrawlDelay caps a Crawl-delay value. The field is not part of RFC 9309;
 // the cap keeps absurd values (or ones that would overflow a time.Duration)
 // from stalling a host forever.
 const MaxCrawlDelay = 24 * time.Hour
 
-// Robots is a parsed robots.txt file. The zero value allows everything.
-// A Robots is immutable and safe for concurrent use.
-type Robots struct {
+// robotsFile is a parsed robots.txt file. The zero value allows everything.
+// A robotsFile is immutable and safe for concurrent use.
+type robotsFile struct {
 	groups   []group
 	sitemaps []string
 }
@@ -31,13 +31,13 @@ type Robots struct {
 // group is one group as written in the file.
 type group struct {
 	agents        []string // lower-case product tokens; "*" for the global group
-	rules         []Rule
+	rules         []robotsRule
 	crawlDelay    time.Duration
 	hasCrawlDelay bool
 }
 
-// Rule is one allow or disallow line of a group.
-type Rule struct {
+// robotsRule is one allow or disallow line of a group.
+type robotsRule struct {
 	Allow   bool
 	Pattern string // the value as written in the file
 	Line    int    // 1-based line number in the file
@@ -47,7 +47,7 @@ type Rule struct {
 }
 
 // String returns the rule as a robots.txt line, for logs and Decision.Reason.
-func (r Rule) String() string {
+func (r robotsRule) String() string {
 	field := "disallow"
 	if r.Allow {
 		field = "allow"
@@ -55,22 +55,22 @@ func (r Rule) String() string {
 	return field + ": " + r.Pattern + " (line " + strconv.Itoa(r.Line) + ")"
 }
 
-// Group is the combined set of rules that applies to one crawler: every
+// ruleSet is the combined set of rules that applies to one crawler: every
 // group of the file that names it, or every "*" group (RFC 9309 §2.2.1).
-// The zero value allows everything. A Group is safe for concurrent use.
-type Group struct {
-	rules         []Rule // most specific first; allow before disallow on ties
+// The zero value allows everything. A ruleSet is safe for concurrent use.
+type ruleSet struct {
+	rules         []robotsRule // most specific first; allow before disallow on ties
 	crawlDelay    time.Duration
 	hasCrawlDelay bool
 }
 
-// Parse parses a robots.txt body. It never fails: RFC 9309 §2.3.1.5 asks
+// parse parses a robots.txt body. It never fails: RFC 9309 §2.3.1.5 asks
 // crawlers to use whatever rules they can parse, so malformed lines are
 // skipped. Only the first MaxBodySize octets are read.
-func Parse(body []byte) *Robots {
+func parse(body []byte) *robotsFile {
 	s := strings.TrimPrefix(string(limitBody(body)), "\ufeff")
 
-	r := &Robots{}
+	r := &robotsFile{}
 	var cur *group    // group receiving rules; nil before the first user-agent line
 	inAgents := false // the previous member line was a user-agent line
 	for lineNo := 1; len(s) > 0; lineNo++ {
@@ -99,7 +99,7 @@ func Parse(body []byte) *Robots {
 			if !ok {
 				continue // includes the empty "Disallow:", which allows all
 			}
-			cur.rules = append(cur.rules, Rule{
+			cur.rules = append(cur.rules, robotsRule{
 				Allow:       canonicalKey(key) == "allow",
 				Pattern:     value,
 				Line:        lineNo,
@@ -124,24 +124,24 @@ func Parse(body []byte) *Robots {
 	return r
 }
 
-// Sitemaps returns the values of the file's sitemap lines, in order.
-func (r *Robots) Sitemaps() []string {
+// sitemapURLs returns the values of the file's sitemap lines, in order.
+func (r *robotsFile) sitemapURLs() []string {
 	return append([]string(nil), r.sitemaps...)
 }
 
-// Group returns the rules that apply to a crawler with the given product
-// token (see ProductToken), following RFC 9309 §2.2.1: the groups naming the
+// ruleSet returns the rules that apply to a crawler with the given product
+// token (see tokenOf), following RFC 9309 §2.2.1: the groups naming the
 // token, compared case-insensitively, combined; failing that the "*" groups
 // combined; failing that no rules at all. When several combined groups carry a
 // crawl-delay, the largest applies, the polite reading.
-func (r *Robots) Group(productToken string) Group {
+func (r *robotsFile) forAgent(productToken string) ruleSet {
 	tok := strings.ToLower(productToken)
 	g := r.combine(func(a string) bool { return a == tok && a != "*" })
 	if g == nil {
 		g = r.combine(func(a string) bool { return a == "*" })
 	}
 	if g == nil {
-		return Group{}
+		return ruleSet{}
 	}
 	sort.SliceStable(g.rules, func(i, j int) bool {
 		a, b := g.rules[i], g.rules[j]
@@ -154,8 +154,8 @@ func (r *Robots) Group(productToken string) Group {
 }
 
 // combine merges every group with an agent satisfying want; nil if none.
-func (r *Robots) combine(want func(agent string) bool) *Group {
-	var out *Group
+func (r *robotsFile) combine(want func(agent string) bool) *ruleSet {
+	var out *ruleSet
 	for i := range r.groups {
 		gr := &r.groups[i]
 		matched := false
@@ -169,7 +169,7 @@ func (r *Robots) combine(want func(agent string) bool) *Group {
 			continue
 		}
 		if out == nil {
-			out = &Group{}
+			out = &ruleSet{}
 		}
 		out.rules = append(out.rules, gr.rules...)
 		if gr.hasCrawlDelay && (!out.hasCrawlDelay || gr.crawlDelay > out.crawlDelay) {
@@ -179,40 +179,40 @@ func (r *Robots) combine(want func(agent string) bool) *Group {
 	return out
 }
 
-// Allowed reports whether a crawler with the given product token may fetch
-// pathQuery (see Group.Allowed).
-func (r *Robots) Allowed(productToken, pathQuery string) bool {
-	g := r.Group(productToken)
-	return g.Allowed(pathQuery)
+// allowed reports whether a crawler with the given product token may fetch
+// pathQuery (see ruleSet.allowed).
+func (r *robotsFile) allowed(productToken, pathQuery string) bool {
+	g := r.forAgent(productToken)
+	return g.allowed(pathQuery)
 }
 
-// CrawlDelay returns the group's crawl-delay and whether it set one.
-func (g Group) CrawlDelay() (time.Duration, bool) {
+// delay returns the group's crawl-delay and whether it set one.
+func (g ruleSet) delay() (time.Duration, bool) {
 	return g.crawlDelay, g.hasCrawlDelay
 }
 
-// Rules returns the group's rules in precedence order.
-func (g Group) Rules() []Rule {
-	return append([]Rule(nil), g.rules...)
+// ruleList returns the group's rules in precedence order.
+func (g ruleSet) ruleList() []robotsRule {
+	return append([]robotsRule(nil), g.rules...)
 }
 
-// Allowed reports whether the group allows pathQuery: the URL's path, plus
+// allowed reports whether the group allows pathQuery: the URL's path, plus
 // "?" and the query if there is one, in the form it has in the request line
-// (for a *url.URL, see PathQuery). The empty string stands for "/".
-func (g Group) Allowed(pathQuery string) bool {
-	allowed, _, _ := g.Match(pathQuery)
+// (for a *url.URL, see pathAndQuery). The empty string stands for "/".
+func (g ruleSet) allowed(pathQuery string) bool {
+	allowed, _, _ := g.match(pathQuery)
 	return allowed
 }
 
-// Match is Allowed that also returns the deciding rule, if any rule matched.
+// match is Allowed that also returns the deciding rule, if any rule matched.
 // "/robots.txt" is always allowed (RFC 9309 §2.2.2) and matches no rule.
-func (g Group) Match(pathQuery string) (allowed bool, rule Rule, matched bool) {
+func (g ruleSet) match(pathQuery string) (allowed bool, rule robotsRule, matched bool) {
 	if pathQuery == "" {
 		pathQuery = "/"
 	}
 	p := normalize(pathQuery)
 	if p == "/robots.txt" {
-		return true, Rule{}, false
+		return true, robotsRule{}, false
 	}
 	// Rules are sorted by precedence, so the first match decides (§2.2.2).
 	for _, r := range g.rules {
@@ -220,12 +220,12 @@ func (g Group) Match(pathQuery string) (allowed bool, rule Rule, matched bool) {
 			return r.Allow, r, true
 		}
 	}
-	return true, Rule{}, false
+	return true, robotsRule{}, false
 }
 
-// PathQuery returns the part of u that robots.txt rules are matched against:
+// pathAndQuery returns the part of u that robots.txt rules are matched against:
 // the escaped path (or "/") plus "?" and the raw query if present.
-func PathQuery(u *url.URL) string {
+func pathAndQuery(u *url.URL) string {
 	p := u.EscapedPath()
 	if p == "" {
 		p = "/"
@@ -236,11 +236,11 @@ func PathQuery(u *url.URL) string {
 	return p
 }
 
-// ProductToken returns the product token of a User-Agent header value: its
+// tokenOf returns the product token of a User-Agent header value: its
 // leading run of letters, '-' and '_' (RFC 9309 §2.2.1, which requires the
 // token to consist of these characters). "freshcrawl/1.0 (+https://x)"
 // yields "freshcrawl".
-func ProductToken(userAgent string) string {
+func tokenOf(userAgent string) string {
 	s := strings.TrimLeft(userAgent, " \t")
 	i := 0
 	for i < len(s) && isTokenChar(s[i]) {
@@ -257,7 +257,7 @@ func agentToken(v string) string {
 	if v == "*" || strings.HasPrefix(v, "* ") || strings.HasPrefix(v, "*\t") {
 		return "*"
 	}
-	return strings.ToLower(ProductToken(v))
+	return strings.ToLower(tokenOf(v))
 }
 
 func isTokenChar(c byte) bool {
@@ -281,13 +281,13 @@ func nextLine(s string) (line, rest string) {
 // MaxBodySize octets, without the line cut by that limit. It is idempotent,
 // so a body can be limited before it is stored and parsed later.
 func limitBody(b []byte) []byte {
-	if len(b) <= MaxBodySize {
+	if len(b) <= maxBodySize {
 		return b
 	}
-	if c := b[MaxBodySize]; c == '\n' || c == '\r' {
-		return b[:MaxBodySize] // the limit falls on a line end
+	if c := b[maxBodySize]; c == '\n' || c == '\r' {
+		return b[:maxBodySize] // the limit falls on a line end
 	}
-	b = b[:MaxBodySize]
+	b = b[:maxBodySize]
 	if i := bytes.LastIndexAny(b, "\r\n"); i >= 0 {
 		return b[:i+1]
 	}

@@ -313,14 +313,14 @@ func TestAllowed(t *testing.T) {
 			if agent == "" {
 				agent = "freshcrawl"
 			}
-			r := Parse([]byte(tt.robots))
-			g := r.Group(agent)
+			r := parse([]byte(tt.robots))
+			g := r.forAgent(agent)
 			for _, p := range tt.probes {
-				allowed, rule, matched := g.Match(p.path)
+				allowed, rule, matched := g.match(p.path)
 				if allowed != p.want {
 					t.Errorf("%s %q: allowed = %v, want %v (rule %v, matched %v)", agent, p.path, allowed, p.want, rule, matched)
 				}
-				if got := r.Allowed(agent, p.path); got != allowed {
+				if got := r.allowed(agent, p.path); got != allowed {
 					t.Errorf("Robots.Allowed(%q) = %v, Group.Allowed = %v", p.path, got, allowed)
 				}
 			}
@@ -329,23 +329,23 @@ func TestAllowed(t *testing.T) {
 }
 
 func TestMatchReportsRule(t *testing.T) {
-	g := Parse([]byte("user-agent: *\n\ndisallow: /a\nallow: /a/b\n")).Group("x")
-	allowed, rule, matched := g.Match("/a/b/c")
+	g := parse([]byte("user-agent: *\n\ndisallow: /a\nallow: /a/b\n")).forAgent("x")
+	allowed, rule, matched := g.match("/a/b/c")
 	if !allowed || !matched || !rule.Allow || rule.Pattern != "/a/b" || rule.Line != 4 {
 		t.Errorf("Match = %v, %+v, %v", allowed, rule, matched)
 	}
 	if got, want := rule.String(), "allow: /a/b (line 4)"; got != want {
 		t.Errorf("Rule.String() = %q, want %q", got, want)
 	}
-	if rules := g.Rules(); len(rules) != 2 || rules[0].Pattern != "/a/b" {
+	if rules := g.ruleList(); len(rules) != 2 || rules[0].Pattern != "/a/b" {
 		t.Errorf("Rules() = %+v, want most specific first", rules)
 	}
-	var zero Group
-	if !zero.Allowed("/x") {
+	var zero ruleSet
+	if !zero.allowed("/x") {
 		t.Error("zero Group disallows")
 	}
-	var zr Robots
-	if !zr.Allowed("x", "/x") {
+	var zr robotsFile
+	if !zr.allowed("x", "/x") {
 		t.Error("zero Robots disallows")
 	}
 }
@@ -360,14 +360,14 @@ func TestProductToken(t *testing.T) {
 		"1bot":         "",
 		"fresh crawl/": "fresh",
 	} {
-		if got := ProductToken(ua); got != want {
-			t.Errorf("ProductToken(%q) = %q, want %q", ua, got, want)
+		if got := tokenOf(ua); got != want {
+			t.Errorf("tokenOf(%q) = %q, want %q", ua, got, want)
 		}
 	}
 }
 
 func TestCrawlDelayAndSitemaps(t *testing.T) {
-	r := Parse([]byte(`Sitemap: https://example.com/a.xml
+	r := parse([]byte(`Sitemap: https://example.com/a.xml
 user-agent: freshcrawl
 crawl-delay: 1.5
 disallow: /a
@@ -383,28 +383,28 @@ crawl-delay: 1e300
 user-agent: neg
 crawl-delay: -1
 `))
-	if d, ok := r.Group("freshcrawl").CrawlDelay(); !ok || d != 2*time.Second {
+	if d, ok := r.forAgent("freshcrawl").delay(); !ok || d != 2*time.Second {
 		t.Errorf("freshcrawl crawl-delay = %v, %v; want 2s (largest of combined groups)", d, ok)
 	}
-	if d, ok := r.Group("other").CrawlDelay(); !ok || d != 10*time.Second {
+	if d, ok := r.forAgent("other").delay(); !ok || d != 10*time.Second {
 		t.Errorf("other crawl-delay = %v, %v; want 10s", d, ok)
 	}
-	if _, ok := r.Group("unknown").CrawlDelay(); ok {
+	if _, ok := r.forAgent("unknown").delay(); ok {
 		t.Error("invalid crawl-delay accepted")
 	}
-	if d, _ := r.Group("huge").CrawlDelay(); d != MaxCrawlDelay {
+	if d, _ := r.forAgent("huge").delay(); d != MaxCrawlDelay {
 		t.Errorf("huge crawl-delay = %v, want cap %v", d, MaxCrawlDelay)
 	}
-	if _, ok := r.Group("neg").CrawlDelay(); ok {
+	if _, ok := r.forAgent("neg").delay(); ok {
 		t.Error("negative crawl-delay accepted")
 	}
-	r2 := Parse([]byte("user-agent: *\ncrawl-delay: 0.25\n"))
-	if d, _ := r2.Group("x").CrawlDelay(); d != 250*time.Millisecond {
+	r2 := parse([]byte("user-agent: *\ncrawl-delay: 0.25\n"))
+	if d, _ := r2.forAgent("x").delay(); d != 250*time.Millisecond {
 		t.Errorf("fractional crawl-delay = %v, want 250ms", d)
 	}
 	want := []string{"https://example.com/a.xml", "https://example.com/b.xml"}
-	if got := r.Sitemaps(); strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("Sitemaps() = %q, want %q", got, want)
+	if got := r.sitemapURLs(); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("sitemapURLs() = %q, want %q", got, want)
 	}
 }
 
@@ -425,41 +425,41 @@ func bigRobots(size int, line string) []byte {
 
 func TestLargeFile(t *testing.T) {
 	body := bigRobots(499<<10, "disallow: /deep")
-	if len(body) < 498<<10 || len(body) > MaxBodySize {
+	if len(body) < 498<<10 || len(body) > maxBodySize {
 		t.Fatalf("test body is %d octets", len(body))
 	}
-	g := Parse(body).Group("freshcrawl")
-	if g.Allowed("/deep/x") {
+	g := parse(body).forAgent("freshcrawl")
+	if g.allowed("/deep/x") {
 		t.Error("rule at ~499 KiB ignored")
 	}
-	if g.Allowed("/filler/00000042/a.html") || !g.Allowed("/filler/00000042/a.htm") {
+	if g.allowed("/filler/00000042/a.html") || !g.allowed("/filler/00000042/a.htm") {
 		t.Error("filler rules not applied")
 	}
 
 	// Beyond the limit: ignored, including a rule cut by it.
-	over := append(bigRobots(MaxBodySize-8, "disallow: /last"), "disallow: /beyond\n"...)
-	g = Parse(over).Group("freshcrawl")
-	if g.Allowed("/last") {
+	over := append(bigRobots(maxBodySize-8, "disallow: /last"), "disallow: /beyond\n"...)
+	g = parse(over).forAgent("freshcrawl")
+	if g.allowed("/last") {
 		t.Error("last rule inside the limit ignored")
 	}
-	if !g.Allowed("/beyond") || !g.Allowed("/b") {
+	if !g.allowed("/beyond") || !g.allowed("/b") {
 		t.Error("rule beyond or cut by the limit applied")
 	}
-	exact := bigRobots(MaxBodySize, "disallow: /edge")
-	if len(exact) != MaxBodySize+1 || exact[MaxBodySize] != '\n' {
+	exact := bigRobots(maxBodySize, "disallow: /edge")
+	if len(exact) != maxBodySize+1 || exact[maxBodySize] != '\n' {
 		t.Fatalf("edge body is %d octets", len(exact))
 	}
-	if Parse(exact).Group("x").Allowed("/edge") {
+	if parse(exact).forAgent("x").allowed("/edge") {
 		t.Error("line ending exactly at the limit ignored")
 	}
 }
 
 func TestPathologicalWildcard(t *testing.T) {
 	path := "/" + strings.Repeat("a", 200_000)
-	r := Parse([]byte("user-agent: *\ndisallow: /*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b\n" +
+	r := parse([]byte("user-agent: *\ndisallow: /*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b\n" +
 		"disallow: /*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b$\n" +
 		"disallow: " + strings.Repeat("*a", 1000) + "*b\n"))
-	g := r.Group("x")
+	g := r.forAgent("x")
 	// Backtracking would take astronomically long; the O(len(path) ×
 	// len(pattern)) matcher answers in milliseconds. The matching runs
 	// aside so that a regression fails at the guard instead of hanging the
@@ -469,9 +469,9 @@ func TestPathologicalWildcard(t *testing.T) {
 	go func() {
 		var a answer
 		for range 10 {
-			a.allowed = g.Allowed(path)
+			a.allowed = g.allowed(path)
 		}
-		a.allowedB = g.Allowed(path + "b")
+		a.allowedB = g.allowed(path + "b")
 		done <- a
 	}()
 	guard := time.NewTimer(30 * time.Second)
@@ -526,8 +526,8 @@ func TestPathQuery(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := PathQuery(u); got != want {
-			t.Errorf("PathQuery(%q) = %q, want %q", in, got, want)
+		if got := pathAndQuery(u); got != want {
+			t.Errorf("pathAndQuery(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

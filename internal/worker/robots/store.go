@@ -18,7 +18,7 @@ import (
 type Entry struct {
 	FetchedAt   time.Time
 	Status      int    // HTTP status; 0 when Unreachable
-	Body        []byte // only kept for 2xx, at most MaxBodySize octets
+	Body        []byte // only kept for 2xx, at most maxBodySize octets
 	Unreachable bool   // the fetch failed (network error, timeout, ...)
 }
 
@@ -62,7 +62,7 @@ func (s *memoryStore) Put(_ context.Context, host string, e Entry) error {
 // others. Keys are the hex encoding of the origin, since KV keys may only
 // contain [-/_=.a-zA-Z0-9]. The bucket's own TTL, if any, should be at least
 // the Checker's TTL; the Checker checks freshness itself either way. Values
-// are at most MaxBodySize plus a small header, below NATS's default 1 MiB
+// are at most maxBodySize plus a small header, below NATS's default 1 MiB
 // max payload.
 func NewKVStore(kv jetstream.KeyValue) Store {
 	return &kvStore{kv: kv}

@@ -1,0 +1,213 @@
+// Package api is the operator's console of a running coordinator: the
+// HTTP handlers for listing, inspecting, pausing, deleting and re-weighting
+// URLs, reading the stored copy, exporting and importing, the charts'
+// time series, and the web dashboard served at / (plain HTML, CSS and
+// JavaScript embedded in the binary; nothing is fetched from elsewhere).
+//
+// It works over a small Backend the coordinator satisfies, so it holds no
+// scheduling logic of its own; the read-only parts also run on a store
+// alone (the CLI's offline fallback) with a nil Views.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/internal/store"
+)
+
+// Views is what the scheduler knows that the store does not: the state of
+// active URLs (given up, due, scheduled), their intervals in force and
+// whether a fetch is in flight.
+type Views interface {
+	// URLViews returns the scheduler's view of each known URL of urls.
+	URLViews(urls []string) map[string]schedule.URLView
+	// URLsIn lists the URLs in a scheduler state, sorted.
+	URLsIn(state string) []string
+}
+
+// Backend is what the console needs of a running coordinator.
+type Backend interface {
+	Views
+	// Store is the coordinator's store. The console writes it only
+	// through the lifecycle methods below, which keep the schedule in
+	// step.
+	Store() *store.DB
+	// Overview is the coordinator's numbers now.
+	Overview() Overview
+	Hosts() []schedule.HostView
+	Captures() []schedule.CaptureStatus
+	Probes() []schedule.ProbeStatus
+
+	// Pause, Resume, Delete and SetSeed change URLs in the store and the
+	// live schedule and return how many they changed. Delete also takes
+	// the URLs' queued tasks off the task queue.
+	Pause(urls []string) (int, error)
+	Resume(urls []string) (int, error)
+	Delete(ctx context.Context, urls []string, purge bool) (int, error)
+	SetSeed(urls []string, ch store.SeedChange) (int, error)
+	// Adopt schedules URLs an import just added to the store.
+	Adopt(recs []store.URL)
+}
+
+// Overview is what the overview page shows and charts.
+type Overview struct {
+	Time time.Time `json:"time"`
+	// Queue: tasks waiting, delivered and not acknowledged, delivered
+	// more than once, and results not folded yet.
+	Pending     int `json:"pending"`
+	AckPending  int `json:"ack_pending"`
+	Redelivered int `json:"redelivered"`
+	Unfolded    int `json:"unfolded"`
+	InFlight    int `json:"in_flight"`
+	MaxInFlight int `json:"max_in_flight"`
+
+	URLs       int      `json:"urls"`
+	Hosts      int      `json:"hosts"`
+	Disallowed int      `json:"disallowed"`
+	GivenUp    int      `json:"given_up"`
+	Capped     int      `json:"hosts_at_cap"`
+	Workers    []string `json:"workers"`
+
+	Fetches int64            `json:"fetches"`
+	Changes int64            `json:"changes"`
+	Failed  int64            `json:"failed"`
+	Errors  map[string]int64 `json:"errors"`
+
+	Policy     string  `json:"policy"`
+	Budget     float64 `json:"budget_per_s"`
+	InUse      float64 `json:"budget_in_use_per_s"`
+	Unabsorbed float64 `json:"budget_unabsorbed_per_s"`
+	// Freshness is the plan's model freshness; FreshnessLo and
+	// FreshnessHi bound it with every rate estimate at the upper or lower
+	// end of its 90% interval.
+	Freshness   float64 `json:"model_freshness"`
+	FreshnessLo float64 `json:"model_freshness_lo"`
+	FreshnessHi float64 `json:"model_freshness_hi"`
+	Age         float64 `json:"model_age_s"`
+}
+
+// Options tune a Server.
+type Options struct {
+	// Every is the sampling period of the charts' series (default 5s);
+	// an hour of samples is kept.
+	Every time.Duration
+	Log   *slog.Logger
+}
+
+// Server serves the console over a Backend.
+type Server struct {
+	b      Backend
+	log    *slog.Logger
+	series *series
+}
+
+// New returns a console server; Run must run for the charts to fill.
+func New(b Backend, o Options) *Server {
+	if o.Every <= 0 {
+		o.Every = 5 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return &Server{b: b, log: o.Log, series: newSeries(o.Every, time.Hour)}
+}
+
+// Run samples the backend's overview until ctx is done.
+func (s *Server) Run(ctx context.Context) error {
+	t := time.NewTicker(s.series.every)
+	defer t.Stop()
+	s.series.add(s.b.Overview())
+	for {
+		select {
+		case <-ctx.Done():
+			s.series.close()
+			return nil
+		case <-t.C:
+			s.series.add(s.b.Overview())
+		}
+	}
+}
+
+// Mount registers the console's routes on mux:
+//
+//	GET  /                        the dashboard
+//	GET  /ui/{file}               its assets
+//	GET  /api/overview            Overview now
+//	GET  /api/series              the last hour of samples; /api/events streams new ones (SSE)
+//	GET  /api/hosts               hosts: cap, Crawl-delay, backoff, robots, in flight, URLs, fetches
+//	GET  /api/urls                URLs: filters, sort, cursor paging
+//	GET  /api/url/show?url=U      one URL: record, schedule, estimate, fetches, changes, versions, copy
+//	POST /api/url/pause           body Selection; also resume, delete (?purge=1), set (SetRequest)
+//	GET  /api/content?url=U       the stored copy (&raw=1: the raw body as fetched)
+//	GET  /api/diff?url=U&seq=N    line diff of capture version N against N-1
+//	GET  /api/capture             capture URLs: period, phases, recall
+//	GET  /api/sources             keyword-search sources: rounds, coverage, speedup, freshness
+//	GET  /api/export              every URL as JSON lines; POST /api/import?name=F takes them
+func (s *Server) Mount(mux *http.ServeMux) {
+	mux.Handle("GET /{$}", http.HandlerFunc(serveIndex))
+	mux.Handle("GET /ui/", http.StripPrefix("/ui/", assets()))
+	mux.HandleFunc("GET /api/overview", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.b.Overview()) })
+	mux.HandleFunc("GET /api/series", s.handleSeries)
+	mux.HandleFunc("GET /api/events", s.handleEvents)
+	mux.HandleFunc("GET /api/hosts", s.handleHosts)
+	mux.HandleFunc("GET /api/urls", s.handleURLs)
+	mux.HandleFunc("GET /api/url/show", s.handleShow)
+	mux.HandleFunc("POST /api/url/pause", s.handleLifecycle(opPause))
+	mux.HandleFunc("POST /api/url/resume", s.handleLifecycle(opResume))
+	mux.HandleFunc("POST /api/url/delete", s.handleLifecycle(opDelete))
+	mux.HandleFunc("POST /api/url/set", s.handleLifecycle(opSet))
+	mux.HandleFunc("GET /api/content", func(w http.ResponseWriter, r *http.Request) { serveContent(s.b.Store(), w, r) })
+	mux.HandleFunc("GET /api/diff", func(w http.ResponseWriter, r *http.Request) { serveDiff(s.b.Store(), w, r) })
+	mux.HandleFunc("GET /api/capture", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, nonNil(s.b.Captures())) })
+	mux.HandleFunc("GET /api/sources", s.handleSources)
+	mux.HandleFunc("GET /api/export", func(w http.ResponseWriter, r *http.Request) { serveExport(s.b.Store(), w, r) })
+	mux.HandleFunc("POST /api/import", s.handleImport)
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// Error is the body of every error answer.
+type Error struct {
+	Error string `json:"error"`
+}
+
+func writeErr(w http.ResponseWriter, code int, err error) {
+	writeJSON(w, code, Error{Error: err.Error()})
+}
+
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, errBadRequest):
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}
+
+// errBadRequest marks errors in what the client sent.
+var errBadRequest = errors.New("bad request")
+
+func badRequest(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errBadRequest, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,34 @@
+package api
+
+import (
+	"embed"
+	"io/fs"
+	"net/http"
+)
+
+// web holds the dashboard: plain HTML, CSS and JavaScript, no build step
+// and nothing loaded from elsewhere (the charts are drawn as SVG by
+// web/app.js).
+//
+//go:embed web
+var web embed.FS
+
+func assets() http.Handler {
+	sub, err := fs.Sub(web, "web")
+	if err != nil {
+		panic(err) // the embedded tree always has web/
+	}
+	return http.FileServerFS(sub)
+}
+
+func serveIndex(w http.ResponseWriter, r *http.Request) {
+	b, err := web.ReadFile("web/index.html")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	// Everything the page needs comes from this origin.
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-src 'none'")
+	_, _ = w.Write(b)
+}

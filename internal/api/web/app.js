@@ -1,0 +1,523 @@
+// freshcrawl console: a single page over the coordinator's JSON API. Plain
+// JavaScript, no build step, nothing loaded from elsewhere; charts are SVG
+// drawn here. Every value from the API is put in the page as text, never
+// as HTML.
+"use strict";
+
+// ---- DOM and formatting helpers ----
+
+function el(tag, attrs, ...kids) {
+  const svgTags = ["svg", "path", "line", "text", "g", "rect", "polyline", "circle"];
+  const e = svgTags.includes(tag) ? document.createElementNS("http://www.w3.org/2000/svg", tag) : document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "on") { for (const [ev, fn] of Object.entries(v)) e.addEventListener(ev, fn); continue; }
+    if (k === "text") { e.textContent = v; continue; }
+    e.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const k of kids.flat()) {
+    if (k === null || k === undefined || k === false) continue;
+    e.append(k instanceof Node ? k : document.createTextNode(String(k)));
+  }
+  return e;
+}
+
+function toast(msg, isError) {
+  const t = document.getElementById("toast");
+  t.textContent = msg;
+  t.className = "toast" + (isError ? " error" : "");
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => { t.className = "toast hidden"; }, 4000);
+}
+
+async function api(path, opts) {
+  const r = await fetch(path, opts);
+  const text = await r.text();
+  let body = null;
+  try { body = text ? JSON.parse(text) : null; } catch (e) { body = { error: text }; }
+  if (!r.ok) throw new Error((body && body.error) || r.statusText);
+  return body;
+}
+
+const NS = 1e9;
+function fmtDur(ns) {
+  if (!ns || ns <= 0) return "—";
+  const s = ns / NS;
+  if (s < 1) return (s * 1000).toFixed(0) + " ms";
+  if (s < 90) return s.toFixed(s < 10 ? 1 : 0) + " s";
+  if (s < 5400) return (s / 60).toFixed(1) + " min";
+  if (s < 172800) return (s / 3600).toFixed(1) + " h";
+  return (s / 86400).toFixed(1) + " d";
+}
+function isZeroTime(t) { return !t || t.startsWith("0001-"); }
+function fmtTime(t) {
+  if (isZeroTime(t)) return "—";
+  const d = new Date(t), now = Date.now(), diff = (d.getTime() - now) / 1000;
+  const abs = Math.abs(diff);
+  let rel;
+  if (abs < 1) rel = "now";
+  else if (abs < 90) rel = Math.round(abs) + " s";
+  else if (abs < 5400) rel = Math.round(abs / 60) + " min";
+  else if (abs < 172800) rel = (abs / 3600).toFixed(1) + " h";
+  else rel = (abs / 86400).toFixed(1) + " d";
+  if (rel === "now") return rel;
+  return diff > 0 ? "in " + rel : rel + " ago";
+}
+function fmtNum(v, digits) {
+  if (v === null || v === undefined || !isFinite(v)) return "—";
+  if (v === 0) return "0";
+  const a = Math.abs(v);
+  if (a >= 1e6) return (v / 1e6).toFixed(2) + "M";
+  if (a >= 1e4) return (v / 1e3).toFixed(1) + "k";
+  if (a >= 100) return v.toFixed(0);
+  return v.toPrecision(digits || 3).replace(/\.?0+$/, "").replace(/\.?0+e/, "e");
+}
+// fmtRate prints a rate per second in the unit that keeps it readable.
+function fmtRate(perS) {
+  if (perS === null || perS === undefined || !isFinite(perS)) return "—";
+  if (perS === 0) return "0";
+  if (perS >= 1) return fmtNum(perS) + "/s";
+  if (perS * 60 >= 1) return fmtNum(perS * 60) + "/min";
+  if (perS * 3600 >= 1) return fmtNum(perS * 3600) + "/h";
+  return fmtNum(perS * 86400) + "/d";
+}
+function fmtFresh(v) { return isFinite(v) ? v.toFixed(3) : "—"; }
+function stateBadge(s) { return el("span", { class: "state " + String(s).replace(/ /g, "-"), text: s }); }
+
+function card(k, v, s) {
+  return el("div", { class: "card", "data-card": k }, el("div", { class: "k", text: k }), el("div", { class: "v", text: v }), s ? el("div", { class: "s", text: s }) : null);
+}
+
+// table builds a table from columns {key, label, num, render} and rows;
+// clicking a header sorts by that column in the page.
+function table(cols, rows, opts) {
+  opts = opts || {};
+  let sortKey = opts.sortKey || null, asc = opts.asc !== false;
+  const wrap = el("div");
+  function draw() {
+    const sorted = rows.slice();
+    if (sortKey) {
+      const c = cols.find(c => c.key === sortKey);
+      const val = c.sortValue || (r => r[c.key]);
+      sorted.sort((a, b) => {
+        const x = val(a), y = val(b);
+        const cmp = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
+        return asc ? cmp : -cmp;
+      });
+    }
+    const head = el("tr", {}, cols.map(c => el("th", {
+      class: [c.num ? "num" : "", "sortable", sortKey === c.key ? "sorted" + (asc ? " asc" : "") : ""].join(" "),
+      on: { click: () => { if (sortKey === c.key) asc = !asc; else { sortKey = c.key; asc = true; } draw(); } },
+    }, c.label)));
+    const body = sorted.map(r => el("tr", {}, cols.map(c => {
+      const v = c.render ? c.render(r) : r[c.key];
+      return el("td", { class: (c.num ? "num " : "") + (c.cls || "") }, v instanceof Node ? v : String(v === undefined || v === null ? "" : v));
+    })));
+    const t = el("table", { "data-table": opts.name || "" }, el("thead", {}, head), el("tbody", {}, body));
+    if (!rows.length) t.append(el("tbody", {}, el("tr", {}, el("td", { colspan: cols.length, class: "muted", text: opts.empty || "nothing to show" }))));
+    wrap.replaceChildren(t);
+  }
+  draw();
+  return wrap;
+}
+
+// ---- charts ----
+
+const PALETTE = ["#2460c9", "#1f8a4c", "#c2332b", "#b66a00", "#7a4cc2", "#0a8f9c", "#8a8f1f", "#c24c9c"];
+
+function niceMax(v) {
+  if (!(v > 0)) return 1;
+  const p = Math.pow(10, Math.floor(Math.log10(v)));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
+  return 10 * p;
+}
+
+// rateUnit picks the unit that keeps rates up to v readable.
+function rateUnit(v) {
+  if (v >= 1) return [1, "/s"];
+  if (v * 60 >= 1) return [60, "/min"];
+  if (v * 3600 >= 1) return [3600, "/h"];
+  return [86400, "/d"];
+}
+
+// fmtAgo labels a time axis tick s seconds before now.
+function fmtAgo(s) {
+  if (s < 0.5) return "now";
+  if (s < 90) return `-${Math.round(s)} s`;
+  return `-${Math.round(s / 60)} min`;
+}
+
+// lineChart draws series [{name, values: [[ms, v]...]}] over the samples
+// kept (up to the last hour), with an optional band {lo: [[ms, v]], hi:
+// [[ms, v]]} shaded behind. opts.rate formats values as rates.
+function lineChart(title, series, opts) {
+  opts = opts || {};
+  const W = 600, H = 190, L = 52, R = 10, T = 8, B = 22;
+  const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": title });
+  const now = Date.now();
+  let first = now;
+  for (const s of series) if (s.values.length) first = Math.min(first, s.values[0][0]);
+  const span = Math.min(3600e3, Math.max(10e3, now - first));
+  const t0 = now - span;
+  let ymax = opts.yMax;
+  if (ymax === undefined) {
+    let m = 0;
+    for (const s of series) for (const [, v] of s.values) if (isFinite(v)) m = Math.max(m, v);
+    if (opts.band) for (const [, v] of opts.band.hi) if (isFinite(v)) m = Math.max(m, v);
+    ymax = opts.rate ? niceMax(m * rateUnit(m)[0]) / rateUnit(m)[0] : niceMax(m);
+  }
+  const unit = rateUnit(ymax);
+  const fmt = opts.rate ? (v => isFinite(v) ? fmtNum(v * unit[0]) + unit[1] : "—") : (opts.fmt || fmtNum);
+  const x = t => L + (W - L - R) * (t - t0) / span;
+  const y = v => T + (H - T - B) * (1 - Math.min(v, ymax) / ymax);
+  for (let i = 0; i <= 4; i++) {
+    const v = ymax * i / 4, yy = y(v);
+    svg.append(el("line", { class: "grid", x1: L, x2: W - R, y1: yy, y2: yy }));
+    svg.append(el("text", { x: L - 4, y: yy + 3, "text-anchor": "end", text: fmt(v) }));
+  }
+  for (let i = 4; i >= 0; i--) {
+    const ago = span * i / 4;
+    svg.append(el("text", { x: x(now - ago), y: H - 6, "text-anchor": i === 4 ? "start" : i === 0 ? "end" : "middle", text: fmtAgo(ago / 1000) }));
+  }
+  svg.append(el("line", { class: "axis", x1: L, x2: L, y1: T, y2: H - B }));
+  svg.append(el("line", { class: "axis", x1: L, x2: W - R, y1: H - B, y2: H - B }));
+  const visible = vs => vs.filter(([t, v]) => t >= t0 && isFinite(v));
+  if (opts.band) {
+    const lo = visible(opts.band.lo), hi = visible(opts.band.hi);
+    if (lo.length > 1 && hi.length === lo.length) {
+      const d = "M" + hi.map(([t, v]) => `${x(t).toFixed(1)},${y(v).toFixed(1)}`).join("L") +
+        "L" + lo.slice().reverse().map(([t, v]) => `${x(t).toFixed(1)},${y(v).toFixed(1)}`).join("L") + "Z";
+      svg.append(el("path", { class: "band", d, fill: opts.band.color || PALETTE[0] }));
+    }
+  }
+  let drawn = 0;
+  series.forEach((s, i) => {
+    const vs = visible(s.values);
+    if (!vs.length) return;
+    drawn++;
+    const color = s.color || PALETTE[i % PALETTE.length];
+    if (vs.length === 1) {
+      svg.append(el("circle", { cx: x(vs[0][0]), cy: y(vs[0][1]), r: 2.5, fill: color }));
+      return;
+    }
+    svg.append(el("polyline", { fill: "none", stroke: color, "stroke-width": 1.6, points: vs.map(([t, v]) => `${x(t).toFixed(1)},${y(v).toFixed(1)}`).join(" ") }));
+  });
+  if (!drawn) svg.append(el("text", { class: "empty", x: W / 2, y: H / 2, "text-anchor": "middle", text: opts.empty || "no samples yet" }));
+  const legend = el("div", { class: "legend" }, series.map((s, i) => {
+    const last = s.values.length ? s.values[s.values.length - 1][1] : NaN;
+    const sw = el("i");
+    sw.style.background = s.color || PALETTE[i % PALETTE.length];
+    return el("span", {}, sw, `${s.name} ${opts.rate ? fmtRate(last) : fmt(last)}`);
+  }));
+  if (opts.band) {
+    const lo = opts.band.lo, hi = opts.band.hi;
+    if (lo.length && hi.length) legend.append(el("span", { text: `90% band ${fmt(lo[lo.length - 1][1])} – ${fmt(hi[hi.length - 1][1])}` }));
+  }
+  return el("div", { class: "chart", "data-chart": title }, el("div", { class: "title", text: title }), svg, legend);
+}
+
+// ---- live series ----
+
+const live = { points: [], source: null, listeners: new Set() };
+
+async function loadSeries() {
+  const s = await api("/api/series");
+  live.points = s.points || [];
+  if (!live.source) {
+    live.source = new EventSource("/api/events");
+    live.source.addEventListener("point", ev => {
+      live.points.push(JSON.parse(ev.data));
+      const cut = Date.now() - 3600e3;
+      while (live.points.length && new Date(live.points[0].t).getTime() < cut) live.points.shift();
+      document.getElementById("live").classList.add("on");
+      for (const fn of live.listeners) fn();
+    });
+    live.source.addEventListener("error", () => document.getElementById("live").classList.remove("on"));
+  }
+}
+
+// ---- pages ----
+
+const main = () => document.getElementById("main");
+let stopPage = () => {};
+
+async function pageOverview() {
+  await loadSeries();
+  const root = el("div");
+  main().replaceChildren(el("h1", { text: "Overview" }), root);
+  async function draw() {
+    const o = await api("/api/overview");
+    const pts = live.points;
+    const ser = (k) => pts.map(p => [new Date(p.t).getTime(), p[k]]);
+    const kinds = new Set();
+    for (const p of pts) for (const k of Object.keys(p.error_rates || {})) kinds.add(k);
+    const errTotal = Object.values(o.errors || {}).reduce((a, b) => a + b, 0);
+    const cards = el("div", { class: "cards" },
+      card("URLs", fmtNum(o.urls), `${o.hosts} hosts, ${o.disallowed} disallowed, ${o.given_up} given up`),
+      card("Workers seen", String((o.workers || []).length), (o.workers || []).join(", ") || "none in the last minute"),
+      card("Queue", `${o.pending} / ${o.ack_pending}`, `pending / awaiting ack; ${o.redelivered} redelivered, ${o.unfolded} unfolded`),
+      card("In flight", `${o.in_flight}`, `of at most ${o.max_in_flight}`),
+      card("Fetches", fmtNum(o.fetches), `${fmtNum(o.changes)} changes, ${o.failed} failed tasks`),
+      card("Errors", fmtNum(errTotal), Object.entries(o.errors || {}).map(([k, v]) => `${k} ${v}`).join(", ") || "none"),
+      card("Budget", `${fmtRate(o.budget_in_use_per_s)} of ${fmtRate(o.budget_per_s)}`, `unabsorbed ${fmtRate(o.budget_unabsorbed_per_s)}; policy ${o.policy}`),
+      card("Model freshness", fmtFresh(o.model_freshness), `90%: ${fmtFresh(o.model_freshness_lo)} – ${fmtFresh(o.model_freshness_hi)}; age ${fmtDur(o.model_age_s * NS)}`),
+    );
+    const charts = el("div", { class: "charts" },
+      lineChart("Queue depth", [
+        { name: "pending", values: ser("pending") }, { name: "awaiting ack", values: ser("ack_pending") },
+        { name: "redelivered", values: ser("redelivered") }, { name: "unfolded", values: ser("unfolded") },
+        { name: "in flight", values: ser("in_flight") }]),
+      lineChart("Fetch and change rate", [{ name: "fetches", values: ser("fetch_rate") }, { name: "changes", values: ser("change_rate") }], { rate: true }),
+      lineChart("Budget", [{ name: "budget", values: ser("budget") }, { name: "in use", values: ser("in_use") }, { name: "unabsorbed", values: ser("unabsorbed") }], { rate: true }),
+      lineChart("Model freshness (90% band)", [{ name: "freshness", values: ser("freshness") }],
+        { yMax: 1, fmt: fmtFresh, band: { lo: ser("freshness_lo"), hi: ser("freshness_hi") } }),
+      lineChart("Errors by kind", [...kinds].sort().map(k => ({ name: k, values: pts.map(p => [new Date(p.t).getTime(), (p.error_rates || {})[k] || 0]) })), { rate: true, empty: "no errors" }),
+      lineChart("Workers seen", [{ name: "workers", values: ser("workers") }]),
+    );
+    root.replaceChildren(cards, charts, el("p", { class: "muted", text: `${pts.length} samples; updated ${new Date(o.time).toLocaleTimeString()}` }));
+  }
+  await draw();
+  const fn = () => draw().catch(e => toast(e.message, true));
+  live.listeners.add(fn);
+  return () => live.listeners.delete(fn);
+}
+
+async function pageHosts() {
+  const root = el("div");
+  main().replaceChildren(el("h1", { text: "Hosts" }), root);
+  async function draw() {
+    const hosts = await api("/api/hosts");
+    root.replaceChildren(table([
+      { key: "host", label: "host", render: h => el("a", { href: "#/urls?host=" + encodeURIComponent(h.host), text: h.host }), sortValue: h => h.host },
+      { key: "cap_per_s", label: "cap", num: true, render: h => fmtRate(h.cap_per_s) },
+      { key: "planned_per_s", label: "planned", num: true, render: h => fmtRate(h.planned_per_s) },
+      { key: "crawl_delay", label: "Crawl-delay", num: true, render: h => fmtDur(h.crawl_delay) },
+      { key: "backoff_till", label: "backoff until", render: h => new Date(h.backoff_till) > new Date() ? fmtTime(h.backoff_till) : "—", sortValue: h => h.backoff_till || "" },
+      { key: "robots", label: "robots", render: h => h.robots + (h.disallowed ? ` (${h.disallowed})` : "") },
+      { key: "in_flight", label: "in flight", num: true },
+      { key: "urls", label: "URLs", num: true },
+      { key: "queued", label: "queued", num: true },
+      { key: "paused", label: "paused", num: true },
+      { key: "fetches", label: "fetches", num: true },
+      { key: "errors", label: "errors", num: true },
+      { key: "request_time", label: "request time", num: true, render: h => fmtDur(h.request_time) },
+      { key: "last_fetch", label: "last fetch", render: h => fmtTime(h.last_fetch), sortValue: h => h.last_fetch || "" },
+    ], hosts, { name: "hosts", sortKey: "host", empty: "no hosts yet" }));
+  }
+  await draw();
+  const timer = setInterval(() => draw().catch(e => toast(e.message, true)), 5000);
+  return () => clearInterval(timer);
+}
+
+const SORTS = ["url", "host", "rate", "next_due", "changes", "last_change", "errors", "weight"];
+const STATES = ["paused", "disallowed", "failed", "given up", "due", "scheduled"];
+
+async function pageURLs(params) {
+  const q = Object.fromEntries(params);
+  const cursors = (q.cursors || "").split(",").filter(Boolean);
+  delete q.cursors;
+  const input = (name, label, attrs) => el("label", {}, label, el("input", Object.assign({ name, value: q[name] || "" }, attrs || {})));
+  const select = (name, label, options) => el("label", {}, label, el("select", { name },
+    el("option", { value: "", text: "any" }), options.map(o => el("option", { value: o, text: o, selected: q[name] === o }))));
+  const form = el("form", { class: "filters", on: { submit: ev => {
+    ev.preventDefault();
+    const p = new URLSearchParams();
+    for (const [k, v] of new FormData(ev.target)) if (v) p.set(k, v);
+    location.hash = "#/urls?" + p.toString();
+  } } },
+    input("q", "search", { placeholder: "part of the URL", size: 24 }),
+    input("host", "host", { size: 16 }),
+    input("prefix", "prefix", { size: 20 }),
+    select("mode", "mode", ["freshness", "capture"]),
+    select("state", "state", STATES),
+    el("label", {}, "sort", el("select", { name: "sort" }, SORTS.map(s => el("option", { value: s, text: s, selected: (q.sort || "url") === s })))),
+    el("label", {}, "order", el("select", { name: "desc" }, el("option", { value: "", text: "ascending" }), el("option", { value: "1", text: "descending", selected: q.desc === "1" }))),
+    el("label", {}, "per page", el("select", { name: "limit" }, ["25", "50", "100", "500"].map(n => el("option", { value: n, text: n, selected: (q.limit || "50") === n })))),
+    el("button", { class: "primary", type: "submit", text: "Show" }));
+  const p = new URLSearchParams(q);
+  if (cursors.length) p.set("after", cursors[cursors.length - 1]);
+  const page = await api("/api/urls?" + p.toString());
+  const go = (cs) => {
+    const h = new URLSearchParams(q);
+    if (cs.length) h.set("cursors", cs.join(","));
+    location.hash = "#/urls?" + h.toString();
+  };
+  const start = cursors.length * Number(q.limit || 50);
+  const pager = el("div", { class: "pager" },
+    el("button", { type: "button", disabled: !cursors.length, text: "← Previous", on: { click: () => go(cursors.slice(0, -1)) } }),
+    el("span", { "data-count": "", text: page.urls.length ? `URLs ${start + 1}–${start + page.urls.length}` + (page.total >= 0 ? ` of ${page.total}` : "") : "no URLs match" }),
+    el("button", { type: "button", disabled: !page.next, text: "Next →", on: { click: () => go(cursors.concat(page.next)) } }));
+  const rows = table([
+    { key: "url", label: "URL", cls: "url", render: r => el("a", { href: "#/url?u=" + encodeURIComponent(r.url), text: r.url }) },
+    { key: "host", label: "host" },
+    { key: "mode", label: "mode" },
+    { key: "state", label: "state", render: r => stateBadge(r.state) },
+    { key: "weight", label: "weight", num: true, render: r => fmtNum(r.weight) },
+    { key: "rate_per_s", label: "change rate (90%)", num: true, render: r => `${fmtRate(r.rate_per_s)} (${fmtRate(r.rate_lo_per_s)}–${fmtRate(r.rate_hi_per_s)})` },
+    { key: "interval", label: "interval", num: true, render: r => fmtDur(r.interval) },
+    { key: "next_due", label: "next due", render: r => r.in_flight ? "fetching" : fmtTime(r.next_due), sortValue: r => r.next_due || "" },
+    { key: "last_change", label: "last change", render: r => fmtTime(r.last_change), sortValue: r => r.last_change || "" },
+    { key: "fetches", label: "fetches", num: true },
+    { key: "changes", label: "changes", num: true },
+    { key: "errors", label: "errors", num: true, render: r => r.errors + (r.last_err_kind ? ` (${r.last_err_kind})` : "") },
+  ], page.urls, { name: "urls", empty: "no URLs match" });
+  main().replaceChildren(el("h1", { text: "URLs" }), form, pager, rows);
+  return () => {};
+}
+
+function kv(pairs) {
+  return el("div", { class: "kv" }, pairs.flatMap(([k, v]) => [el("div", { class: "k", text: k }), el("div", { "data-field": k }, v instanceof Node ? v : String(v))]));
+}
+
+async function pageURL(params) {
+  const u = params.get("u");
+  const d = await api("/api/url/show?url=" + encodeURIComponent(u));
+  const r = d.record, s = d.schedule;
+  const post = async (op, body, query) => {
+    try {
+      const res = await api(`/api/url/${op}${query || ""}`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(Object.assign({ urls: [r.url] }, body || {})) });
+      toast(`${op}: ${res.changed} of ${res.selected} changed`);
+      if (op === "delete") { location.hash = "#/urls"; return; }
+      route();
+    } catch (e) { toast(`${op}: ${e.message}`, true); }
+  };
+  const weight = el("input", { name: "weight", type: "number", step: "any", min: "0", value: r.weight, size: 6 });
+  const mode = el("select", { name: "mode" }, ["freshness", "capture"].map(m => el("option", { value: m, text: m, selected: r.mode === m })));
+  const confirmBox = el("span");
+  const askDelete = (purge) => confirmBox.replaceChildren(
+    el("span", { text: purge ? "Delete and purge its history? " : "Delete (history kept)? " }),
+    el("button", { class: "danger", type: "button", "data-action": "confirm-delete", text: "Yes, delete", on: { click: () => post("delete", null, purge ? "?purge=1" : "") } }),
+    el("button", { type: "button", text: "No", on: { click: () => confirmBox.replaceChildren() } }));
+  const actions = d.deleted ? el("div", { class: "actions" }, el("span", { class: "muted", text: "This URL was deleted; its history is kept." }),
+    el("button", { class: "danger", type: "button", "data-action": "purge", text: "Purge history", on: { click: () => askDelete(true) } }), confirmBox) :
+    el("div", { class: "actions" },
+      r.paused ? el("button", { type: "button", "data-action": "resume", text: "Resume", on: { click: () => post("resume") } })
+        : el("button", { type: "button", "data-action": "pause", text: "Pause", on: { click: () => post("pause") } }),
+      el("button", { class: "danger", type: "button", "data-action": "delete", text: "Delete", on: { click: () => askDelete(false) } }),
+      el("button", { type: "button", "data-action": "delete-purge", text: "Delete and purge", on: { click: () => askDelete(true) } }),
+      el("span", {}, " weight ", weight, el("button", { type: "button", "data-action": "set-weight", text: "Re-weight", on: { click: () => post("set", { weight: Number(weight.value) }) } })),
+      el("span", {}, " mode ", mode, el("button", { type: "button", "data-action": "set-mode", text: "Set mode", on: { click: () => post("set", { mode: mode.value }) } })),
+      confirmBox);
+  const kept = d.copy.raw ? el("span", {}, `raw body kept (${fmtNum(d.copy.raw.size)} bytes${d.copy.raw.truncated ? ", truncated" : ""}) `,
+    el("a", { href: "/api/content?raw=1&url=" + encodeURIComponent(r.url), target: "_blank", rel: "noopener", text: "open" })) : "no raw body kept";
+  const summary = kv([
+    ["state", stateBadge(d.state)],
+    ["host", el("a", { href: "#/urls?host=" + encodeURIComponent(r.host), text: r.host })],
+    ["mode", r.mode], ["weight", fmtNum(r.weight)],
+    ["change rate", `${fmtRate(r.rate)}  (90%: ${fmtRate(d.rate_lo_per_s)} – ${fmtRate(d.rate_hi_per_s)})`],
+    ["interval", fmtDur(s ? s.interval : r.interval)],
+    ["next due", s && s.in_flight ? "being fetched" : fmtTime(s ? s.next_due : r.next_due)],
+    ["fetches", `${r.fetches} (${r.not_modified} not modified, ${r.errors} errors)`],
+    ["changes", `${r.changes}, last ${fmtTime(r.last_change)}`],
+    ["last fetch", `${fmtTime(r.last_fetch)}` + (r.last_status ? `, HTTP ${r.last_status}` : "") + (r.last_err ? `: ${r.last_err}` : "")],
+    ["selector", r.selector || "whole visible text"],
+    ["stored copy", `${d.copy.text_length} characters of text`],
+    ["raw body", kept],
+    ["added", fmtTime(r.added_at)],
+  ]);
+  const fetches = table([
+    { key: "at", label: "at", render: f => fmtTime(f.at), sortValue: f => f.at },
+    { key: "outcome", label: "outcome" },
+    { key: "status", label: "HTTP", num: true },
+    { key: "duration", label: "took", num: true, render: f => fmtDur(f.duration) },
+    { key: "bytes", label: "bytes", num: true },
+    { key: "err_kind", label: "error" },
+  ], d.fetches.slice().reverse(), { name: "fetches", empty: "not fetched yet" });
+  const changes = table([
+    { key: "seq", label: "#", num: true },
+    { key: "at", label: "at", render: c => fmtTime(c.at), sortValue: c => c.at },
+    { key: "lines", label: "lines", num: true, render: c => `+${c.diff.lines_added} −${c.diff.lines_removed}` },
+    { key: "magnitude", label: "magnitude", num: true, render: c => fmtNum(c.diff.magnitude) },
+    { key: "preview", label: "diff", cls: "url", render: c => diffPre((c.diff.preview || "").split("\n").map(l => ({ op: l.slice(0, 1), text: l.slice(2) }))) },
+  ], d.changes, { name: "changes", empty: "no change seen yet" });
+  const copyPre = el("pre", { "data-copy": "" }, "…");
+  api("/api/content?url=" + encodeURIComponent(r.url)).then(c => { copyPre.textContent = c.text || "(empty)"; }).catch(e => { copyPre.textContent = e.message; });
+  const parts = [el("h1", { class: "url", text: r.url }), actions, summary,
+    el("h2", { text: "Fetch history" }), fetches,
+    el("h2", { text: "Change log" }), changes];
+  if (d.versions && d.versions.length) {
+    const diffBox = el("div", { "data-version-diff": "" });
+    parts.push(el("h2", { text: "Versions" }), table([
+      { key: "seq", label: "#", num: true },
+      { key: "captured_at", label: "captured", render: v => fmtTime(v.captured_at), sortValue: v => v.captured_at },
+      { key: "before", label: "appeared", render: v => v.exact ? `at ${fmtTime(v.before)} (Last-Modified)` : `${fmtTime(v.after)} … ${fmtTime(v.before)}` },
+      { key: "hash", label: "hash", render: v => v.hash.slice(0, 12) },
+      { key: "diff", label: "", render: v => el("button", { type: "button", text: "diff", on: { click: async () => {
+        const df = await api(`/api/diff?url=${encodeURIComponent(r.url)}&seq=${v.seq}`);
+        diffBox.replaceChildren(el("h2", { text: `Version ${v.seq} against ${df.prev || "nothing"}` }), diffPre(df.lines));
+      } } }) },
+    ], d.versions.slice().reverse(), { name: "versions" }), diffBox);
+  }
+  parts.push(el("h2", { text: "Stored copy (extracted text)" }), copyPre);
+  main().replaceChildren(...parts);
+  return () => {};
+}
+
+function diffPre(lines) {
+  return el("pre", { class: "diff" }, lines.filter(l => l.op || l.text).map(l =>
+    el("div", { class: l.op === "+" ? "add" : l.op === "-" ? "del" : "", text: `${l.op || " "} ${l.text}` })));
+}
+
+async function pageCapture() {
+  const caps = await api("/api/capture");
+  main().replaceChildren(el("h1", { text: "Capture URLs" }),
+    el("p", { class: "muted", text: "Each capture URL keeps every version; polls are placed where updates happen (Ashish, Kulkarni & Wang)." }),
+    table([
+      { key: "url", label: "URL", cls: "url", render: c => el("a", { href: "#/url?u=" + encodeURIComponent(c.url), text: c.url }) },
+      { key: "period", label: "period", render: c => c.period ? c.period + (c.detected ? " (detected)" : " (configured)") : "unknown yet" },
+      { key: "strength", label: "strength", num: true, render: c => fmtNum(c.strength) },
+      { key: "polls_per_period", label: "polls/period", num: true },
+      { key: "phases", label: "phases", render: c => (c.phases || []).join(", ") || (c.learning ? "learning" : "—") },
+      { key: "expected_recall", label: "expected recall", num: true, render: c => fmtFresh(c.expected_recall) },
+      { key: "replayed_recall", label: "replayed recall", num: true, render: c => fmtFresh(c.replayed_recall) },
+      { key: "exact_updates", label: "exact updates", num: true },
+    ], caps, { name: "capture", empty: "no capture URLs (seed with \"mode\": \"capture\")" }));
+  return () => {};
+}
+
+async function pageSources() {
+  const srcs = await api("/api/sources");
+  main().replaceChildren(el("h1", { text: "Keyword-search sources" }),
+    table([
+      { key: "source", label: "source" },
+      { key: "policy", label: "policy" },
+      { key: "items", label: "items", num: true },
+      { key: "rounds", label: "rounds", num: true },
+      { key: "at", label: "last round", render: s => fmtTime(s.last_round.at), sortValue: s => s.last_round.at || "" },
+      { key: "queries", label: "queries", num: true, render: s => s.last_round.queries },
+      { key: "requests", label: "requests (by id)", num: true, render: s => `${s.last_round.requests} (${s.last_round.by_id})` },
+      { key: "coverage", label: "coverage", num: true, render: s => fmtFresh(s.last_round.coverage_ratio) },
+      { key: "speedup", label: "speedup", num: true, render: s => fmtNum(s.last_round.speedup_ratio) },
+      { key: "freshness", label: "content freshness", num: true, render: s => fmtNum(s.last_round.content_freshness) },
+      { key: "interval", label: "interval (units)", num: true, render: s => fmtNum(s.last_round.interval_units) },
+    ], srcs, { name: "sources", empty: "no keyword-search sources (define them under sources: in the config file)" }));
+  return () => {};
+}
+
+// ---- router ----
+
+const pages = { "": pageOverview, "hosts": pageHosts, "urls": pageURLs, "url": pageURL, "capture": pageCapture, "sources": pageSources };
+
+async function route() {
+  stopPage();
+  stopPage = () => {};
+  const h = location.hash.replace(/^#\/?/, "");
+  const [path, query] = h.split("?");
+  const name = path || "";
+  for (const a of document.querySelectorAll("#nav a")) {
+    a.classList.toggle("active", (a.dataset.page === "overview" && name === "") || a.dataset.page === name || (name === "url" && a.dataset.page === "urls"));
+  }
+  const page = pages[name] || pageOverview;
+  try {
+    stopPage = (await page(new URLSearchParams(query || ""))) || (() => {});
+    document.body.dataset.page = name || "overview";
+  } catch (e) {
+    main().replaceChildren(el("p", { class: "err", text: e.message }));
+    document.body.dataset.page = "error";
+  }
+  // Which route the page shows, for tests and bookmarks alike.
+  document.body.dataset.route = location.hash || "#/";
+}
+
+window.addEventListener("hashchange", route);
+route();

@@ -1,0 +1,352 @@
+package schedule
+
+import (
+	"container/heap"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/freshcrawl/freshcrawl/alloc"
+	"github.com/freshcrawl/freshcrawl/estimate"
+)
+
+// lifecycle is the scheduler's state for live operations on URLs: pause,
+// resume, remove, and the views the operator's console reads.
+type lifecycle struct {
+	// orphans are removed URLs whose fetch was in flight: their host
+	// stays busy until the result (or its loss) comes back, so a removal
+	// never lets a host be fetched twice at once.
+	orphans map[string]*hostQueue
+	// givenUp caches the URLs the plan of givenUpAt gives f = 0.
+	givenUp   map[*entry]bool
+	givenUpAt time.Time
+	// band is the last plan's freshness band (FreshnessBand), computed
+	// with the plan, outside the caller's lock (PlanJob.Solve).
+	band freshnessBand
+}
+
+type freshnessBand struct{ mid, lo, hi float64 }
+
+// Sched states of an active URL (one the record does not mark paused,
+// disallowed or failed), in order of precedence.
+const (
+	StateGivenUp   = "given up"  // the plan gives it f = 0: explored only
+	StateDue       = "due"       // its next fetch time has passed; waiting for dispatch
+	StateScheduled = "scheduled" // waiting for its next fetch time (or being fetched)
+)
+
+// URLView is what the scheduler knows of one URL now.
+type URLView struct {
+	Interval   time.Duration `json:"interval"`
+	NextDue    time.Time     `json:"next_due,omitzero"`
+	InFlight   bool          `json:"in_flight,omitempty"`
+	Paused     bool          `json:"paused,omitempty"`
+	Disallowed bool          `json:"disallowed,omitempty"`
+	GivenUp    bool          `json:"given_up,omitempty"`
+	Due        bool          `json:"due,omitempty"`
+	Weight     float64       `json:"weight"`
+	Capture    bool          `json:"capture,omitempty"`
+	Rate       float64       `json:"rate"`
+	RateSE     float64       `json:"rate_se,omitempty"`
+	// State is the scheduler's own state: given up, due or scheduled.
+	State string `json:"state"`
+}
+
+// View returns what the scheduler knows of url (false if it is unknown).
+func (s *Scheduler) View(url string, now time.Time) (URLView, bool) {
+	e, ok := s.front.urls[url]
+	if !ok || e.oneShot {
+		return URLView{}, false
+	}
+	v := URLView{Interval: e.interval, NextDue: e.nextDue, InFlight: e.inFlight, Paused: e.paused, Disallowed: e.disallowed,
+		Weight: e.weight, Capture: e.capture, Rate: e.rate, RateSE: e.rateSE}
+	v.GivenUp = s.givenUpSet(e)
+	v.Due = s.due(e, now)
+	switch {
+	case v.GivenUp:
+		v.State = StateGivenUp
+	case v.Due:
+		v.State = StateDue
+	default:
+		v.State = StateScheduled
+	}
+	return v, true
+}
+
+func (s *Scheduler) due(e *entry, now time.Time) bool {
+	return e.index >= 0 && !e.inFlight && !e.paused && !e.nextDue.After(now)
+}
+
+// givenUpSet reports whether the current plan gives e f = 0.
+func (s *Scheduler) givenUpSet(e *entry) bool {
+	if e.paused || e.disallowed {
+		return false
+	}
+	if s.life.givenUp == nil || !s.life.givenUpAt.Equal(s.planAt) {
+		set := map[*entry]bool{}
+		for i, f := range s.plan.Freq {
+			if i < len(s.planList) && f <= 0 {
+				set[s.planList[i]] = true
+			}
+		}
+		s.life.givenUp, s.life.givenUpAt = set, s.planAt
+	}
+	return s.life.givenUp[e] && e.weight > 0
+}
+
+// URLsIn returns the known URLs in a scheduler state (StateGivenUp,
+// StateDue or StateScheduled), in no particular order: a caller that
+// shares the Scheduler under a lock sorts them after releasing it. Paused
+// and disallowed URLs are in none.
+func (s *Scheduler) URLsIn(state string, now time.Time) []string {
+	var out []string
+	for _, e := range s.list {
+		if e.paused || e.disallowed {
+			continue
+		}
+		var st string
+		switch {
+		case s.givenUpSet(e):
+			st = StateGivenUp
+		case s.due(e, now):
+			st = StateDue
+		default:
+			st = StateScheduled
+		}
+		if st == state {
+			out = append(out, e.url)
+		}
+	}
+	return out
+}
+
+// Pause stops fetching the URLs (a fetch in flight finishes) and takes
+// them out of the plan; it returns how many it paused.
+func (s *Scheduler) Pause(urls []string) int {
+	n := 0
+	for _, url := range urls {
+		e, ok := s.front.urls[url]
+		if !ok || e.oneShot || e.paused {
+			continue
+		}
+		e.paused = true
+		s.front.schedule(e, e.nextDue) // takes it off its host's queue
+		s.mirror(e)                    // and out of the plan's input
+		s.moved++
+		n++
+	}
+	return n
+}
+
+// Resume puts paused URLs back on the schedule: due at their old next
+// fetch time, or now if that has passed.
+func (s *Scheduler) Resume(urls []string, now time.Time) int {
+	n := 0
+	for _, url := range urls {
+		e, ok := s.front.urls[url]
+		if !ok || !e.paused {
+			continue
+		}
+		e.paused = false
+		if e.interval <= 0 {
+			e.interval = time.Duration(float64(s.Len()) / s.o.Budget * float64(time.Second))
+		}
+		due := e.nextDue
+		if due.Before(now) {
+			due = now
+		}
+		s.front.schedule(e, due)
+		s.mirror(e)
+		s.moved++
+		n++
+	}
+	return n
+}
+
+// Remove forgets the URLs: they leave the queue, the plan and the list. A
+// fetch in flight keeps its host busy until Done or Abort comes back for
+// it. It returns how many it removed.
+func (s *Scheduler) Remove(urls []string) int {
+	gone := map[*entry]bool{}
+	for _, url := range urls {
+		e, ok := s.front.urls[url]
+		if !ok || e.oneShot {
+			continue
+		}
+		h := e.host
+		if e.index >= 0 {
+			heap.Remove(h.heap(e.strict), e.index)
+		}
+		if e.inFlight {
+			if s.life.orphans == nil {
+				s.life.orphans = map[string]*hostQueue{}
+			}
+			s.life.orphans[url] = h
+		}
+		delete(s.front.urls, url)
+		s.front.fixHost(h)
+		gone[e] = true
+	}
+	if len(gone) == 0 {
+		return 0
+	}
+	// One pass keeps the list and the plan's input aligned. The last plan
+	// keeps the list it was made over (planList), and a re-plan in
+	// progress its snapshot's: both are left as they are, so hosts gets a
+	// new array (a snapshot shares the old one) and so does list.
+	n := len(s.list) - len(gone)
+	list, hosts := make([]*entry, 0, n), make([]int32, 0, n)
+	k := 0
+	for i, e := range s.list {
+		if gone[e] {
+			e.pos = -1
+			continue
+		}
+		e.pos = k
+		list, hosts = append(list, e), append(hosts, s.hosts[i])
+		s.rates[k], s.rateSEs[k], s.weights[k], s.blocked[k], s.freqs[k], s.fixed[k] = s.rates[i], s.rateSEs[i], s.weights[i], s.blocked[i], s.freqs[i], s.fixed[i]
+		s.posts[k], s.lastOK[k], s.probing[k], s.probes[k] = s.posts[i], s.lastOK[i], s.probing[i], s.probes[i]
+		k++
+	}
+	s.list, s.hosts = list, hosts
+	s.rates, s.rateSEs, s.weights, s.blocked, s.freqs, s.fixed = s.rates[:k], s.rateSEs[:k], s.weights[:k], s.blocked[:k], s.freqs[:k], s.fixed[:k]
+	s.posts, s.lastOK, s.probing, s.probes = s.posts[:k], s.lastOK[:k], s.probing[:k], s.probes[:k]
+	for e := range gone {
+		if e.disallowed {
+			s.disallowed--
+		}
+		if e.st.Observations() > 0 {
+			s.learnt--
+		}
+		delete(s.captures, e)
+	}
+	s.life.givenUp = nil
+	s.moved += len(gone)
+	return len(gone)
+}
+
+// releaseOrphan ends the fetch of a removed URL, spacing its host from
+// `at`; false if url is not such a URL.
+func (s *Scheduler) releaseOrphan(url string, at time.Time) bool {
+	h, ok := s.life.orphans[url]
+	if !ok {
+		return false
+	}
+	delete(s.life.orphans, url)
+	if h.inFlight > 0 {
+		h.inFlight--
+	}
+	if nf := at.Add(h.gap); nf.After(h.nextFree) {
+		h.nextFree = nf
+	}
+	s.front.fixHost(h)
+	return true
+}
+
+// HostView is what the scheduler knows of one host.
+type HostView struct {
+	Host string `json:"host"`
+	// Cap is the most fetches per second the host can take now (its gap
+	// and how long its requests last); Gap the least time between two.
+	Cap       float64       `json:"cap_per_s"`
+	Gap       time.Duration `json:"gap"`
+	Busy      time.Duration `json:"request_time"`
+	NextFree  time.Time     `json:"next_free,omitzero"`
+	InFlight  int           `json:"in_flight"`
+	Saturated bool          `json:"at_cap,omitempty"`
+	URLs      int           `json:"urls"`
+	Queued    int           `json:"queued"`
+	Paused    int           `json:"paused"`
+	// Disallowed counts the host's URLs robots.txt disallows (or all, while
+	// robots.txt is unreachable).
+	Disallowed int `json:"disallowed"`
+	// Planned is the fetch rate the URLs' intervals add up to.
+	Planned float64 `json:"planned_per_s"`
+}
+
+// HostViews lists every host, by name.
+func (s *Scheduler) HostViews() []HostView {
+	idx := map[*hostQueue]int{}
+	out := make([]HostView, 0, len(s.front.hosts))
+	for name, h := range s.front.hosts {
+		idx[h] = len(out)
+		out = append(out, HostView{Host: name, Cap: h.capacity(), Gap: h.gap, Busy: h.busy, NextFree: h.nextFree, InFlight: h.inFlight, Saturated: h.saturated, Queued: h.queued()})
+	}
+	for _, e := range s.list { // every URL, not the one-off requests
+		v := &out[idx[e.host]]
+		v.URLs++
+		switch {
+		case e.paused:
+			v.Paused++
+		case e.disallowed:
+			v.Disallowed++
+		case e.interval > 0:
+			v.Planned += float64(time.Second) / float64(e.interval)
+		}
+	}
+	slices.SortFunc(out, func(a, b HostView) int {
+		switch {
+		case a.Host < b.Host:
+			return -1
+		case a.Host > b.Host:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// bandZ is the normal quantile of a two-sided 90% interval.
+const bandZ = 1.6448536269514722
+
+// FreshnessBand returns the model's weighted freshness of the last plan
+// (the plan's own figure) and its value if every rate estimate sat at the
+// upper (lo) or lower (hi) end of its 90% interval rate·exp(±z·se/rate):
+// the uncertainty the estimates carry, taken as fully correlated (a prior
+// that is wrong for every new URL errs the same way for all). It is
+// computed with the plan (PlanJob.Solve), over the plan's input, so it
+// costs the caller's lock nothing and moves only with the plan.
+func (s *Scheduler) FreshnessBand() (mid, lo, hi float64) {
+	b := s.life.band
+	if s.plan.Freq == nil {
+		return 1, 1, 1
+	}
+	return b.mid, b.lo, b.hi
+}
+
+// bandOf is the freshness band of a plan's frequencies freq over its input
+// in, whose rates have standard errors se. Paused and disallowed URLs have
+// weight 0 in the input and count for nothing, as in the plan.
+func bandOf(in PlanInput, se, freq []float64) freshnessBand {
+	var num, numLo, numHi, den float64
+	for i, f := range freq {
+		w, rate := in.Weights[i], in.Rates[i]
+		if !(w > 0) || math.IsInf(w, 1) || !(rate >= 0) || !(f >= 0) {
+			continue
+		}
+		rLo, rHi := rate, rate
+		if se[i] > 0 {
+			rLo, rHi = estimate.RateInterval(rate, se[i], bandZ)
+		}
+		num += w * alloc.FixedOrder.Freshness(rate, f)
+		numLo += w * alloc.FixedOrder.Freshness(rHi, f)
+		numHi += w * alloc.FixedOrder.Freshness(rLo, f)
+		den += w
+	}
+	b := freshnessBand{mid: 1, lo: 1, hi: 1}
+	if den > 0 {
+		b.mid, b.lo, b.hi = num/den, numLo/den, numHi/den
+	}
+	return b
+}
+
+// RateSE returns the standard error of the rate st gives; for a URL never
+// observed, that of the prior. An unknown (infinite) error is 0, as a
+// record stores it: JSON has no infinity.
+func (e Estimator) RateSE(st *EstimateState) float64 {
+	_, se := st.State.RateUncertainty(e.Prior)
+	if math.IsInf(se, 0) || math.IsNaN(se) {
+		return 0
+	}
+	return se
+}

@@ -1,0 +1,301 @@
+package store
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Raw is the raw response body of a URL's latest version, kept apart from
+// its extracted text for URLs seeded with keep_raw.
+type Raw struct {
+	ContentType string    `json:"content_type,omitempty"`
+	FetchedAt   time.Time `json:"fetched_at"`
+	// Hash is the hash of the extracted text this body gave.
+	Hash string `json:"hash,omitempty"`
+	// Size is the body's full length; Truncated says Body holds only the
+	// first bytes (the worker caps what it sends).
+	Size      int64  `json:"size"`
+	Truncated bool   `json:"truncated,omitempty"`
+	Body      []byte `json:"body,omitempty"`
+}
+
+// rawEnvelope stores a Raw as a 4-byte header length, the header (Raw
+// without its body, JSON) and the body as it is, so a large body is not
+// base64-inflated in the file.
+func rawEnvelope(r Raw) ([]byte, error) {
+	body := r.Body
+	r.Body = nil
+	hdr, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, 4+len(hdr)+len(body))
+	out = binary.BigEndian.AppendUint32(out, uint32(len(hdr)))
+	out = append(out, hdr...)
+	return append(out, body...), nil
+}
+
+func openRawEnvelope(b []byte, withBody bool) (Raw, error) {
+	var r Raw
+	if len(b) < 4 {
+		return r, errors.New("raw copy: short record")
+	}
+	n := binary.BigEndian.Uint32(b)
+	if uint64(n) > uint64(len(b)-4) {
+		return r, errors.New("raw copy: header longer than the record")
+	}
+	if err := json.Unmarshal(b[4:4+n], &r); err != nil {
+		return r, fmt.Errorf("raw copy header: %w", err)
+	}
+	if withBody {
+		r.Body = append([]byte(nil), b[4+n:]...)
+	}
+	return r, nil
+}
+
+// SetRaw stores the raw body of url's latest version.
+func (t *Tx) SetRaw(url string, r Raw) error {
+	b, err := rawEnvelope(r)
+	if err != nil {
+		return fmt.Errorf("encode raw copy of %s: %w", url, err)
+	}
+	return t.tx.Bucket(bucketRaw).Put([]byte(url), b)
+}
+
+// HasRaw reports whether a raw body is stored for url.
+func (t *Tx) HasRaw(url string) bool { return t.tx.Bucket(bucketRaw).Get([]byte(url)) != nil }
+
+// Raw returns the raw body stored for url (found=false if none); withBody
+// false reads only its description.
+func (db *DB) Raw(url string, withBody bool) (r Raw, found bool, err error) {
+	err = db.bolt.View(func(tx *bolt.Tx) error {
+		b := get(tx, bucketRaw, []byte(url))
+		if b == nil {
+			return nil
+		}
+		found = true
+		r, err = openRawEnvelope(b, withBody)
+		return err
+	})
+	return r, found, err
+}
+
+// Fetch is one fetch of a URL as its fetch history keeps it.
+type Fetch struct {
+	At       time.Time     `json:"at"`
+	Duration time.Duration `json:"duration"`
+	Status   int           `json:"status,omitempty"`
+	// Outcome is ok, not_modified, changed or error.
+	Outcome string `json:"outcome"`
+	ErrKind string `json:"err_kind,omitempty"`
+	Bytes   int64  `json:"bytes,omitempty"`
+}
+
+// Fetch outcomes.
+const (
+	OutcomeOK          = "ok"
+	OutcomeNotModified = "not_modified"
+	OutcomeChanged     = "changed"
+	OutcomeError       = "error"
+)
+
+var outcomeCodes = []string{OutcomeOK, OutcomeNotModified, OutcomeChanged, OutcomeError}
+
+// fetchLogLen is how many fetches the history of a URL keeps.
+const fetchLogLen = 20
+
+// encodeFetchLog writes fetches compactly (about 20 bytes each): one value
+// per URL, rewritten by each fold, costs one key per fetch instead of a
+// key and a delete.
+func encodeFetchLog(fs []Fetch) []byte {
+	b := []byte{1}
+	for _, f := range fs {
+		b = binary.AppendVarint(b, f.At.UnixNano())
+		b = binary.AppendUvarint(b, uint64(max(f.Duration, 0)))
+		b = binary.AppendUvarint(b, uint64(max(f.Status, 0)))
+		code := byte(0)
+		for i, o := range outcomeCodes {
+			if o == f.Outcome {
+				code = byte(i)
+			}
+		}
+		b = append(b, code)
+		b = binary.AppendUvarint(b, uint64(max(f.Bytes, 0)))
+		b = binary.AppendUvarint(b, uint64(len(f.ErrKind)))
+		b = append(b, f.ErrKind...)
+	}
+	return b
+}
+
+func decodeFetchLog(b []byte) ([]Fetch, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	if b[0] != 1 {
+		return nil, fmt.Errorf("fetch history: unknown encoding %d", b[0])
+	}
+	b = b[1:]
+	bad := errors.New("fetch history: truncated record")
+	uv := func() (uint64, error) {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			return 0, bad
+		}
+		b = b[n:]
+		return v, nil
+	}
+	var out []Fetch
+	for len(b) > 0 {
+		at, n := binary.Varint(b)
+		if n <= 0 {
+			return nil, bad
+		}
+		b = b[n:]
+		var f Fetch
+		f.At = time.Unix(0, at)
+		d, err := uv()
+		if err != nil {
+			return nil, err
+		}
+		st, err := uv()
+		if err != nil {
+			return nil, err
+		}
+		if len(b) == 0 {
+			return nil, bad
+		}
+		code := int(b[0])
+		b = b[1:]
+		if code >= len(outcomeCodes) {
+			return nil, fmt.Errorf("fetch history: unknown outcome %d", code)
+		}
+		size, err := uv()
+		if err != nil {
+			return nil, err
+		}
+		kl, err := uv()
+		if err != nil {
+			return nil, err
+		}
+		if kl > uint64(len(b)) {
+			return nil, bad
+		}
+		f.Duration, f.Status, f.Outcome, f.Bytes, f.ErrKind = time.Duration(d), int(st), outcomeCodes[code], int64(size), string(b[:kl])
+		b = b[kl:]
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// AddFetch appends f to url's fetch history, keeping the last fetchLogLen.
+// An unreadable history is started afresh rather than failing the fold.
+func (t *Tx) AddFetch(url string, f Fetch) error {
+	b := t.tx.Bucket(bucketFetchLog)
+	fs, _ := decodeFetchLog(b.Get([]byte(url)))
+	fs = append(fs, f)
+	if len(fs) > fetchLogLen {
+		fs = fs[len(fs)-fetchLogLen:]
+	}
+	return b.Put([]byte(url), encodeFetchLog(fs))
+}
+
+// FetchLog returns url's last fetches, oldest first.
+func (db *DB) FetchLog(url string) ([]Fetch, error) {
+	var out []Fetch
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		var err error
+		out, err = decodeFetchLog(get(tx, bucketFetchLog, []byte(url)))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fetch history of %s: %w", url, err)
+	}
+	return out, nil
+}
+
+// ChangesOf returns up to limit change-log entries of url with Seq > after,
+// through the change log's URL index.
+func (db *DB) ChangesOf(url string, after uint64, limit int) ([]Change, error) {
+	var out []Change
+	if after == ^uint64(0) {
+		return nil, nil
+	}
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		if !indexedTx(tx) {
+			return errNotIndexed
+		}
+		c := tx.Bucket(bucketIxChanges).Cursor()
+		log := tx.Bucket(bucketChanges)
+		p := prefixOf(url)
+		for k, _ := c.Seek(changeIndexKey(url, after+1)); k != nil && hasPrefix(k, p) && len(out) < limit; k, _ = c.Next() {
+			if len(k) != len(p)+8 {
+				continue
+			}
+			seq := k[len(p):]
+			var ch Change
+			found, err := getJSON(log, seq, &ch)
+			if err != nil {
+				return err
+			}
+			if found {
+				out = append(out, ch)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Deleted returns the record of a deleted URL whose history is kept.
+func (db *DB) Deleted(url string) (URL, error) {
+	var u URL
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		raw := get(tx, bucketDeleted, []byte(url))
+		if raw == nil {
+			return fmt.Errorf("deleted url %s: %w", url, ErrNotFound)
+		}
+		if err := json.Unmarshal(raw, &u); err != nil {
+			return fmt.Errorf("decode deleted url %s: %w", url, err)
+		}
+		return nil
+	})
+	return u, err
+}
+
+// get reads key from bucket name, or nil when the bucket does not exist (a
+// store from before the bucket was added, opened read-only).
+func get(tx *bolt.Tx, name, key []byte) []byte {
+	b := tx.Bucket(name)
+	if b == nil {
+		return nil
+	}
+	return b.Get(key)
+}
+
+// LastChangesOf returns url's newest n change-log entries, newest first.
+func (db *DB) LastChangesOf(url string, n int) ([]Change, error) {
+	var out []Change
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		if !indexedTx(tx) {
+			return errNotIndexed
+		}
+		log := tx.Bucket(bucketChanges)
+		p := prefixOf(url)
+		return scan(tx.Bucket(bucketIxChanges), p, nil, true, func(k []byte) bool {
+			if len(k) != len(p)+8 {
+				return true
+			}
+			var ch Change
+			if found, err := getJSON(log, k[len(p):], &ch); err == nil && found {
+				out = append(out, ch)
+			}
+			return len(out) < n
+		})
+	})
+	return out, err
+}

@@ -1,0 +1,359 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Record states: what the URL record itself says about a URL, in order of
+// precedence. A URL in none of them is active; the scheduler then tells
+// whether it is given up, due or scheduled (see the README's URL states).
+const (
+	StatePaused     = "paused"     // paused by the operator
+	StateDisallowed = "disallowed" // robots.txt disallows it (or is unreachable)
+	StateFailed     = "failed"     // its last fetch attempt failed
+)
+
+// recordStates lists the record states.
+var recordStates = []string{StatePaused, StateDisallowed, StateFailed}
+
+// RecordState is the state the record gives u: paused, disallowed, failed
+// or "" (active).
+func RecordState(u *URL) string {
+	switch {
+	case u.Paused:
+		return StatePaused
+	case u.Disallowed:
+		return StateDisallowed
+	case u.LastErrKind != "":
+		return StateFailed
+	}
+	return ""
+}
+
+// Filter index kinds (first byte of an ix_filter key).
+const (
+	ixHost  = 'h'
+	ixMode  = 'm'
+	ixState = 's'
+)
+
+// Sort orders with an index, besides the URL itself (the primary key) and
+// the host (the host filter index).
+const (
+	SortURL        = "url"
+	SortHost       = "host"
+	SortRate       = "rate"
+	SortNextDue    = "next_due"
+	SortChanges    = "changes"
+	SortLastChange = "last_change"
+	SortErrors     = "errors"
+	SortWeight     = "weight"
+)
+
+// sortIDs maps an indexed numeric sort to its key prefix; sortFields reads
+// the value from a record, order-preserving as a uint64.
+var sortIDs = map[string]byte{SortRate: 'r', SortNextDue: 'n', SortChanges: 'c', SortLastChange: 'l', SortErrors: 'e', SortWeight: 'w'}
+
+// Sorts lists every sort order ListURLs accepts.
+var Sorts = []string{SortURL, SortHost, SortRate, SortNextDue, SortChanges, SortLastChange, SortErrors, SortWeight}
+
+const numSorts = 6
+
+var sortOrder = [numSorts]string{SortRate, SortNextDue, SortChanges, SortLastChange, SortErrors, SortWeight}
+
+// ixVals are the indexed values of one record; comparing two tells which
+// index keys a write must move.
+type ixVals struct {
+	host, mode, state string
+	sorts             [numSorts]uint64
+}
+
+func ixOf(u *URL) ixVals {
+	v := ixVals{host: u.Host, mode: u.Mode, state: RecordState(u)}
+	v.sorts = [numSorts]uint64{orderedFloat(u.Rate), orderedTime(u.NextDue), uint64(max(u.Changes, 0)), orderedTime(u.LastChange), uint64(max(u.Errors, 0)), orderedFloat(u.Weight)}
+	return v
+}
+
+// orderedFloat maps a float64 to a uint64 with the same order.
+func orderedFloat(f float64) uint64 {
+	if math.IsNaN(f) {
+		f = 0
+	}
+	b := math.Float64bits(f)
+	if b&(1<<63) != 0 {
+		return ^b
+	}
+	return b | 1<<63
+}
+
+// orderedTime maps a time to a uint64 with the same order; the zero time
+// (never) sorts first.
+func orderedTime(t time.Time) uint64 {
+	if t.IsZero() {
+		return 0
+	}
+	return uint64(t.UnixNano()) ^ 1<<63
+}
+
+func filterKey(kind byte, value, url string) []byte {
+	k := make([]byte, 0, 2+len(value)+len(url))
+	k = append(k, kind)
+	k = append(k, value...)
+	k = append(k, 0)
+	return append(k, url...)
+}
+
+func filterPrefix(kind byte, value string) []byte {
+	k := append([]byte{kind}, value...)
+	return append(k, 0)
+}
+
+func sortKey(id byte, v uint64, url string) []byte {
+	k := make([]byte, 0, 9+len(url))
+	k = append(k, id)
+	k = binary.BigEndian.AppendUint64(k, v)
+	return append(k, url...)
+}
+
+// urlOfFilterKey returns the URL of an ix_filter key.
+func urlOfFilterKey(k []byte) []byte {
+	if i := bytes.IndexByte(k[1:], 0); i >= 0 {
+		return k[i+2:]
+	}
+	return nil
+}
+
+// urlOfSortKey returns the URL of an ix_sort key.
+func urlOfSortKey(k []byte) []byte {
+	if len(k) < 9 {
+		return nil
+	}
+	return k[9:]
+}
+
+// index moves url's index keys from old (nil: none) to cur (nil: none).
+func index(tx *bolt.Tx, url string, old, cur *ixVals) error {
+	f, s := tx.Bucket(bucketIxFilter), tx.Bucket(bucketIxSort)
+	hasOld, hasCur := old != nil, cur != nil
+	var was, now ixVals
+	if hasOld {
+		was = *old
+	}
+	if hasCur {
+		now = *cur
+	}
+	filters := [...]struct {
+		kind     byte
+		was, now string
+	}{{ixHost, was.host, now.host}, {ixMode, was.mode, now.mode}, {ixState, was.state, now.state}}
+	for _, fl := range filters {
+		if hasOld && hasCur && fl.was == fl.now {
+			continue
+		}
+		if hasOld && fl.was != "" {
+			if err := f.Delete(filterKey(fl.kind, fl.was, url)); err != nil {
+				return err
+			}
+		}
+		if hasCur && fl.now != "" {
+			if err := f.Put(filterKey(fl.kind, fl.now, url), nil); err != nil {
+				return err
+			}
+		}
+	}
+	for i, name := range sortOrder {
+		id := sortIDs[name]
+		if hasOld && hasCur && was.sorts[i] == now.sorts[i] {
+			continue
+		}
+		if hasOld {
+			if err := s.Delete(sortKey(id, was.sorts[i], url)); err != nil {
+				return err
+			}
+		}
+		if hasCur {
+			if err := s.Put(sortKey(id, now.sorts[i], url), nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// putURL writes u and moves its index keys; old is the record it replaces
+// (nil if new).
+func putURL(tx *bolt.Tx, old *URL, u URL) error {
+	cur := ixOf(&u)
+	var was *ixVals
+	if old != nil {
+		v := ixOf(old)
+		was = &v
+	}
+	if err := index(tx, u.URL, was, &cur); err != nil {
+		return fmt.Errorf("index %s: %w", u.URL, err)
+	}
+	if old == nil {
+		if err := addCount(tx, 1); err != nil {
+			return err
+		}
+	}
+	return putJSON(tx.Bucket(bucketURLs), []byte(u.URL), u)
+}
+
+// deleteURL removes the record of url and its index keys.
+func deleteURL(tx *bolt.Tx, old *URL) error {
+	v := ixOf(old)
+	if err := index(tx, old.URL, &v, nil); err != nil {
+		return fmt.Errorf("unindex %s: %w", old.URL, err)
+	}
+	if err := addCount(tx, -1); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketURLs).Delete([]byte(old.URL))
+}
+
+func changeIndexKey(url string, seq uint64) []byte { return versionKey(url, seq) }
+
+// metaIndexed marks a complete index build in the meta bucket; metaCount
+// is the number of URL records, kept with the indexes so a listing's total
+// costs no walk over a million keys.
+var (
+	metaIndexed = []byte("indexed")
+	metaCount   = []byte("url_count")
+)
+
+func addCount(tx *bolt.Tx, d int64) error {
+	m := tx.Bucket(bucketMeta)
+	n := int64(0)
+	if v := m.Get(metaCount); len(v) == 8 {
+		n = int64(binary.BigEndian.Uint64(v))
+	}
+	return m.Put(metaCount, u64(uint64(max(n+d, 0))))
+}
+
+// countTx is the number of URL records (from the counter when the indexes
+// are built, else by walking the bucket).
+func countTx(tx *bolt.Tx) int {
+	if indexedTx(tx) {
+		if v := tx.Bucket(bucketMeta).Get(metaCount); len(v) == 8 {
+			return int(binary.BigEndian.Uint64(v))
+		}
+	}
+	return tx.Bucket(bucketURLs).Stats().KeyN
+}
+
+// indexVersion is bumped when the index layout changes: a store built with
+// another version is re-indexed on open.
+const indexVersion = 1
+
+// ensureIndexes builds the secondary indexes of a store written before
+// they existed (or whose build was interrupted), in chunks of short
+// transactions so a million URLs do not make one huge commit.
+func (db *DB) ensureIndexes() error {
+	var done bool
+	if err := db.bolt.View(func(tx *bolt.Tx) error {
+		done = indexedTx(tx)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if done {
+		return nil
+	}
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		for _, name := range indexBuckets {
+			if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+				return err
+			}
+			if _, err := tx.CreateBucket(name); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(metaCount, u64(0))
+	})
+	if err != nil {
+		return fmt.Errorf("reset indexes: %w", err)
+	}
+	if err := db.chunked(bucketURLs, func(tx *bolt.Tx, k, v []byte) error {
+		var u URL
+		if err := json.Unmarshal(v, &u); err != nil {
+			return fmt.Errorf("decode url %q: %w", k, err)
+		}
+		cur := ixOf(&u)
+		if err := addCount(tx, 1); err != nil {
+			return err
+		}
+		return index(tx, u.URL, nil, &cur)
+	}); err != nil {
+		return fmt.Errorf("index URLs: %w", err)
+	}
+	if err := db.chunked(bucketChanges, func(tx *bolt.Tx, k, v []byte) error {
+		var ch Change
+		if err := json.Unmarshal(v, &ch); err != nil {
+			return fmt.Errorf("decode change %x: %w", k, err)
+		}
+		return tx.Bucket(bucketIxChanges).Put(changeIndexKey(ch.URL, ch.Seq), nil)
+	}); err != nil {
+		return fmt.Errorf("index the change log: %w", err)
+	}
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put(metaIndexed, u64(indexVersion))
+	})
+}
+
+// chunked calls fn for every key of bucket in write transactions of
+// scanChunk keys each. fn must not modify bucket itself.
+func (db *DB) chunked(bucket []byte, fn func(tx *bolt.Tx, k, v []byte) error) error {
+	var after []byte
+	for {
+		n := 0
+		err := db.bolt.Update(func(tx *bolt.Tx) error {
+			c := tx.Bucket(bucket).Cursor()
+			k, v := c.First()
+			if after != nil {
+				k, v = c.Seek(after)
+				if k != nil && bytes.Equal(k, after) {
+					k, v = c.Next()
+				}
+			}
+			for ; k != nil && n < scanChunk; k, v = c.Next() {
+				if err := fn(tx, k, v); err != nil {
+					return err
+				}
+				after = append(after[:0], k...)
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if n < scanChunk {
+			return nil
+		}
+	}
+}
+
+// indexedTx reports whether the secondary indexes are complete (false only
+// for a store opened read-only before a writable open built them).
+func indexedTx(tx *bolt.Tx) bool {
+	m := tx.Bucket(bucketMeta)
+	if m == nil {
+		return false
+	}
+	v := m.Get(metaIndexed)
+	return len(v) == 8 && binary.BigEndian.Uint64(v) == indexVersion
+}
+
+// errNotIndexed is returned by queries that need the indexes on a store
+// that has none yet.
+var errNotIndexed = errors.New("the store has no URL indexes yet: open it once with a coordinator or a writable command (freshcrawl seed, urls without a running coordinator) to build them")
