@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"sort"
 	"strconv"
 	"time"
 
-	"github.com/freshcrawl/freshcrawl/estimate"
 	"github.com/freshcrawl/freshcrawl/internal/config"
 	"github.com/freshcrawl/freshcrawl/internal/coordinator"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
@@ -218,7 +216,6 @@ type vpage struct {
 	est     schedule.EstimateState
 	rate    float64     // per second, as the coordinator stores it
 	fetches []sim.Fetch // successful fetches, offsets from the epoch
-	dbgPost estimate.Summary
 }
 
 // completion is a fetch in flight.
@@ -271,10 +268,6 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 		sched.Add(schedule.URLInfo{URL: pages[i].url, Host: pages[i].host, Weight: w.weight(i), Rate: pages[i].rate}, virtualEpoch())
 	}
 
-	dbgPage := -1
-	if v := os.Getenv("FC_DEBUG_PAGE"); v != "" {
-		dbgPage, _ = strconv.Atoi(v)
-	}
 	complete := func(c completion) error {
 		p := &pages[c.page]
 		tr := &ts.pages[c.page]
@@ -303,13 +296,7 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 		if o.TrueRates {
 			fb.Rate = ts.rateAt(c.page, off)
 		}
-		if dbgPage == c.page {
-			fmt.Printf("page %d t=%.2f d iv=%.2f d changed=%v lmAge=%.2f d trust=%+v rate(h)/day=%.4f mean=%.4f cps=%d n=%.2f\n", c.page, off.Hours()/24, c.start.Sub(p.lastOK).Hours()/24, changed, c.start.Sub(lm).Hours()/24, p.est.Trust, fb.Rate*86400, fb.Posterior.Mean*86400, p.est.State.ChangePoints(), p.est.State.Observations())
-		}
 		p.rate = fb.Rate
-		if fb.Learnt {
-			p.dbgPost = fb.Posterior
-		}
 		p.copyVer, p.lastOK = ver, c.start
 		sched.Done(p.url, fb)
 		return nil
@@ -391,9 +378,6 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 		}
 		now = wake
 	}
-	if os.Getenv("FC_DEBUG_CLASS") != "" {
-		debugClasses(ts, pages, sched, o, end)
-	}
 	res, err := measure(w, ts, pages, o, end)
 	res.Mode, res.Workload, res.Policy = "virtual", w.Name, policy
 	if modelN > 0 {
@@ -402,96 +386,6 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 	res.PlanErrors, res.LastPlanError = planErrs, lastErr
 	res.Wall = time.Since(wall)
 	return res, err
-}
-
-func debugClasses(ts *truthSet, pages []vpage, sched *schedule.Scheduler, o Options, end time.Duration) {
-	from := time.Duration(o.Warmup * float64(virtualDay))
-	if len(ts.segments) == 2 {
-		a, b := ts.segments[1].from, ts.segments[1].from+300*virtualDay
-		type tr struct {
-			n          int
-			fresh, fet float64
-		}
-		by := map[[2]float64]*tr{}
-		for i := range pages {
-			k := [2]float64{ts.pages[i].rates[0] * 86400, ts.pages[i].rates[1] * 86400}
-			x := by[k]
-			if x == nil {
-				x = &tr{}
-				by[k] = x
-			}
-			pt := sim.IntegratePage(ts.pages[i].changes, pages[i].fetches, a, b, nil)
-			x.n++
-			x.fresh += pt.Freshness / (b - a).Seconds()
-			for _, f := range pages[i].fetches {
-				if f.At >= a && f.At < b {
-					x.fet++
-				}
-			}
-		}
-		loss := 0.0
-		for k, x := range by {
-			fmt.Printf("  %.4f -> %.4f: n=%d fresh[1000,1300]=%.3f fetches/page=%.1f\n", k[0], k[1], x.n, x.fresh/float64(x.n), x.fet/float64(x.n))
-			_ = loss
-		}
-	}
-	type agg struct {
-		n                     int
-		fresh, fetch, rate    float64
-		iv                    float64
-		gaveUp                int
-		obs, cps, mean, trust float64
-	}
-	by := map[float64]*agg{}
-	for i := range pages {
-		r := ts.pages[i].rates[len(ts.pages[i].rates)-1] * 86400
-		if os.Getenv("FC_DEBUG_BIN") != "" {
-			r = math.Pow(10, math.Floor(math.Log10(r)*2)/2)
-		}
-		if os.Getenv("FC_DEBUG_HOST") != "" && ts.hosts[i] < 2 {
-			r += 1000
-		}
-		a := by[r]
-		if a == nil {
-			a = &agg{}
-			by[r] = a
-		}
-		pt := sim.IntegratePage(ts.pages[i].changes, pages[i].fetches, from, end, nil)
-		a.n++
-		a.fresh += pt.Freshness / (end - from).Seconds()
-		k := 0
-		for _, f := range pages[i].fetches {
-			if f.At >= from {
-				k++
-			}
-		}
-		a.fetch += float64(k)
-		if r > 0.9 && pages[i].rate*86400 < 0.5 {
-			fmt.Printf("  page %d rate %.3f: post %+v state %+v\n", i, r, pages[i].dbgPost, pages[i].est.State)
-		}
-		a.rate += pages[i].rate * 86400
-		a.obs += pages[i].est.State.Observations()
-		a.cps += float64(pages[i].est.State.ChangePoints())
-		a.mean += pages[i].dbgPost.Mean * 86400
-		if pages[i].est.Trust.Trustworthy(estimate.DefaultTrustConfig()) {
-			a.trust++
-		}
-		iv := sched.Interval(pages[i].url).Hours() / 24
-		a.iv += iv
-		if iv > 100 {
-			a.gaveUp++
-		}
-	}
-	var keys []float64
-	for k := range by {
-		keys = append(keys, k)
-	}
-	sort.Float64s(keys)
-	days := (end - from).Hours() / 24
-	for _, k := range keys {
-		a := by[k]
-		fmt.Printf("class %.4f/day: n=%d fresh=%.3f fetches/page/day=%.4f (interval %.1f d) rate(h)=%.4f mean=%.4f plan-iv=%.1f ivs>100d=%d obs=%.1f cps=%.2f trusted=%.0f\n", k, a.n, a.fresh/float64(a.n), a.fetch/float64(a.n)/days, days*float64(a.n)/a.fetch, a.rate/float64(a.n), a.mean/float64(a.n), a.iv/float64(a.n), a.gaveUp, a.obs/float64(a.n), a.cps/float64(a.n), a.trust)
-	}
 }
 
 // measure computes the truth of a virtual run with sim.IntegratePage, the

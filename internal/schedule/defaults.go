@@ -25,7 +25,7 @@ const (
 	// URLs whose rate is not resolved and rechecks of URLs given up
 	// (docs/design.md §3.7). Policies with no multiplier keep URLs they
 	// give up on at this share of budget/URLs instead.
-	DefaultExploreShare = 0.5
+	DefaultExploreShare = 0.1
 	// DefaultPriorRate is the change rate, per second, assumed for a URL
 	// never observed: a quarter of a change a day, the mean of the page
 	// population Cho & Garcia-Molina measured, as in estimate.DefaultPrior.

@@ -1391,7 +1391,14 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		}
 		f := j.freq[i]
 		if f <= 0 {
-			continue
+			if !(j.in.Weights[i] > 0) {
+				continue
+			}
+			// Given up, and no room for its recheck in this plan: it
+			// must not keep the interval it had (it would go on taking
+			// budget the plan gave to others); it waits for the longest
+			// recheck interval or a later plan's recheck.
+			f = 1 / maxRecheck
 		}
 		e.recheckTau = 0
 		if j.recheckTau != nil && j.recheckTau[i] > 0 {
