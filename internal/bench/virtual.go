@@ -44,7 +44,7 @@ type Options struct {
 	// Steps is the number of points of the freshness series.
 	Steps int
 	// ColdStartPages is the size of the coldstart workload's seed list
-	// (default ColdStartPages).
+	// (default coldStartPages).
 	ColdStartPages int
 }
 
@@ -57,7 +57,7 @@ func DefaultOptions() Options {
 	return Options{
 		Pages: 1000, Hosts: 10, Seed: 1, Days: 2000, Warmup: 500,
 		PriorRate: c.PriorRate.PerSecond() * day, HalfLifeDays: c.HalfLife.Seconds() / day, Explore: c.Explore, ReplanDays: 1,
-		Latency: 200 * time.Millisecond, Steps: 200, ColdStartPages: ColdStartPages,
+		Latency: 200 * time.Millisecond, Steps: 200, ColdStartPages: coldStartPages,
 	}
 }
 

@@ -27,8 +27,8 @@ func workloadNames() []string {
 	return []string{workloadTable6, workloadHeavyTail, workloadWeighted, workloadDrift, workloadHostBound, workloadNoLM, workloadLMMixed, workloadColdStart}
 }
 
-// ColdStartPages is the size of the coldstart workload's seed list.
-const ColdStartPages = 100_000
+// coldStartPages is the size of the coldstart workload's seed list.
+const coldStartPages = 100_000
 
 // Workload is a simulated web to benchmark on: the change processes (as
 // sim mixes), and what the bench adds on top of the sim (importance
@@ -116,8 +116,8 @@ func NewWorkload(name string, pages, hosts int, seed uint64) (Workload, error) {
 	case workloadColdStart:
 		// A big list seeded at once, measured from the first second: how
 		// soon every URL is fetched once, and how fresh the copy is then.
-		w.Description = fmt.Sprintf("Table 6 rates, %d URLs seeded at once, measured from the start", ColdStartPages)
-		w.Pages, w.Days, w.FromStart, w.VirtualOnly = ColdStartPages, 150, true, true
+		w.Description = fmt.Sprintf("Table 6 rates, %d URLs seeded at once, measured from the start", coldStartPages)
+		w.Pages, w.Days, w.FromStart, w.VirtualOnly = coldStartPages, 150, true, true
 	default:
 		return Workload{}, fmt.Errorf("unknown workload %q: want one of %s", name, strings.Join(workloadNames(), ", "))
 	}

@@ -31,7 +31,7 @@ type Estimator struct {
 func NewEstimator(halfLife time.Duration, priorRate float64) Estimator {
 	cfg := estimate.DefaultConfig()
 	cfg.HalfLife = halfLife.Seconds()
-	return Estimator{Config: cfg, Prior: estimate.NewPrior(priorRate, 0.5), Trust: estimate.DefaultTrustConfig(), Priors: NewPriorSet(priorRate)}
+	return Estimator{Config: cfg, Prior: estimate.NewPrior(priorRate, 0.5), Trust: estimate.DefaultTrustConfig(), Priors: newPriorSet(priorRate)}
 }
 
 // EstimateState is what the estimator keeps per URL.
@@ -210,9 +210,9 @@ func (e Estimator) Learn(st *EstimateState, rate float64, o Observation) Feedbac
 		fb.RateSE = e.RateSE(st)
 		fb.ChangePoint = st.State.ChangePoints() > cps
 		if e.Priors != nil {
-			pr := e.Priors.Load()
+			pr := e.Priors.load()
 			post := pr.For(o.Host, PathTemplate(o.URL)).Posterior(st.State)
-			fb.Learnt, fb.Posterior, fb.State, fb.PriorVersion = true, post.Summary(), st.State, pr.Version()
+			fb.Learnt, fb.Posterior, fb.State, fb.PriorVersion = true, post.Summary(), st.State, pr.revision()
 			rate = fb.Posterior.Harmonic
 		}
 	}

@@ -37,16 +37,6 @@ func beliefOf(s, prior *estimate.Summary, rho float64) belief {
 	return b
 }
 
-// cdf is P(λ ≤ lambda) under b, each atom's mass at its rate.
-func (b *belief) cdf(lambda float64) float64 {
-	c := 0.0
-	for j, r := range b.rate {
-		if r <= lambda {
-			c += b.p[j]
-		}
-	}
-	return c
-}
 
 // value is the best net value per unit time of one URL of weight w under
 // belief b at multiplier mu, max_f E[w·F(λ, f)] − μ·f, with the f that
@@ -129,15 +119,6 @@ func gain(r, e float64) float64 {
 	return 1 - (1+r)*e
 }
 
-func (b *belief) expect(fn func(lambda float64) float64) float64 {
-	m := 0.0
-	for j, lam := range b.rate {
-		if b.p[j] > 0 {
-			m += b.p[j] * fn(lam)
-		}
-	}
-	return m
-}
 
 // probeRounds are the numbers of probes the exploration rule looks ahead.
 var probeRounds = [...]int{1, 2, 4}

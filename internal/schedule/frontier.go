@@ -40,7 +40,7 @@ type entry struct {
 	seq      uint32
 	lastOK   time.Time
 	prevOK   time.Time // the successful fetch before lastOK
-	// An adaptive policy's own state (AdaptiveState).
+	// An adaptive policy's own state (adaptiveState).
 	adModified time.Time
 	adReset    bool
 	// recheckTau is the probe interval of a URL given up and rechecked

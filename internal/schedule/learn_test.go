@@ -29,7 +29,7 @@ func TestLearn(t *testing.T) {
 	}
 	fb := est.Learn(&st, 1e-6, obs)
 	est.observe(&direct, fetchObs{At: obs.Start, Prev: obs.Prev, Changed: true, LastModified: obs.LastModified})
-	post := est.Priors.Load().For("example.com", "/news/").Posterior(direct.State)
+	post := est.Priors.load().For("example.com", "/news/").Posterior(direct.State)
 	want := post.Summary()
 	if !fb.Learnt || fb.Rate != want.Harmonic || fb.Posterior != want || fb.State != direct.State {
 		t.Errorf("rate %v posterior %+v, want the harmonic mean %v of %+v", fb.Rate, fb.Posterior, want.Harmonic, want)

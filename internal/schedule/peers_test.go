@@ -21,32 +21,32 @@ func TestNutchRule(t *testing.T) {
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	cases := []struct {
 		name        string
-		st          AdaptiveState
+		st          adaptiveState
 		fb          Feedback
-		want        AdaptiveState
+		want        adaptiveState
 		wantDueFrom time.Duration // due − start
 	}{
-		{"first fetch leaves the interval", AdaptiveState{Interval: 30 * day}, Feedback{Start: start, OK: true, First: true}, AdaptiveState{Interval: 30 * day, Modified: start}, 30 * day},
-		{"changed ×0.8, modified now", AdaptiveState{Interval: 10 * day}, Feedback{Start: start, OK: true, Changed: true}, AdaptiveState{Interval: 8 * day, Modified: start}, 8 * day},
-		{"unchanged ×1.4", AdaptiveState{Interval: 10 * day}, Feedback{Start: start, OK: true}, AdaptiveState{Interval: 14 * day, Modified: start}, 14 * day},
-		{"304 is unchanged", AdaptiveState{Interval: 10 * day}, Feedback{Start: start, OK: true, NotModified: true}, AdaptiveState{Interval: 14 * day, Modified: start}, 14 * day},
+		{"first fetch leaves the interval", adaptiveState{Interval: 30 * day}, Feedback{Start: start, OK: true, First: true}, adaptiveState{Interval: 30 * day, Modified: start}, 30 * day},
+		{"changed ×0.8, modified now", adaptiveState{Interval: 10 * day}, Feedback{Start: start, OK: true, Changed: true}, adaptiveState{Interval: 8 * day, Modified: start}, 8 * day},
+		{"unchanged ×1.4", adaptiveState{Interval: 10 * day}, Feedback{Start: start, OK: true}, adaptiveState{Interval: 14 * day, Modified: start}, 14 * day},
+		{"304 is unchanged", adaptiveState{Interval: 10 * day}, Feedback{Start: start, OK: true, NotModified: true}, adaptiveState{Interval: 14 * day, Modified: start}, 14 * day},
 		// Unchanged, last modified 20 days back (its Last-Modified):
 		// delta 20 > 14 days, so the interval becomes 20 days and the
 		// fetch is pulled 0.3×20 = 6 days earlier.
-		{"sync_delta raises interval", AdaptiveState{Interval: 10 * day}, Feedback{Start: start, OK: true, LastModified: start.Add(-20 * day)}, AdaptiveState{Interval: 20 * day, Modified: start.Add(-20 * day)}, 14 * day},
+		{"sync_delta raises interval", adaptiveState{Interval: 10 * day}, Feedback{Start: start, OK: true, LastModified: start.Add(-20 * day)}, adaptiveState{Interval: 20 * day, Modified: start.Add(-20 * day)}, 14 * day},
 		// The stored modifiedTime serves when the server sends none.
-		{"stored modifiedTime", AdaptiveState{Interval: 10 * day, Modified: start.Add(-5 * day)}, Feedback{Start: start, OK: true}, AdaptiveState{Interval: 14 * day, Modified: start.Add(-5 * day)}, 12*day + 12*time.Hour},
+		{"stored modifiedTime", adaptiveState{Interval: 10 * day, Modified: start.Add(-5 * day)}, Feedback{Start: start, OK: true}, adaptiveState{Interval: 14 * day, Modified: start.Add(-5 * day)}, 12*day + 12*time.Hour},
 		// Changed: modifiedTime is the fetch time whatever the header
 		// says, so sync_delta neither raises nor shifts.
-		{"changed ignores Last-Modified", AdaptiveState{Interval: 10 * day}, Feedback{Start: start, OK: true, Changed: true, LastModified: start.Add(-9 * day)}, AdaptiveState{Interval: 8 * day, Modified: start}, 8 * day},
-		{"clamp to min 60s", AdaptiveState{Interval: 50 * time.Second}, Feedback{Start: start, OK: true, Changed: true}, AdaptiveState{Interval: time.Minute, Modified: start}, time.Minute},
+		{"changed ignores Last-Modified", adaptiveState{Interval: 10 * day}, Feedback{Start: start, OK: true, Changed: true, LastModified: start.Add(-9 * day)}, adaptiveState{Interval: 8 * day, Modified: start}, 8 * day},
+		{"clamp to min 60s", adaptiveState{Interval: 50 * time.Second}, Feedback{Start: start, OK: true, Changed: true}, adaptiveState{Interval: time.Minute, Modified: start}, time.Minute},
 		// 70 × 1.4 = 98 days > db.fetch.interval.max (90 days): forced
 		// refetch at once, interval 81 days, signature cleared.
-		{"interval.max forces a refetch", AdaptiveState{Interval: 70 * day}, Feedback{Start: start, OK: true}, AdaptiveState{Interval: 81 * day, Reset: true}, 0},
+		{"interval.max forces a refetch", adaptiveState{Interval: 70 * day}, Feedback{Start: start, OK: true}, adaptiveState{Interval: 81 * day, Reset: true}, 0},
 		// After a forced refetch the next fetch is STATUS_UNKNOWN.
-		{"after the forced refetch", AdaptiveState{Interval: 81 * day, Reset: true}, Feedback{Start: start, OK: true, Changed: true}, AdaptiveState{Interval: 81 * day, Modified: start}, 81 * day},
-		{"future Last-Modified ignored", AdaptiveState{Interval: 10 * day}, Feedback{Start: start, OK: true, LastModified: start.Add(day)}, AdaptiveState{Interval: 14 * day, Modified: start}, 14 * day},
-		{"failure retried in a day", AdaptiveState{Interval: 10 * day}, Feedback{Start: start}, AdaptiveState{Interval: 10 * day}, day},
+		{"after the forced refetch", adaptiveState{Interval: 81 * day, Reset: true}, Feedback{Start: start, OK: true, Changed: true}, adaptiveState{Interval: 81 * day, Modified: start}, 81 * day},
+		{"future Last-Modified ignored", adaptiveState{Interval: 10 * day}, Feedback{Start: start, OK: true, LastModified: start.Add(day)}, adaptiveState{Interval: 14 * day, Modified: start}, 14 * day},
+		{"failure retried in a day", adaptiveState{Interval: 10 * day}, Feedback{Start: start}, adaptiveState{Interval: 10 * day}, day},
 	}
 	for _, c := range cases {
 		got, due := p.Next(c.st, c.fb)
@@ -58,7 +58,7 @@ func TestNutchRule(t *testing.T) {
 		t.Errorf("initial %v, want 30 days", p.Initial())
 	}
 	// A sequence from the first fetch: unchanged, unchanged, changed.
-	st := AdaptiveState{Interval: p.Initial()}
+	st := adaptiveState{Interval: p.Initial()}
 	st, _ = p.Next(st, Feedback{Start: start, OK: true, First: true})
 	for _, ch := range []bool{false, false, true} {
 		st, _ = p.Next(st, Feedback{Start: start, OK: true, Changed: ch})
@@ -68,7 +68,7 @@ func TestNutchRule(t *testing.T) {
 	}
 	// A page that never changes cycles: 81 days, ×1.4 beyond 90, forced
 	// refetch, 81 days again: it is never left alone longer than that.
-	st = AdaptiveState{Interval: 81 * day}
+	st = adaptiveState{Interval: 81 * day}
 	for range 6 {
 		var due time.Time
 		st, due = p.Next(st, Feedback{Start: start, OK: true})
@@ -87,7 +87,7 @@ func TestStormCrawlerRule(t *testing.T) {
 	p := NewStormCrawler(day)
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	next := func(iv time.Duration, fb Feedback) (time.Duration, time.Time) {
-		st, due := p.Next(AdaptiveState{Interval: iv}, fb)
+		st, due := p.Next(adaptiveState{Interval: iv}, fb)
 		return st.Interval, due
 	}
 	iv, due := next(10*time.Hour, Feedback{Start: start, OK: true, Changed: true})

@@ -86,7 +86,7 @@ func (p *NutchPolicy) Initial() time.Duration { return p.Default }
 
 // Next implements Adaptive: AdaptiveFetchSchedule.setFetchSchedule, then
 // CrawlDbReducer's forced refetch beyond db.fetch.interval.max.
-func (p *NutchPolicy) Next(st AdaptiveState, fb Feedback) (AdaptiveState, time.Time) {
+func (p *NutchPolicy) Next(st adaptiveState, fb Feedback) (adaptiveState, time.Time) {
 	fetch := fb.Start
 	if !fb.OK {
 		return st, fetch.Add(p.Day)
@@ -121,12 +121,12 @@ func (p *NutchPolicy) Next(st AdaptiveState, fb Feedback) (AdaptiveState, time.T
 		ref = fetch.Add(-time.Duration(delta * p.SyncDeltaRate))
 	}
 	iv = min(max(iv, float64(p.Min)), float64(p.Max))
-	next := AdaptiveState{Interval: time.Duration(iv), Modified: mod}
+	next := adaptiveState{Interval: time.Duration(iv), Modified: mod}
 	due := ref.Add(time.Duration(iv))
 	if p.RefetchMax > 0 && time.Duration(iv) > p.RefetchMax {
 		// forceRefetch(asap = false), then shouldFetch: a fetch time more
 		// than db.fetch.interval.max away is brought to now.
-		next = AdaptiveState{Interval: time.Duration(0.9 * float64(p.RefetchMax)), Reset: true}
+		next = adaptiveState{Interval: time.Duration(0.9 * float64(p.RefetchMax)), Reset: true}
 		if due.Sub(fetch) > p.RefetchMax {
 			due = fetch
 		}

@@ -49,7 +49,7 @@ func (*StormCrawlerPolicy) Plan(in PlanInput) (PlanOutput, error) { return unifo
 func (p *StormCrawlerPolicy) Initial() time.Duration { return p.Default }
 
 // Next implements Adaptive: AdaptiveScheduler.schedule.
-func (p *StormCrawlerPolicy) Next(st AdaptiveState, fb Feedback) (AdaptiveState, time.Time) {
+func (p *StormCrawlerPolicy) Next(st adaptiveState, fb Feedback) (adaptiveState, time.Time) {
 	if !fb.OK {
 		return st, fb.Start.Add(p.Error)
 	}
@@ -62,5 +62,5 @@ func (p *StormCrawlerPolicy) Next(st AdaptiveState, fb Feedback) (AdaptiveState,
 	} else {
 		iv = min((1+p.IncRate)*iv, float64(p.Max))
 	}
-	return AdaptiveState{Interval: time.Duration(iv)}, fb.Start.Add(time.Duration(iv))
+	return adaptiveState{Interval: time.Duration(iv)}, fb.Start.Add(time.Duration(iv))
 }

@@ -78,27 +78,27 @@ func (p *Priors) For(host, tmpl string) estimate.GridPrior {
 	return p.pop
 }
 
-// Population is the collection-wide prior.
-func (p *Priors) Population() estimate.GridPrior { return p.pop }
+// population is the collection-wide prior.
+func (p *Priors) population() estimate.GridPrior { return p.pop }
 
-// Version increases with every refit.
-func (p *Priors) Version() uint64 { return p.version }
+// revision increases with every refit.
+func (p *Priors) revision() uint64 { return p.version }
 
 // PriorSet holds the current Priors for the estimator, which reads them
 // on every fold, and the scheduler, which replaces them after a refit.
 // Safe for concurrent use.
 type PriorSet struct{ cur atomic.Pointer[Priors] }
 
-// NewPriorSet starts from the uncommitted prior around priorRate (changes
+// newPriorSet starts from the uncommitted prior around priorRate (changes
 // per second).
-func NewPriorSet(priorRate float64) *PriorSet {
+func newPriorSet(priorRate float64) *PriorSet {
 	s := &PriorSet{}
 	s.cur.Store(newPriors(priorRate))
 	return s
 }
 
-// Load is the current Priors.
-func (s *PriorSet) Load() *Priors { return s.cur.Load() }
+// load is the current Priors.
+func (s *PriorSet) load() *Priors { return s.cur.Load() }
 
 func (s *PriorSet) store(p *Priors) { s.cur.Store(p) }
 

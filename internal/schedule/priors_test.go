@@ -68,7 +68,7 @@ func TestPriorsFromTheCollection(t *testing.T) {
 	add("a", "archive", 1.0/(365*86400), 60)
 	add("b", "page", 1.0/(30*86400), 60)
 	p := FitPriors(0.25/86400, urls, hosts, states)
-	if p.Version() == 0 {
+	if p.revision() == 0 {
 		t.Fatal("fitted priors have version 0")
 	}
 	news := p.For("a", "/news/").Posterior(estimate.State{})
@@ -91,7 +91,7 @@ func TestPriorsFromTheCollection(t *testing.T) {
 		t.Errorf("host b (monthly) prior median %g/day, want between %g and %g", medOther*86400, medArch*86400, medNews*86400)
 	}
 	// An unknown host and template get the population's prior.
-	pop := p.Population().Posterior(estimate.State{})
+	pop := p.population().Posterior(estimate.State{})
 	unknown := p.For("zzz", "/x/").Posterior(estimate.State{})
 	if unknown.Quantile(0.5) != pop.Quantile(0.5) {
 		t.Errorf("unknown host: median %g, population's %g", unknown.Quantile(0.5), pop.Quantile(0.5))
@@ -116,7 +116,7 @@ func TestSchedulerRefitsPriors(t *testing.T) {
 		s.Add(URLInfo{URL: fmt.Sprintf("http://a/news/%d", i), Host: "a", Weight: 1, Rate: 0.25 / 86400, LastOK: now.Add(-day), Estimate: b, NextDue: now.Add(day)}, now)
 	}
 	s.Add(URLInfo{URL: "http://a/news/new", Host: "a", Weight: 1, Rate: 0.25 / 86400}, now)
-	if v := est.Priors.Load().Version(); v != 0 {
+	if v := est.Priors.load().revision(); v != 0 {
 		t.Fatalf("priors version %d before any plan", v)
 	}
 	for k := range 3 {
@@ -124,7 +124,7 @@ func TestSchedulerRefitsPriors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if v := est.Priors.Load().Version(); v == 0 {
+	if v := est.Priors.load().revision(); v == 0 {
 		t.Fatal("no refit after plans over 80 learnt URLs")
 	}
 	if r := s.Rate("http://a/news/new"); !(r > 0.5/86400) {

@@ -120,11 +120,11 @@ type adaptivePolicy interface {
 	// Initial is the interval of a URL never fetched.
 	Initial() time.Duration
 	// Next returns the URL's new state and next due time after a fetch.
-	Next(st AdaptiveState, fb Feedback) (AdaptiveState, time.Time)
+	Next(st adaptiveState, fb Feedback) (adaptiveState, time.Time)
 }
 
-// AdaptiveState is what an Adaptive policy keeps per URL.
-type AdaptiveState struct {
+// adaptiveState is what an Adaptive policy keeps per URL.
+type adaptiveState struct {
 	Interval time.Duration
 	// Modified is the policy's own record of the page's last change
 	// (Nutch's modifiedTime; zero: unknown).
@@ -222,7 +222,7 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 		o.HalfLife = 90 * 24 * time.Hour
 	}
 	if o.Priors == nil {
-		o.Priors = NewPriorSet(o.PriorRate)
+		o.Priors = newPriorSet(o.PriorRate)
 	}
 	return &Scheduler{o: o, front: newFrontier(), captures: map[*entry]struct{}{}, priors: o.Priors, tmpls: map[string]string{}}
 }
@@ -561,8 +561,8 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		// the same phase, where it would get the same task id.
 		due = e.cap.next(e.url, latest(fb.Start, e.nextDue), e.interval)
 	case adaptive && e.interval > 0:
-		var st AdaptiveState
-		st, due = a.Next(AdaptiveState{Interval: e.interval, Modified: e.adModified, Reset: e.adReset}, fb)
+		var st adaptiveState
+		st, due = a.Next(adaptiveState{Interval: e.interval, Modified: e.adModified, Reset: e.adReset}, fb)
 		e.interval, e.adModified, e.adReset = st.Interval, st.Modified, st.Reset
 	}
 	s.mirror(e)
@@ -737,8 +737,8 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	j.hazard = (s.changePoints + 1) / (s.urlTime + hazardPriorTime)
 	j.horizon = 1 / j.hazard
 	j.halfLife = s.o.HalfLife.Seconds()
-	j.priors = s.priors.Load()
-	if s.learnt > 0 && (j.priors.Version() == 0 || s.sinceRefit >= max(50, s.learnt/4)) {
+	j.priors = s.priors.load()
+	if s.learnt > 0 && (j.priors.revision() == 0 || s.sinceRefit >= max(50, s.learnt/4)) {
 		j.refit = s.sampleStates()
 		s.sinceRefit = 0
 	}
@@ -803,7 +803,7 @@ func (s *Scheduler) pickResummaries(j *PlanJob) {
 	// Whether a refit made by this plan moves the priors is known only
 	// after Solve: the posteriors computed under earlier versions are
 	// recomputed now, those under this one by the plans after it.
-	ver := j.priors.Version()
+	ver := j.priors.revision()
 	start := s.resumFrom % n
 	for k := 0; k < n && len(j.resum) < resumPerPlan; k++ {
 		i := (start + k) % n
@@ -828,7 +828,7 @@ func (j *PlanJob) Solve() error {
 	pr := j.priors
 	if j.refit != nil {
 		iters := 30
-		if pr.Version() == 0 {
+		if pr.revision() == 0 {
 			iters = 300
 		}
 		pr = pr.refit(*j.refit, iters)
@@ -1024,7 +1024,7 @@ func (j *PlanJob) exploreByValue(in PlanInput, out PlanOutput) ([]float64, PlanO
 	if j.newPrior != nil {
 		pr = j.newPrior
 	}
-	popPost := pr.Population().Posterior(estimate.State{})
+	popPost := pr.population().Posterior(estimate.State{})
 	pop := popPost.Summary()
 	// Exploration at a multiplier μ leaves the plan a budget whose own
 	// multiplier is M(μ); exploration is consistent with the plan where
@@ -1336,7 +1336,7 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		if j.newPrior != nil {
 			s.priors.store(j.newPrior)
 		}
-		ver := s.priors.Load().Version()
+		ver := s.priors.load().revision()
 		for _, r := range j.resum {
 			e := j.list[r.i]
 			if e.pos < 0 || e.seq != r.seq {

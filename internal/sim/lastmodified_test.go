@@ -38,7 +38,7 @@ func TestLastModifiedModes(t *testing.T) {
 			rec := get(t, s, 0, "/p/"+strconv.Itoa(i), nil)
 			lm := rec.Header().Get("Last-Modified")
 			ver := s.VersionAt(i, clk.Now())
-			want, ok := s.LastModified(i, clk.Now())
+			want, ok := s.lastModifiedAt(i, clk.Now())
 			if ok != (lm != "") || (ok && lm != want.Format(http.TimeFormat)) {
 				t.Fatalf("page %d (%v): served %q, LastModified says %v %v", i, p.LastModified, lm, want, ok)
 			}

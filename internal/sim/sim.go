@@ -579,11 +579,11 @@ func (s *Sim) servePage(w http.ResponseWriter, r *http.Request, now time.Time, i
 	s.writeBody(w, r, body, http.StatusOK, rec)
 }
 
-// LastModified is the Last-Modified header page i's server sends to a
+// lastModifiedAt is the Last-Modified header page i's server sends to a
 // request at `at` (one-second resolution, as HTTP dates), and false when it
 // sends none: the value the page serves over HTTP. It panics if i is out
 // of range.
-func (s *Sim) LastModified(i int, at time.Time) (time.Time, bool) {
+func (s *Sim) lastModifiedAt(i int, at time.Time) (time.Time, bool) {
 	p := s.pages[i]
 	p.mu.Lock()
 	ver := p.sched.countAt(at.Sub(s.epoch))
