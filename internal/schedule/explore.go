@@ -37,7 +37,6 @@ func beliefOf(s, prior *estimate.Summary, rho float64) belief {
 	return b
 }
 
-
 // value is the best net value per unit time of one URL of weight w under
 // belief b at multiplier mu, max_f E[w·F(λ, f)] − μ·f, with the f that
 // achieves it (0: give it up). The expected marginal gain
@@ -118,7 +117,6 @@ func gain(r, e float64) float64 {
 	}
 	return 1 - (1+r)*e
 }
-
 
 // probeRounds are the numbers of probes the exploration rule looks ahead.
 var probeRounds = [...]int{1, 2, 4}
