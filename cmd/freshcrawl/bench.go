@@ -12,6 +12,6 @@ their peers and the oracle, pipeline throughput against Colly, scheduler scale,
 change recall of capture mode, and content freshness of keyword probes.
 docs/benchmarks.md holds the latest figures and the exact commands.`,
 	}
-	cmd.AddCommand(benchPoliciesCmd(), benchThroughputCmd(), benchScheduleCmd(), benchCaptureCmd(), benchProbesCmd())
+	cmd.AddCommand(benchPoliciesCmd(), benchThroughputCmd(), benchScheduleCmd(), benchCaptureCmd(), benchProbesCmd(), benchSoakCmd())
 	return cmd
 }

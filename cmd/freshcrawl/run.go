@@ -16,7 +16,7 @@ import (
 // Keys each role reads.
 var (
 	natsKeys        = []string{"data", "nats", "nats-listen", "ack-wait", "max-deliver", "replicas", "sync-always", "log-level"}
-	coordinatorKeys = []string{"listen", "budget", "host-rate", "max-in-flight", "policy", "objective", "replan", "prior-rate", "half-life", "explore", "lm-skew", "capture-uniform", "probe-policy", "ignore-selector", "ignore-pattern", "min-change"}
+	coordinatorKeys = []string{"listen", "budget", "host-rate", "max-in-flight", "policy", "objective", "replan", "prior-rate", "half-life", "explore", "lm-skew", "capture-uniform", "probe-policy", "ignore-selector", "ignore-pattern", "min-change", "keep-versions", "keep-versions-for", "keep-changes", "keep-changes-for"}
 	workerKeys      = []string{"concurrency", "user-agent", "timeout", "max-body", "max-redirects", "allow-private", "worker-id"}
 	// A worker keeps no data and never starts a NATS server of its own.
 	workerNATSKeys = []string{"nats", "ack-wait", "max-deliver", "replicas", "log-level"}

@@ -53,34 +53,46 @@ type PageProcess struct {
 // StartPageProcess starts argv (a command running ServePages) and waits
 // for its URL list.
 func StartPageProcess(ctx context.Context, argv []string) (*PageProcess, error) {
-	if len(argv) == 0 {
-		return nil, errors.New("page server: no command")
-	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.WaitDelay = 5 * time.Second
-	stdin, err := cmd.StdinPipe()
+	p, line, err := startChild(ctx, argv)
 	if err != nil {
 		return nil, fmt.Errorf("page server: %w", err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("page server: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("page server: start %s: %w", argv[0], err)
-	}
-	p := &PageProcess{PID: cmd.Process.Pid, cmd: cmd, stdin: stdin}
 	var hello pageHello
-	line, err := bufio.NewReaderSize(stdout, 1<<20).ReadBytes('\n')
-	if err == nil {
-		err = json.Unmarshal(line, &hello)
-	}
-	if err != nil || len(hello.URLs) == 0 {
+	if err := json.Unmarshal(line, &hello); err != nil || len(hello.URLs) == 0 {
 		p.Close()
 		return nil, fmt.Errorf("page server: no URL list from %s (%v)", argv[0], err)
 	}
 	p.URLs = hello.URLs
 	return p, nil
+}
+
+// startChild starts argv with pipes on its stdin and stdout and returns
+// the first line it prints. Closing the process closes its stdin, which
+// the child takes as the signal to stop.
+func startChild(ctx context.Context, argv []string) (*PageProcess, []byte, error) {
+	if len(argv) == 0 {
+		return nil, nil, errors.New("no command")
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.WaitDelay = 5 * time.Second
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	p := &PageProcess{PID: cmd.Process.Pid, cmd: cmd, stdin: stdin}
+	line, err := bufio.NewReaderSize(stdout, 1<<20).ReadBytes('\n')
+	if err != nil {
+		p.Close()
+		return nil, nil, fmt.Errorf("%s printed no first line: %w", argv[0], err)
+	}
+	return p, line, nil
 }
 
 // Close ends the child by closing its stdin and waits for it.

@@ -21,6 +21,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/dispatch"
 	"github.com/freshcrawl/freshcrawl/internal/proto"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/internal/store"
 	"github.com/freshcrawl/freshcrawl/internal/worker"
 	"github.com/freshcrawl/freshcrawl/internal/worker/extract"
 	"github.com/freshcrawl/freshcrawl/internal/worker/fetch"
@@ -56,6 +57,11 @@ type Config struct {
 	ProbePolicy string `key:"probe-policy"`
 	// CaptureUniform is the paper-002 baseline for benchmarks.
 	CaptureUniform bool `key:"capture-uniform"`
+	// Retention of the store's history (0: keep all).
+	KeepVersions    int           `key:"keep-versions"`
+	KeepVersionsFor time.Duration `key:"keep-versions-for"`
+	KeepChanges     int           `key:"keep-changes"`
+	KeepChangesFor  time.Duration `key:"keep-changes-for"`
 
 	// NATS.
 	AckWait    time.Duration `key:"ack-wait"`
@@ -134,6 +140,10 @@ var keyDocs = []Key{
 	{"probe-policy", "how tracked items of keyword-search sources are refreshed: greedy (keyword probes), naive1 or naive2 (fetch by id; baselines)"},
 	{"lm-skew", "clock skew tolerated when deciding whether a server's Last-Modified can be trusted as the time of the last change"},
 	{"capture-uniform", "poll capture URLs uniformly instead of at learnt phases (a baseline for comparison)"},
+	{"keep-versions", "most versions kept per capture URL, the newest (0: all)"},
+	{"keep-versions-for", "versions captured longer ago than this are deleted, except each URL's newest (0: kept forever)"},
+	{"keep-changes", "most change-log entries kept, the newest (0: all)"},
+	{"keep-changes-for", "change-log entries older than this are deleted (0: kept forever)"},
 	{"ack-wait", "time a worker may hold a task without acknowledging it"},
 	{"max-deliver", "deliveries of a task before it is recorded as failed"},
 	{"replicas", "replicas of each JetStream stream (3 on a 3-node cluster)"},
@@ -197,6 +207,10 @@ func (c *Config) Register(fs *pflag.FlagSet, keys ...string) {
 	add("probe-policy", func(u string) { fs.StringVar(&c.ProbePolicy, "probe-policy", c.ProbePolicy, u) })
 	add("lm-skew", func(u string) { fs.DurationVar(&c.LMSkew, "lm-skew", c.LMSkew, u) })
 	add("capture-uniform", func(u string) { fs.BoolVar(&c.CaptureUniform, "capture-uniform", c.CaptureUniform, u) })
+	add("keep-versions", func(u string) { fs.IntVar(&c.KeepVersions, "keep-versions", c.KeepVersions, u) })
+	add("keep-versions-for", func(u string) { fs.DurationVar(&c.KeepVersionsFor, "keep-versions-for", c.KeepVersionsFor, u) })
+	add("keep-changes", func(u string) { fs.IntVar(&c.KeepChanges, "keep-changes", c.KeepChanges, u) })
+	add("keep-changes-for", func(u string) { fs.DurationVar(&c.KeepChangesFor, "keep-changes-for", c.KeepChangesFor, u) })
 	add("ack-wait", func(u string) { fs.DurationVar(&c.AckWait, "ack-wait", c.AckWait, u) })
 	add("max-deliver", func(u string) { fs.IntVar(&c.MaxDeliver, "max-deliver", c.MaxDeliver, u) })
 	add("replicas", func(u string) { fs.IntVar(&c.Replicas, "replicas", c.Replicas, u) })
@@ -348,6 +362,10 @@ func (c *Config) Validate() error {
 	check("half-life", schedule.CheckPositive(c.HalfLife))
 	check("explore", schedule.CheckExploreShare(c.Explore))
 	check("lm-skew", schedule.CheckLMSkew(c.LMSkew))
+	check("keep-versions", store.CheckRetentionCount(c.KeepVersions))
+	check("keep-versions-for", store.CheckRetentionAge(c.KeepVersionsFor))
+	check("keep-changes", store.CheckRetentionCount(c.KeepChanges))
+	check("keep-changes-for", store.CheckRetentionAge(c.KeepChangesFor))
 	check("ack-wait", broker.CheckAckWait(c.AckWait))
 	check("max-deliver", broker.CheckMaxDeliver(c.MaxDeliver))
 	check("replicas", broker.CheckReplicas(c.Replicas))
@@ -399,6 +417,11 @@ func ruleKey(err error) string {
 		return "min-change"
 	}
 	return re.Field
+}
+
+// Retention is the store's retention the keep-* keys set.
+func (c *Config) Retention() store.Retention {
+	return store.Retention{Versions: c.KeepVersions, VersionsAge: c.KeepVersionsFor, Changes: c.KeepChanges, ChangesAge: c.KeepChangesFor}
 }
 
 // DefaultIgnore is the noise rules every URL gets.

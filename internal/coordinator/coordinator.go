@@ -72,6 +72,9 @@ type Options struct {
 	// DefaultIgnore are the noise rules every URL gets; a seed's own rules
 	// add to them.
 	DefaultIgnore proto.IgnoreRules
+	// Retention bounds the versions and the change log kept in the
+	// store; it is applied while the coordinator runs (zero: keep all).
+	Retention store.Retention
 	// AckWait and MaxDeliver mirror the task consumer, to tell when a task
 	// is lost for good.
 	AckWait    time.Duration
@@ -140,6 +143,10 @@ func (o Options) validate() error {
 	}
 	check("LMSkew", schedule.CheckLMSkew(o.LMSkew))
 	check("ProbePolicy", schedule.CheckProbePolicy(o.ProbePolicy))
+	check("Retention.Versions", store.CheckRetentionCount(o.Retention.Versions))
+	check("Retention.VersionsAge", store.CheckRetentionAge(o.Retention.VersionsAge))
+	check("Retention.Changes", store.CheckRetentionCount(o.Retention.Changes))
+	check("Retention.ChangesAge", store.CheckRetentionAge(o.Retention.ChangesAge))
 	_, err := extract.Compile("", o.DefaultIgnore)
 	check("DefaultIgnore", err)
 	if len(errs) > 0 {
@@ -169,6 +176,7 @@ type Coordinator struct {
 	m      *metrics
 	disp   *dispatch.Dispatcher
 	folder *fold.Folder
+	prune  retention // applies opts.Retention
 	// est is the folder's estimator, for the standard error of the prior
 	// a URL never fetched starts with (withPrior).
 	est schedule.Estimator
@@ -213,6 +221,7 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 	est.Trust.ClockSkew = opts.LMSkew.Seconds()
 	c.disp = dispatch.New(js, sched, dispatch.Options{Budget: opts.Budget, MaxInFlight: opts.MaxInFlight, Prepare: c.prepare, Log: c.log})
 	c.folder, c.est = fold.New(db, est, c.log), est
+	c.prune.pruner = store.NewPruner(db, opts.Retention)
 	c.m = newMetrics(c.disp)
 	c.workers.seen = map[string]time.Time{}
 	c.probes.reqs = map[string]schedule.ProbeRequest{}
@@ -461,6 +470,7 @@ func (c *Coordinator) maintainLoop(ctx context.Context) error {
 			if due {
 				c.replan()
 			}
+			c.applyRetention(now)
 		}
 	}
 }

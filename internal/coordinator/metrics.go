@@ -32,6 +32,7 @@ type metrics struct {
 	unabsorbed  prometheus.Gauge
 	disallowed  prometheus.Gauge
 	foldSeconds prometheus.Histogram
+	pruned      *prometheus.CounterVec // by what: versions, changes
 
 	captureRecall   prometheus.Gauge
 	captureLearning prometheus.Gauge
@@ -72,6 +73,8 @@ func newMetrics(d inFlighter) *metrics {
 	m.unabsorbed = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "budget_unabsorbed_per_second", Help: "Budget no host can absorb under politeness caps."})
 	m.disallowed = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "urls_disallowed", Help: "URLs disallowed by robots.txt."})
 	m.foldSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "fold_batch_seconds", Help: "Time to fold one batch of results into bbolt.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
+	m.pruned = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "pruned_total", Help: "Versions and change-log entries deleted by the retention settings."}, []string{"what"})
+	m.reg.MustRegister(m.pruned)
 	m.captureRecall = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "capture_expected_recall", Help: "Mean expected change recall of the capture URLs whose update phases are learnt (Ashish, Kulkarni & Wang)."})
 	m.captureLearning = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "capture_learning_urls", Help: "Capture URLs still polling uniformly while they learn their update phases."})
 	m.reg.MustRegister(m.captureRecall, m.captureLearning)

@@ -170,7 +170,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 			Budget: cfg.Budget.PerSecond(), HostRate: cfg.HostRate.PerSecond(), MaxInFlight: cfg.MaxInFlight,
 			Policy: policy, Replan: cfg.Replan, PriorRate: cfg.PriorRate.PerSecond(), HalfLife: cfg.HalfLife,
 			ExploreShare: cfg.Explore, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Log: log, DefaultIgnore: cfg.DefaultIgnore(), CaptureUniform: cfg.CaptureUniform, LMSkew: cfg.LMSkew,
-			Sources: sources, ProbePolicy: cfg.ProbePolicy, ConsoleEvery: roles.ConsoleEvery,
+			Sources: sources, ProbePolicy: cfg.ProbePolicy, ConsoleEvery: roles.ConsoleEvery, Retention: cfg.Retention(),
 		})
 		if err != nil {
 			return nil, err

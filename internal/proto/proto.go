@@ -103,6 +103,13 @@ type IgnoreRules struct {
 	MinChange float64 `json:"min_change,omitempty" yaml:"min_change,omitempty"`
 }
 
+// IsZero reports whether r has no rule: encoding/json's omitzero then
+// leaves it out whether its lists are nil or empty, so a task encodes the
+// same after a round trip.
+func (r IgnoreRules) IsZero() bool {
+	return len(r.Selectors) == 0 && len(r.Patterns) == 0 && r.MinChange == 0
+}
+
 // Task is one unit of work for a worker.
 type Task struct {
 	V    int    `json:"v"`

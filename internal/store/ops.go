@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -255,25 +256,66 @@ func (db *DB) folded(taskID string) (bool, error) {
 	return ok, err
 }
 
+// foldScanChunk is how many fold marks PruneFolded reads per transaction.
+const foldScanChunk = 16384
+
 // PruneFolded forgets fold marks older than cutoff. A result can only be
 // redelivered while its message lives in the results stream, so marks older
 // than the stream's retention protect nothing.
+//
+// Marks are keyed by task id, not by time, so every mark is read: a day of
+// marks at a few hundred fetches a second is millions. The scan goes in
+// chunks, each read in a short read transaction and its old marks deleted
+// in a short write transaction, so a fold never waits for the whole scan.
 func (db *DB) PruneFolded(cutoff time.Time) (int, error) {
 	n := 0
 	limit := uint64(cutoff.UnixNano())
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketFolded).Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if len(v) == 8 && binary.BigEndian.Uint64(v) < limit {
-				if err := c.Delete(); err != nil {
-					return err
-				}
-				n++
+	old := func(v []byte) bool { return len(v) == 8 && binary.BigEndian.Uint64(v) < limit }
+	var from []byte
+	for {
+		var stale [][]byte
+		var next []byte
+		err := db.bolt.View(func(tx *bolt.Tx) error {
+			c := tx.Bucket(bucketFolded).Cursor()
+			k, v := c.First()
+			if from != nil {
+				k, v = c.Seek(from)
 			}
+			for scanned := 0; k != nil; k, v = c.Next() {
+				if scanned == foldScanChunk {
+					next = bytes.Clone(k)
+					return nil
+				}
+				scanned++
+				if old(v) {
+					stale = append(stale, bytes.Clone(k))
+				}
+			}
+			return nil
+		})
+		if err == nil && len(stale) > 0 {
+			err = db.bolt.Update(func(tx *bolt.Tx) error {
+				b := tx.Bucket(bucketFolded)
+				for _, k := range stale {
+					if !old(b.Get(k)) {
+						continue
+					}
+					if err := b.Delete(k); err != nil {
+						return err
+					}
+					n++
+				}
+				return nil
+			})
 		}
-		return nil
-	})
-	return n, err
+		if err != nil {
+			return n, fmt.Errorf("prune fold marks: %w", err)
+		}
+		if next == nil {
+			return n, nil
+		}
+		from = next
+	}
 }
 
 // Versions lists the stored versions of url, oldest first, without text.

@@ -14,9 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -116,7 +114,19 @@ func New(nc *nats.Conn, js jetstream.JetStream, robotsStore robots.Store, opts O
 	w := &Worker{opts: opts, nc: nc, js: js, fetcher: f, log: opts.Log.With("worker", opts.ID), lastHost: map[string]time.Time{}, sources: map[string]*source.Source{}}
 	w.robots = robots.NewChecker(robotsStore, func(ctx context.Context, robotsURL string) (int, []byte, error) {
 		r := f.Get(ctx, robotsURL)
-		if r.Status == 0 && r.Err != nil {
+		switch r.ErrKind {
+		case proto.ErrNone, proto.ErrHTTPStatus:
+		case proto.ErrTooLarge:
+			if r.Status == 0 {
+				return 0, nil, r.Err // headers too large: no response
+			}
+			// A body cut at max-body: RFC 9309 §2.5 lets a crawler
+			// parse a prefix of at least 500 KiB.
+		default:
+			// No response, or a body that broke off (a timeout, a
+			// reset, bad compression): the rules after the break are
+			// unknown, so the origin counts as unreachable rather than
+			// as having only the rules that arrived.
 			return 0, nil, r.Err
 		}
 		return r.Status, r.Body, nil
@@ -324,7 +334,7 @@ func (w *Worker) process(ctx context.Context, task proto.Task) (res proto.Result
 		return res
 	}
 	res.StartedAt = time.Now()
-	if !w.opts.Fetch.AllowPrivate && blockedLiteral(task.Host) {
+	if w.fetcher.RefusesHost(task.Host) {
 		// Say so plainly rather than as an unreachable robots.txt.
 		res.ErrKind, res.Err = proto.ErrBlocked, fmt.Sprintf("host %s is a private, loopback or link-local address (use --allow-private for intranet crawls)", task.Host)
 		return res
@@ -470,15 +480,4 @@ func (w *Worker) previous(ctx context.Context, task proto.Task) (string, error) 
 		return "", fmt.Errorf("stored version %q is not the task's %q", h, task.PrevHash)
 	}
 	return string(m.Data), nil
-}
-
-// blockedLiteral reports whether host is an IP literal (or localhost) that
-// the fetcher would refuse. Names are checked by the fetcher on every
-// connection; this only makes the common mistake's error clear.
-func blockedLiteral(host string) bool {
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
-	return err == nil && fetch.IsBlockedIP(ip)
 }

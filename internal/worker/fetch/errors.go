@@ -87,6 +87,10 @@ func classify(err error) proto.ErrorKind {
 		return proto.ErrTimeout
 	case errors.As(err, &opErr) && opErr.Op == "dial":
 		return proto.ErrConnect
+	case strings.Contains(err.Error(), "server response headers exceeded"):
+		// net/http reports a response over MaxResponseHeaderBytes as a
+		// plain string error.
+		return proto.ErrTooLarge
 	}
 	return proto.ErrOther
 }

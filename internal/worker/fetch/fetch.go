@@ -57,6 +57,11 @@ const (
 	// so the connection can go back to the pool; beyond it, closing the
 	// connection is cheaper than reading on.
 	drainLimit = 64 << 10
+	// maxHeaderBytes caps a response's status line and headers together,
+	// as browsers do (Chromium allows 256 KiB): real responses need a few
+	// KiB, and each concurrent fetch may hold this much before its body.
+	// A server that sends more gets proto.ErrTooLarge.
+	maxHeaderBytes = 256 << 10
 )
 
 // Class says how the body of a response should be treated downstream.
@@ -104,6 +109,12 @@ type Options struct {
 	// AllowPrivate turns off the address check. Only tests against local
 	// servers and deliberate intranet crawls should set it.
 	AllowPrivate bool
+	// Refuse, if set, replaces the address policy: a connection to an
+	// address for which it returns true is refused (proto.ErrBlocked).
+	// Nil means IsBlockedIP. It lets an embedder (or a test whose servers
+	// all live on loopback) allow some private addresses and not others;
+	// AllowPrivate overrides it.
+	Refuse func(netip.Addr) bool
 }
 
 // CheckUserAgent reports whether ua can be sent as a User-Agent: a valid
@@ -233,7 +244,11 @@ type Fetcher struct {
 func New(o Options) *Fetcher {
 	o = o.withDefaults()
 	f := &Fetcher{opts: o}
-	if !o.AllowPrivate {
+	switch refuse := o.Refuse; {
+	case o.AllowPrivate:
+	case refuse != nil:
+		f.blocked = func(ap netip.AddrPort) bool { return refuse(ap.Addr()) }
+	default:
 		f.blocked = func(ap netip.AddrPort) bool { return IsBlockedIP(ap.Addr()) }
 	}
 	dialer := &net.Dialer{
@@ -260,7 +275,7 @@ func New(o Options) *Fetcher {
 		TLSHandshakeTimeout:    o.TLSTimeout,
 		ResponseHeaderTimeout:  o.HeaderTimeout,
 		ExpectContinueTimeout:  time.Second,
-		MaxResponseHeaderBytes: 1 << 20,
+		MaxResponseHeaderBytes: maxHeaderBytes,
 		// We decompress ourselves, to count decompressed bytes and cut at
 		// MaxBody.
 		DisableCompression: true,
@@ -273,6 +288,21 @@ func New(o Options) *Fetcher {
 		// body included, and keeps the deadline error classifiable.
 	}
 	return f
+}
+
+// RefusesHost reports whether host, an IP literal or a localhost name,
+// is an address this fetcher refuses to connect to. Other names are
+// checked on every connection, after resolution; this only lets a caller
+// say plainly why a task cannot be fetched before it tries.
+func (f *Fetcher) RefusesHost(host string) bool {
+	if f.blocked == nil {
+		return false
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return f.blocked(netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 0))
+	}
+	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && f.blocked(netip.AddrPortFrom(ip, 0))
 }
 
 // CloseIdleConnections closes pooled connections, e.g. at worker shutdown.

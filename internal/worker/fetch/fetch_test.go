@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -223,6 +224,49 @@ func TestTooLarge(t *testing.T) {
 	if r.Truncated || r.Bytes != max || r.Class != Binary {
 		t.Fatalf("/exact: Truncated=%v Bytes=%d class=%v", r.Truncated, r.Bytes, r.Class)
 	}
+}
+
+// A huge body is streamed, never held whole: fetching 1 GiB cut at 1 MiB
+// allocates about the cap.
+func TestHugeBodyIsStreamed(t *testing.T) {
+	const max = 1 << 20
+	ts := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(1<<30))
+		buf := make([]byte, 64<<10)
+		for r.Context().Err() == nil {
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+		}
+	})
+	f := newFetcher(t, allowPrivate(Options{MaxBody: max}))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r := f.Get(context.Background(), ts.URL)
+	runtime.ReadMemStats(&after)
+	wantKind(t, r, proto.ErrTooLarge)
+	if r.Bytes != max || !r.Truncated {
+		t.Fatalf("Bytes=%d Truncated=%v, want the body cut at %d", r.Bytes, r.Truncated, max)
+	}
+	// Server and client share this process: both count, and together
+	// they may not come near the body's size.
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<20 {
+		t.Fatalf("fetching allocated %d MiB for a 1 GiB body cut at 1 MiB", alloc>>20)
+	}
+}
+
+// Headers beyond the cap end the fetch as too large, not as a generic
+// failure.
+func TestHugeHeaders(t *testing.T) {
+	ts := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		v := strings.Repeat("h", 1023)
+		for i := range maxHeaderBytes / 1024 {
+			w.Header().Set(fmt.Sprintf("X-Filler-%d", i), v)
+		}
+		fmt.Fprint(w, "body")
+	})
+	f := newFetcher(t, allowPrivate(Options{}))
+	wantKind(t, f.Get(context.Background(), ts.URL), proto.ErrTooLarge)
 }
 
 func TestCharset(t *testing.T) {

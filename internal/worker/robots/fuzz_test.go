@@ -44,8 +44,13 @@ func refMatch(p pattern, path string) bool {
 }
 
 // refAllowed applies RFC 9309 §2.2.2 precedence by brute force: the longest
-// matching rule, allow on ties, allowed if none.
+// matching rule, allow on ties, allowed if none. An empty path is the root,
+// as in a URL (testdata/fuzz/FuzzMatch/7369e277803ac46d: "disallow: *"
+// matches "" but not "/", and "allow: /" wins on "/").
 func refAllowed(rules []robotsRule, path string) bool {
+	if path == "" {
+		path = "/"
+	}
 	p := normalize(path)
 	if p == "/robots.txt" {
 		return true
