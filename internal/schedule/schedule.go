@@ -1212,9 +1212,32 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) ([]float64, Plan
 	spent := 0.0
 	caps := append([]float64(nil), in.HostCaps...)
 	weights := append([]float64(nil), in.Weights...)
+	// Rechecks that do not all fit are stretched by one factor (overall,
+	// and per host), to longer intervals, rather than some dropped: a
+	// URL given up and never rechecked would not see its rate fall (the
+	// drift workload), while a later recheck still does.
+	var recheckSum float64
+	recheckHost := make([]float64, len(in.HostCaps))
+	for _, it := range items {
+		if it.score == 1 && !it.sticky {
+			recheckSum += it.f
+			recheckHost[in.Hosts[it.i]] += it.f
+		}
+	}
+	stretch := 1.0
+	if recheckSum > capAll {
+		stretch = capAll / recheckSum
+	}
 	for _, it := range items {
 		h := in.Hosts[it.i]
 		f := it.f
+		if it.score == 1 && !it.sticky {
+			f *= stretch
+			if recheckHost[h]*stretch > hostLeft[h] && recheckHost[h] > 0 {
+				f *= hostLeft[h] / (recheckHost[h] * stretch)
+			}
+			f *= 1 - 1e-9 // rounding: the stretched rechecks fill the cap exactly
+		}
 		if f > capAll-spent || f > hostLeft[h] {
 			// A probe at a longer interval than its own would not test
 			// the threshold; it waits for room in a later plan.
