@@ -367,8 +367,8 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		}
 	}
 	due := u.NextDue
-	if due.IsZero() || (u.LastOK.IsZero() && due.After(now)) {
-		// Never fetched: due now, so the first pass over a new list runs
+	if due.IsZero() {
+		// Never scheduled: due now, so the first pass over a new list runs
 		// at the full budget from the first second (docs/design.md §3.7,
 		// cold start). The frontier interleaves hosts (each host is
 		// spaced by its gap), and within a host a stable pseudo-random
