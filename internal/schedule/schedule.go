@@ -734,7 +734,7 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 		j.freq = append([]float64(nil), s.freqs...)
 	}
 	s.updateHazard(now)
-	j.hazard = (s.changePoints + 1) / (s.urlTime + hazardPriorTime)
+	j.hazard = (s.changePoints + 1) / (s.urlTime + hazardPriorTime*s.o.HalfLife.Seconds())
 	j.horizon = 1 / j.hazard
 	j.halfLife = s.o.HalfLife.Seconds()
 	j.priors = s.priors.load()
@@ -746,10 +746,12 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	return j
 }
 
-// hazardPriorTime is the prior's observed time of the hazard estimate:
+// hazardPriorTime is the prior's observed time of the hazard estimate, in
+// half-lives (20 × 90 days ≈ five years), so that it scales with the
+// clock a simulated web runs on:
 // one rate change in five years of observation until the collection
 // shows more.
-const hazardPriorTime = 5 * 365 * 86400.0
+const hazardPriorTime = 20.0
 
 // hazardMemory is the half-life of the hazard estimate's counts, as a
 // share of the estimator's: short, so that a wave of rate changes across
@@ -1110,8 +1112,8 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 			kept[k] = kv
 		}
 		t := math.Max(recheckInterval(mu, j.hazard, kv[0], kv[1]), tau)
-		if math.IsInf(t, 1) || t > maxRecheck {
-			t = maxRecheck
+		if longest := maxRecheck * j.halfLife; math.IsInf(t, 1) || t > longest {
+			t = longest
 		}
 		return t
 	}
@@ -1284,8 +1286,10 @@ const maxProbes = 8
 // worth fetching at the plan's multiplier for it to count as resolved.
 const resolved = 0.05
 
-// maxRecheck bounds the time a given-up URL waits for a recheck: a year.
-const maxRecheck = 365 * 86400.0
+// maxRecheck bounds the time a given-up URL waits for a recheck, in
+// half-lives: 4 × 90 days, about a year, and as many simulated days when a
+// benchmark scales the half-life to its simulated day.
+const maxRecheck = 4.0
 
 // modelNow is the model's expected freshness of the copies now
 // (docs/design.md §3.3, "an honest model"): Σ w·E[e^{−λ·age}] / Σ w over
@@ -1421,7 +1425,7 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 			// must not keep the interval it had (it would go on taking
 			// budget the plan gave to others); it waits for the longest
 			// recheck interval or a later plan's recheck.
-			f = 1 / maxRecheck
+			f = 1 / (maxRecheck * j.halfLife)
 		}
 		e.recheckTau = 0
 		if j.recheckTau != nil && j.recheckTau[i] > 0 {
