@@ -8,10 +8,13 @@ func benchCmd() *cobra.Command {
 		Short: "Measure freshcrawl: revisit policies against the truth, pipeline throughput, scheduler scale",
 		Long: `Benchmarks that measure from the truth of the simulated web (what its pages
 really were when), never from freshcrawl's own model: revisit policies against
-their peers and the oracle, pipeline throughput against Colly, scheduler scale,
-change recall of capture mode, and content freshness of keyword probes.
+their peers and the oracle, pipeline throughput against Colly, the
+coordinator's ceiling against the raw JetStream work queue, worker scale-out,
+scheduler scale, change recall of capture mode, and content freshness of
+keyword probes.
 docs/benchmarks.md holds the latest figures and the exact commands.`,
 	}
-	cmd.AddCommand(benchPoliciesCmd(), benchThroughputCmd(), benchScheduleCmd(), benchCaptureCmd(), benchProbesCmd(), benchSoakCmd())
+	cmd.AddCommand(benchPoliciesCmd(), benchThroughputCmd(), benchScheduleCmd(), benchCaptureCmd(), benchProbesCmd(), benchSoakCmd(),
+		benchCeilingCmd(), benchScaleOutCmd(), benchFaultsCmd())
 	return cmd
 }

@@ -28,6 +28,7 @@ func benchSoakCmd() *cobra.Command {
 		logLevel                  string
 		keepVersionsFor           time.Duration
 		keepChangesFor            time.Duration
+		keepFoldMarks             time.Duration
 		keepVersions, keepChanges int
 	)
 	cmd := &cobra.Command{
@@ -53,6 +54,7 @@ seeded in capture mode, so that versions accrue and --keep-versions has work.`,
 			o.Budget, o.HostRate = budget.PerSecond(), hostRate.PerSecond()
 			o.Retention.Versions, o.Retention.VersionsAge = keepVersions, keepVersionsFor
 			o.Retention.Changes, o.Retention.ChangesAge = keepChanges, keepChangesFor
+			o.Retention.FoldMarksAge = keepFoldMarks
 			if serveSim {
 				return bench.ServeSoakSim(ctx, o, os.Stdin, cmd.OutOrStdout())
 			}
@@ -120,6 +122,7 @@ seeded in capture mode, so that versions accrue and --keep-versions has work.`,
 	f.DurationVar(&keepVersionsFor, "keep-versions-for", 0, "versions older than this are deleted, but each URL's newest (0: kept forever)")
 	f.IntVar(&keepChanges, "keep-changes", 0, "most change-log entries kept (0: all)")
 	f.DurationVar(&keepChangesFor, "keep-changes-for", 10*time.Minute, "change-log entries older than this are deleted (0: kept forever)")
+	f.DurationVar(&keepFoldMarks, "keep-fold-marks-for", 10*time.Minute, "how long fold marks are kept (at least 5m)")
 	f.IntVar(&o.Workers, "workers", 2, "in-process workers")
 	f.IntVar(&o.Concurrency, "concurrency", 8, "tasks each worker handles at once")
 	f.BoolVar(&inProcess, "in-process-sim", false, "serve the simulated web from this process (its memory and files then count as the crawler's)")
@@ -135,8 +138,8 @@ func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 func printSoak(w io.Writer, r bench.SoakResult) {
 	fmt.Fprintf(w, "%s %s/%s, %d CPUs, load %s at the start and %s at the end, %s\n", r.Machine.GoVersion, r.Machine.OS, r.Machine.Arch, r.Machine.CPUs, r.Machine.LoadAvg, r.LoadEnd, r.Machine.Date.Format(time.RFC3339))
-	fmt.Fprintf(w, "%d URLs (%d capture) on %d hosts, budget %.0f/s, a simulated day every %s; retention: versions %d / %s, changes %d / %s (0: none)\n",
-		r.URLs, r.CaptureURLs, r.Hosts, r.Budget, r.Day, r.Retention.Versions, r.Retention.VersionsAge, r.Retention.Changes, r.Retention.ChangesAge)
+	fmt.Fprintf(w, "%d URLs (%d capture) on %d hosts, budget %.0f/s, a simulated day every %s; retention: versions %d / %s, changes %d / %s (0: none), fold marks %s\n",
+		r.URLs, r.CaptureURLs, r.Hosts, r.Budget, r.Day, r.Retention.Versions, r.Retention.VersionsAge, r.Retention.Changes, r.Retention.ChangesAge, r.Retention.FoldMarks)
 	last := bench.SoakSample{}
 	if len(r.Samples) > 0 {
 		last = r.Samples[len(r.Samples)-1]

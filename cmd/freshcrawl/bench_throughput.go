@@ -27,6 +27,7 @@ func benchThroughputCmd() *cobra.Command {
 		noColly, asJSON, inProc bool
 		servePages              bool
 		cpuProfile, logLevel    string
+		allocProfile            string
 	)
 	cmd := &cobra.Command{
 		Use:   "throughput",
@@ -108,6 +109,14 @@ hosts as concurrent fetches.`,
 				defer f.Close()
 				o.CPUProfile = f
 			}
+			if allocProfile != "" {
+				f, err := os.Create(allocProfile)
+				if err != nil {
+					return fmt.Errorf("--allocprofile: %w", err)
+				}
+				defer f.Close()
+				o.AllocProfile = f
+			}
 			res, err := bench.RunThroughput(ctx, o)
 			if err != nil {
 				return err
@@ -143,6 +152,7 @@ hosts as concurrent fetches.`,
 	f.BoolVar(&noColly, "no-colly", false, "measure freshcrawl only")
 	f.BoolVar(&inProc, "in-process-pages", false, "serve the pages from this process (their CPU then counts as freshcrawl's)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of freshcrawl's measurement window to this file")
+	f.StringVar(&allocProfile, "allocprofile", "", "write freshcrawl's allocation profile (since start, warm-up included) to this file")
 	f.StringVar(&logLevel, "log-level", "error", "freshcrawl's own log level during the run")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	f.BoolVar(&servePages, "serve-pages", false, "internal: serve the pages until stdin closes")

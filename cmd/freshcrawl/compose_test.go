@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -62,6 +63,7 @@ type composeService struct {
 	Deploy struct {
 		Replicas *int `yaml:"replicas"`
 	} `yaml:"deploy"`
+	StopGracePeriod string `yaml:"stop_grace_period"`
 }
 
 // composeTopLevelKeys and composeServiceKeys are the keys the Compose
@@ -804,4 +806,22 @@ func envList(env map[string]string) []string {
 		out = append(out, k+"="+env[k])
 	}
 	return out
+}
+
+// Docker sends SIGKILL after stop_grace_period (10s unless set): a worker
+// must be given more than its own grace to finish or hand back its tasks,
+// or `docker stop` kills it holding them.
+func TestComposeWorkerStopsCleanly(t *testing.T) {
+	cf := loadCompose(t)
+	svc, ok := cf.Services["worker"]
+	if !ok {
+		t.Fatal("docker-compose.yml: no worker service")
+	}
+	d, err := time.ParseDuration(svc.StopGracePeriod)
+	if err != nil {
+		t.Fatalf("docker-compose.yml: worker: stop_grace_period %q: %v", svc.StopGracePeriod, err)
+	}
+	if grace := config.Default().StopGrace; d <= grace {
+		t.Errorf("docker-compose.yml: worker: stop_grace_period %s, want more than the worker's --stop-grace %s", d, grace)
+	}
 }

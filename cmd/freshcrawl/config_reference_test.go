@@ -160,7 +160,9 @@ func TestConfigReference(t *testing.T) {
 	root := newRoot(io.Discard, io.Discard)
 	var topLevel []string
 	for _, c := range root.Commands() {
-		topLevel = append(topLevel, c.Name())
+		if !c.Hidden { // hidden commands (nats-server) are not documented
+			topLevel = append(topLevel, c.Name())
+		}
 	}
 	sort.Strings(topLevel)
 	rows := readmeConfigTable(t, topLevel)

@@ -149,15 +149,13 @@ func itemsListCmd() *cobra.Command {
 				return errors.New("--source NAME is required")
 			}
 			var items []coordinator.ItemView
-			if err := getJSON(cfg.APIBase()+"/api/items?source="+url.QueryEscape(src), &items); err != nil {
-				db, derr := openStore(cfg, true)
-				if derr != nil {
-					return fmt.Errorf("API: %v; store: %w", err, derr)
-				}
-				defer db.Close()
-				if items, err = coordinator.Items(db, src); err != nil {
-					return err
-				}
+			err := readStore(cfg, "/api/items?source="+url.QueryEscape(src), &items, func(db *store.DB) error {
+				var err error
+				items, err = coordinator.Items(db, src)
+				return err
+			})
+			if err != nil {
+				return err
 			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())

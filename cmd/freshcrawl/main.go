@@ -14,7 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/config"
+	"github.com/freshcrawl/freshcrawl/internal/node"
+	"github.com/freshcrawl/freshcrawl/internal/store"
 )
 
 func main() {
@@ -22,13 +25,40 @@ func main() {
 	defer stop()
 	root := newRoot(os.Stdout, os.Stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "freshcrawl:", err)
 		var ec exitCode
 		if errors.As(err, &ec) {
+			// The command has said what went wrong.
 			os.Exit(int(ec))
 		}
-		os.Exit(1)
+		msg := err.Error()
+		var ce *store.CorruptError
+		if errors.Is(err, store.ErrCorrupt) && !errors.As(err, &ce) && !errors.As(err, new(checkFailed)) {
+			msg += ". The store is damaged: stop every process using this data directory and restore a backup (freshcrawl backup FILE makes one); freshcrawl store check shows what is wrong"
+		}
+		fmt.Fprintln(os.Stderr, "freshcrawl:", msg)
+		os.Exit(exitStatus(err))
 	}
+}
+
+// Exit statuses other than 0 and 1, documented in the README.
+const (
+	exitBadInput   = 2 // some seed or item lines were bad
+	exitDamaged    = 3 // the store is damaged
+	exitInUse      = 4 // held by another process: the store's lock, the coordinator lease, a listen address
+	exitWrongStore = 5 // a coordinator would take over a crawl with a store that is not the crawl's
+)
+
+// exitStatus maps an error to the process's exit status.
+func exitStatus(err error) int {
+	switch {
+	case errors.Is(err, store.ErrCorrupt):
+		return exitDamaged
+	case errors.Is(err, store.ErrLocked), errors.Is(err, broker.ErrLeaseHeld), errors.Is(err, broker.ErrAddrInUse), errors.Is(err, syscall.EADDRINUSE):
+		return exitInUse
+	case errors.Is(err, node.ErrWrongStore):
+		return exitWrongStore
+	}
+	return 1
 }
 
 // exitCode lets a command choose its exit status (e.g. 2 for bad seed lines).
@@ -50,6 +80,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		runCmd(), coordinatorCmd(), workerCmd(),
 		seedCmd(), statusCmd(), versionsCmd(),
 		simCmd(), demoCmd(), planCmd(), benchCmd(), itemsCmd(),
+		storeCmd(), backupCmd(), natsServerCmd(),
 		urlsCmd(), urlCmd(), getCmd(), exportCmd(), importCmd(),
 	)
 	return root

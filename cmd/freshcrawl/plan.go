@@ -1,16 +1,21 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/freshcrawl/freshcrawl/internal/config"
+	"github.com/freshcrawl/freshcrawl/internal/coordinator"
 	"github.com/freshcrawl/freshcrawl/internal/plan"
+	"github.com/freshcrawl/freshcrawl/internal/store"
 )
 
 func planCmd() *cobra.Command {
@@ -27,8 +32,9 @@ func planCmd() *cobra.Command {
 		Long: `Answer an operator's questions from change-rate estimates, without crawling.
 
 Input (one of):
-  --data DIR     the store's current estimates (opened read-only, so a running
-                 coordinator is not disturbed). Rates are changes per second;
+  --data DIR     the store's current estimates: read from the file when no
+                 coordinator runs, else from the API of the one that holds it
+                 (GET /api/estimates), which is not disturbed. Rates are changes per second;
                  weights come from the seeds; each URL is capped by its host at
                  --host-rate, or one fetch per Crawl-delay where the host sent
                  one (politeness). URLs not observed yet get --prior-rate, as
@@ -125,16 +131,7 @@ fetched) are null.`,
 					return errors.New("--rate-unit describes a --rates file; with --data rates are per second")
 				}
 				in.Unit = plan.Second
-				db, err := openStore(cfg, true)
-				if err != nil {
-					return err
-				}
-				in.Elements, err = plan.FromStore(db, cfg.PriorRate.PerSecond(), time.Now())
-				if err == nil {
-					in.HostCaps, err = plan.HostCaps(db)
-				}
-				db.Close()
-				if err != nil {
+				if in.Elements, in.HostCaps, err = planElements(cfg); err != nil {
 					return err
 				}
 				if len(in.Elements) == 0 {
@@ -215,8 +212,61 @@ fetched) are null.`,
 	f.IntVar(&top, "top", 20, "list this many elements, the largest by weight×rate (0: all)")
 	f.BoolVar(&all, "all", false, "list every element")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
-	withConfig(cmd, &cfg, "data", "policy", "objective", "prior-rate", "log-level")
+	withConfig(cmd, &cfg, "data", "listen", "api", "policy", "objective", "prior-rate", "log-level")
 	return cmd
+}
+
+// planElements reads the estimates of every URL of cfg's store: from the
+// file, or from the API of the coordinator that holds it.
+func planElements(cfg config.Config) ([]plan.Element, map[string]float64, error) {
+	prior := cfg.PriorRate.PerSecond()
+	if cfg.API == "" {
+		db, err := openStore(cfg, true)
+		if err == nil {
+			defer db.Close()
+			els, err := plan.FromStore(db, prior, time.Now())
+			if err != nil {
+				return nil, nil, err
+			}
+			// Each host's stored Crawl-delay caps it.
+			caps, err := plan.HostCaps(db)
+			return els, caps, err
+		}
+		if !errors.Is(err, store.ErrLocked) {
+			return nil, nil, err
+		}
+	}
+	api, who := heldBy(cfg)
+	c := http.Client{Timeout: 10 * time.Minute}
+	resp, err := c.Get(api + "/api/estimates")
+	if err != nil {
+		return nil, nil, fmt.Errorf("the store in %s is held by %s, and its API at %s did not answer (give it with --api): %w", cfg.Data, who, api, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return nil, nil, fmt.Errorf("GET %s/api/estimates: %s: %s", api, resp.Status, strings.TrimSpace(string(b)))
+	}
+	var out []plan.Element
+	dec := json.NewDecoder(resp.Body)
+	for dec.More() {
+		var line struct {
+			coordinator.Estimate
+			Error string `json:"error"`
+		}
+		if err := dec.Decode(&line); err != nil {
+			return nil, nil, fmt.Errorf("GET %s/api/estimates: %w", api, err)
+		}
+		if line.Error != "" {
+			return nil, nil, fmt.Errorf("GET %s/api/estimates: %s", api, line.Error)
+		}
+		r := line.Rate
+		if !(r > 0) {
+			r = prior
+		}
+		out = append(out, plan.Element{ID: line.URL, Rate: r, Weight: line.Weight, Host: line.Host})
+	}
+	return out, nil, nil
 }
 
 // readRates reads a rates file, or standard input for "-".

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,10 +17,10 @@ import (
 // Keys each role reads.
 var (
 	natsKeys        = []string{"data", "nats", "nats-listen", "ack-wait", "max-deliver", "replicas", "sync-always", "log-level"}
-	coordinatorKeys = []string{"listen", "budget", "host-rate", "max-in-flight", "policy", "objective", "replan", "prior-rate", "half-life", "explore", "lm-skew", "capture-uniform", "probe-policy", "ignore-selector", "ignore-pattern", "min-change", "keep-versions", "keep-versions-for", "keep-changes", "keep-changes-for"}
-	workerKeys      = []string{"concurrency", "user-agent", "timeout", "max-body", "max-redirects", "allow-private", "worker-id"}
+	coordinatorKeys = []string{"listen", "budget", "host-rate", "max-in-flight", "policy", "objective", "replan", "prior-rate", "half-life", "explore", "lm-skew", "capture-uniform", "probe-policy", "ignore-selector", "ignore-pattern", "min-change", "keep-versions", "keep-versions-for", "keep-changes", "keep-changes-for", "keep-fold-marks-for", "standby", "lease-ttl", "adopt-crawl"}
+	workerKeys      = []string{"concurrency", "user-agent", "timeout", "max-body", "max-redirects", "allow-private", "worker-id", "stop-grace"}
 	// A worker keeps no data and never starts a NATS server of its own.
-	workerNATSKeys = []string{"nats", "ack-wait", "max-deliver", "replicas", "log-level"}
+	workerNATSKeys = []string{"nats", "ack-wait", "max-deliver", "replicas", "log-level", "health-listen"}
 )
 
 // role describes one of the long-running subcommands.
@@ -31,12 +32,15 @@ type role struct {
 	before func(*cobra.Command, config.Config) error
 	// started is printed once everything is up.
 	started func(*cobra.Command, *node.Node)
+	// faultPoint, if set, registers the fault suite's hidden flag.
+	faultPoint bool
 }
 
 // roleCmd builds a subcommand that starts a node with some roles and runs
 // until interrupted.
 func roleCmd(r role) *cobra.Command {
 	cfg := config.Default()
+	var faultPoint string
 	cmd := &cobra.Command{
 		Use:   r.use,
 		Short: r.short,
@@ -54,8 +58,12 @@ func roleCmd(r role) *cobra.Command {
 					return err
 				}
 			}
-			n, err := node.Start(cmd.Context(), node.Options{Config: cfg, Roles: r.roles(cfg), Log: log})
+			n, err := node.Start(cmd.Context(), node.Options{Config: cfg, Roles: r.roles(cfg), Log: log, FaultPoint: faultPoint})
 			if err != nil {
+				if cmd.Context().Err() != nil {
+					// Stopped while waiting (for NATS, or as a standby).
+					return nil
+				}
 				return err
 			}
 			if r.started != nil {
@@ -65,6 +73,10 @@ func roleCmd(r role) *cobra.Command {
 		},
 	}
 	withConfig(cmd, &cfg, r.keys...)
+	if r.faultPoint {
+		cmd.Flags().StringVar(&faultPoint, "fault-point", "", "fault suite only: stop the first fold at this point until killed")
+		_ = cmd.Flags().MarkHidden("fault-point")
+	}
 	return cmd
 }
 
@@ -93,10 +105,11 @@ func runCmd() *cobra.Command {
 
 func coordinatorCmd() *cobra.Command {
 	return roleCmd(role{
-		use:   "coordinator",
-		short: "Run the coordinator alone (against --nats, or an embedded server when none is given)",
-		keys:  slices.Concat(natsKeys, coordinatorKeys),
-		roles: func(config.Config) node.Roles { return node.Roles{Coordinator: true, HTTP: true} },
+		use:        "coordinator",
+		short:      "Run the coordinator alone (against --nats, or an embedded server when none is given)",
+		keys:       slices.Concat(natsKeys, coordinatorKeys),
+		roles:      func(config.Config) node.Roles { return node.Roles{Coordinator: true, HTTP: true} },
+		faultPoint: true,
 	})
 }
 
@@ -122,5 +135,7 @@ func openStore(cfg config.Config, readOnly bool) (*store.DB, error) {
 			return nil, fmt.Errorf("data directory %s: %w", cfg.Data, err)
 		}
 	}
-	return store.OpenDir(cfg.Data, store.Options{ReadOnly: readOnly})
+	// A coordinator holding the store is found out quickly: the command
+	// then goes through its API.
+	return store.OpenDir(cfg.Data, store.Options{ReadOnly: readOnly, Timeout: 300 * time.Millisecond})
 }

@@ -191,6 +191,23 @@ func statusCmd() *cobra.Command {
 }
 
 func printStatus(w io.Writer, s coordinator.Status) {
+	role := s.Role
+	if l := s.Lease; l != nil {
+		role += fmt.Sprintf(" coordinator %s, lease fence %d", l.Holder, l.Fence)
+	}
+	fmt.Fprintf(w, "role           %s\n", role)
+	if c := s.NATS; c != nil {
+		fmt.Fprintf(w, "nats           %s %s since %s, %d reconnects", c.State, c.URL, c.Since.Format(time.RFC3339), c.Reconnects)
+		if c.LastError != "" {
+			fmt.Fprintf(w, ", last error: %s", c.LastError)
+		}
+		fmt.Fprintln(w)
+	}
+	if f := s.Store.FoldError; f != nil {
+		fmt.Fprintf(w, "store          %s: folds failing since %s: %s\n", s.Store.Path, f.Since.Format(time.RFC3339), f.Err)
+	} else if s.Store.Path != "" {
+		fmt.Fprintf(w, "store          %s\n", s.Store.Path)
+	}
 	fmt.Fprintf(w, "queue          pending %d, awaiting ack %d, redelivered %d, results to fold %d\n", s.Queue.Pending, s.Queue.AckPending, s.Queue.Redelivered, s.Queue.Results)
 	fmt.Fprintf(w, "in flight      %d of at most %d\n", s.InFlight, s.MaxInFlight)
 	fmt.Fprintf(w, "workers        %d seen in the last minute %v\n", len(s.Workers), s.Workers)
@@ -294,18 +311,9 @@ func versionsCmd() *cobra.Command {
 	return cmd
 }
 
-// versionsGet asks the API; if no coordinator answers, it reads the store.
+// versionsGet reads the store, or the API of the coordinator holding it.
 func versionsGet(cfg config.Config, path string, v any, offline func(*store.DB) error) error {
-	err := getJSON(cfg.APIBase()+path, v)
-	if err == nil {
-		return nil
-	}
-	db, derr := openStore(cfg, true)
-	if derr != nil {
-		return fmt.Errorf("API: %v; store: %w", err, derr)
-	}
-	defer db.Close()
-	return offline(db)
+	return readStore(cfg, path, v, offline)
 }
 
 // round3 keeps three significant digits for display.

@@ -23,11 +23,12 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/store"
 )
 
-// readFallback answers a read from the coordinator's API, or, when none
-// answers, from the store in --data (opened writable if no coordinator
-// holds it, so an old store gets its indexes; else read-only).
+// readFallback answers a read from the coordinator's API (heldBy), or,
+// when none answers, from the store in --data (opened writable if no
+// coordinator holds it, so an old store gets its indexes; else read-only).
 func readFallback(cfg config.Config, path string, v any, offline func(*store.DB) error) error {
-	err := getJSON(cfg.APIBase()+path, v)
+	base, _ := heldBy(cfg)
+	err := getJSON(base+path, v)
 	if err == nil {
 		return nil
 	}
@@ -560,7 +561,8 @@ func exportCmd() *cobra.Command {
 // export streams the API's export, or reads the store when no coordinator
 // answers; it returns the lines written.
 func export(cfg config.Config, out io.Writer) (int, error) {
-	u := cfg.APIBase() + "/api/export"
+	base, _ := heldBy(cfg)
+	u := base + "/api/export"
 	resp, err := http.Get(u)
 	if err == nil {
 		defer resp.Body.Close()

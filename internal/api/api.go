@@ -119,10 +119,13 @@ func New(b Backend, o Options) *Server {
 	return &Server{b: b, log: o.Log, series: newSeries(o.Every, time.Hour)}
 }
 
-// Run samples the backend's overview until ctx is done.
+// Run samples the backend's overview until ctx is done. It may run again
+// after it returned (a coordinator that stepped down and took its lease
+// back): the samples so far are kept.
 func (s *Server) Run(ctx context.Context) error {
 	t := time.NewTicker(s.series.every)
 	defer t.Stop()
+	s.series.open()
 	s.series.add(s.b.Overview())
 	for {
 		select {

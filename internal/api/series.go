@@ -114,6 +114,13 @@ func (s *series) subscribe() (chan Point, func()) {
 	}
 }
 
+// open lets samples and subscribers in again after close.
+func (s *series) open() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = false
+}
+
 // close ends every subscription (the coordinator is stopping).
 func (s *series) close() {
 	s.mu.Lock()

@@ -241,6 +241,7 @@ type SoakResult struct {
 		VersionsAge time.Duration `json:"versions_age_ns"`
 		Changes     int           `json:"changes"`
 		ChangesAge  time.Duration `json:"changes_age_ns"`
+		FoldMarks   time.Duration `json:"fold_marks_age_ns"`
 	} `json:"retention"`
 	Samples []SoakSample `json:"samples"`
 
@@ -310,6 +311,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (SoakResult, error) {
 	res := SoakResult{Machine: thisMachine(), Hosts: o.Hosts, Budget: o.Budget, Day: o.Day, Warmup: o.Warmup}
 	res.Retention.Versions, res.Retention.VersionsAge = o.Retention.Versions, o.Retention.VersionsAge
 	res.Retention.Changes, res.Retention.ChangesAge = o.Retention.Changes, o.Retention.ChangesAge
+	res.Retention.FoldMarks = o.Retention.MarksAge()
 	site := o.Site
 	if site == nil {
 		s, st, err := startSoakSim(ctx, o)
@@ -338,6 +340,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (SoakResult, error) {
 	cfg.Workers, cfg.Concurrency = o.Workers, o.Concurrency
 	cfg.KeepVersions, cfg.KeepVersionsFor = o.Retention.Versions, o.Retention.VersionsAge
 	cfg.KeepChanges, cfg.KeepChangesFor = o.Retention.Changes, o.Retention.ChangesAge
+	cfg.KeepFoldMarks = o.Retention.MarksAge()
 	if err := cfg.Validate(); err != nil {
 		return res, fmt.Errorf("soak: %w", err)
 	}

@@ -50,6 +50,10 @@ type ThroughputOptions struct {
 	// CPUProfile, if set, receives a CPU profile of freshcrawl's
 	// measurement window.
 	CPUProfile io.Writer
+	// AllocProfile, if set, receives the allocation profile (pprof
+	// "allocs") at the end of the measurement window; it counts from the
+	// start of the process, warm-up included.
+	AllocProfile io.Writer
 	// Log receives freshcrawl's own logs (default: discarded) and
 	// Progress one line per phase.
 	Log      *slog.Logger
@@ -327,6 +331,11 @@ func runFreshcrawl(ctx context.Context, o ThroughputOptions, pages []string) (Ru
 	srv1, _ := procCPU(o.ServerPID)
 	if o.CPUProfile != nil {
 		pprof.StopCPUProfile()
+	}
+	if o.AllocProfile != nil {
+		if err := pprof.Lookup("allocs").WriteTo(o.AllocProfile, 0); err != nil {
+			return st, per, fmt.Errorf("throughput: allocation profile: %w", err)
+		}
 	}
 	st.PeakHeapBytes = heap.Stop()
 	if !ok {

@@ -10,13 +10,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"strconv"
+	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/freshcrawl/freshcrawl/internal/proto"
@@ -40,19 +41,15 @@ type EmbeddedOptions struct {
 }
 
 // StartEmbedded starts a nats-server with JetStream and waits until it
-// accepts clients. The caller shuts it down with Shutdown and
-// WaitForShutdown.
+// accepts clients. It fails at once, saying so, when the listen address is
+// taken. The caller shuts it down with Shutdown and WaitForShutdown.
 func StartEmbedded(o EmbeddedOptions) (*server.Server, error) {
 	if o.Listen == "" {
 		o.Listen = DefaultListen
 	}
-	host, portStr, err := net.SplitHostPort(o.Listen)
+	host, port, err := splitListen(o.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("embedded NATS listen address %q: %w", o.Listen, err)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil {
-		return nil, fmt.Errorf("embedded NATS listen port %q: %w", portStr, err)
 	}
 	if o.MaxPayload <= 0 {
 		o.MaxPayload = 8 << 20
@@ -66,43 +63,159 @@ func StartEmbedded(o EmbeddedOptions) (*server.Server, error) {
 		SyncAlways: o.SyncAlways,
 		MaxPayload: o.MaxPayload,
 		NoSigs:     true,
-		NoLog:      true,
+	}
+	return startServer(opts, "embedded NATS", "choose another --nats-listen, or point --nats at the server that holds it")
+}
+
+// splitListen parses host:port; port -1 picks a free one.
+func splitListen(addr string) (string, int, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return "", 0, fmt.Errorf("port %q: %w", portStr, err)
+	}
+	return host, port, nil
+}
+
+// ErrAddrInUse is matched by the error of a server whose listen address is
+// taken.
+var ErrAddrInUse = errors.New("address in use")
+
+// checkFree fails if host:port (port > 0) cannot be listened on: a
+// nats-server that cannot listen only logs it and never becomes ready.
+func checkFree(what, host string, port int, hint string) error {
+	if port <= 0 {
+		return nil
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("%s: %s is already in use by another process (another freshcrawl run, or a nats-server?): %s: %w", what, addr, hint, ErrAddrInUse)
+		}
+		return fmt.Errorf("%s: cannot listen on %s: %w", what, addr, err)
+	}
+	return ln.Close()
+}
+
+// startServer starts a nats-server with opts and waits until it accepts
+// clients, failing fast with the server's own error if it cannot start.
+func startServer(opts *server.Options, what, hint string) (*server.Server, error) {
+	if err := checkFree(what, opts.Host, opts.Port, hint); err != nil {
+		return nil, err
+	}
+	if opts.Cluster.Port > 0 {
+		if err := checkFree(what+" cluster", opts.Cluster.Host, opts.Cluster.Port, hint); err != nil {
+			return nil, err
+		}
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
-		return nil, fmt.Errorf("embedded NATS: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
+	errs := &serverErrors{}
+	s.SetLoggerV2(errs, false, false, false)
 	go s.Start()
-	if !s.ReadyForConnections(15 * time.Second) {
-		s.Shutdown()
-		return nil, fmt.Errorf("embedded NATS on %s did not start within 15s", o.Listen)
+	deadline := time.Now().Add(15 * time.Second)
+	for !s.ReadyForConnections(100 * time.Millisecond) {
+		if err := errs.first(); err != nil {
+			s.Shutdown()
+			return nil, fmt.Errorf("%s on %s:%d: %w", what, opts.Host, opts.Port, err)
+		}
+		if time.Now().After(deadline) {
+			s.Shutdown()
+			return nil, fmt.Errorf("%s on %s:%d did not start within 15s", what, opts.Host, opts.Port)
+		}
 	}
+	errs.started()
 	return s, nil
 }
 
-// Connect dials url with reconnects that never give up: workers outlive a
-// broker restart.
-func Connect(url, name string, log *slog.Logger) (*nats.Conn, jetstream.JetStream, error) {
-	nc, err := nats.Connect(url,
-		nats.Name(name),
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(time.Second),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil {
-				log.Warn("NATS disconnected", "err", err)
-			}
-		}),
-		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("NATS reconnected", "url", c.ConnectedUrl()) }),
-	)
-	if err != nil {
-		return nil, nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
+// serverErrors keeps the first fatal message a nats-server logs before it
+// is ready (logging is otherwise off): a server that cannot listen or
+// cannot start JetStream says so only there.
+type serverErrors struct {
+	mu    sync.Mutex
+	err   error
+	ready bool
+}
+
+func (e *serverErrors) record(format string, v ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.err == nil && !e.ready {
+		e.err = fmt.Errorf(format, v...)
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, fmt.Errorf("JetStream context: %w", err)
+}
+
+func (e *serverErrors) first() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.err
+}
+
+func (e *serverErrors) started() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.ready = true
+}
+
+func (e *serverErrors) Noticef(string, ...any)    {}
+func (e *serverErrors) Warnf(string, ...any)      {}
+func (e *serverErrors) Debugf(string, ...any)     {}
+func (e *serverErrors) Tracef(string, ...any)     {}
+func (e *serverErrors) Fatalf(f string, v ...any) { e.record(f, v...) }
+func (e *serverErrors) Errorf(f string, v ...any) {
+	if strings.Contains(f, "listen") || strings.Contains(f, "JetStream") {
+		e.record(f, v...)
 	}
-	return nc, js, nil
+}
+
+// ClusterNodeOptions configure one node of a NATS cluster run by the hidden
+// `freshcrawl nats-server` subcommand (the fault suite's cluster).
+type ClusterNodeOptions struct {
+	Name    string // unique, stable: JetStream records Raft peers by it
+	Listen  string // client host:port
+	Cluster string // cluster host:port
+	Routes  string // comma-separated nats://host:port of every node
+	Dir     string // JetStream store directory
+	// MaxPayload bounds one message (default 8 MiB, as embedded).
+	MaxPayload int32
+	// NoAdvertise keeps the node from telling clients the other nodes'
+	// addresses: a client then reconnects only to the URLs it was given
+	// (the fault suite cuts one worker off through a proxy).
+	NoAdvertise bool
+}
+
+// StartClusterNode starts one JetStream cluster node and waits until it
+// accepts clients. Streams are placed once enough nodes have joined.
+func StartClusterNode(o ClusterNodeOptions) (*server.Server, error) {
+	host, port, err := splitListen(o.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("NATS node %s listen %q: %w", o.Name, o.Listen, err)
+	}
+	chost, cport, err := splitListen(o.Cluster)
+	if err != nil {
+		return nil, fmt.Errorf("NATS node %s cluster %q: %w", o.Name, o.Cluster, err)
+	}
+	if o.MaxPayload <= 0 {
+		o.MaxPayload = 8 << 20
+	}
+	opts := &server.Options{
+		ServerName: o.Name,
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   o.Dir,
+		MaxPayload: o.MaxPayload,
+		NoSigs:     true,
+		Cluster:    server.ClusterOpts{Name: "freshcrawl", Host: chost, Port: cport, NoAdvertise: o.NoAdvertise},
+		Routes:     server.RoutesFromStr(o.Routes),
+	}
+	return startServer(opts, "NATS node "+o.Name, "give each node its own ports")
 }
 
 // Settings size the streams and consumers.
@@ -169,6 +282,11 @@ func CheckReplicas(n int) error {
 	return nil
 }
 
+// resultAckWait is how long the coordinator may hold a result unfolded:
+// a batch folds in milliseconds, and a coordinator killed mid-fold (or
+// replaced by its standby) has its batch redelivered after this.
+const resultAckWait = 10 * time.Second
+
 // robotsBucket is the KV bucket workers share robots.txt entries in.
 const robotsBucket = "freshcrawl_robots"
 
@@ -233,7 +351,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, s Settings) error {
 		Durable:       proto.ResultConsumer,
 		Description:   "the coordinator",
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
+		AckWait:       resultAckWait,
 		MaxDeliver:    -1, // a result must be folded eventually
 		MaxAckPending: 4096,
 		FilterSubject: proto.ResultSubjectPrefix + ">",
@@ -322,4 +440,23 @@ func Queue(ctx context.Context, js jetstream.JetStream) (QueueInfo, error) {
 		}
 	}
 	return q, nil
+}
+
+// OldestResult returns when the oldest message still in the results
+// stream was stored, by the server's clock, or the zero time when the
+// stream is empty. The stream is a work queue, so acknowledged results are
+// gone: this is the oldest result not yet folded and acknowledged.
+func OldestResult(ctx context.Context, js jetstream.JetStream) (time.Time, error) {
+	st, err := js.Stream(ctx, proto.ResultStream)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("results stream: %w", err)
+	}
+	si, err := st.Info(ctx)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("results stream info: %w", err)
+	}
+	if si.State.Msgs == 0 {
+		return time.Time{}, nil
+	}
+	return si.State.FirstTime, nil
 }

@@ -210,3 +210,49 @@ func TestStartEmbeddedBadAddress(t *testing.T) {
 		}
 	}
 }
+
+// OldestResult is the zero time on an empty results stream, then the time
+// the first result still there was stored, and it moves on once that
+// result is acknowledged (a work queue deletes it).
+func TestOldestResult(t *testing.T) {
+	_, js := start(t)
+	if err := Ensure(ctx(t), js, settings(time.Minute, 5, 64)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := OldestResult(ctx(t), js); err != nil || !got.IsZero() {
+		t.Fatalf("empty stream: %v, %v; want the zero time", got, err)
+	}
+	before := time.Now()
+	for range 2 {
+		if _, err := js.Publish(ctx(t), proto.ResultSubject(proto.KindFetch), []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := OldestResult(ctx(t), js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Before(before.Add(-time.Second)) || first.After(time.Now().Add(time.Second)) {
+		t.Fatalf("oldest result stored at %v, published after %v", first, before)
+	}
+	cons, err := js.Consumer(ctx(t), proto.ResultStream, proto.ResultConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range b.Messages() {
+		if err := m.DoubleAck(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second, err := OldestResult(ctx(t), js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.IsZero() || second.Before(first) {
+		t.Fatalf("after the first result was acknowledged the oldest is %v, want the second's time (≥ %v)", second, first)
+	}
+}

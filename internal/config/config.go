@@ -57,11 +57,20 @@ type Config struct {
 	ProbePolicy string `key:"probe-policy"`
 	// CaptureUniform is the paper-002 baseline for benchmarks.
 	CaptureUniform bool `key:"capture-uniform"`
+	// Standby: a coordinator that finds another holding the lease waits
+	// to take over; false makes it refuse to start.
+	Standby bool `key:"standby"`
+	// LeaseTTL is how long a silent coordinator keeps the lease.
+	LeaseTTL time.Duration `key:"lease-ttl"`
+	// AdoptCrawl lets a coordinator take over a crawl whose last
+	// coordinator wrote another store.
+	AdoptCrawl bool `key:"adopt-crawl"`
 	// Retention of the store's history (0: keep all).
 	KeepVersions    int           `key:"keep-versions"`
 	KeepVersionsFor time.Duration `key:"keep-versions-for"`
 	KeepChanges     int           `key:"keep-changes"`
 	KeepChangesFor  time.Duration `key:"keep-changes-for"`
+	KeepFoldMarks   time.Duration `key:"keep-fold-marks-for"`
 
 	// NATS.
 	AckWait    time.Duration `key:"ack-wait"`
@@ -78,6 +87,10 @@ type Config struct {
 	MaxRedirects int           `key:"max-redirects"`
 	AllowPrivate bool          `key:"allow-private"`
 	WorkerID     string        `key:"worker-id"`
+	// StopGrace is how long a stopping worker lets its fetches finish.
+	StopGrace time.Duration `key:"stop-grace"`
+	// HealthListen is the HTTP address of a worker's /healthz ("": none).
+	HealthListen string `key:"health-listen"`
 
 	// Default noise rules for every URL (a seed's own rules add to them).
 	IgnoreSelector string   `key:"ignore-selector"`
@@ -105,7 +118,8 @@ func Default() Config {
 		Budget: Rate(schedule.DefaultBudget), HostRate: Rate(schedule.DefaultHostRate), MaxInFlight: dispatch.DefaultMaxInFlight,
 		Policy: schedule.DefaultPolicy, Objective: schedule.DefaultObjective, ProbePolicy: schedule.DefaultProbePolicy,
 		Replan: schedule.DefaultReplan, PriorRate: Rate(schedule.DefaultPriorRate), HalfLife: schedule.DefaultHalfLife,
-		Explore: schedule.DefaultExploreShare, LMSkew: schedule.DefaultLMSkew,
+		Explore: schedule.DefaultExploreShare, LMSkew: schedule.DefaultLMSkew, KeepFoldMarks: store.DefaultFoldMarksAge,
+		Standby: true, LeaseTTL: broker.DefaultLeaseTTL, StopGrace: worker.DefaultGrace,
 		AckWait: broker.DefaultAckWait, MaxDeliver: broker.DefaultMaxDeliver, Replicas: broker.DefaultReplicas,
 		Workers: defaultWorkers, Concurrency: worker.DefaultConcurrency,
 		UserAgent: fetch.DefaultUserAgent, Timeout: fetch.DefaultTimeout, MaxBody: fetch.DefaultMaxBody, MaxRedirects: fetch.DefaultMaxRedirects,
@@ -140,10 +154,14 @@ var keyDocs = []Key{
 	{"probe-policy", "how tracked items of keyword-search sources are refreshed: greedy (keyword probes), naive1 or naive2 (fetch by id; baselines)"},
 	{"lm-skew", "clock skew tolerated when deciding whether a server's Last-Modified can be trusted as the time of the last change"},
 	{"capture-uniform", "poll capture URLs uniformly instead of at learnt phases (a baseline for comparison)"},
+	{"standby", "when another coordinator holds the lease, wait as a hot standby and take over when it stops (false: refuse to start)"},
+	{"lease-ttl", "how long a coordinator that stopped renewing its lease keeps it; a standby takes over after this"},
+	{"adopt-crawl", "take over a crawl whose last coordinator wrote another store (a new or unrelated store: its history is not in this one)"},
 	{"keep-versions", "most versions kept per capture URL, the newest (0: all)"},
 	{"keep-versions-for", "versions captured longer ago than this are deleted, except each URL's newest (0: kept forever)"},
 	{"keep-changes", "most change-log entries kept, the newest (0: all)"},
 	{"keep-changes-for", "change-log entries older than this are deleted (0: kept forever)"},
+	{"keep-fold-marks-for", "how long the record that a result was folded is kept, to recognise a redelivered result (at least 5m)"},
 	{"ack-wait", "time a worker may hold a task without acknowledging it"},
 	{"max-deliver", "deliveries of a task before it is recorded as failed"},
 	{"replicas", "replicas of each JetStream stream (3 on a 3-node cluster)"},
@@ -156,6 +174,8 @@ var keyDocs = []Key{
 	{"max-redirects", "most redirects followed (0: none)"},
 	{"allow-private", "allow fetching private, loopback and link-local addresses"},
 	{"worker-id", "name of this worker in results and status"},
+	{"stop-grace", "how long a stopping worker lets the fetches it holds finish before it hands them back"},
+	{"health-listen", "HTTP address of the worker's /healthz (empty: none)"},
 	{"ignore-selector", "CSS selector (group) of elements dropped from every page before hashing, e.g. \".ad, .clock\""},
 	{"ignore-pattern", "regular expression blanked out of every page's text (repeat the flag; a list in YAML)"},
 	{"min-change", "smallest change counted, as a share of the text (or a numeric difference)"},
@@ -207,10 +227,14 @@ func (c *Config) Register(fs *pflag.FlagSet, keys ...string) {
 	add("probe-policy", func(u string) { fs.StringVar(&c.ProbePolicy, "probe-policy", c.ProbePolicy, u) })
 	add("lm-skew", func(u string) { fs.DurationVar(&c.LMSkew, "lm-skew", c.LMSkew, u) })
 	add("capture-uniform", func(u string) { fs.BoolVar(&c.CaptureUniform, "capture-uniform", c.CaptureUniform, u) })
+	add("standby", func(u string) { fs.BoolVar(&c.Standby, "standby", c.Standby, u) })
+	add("lease-ttl", func(u string) { fs.DurationVar(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, u) })
+	add("adopt-crawl", func(u string) { fs.BoolVar(&c.AdoptCrawl, "adopt-crawl", c.AdoptCrawl, u) })
 	add("keep-versions", func(u string) { fs.IntVar(&c.KeepVersions, "keep-versions", c.KeepVersions, u) })
 	add("keep-versions-for", func(u string) { fs.DurationVar(&c.KeepVersionsFor, "keep-versions-for", c.KeepVersionsFor, u) })
 	add("keep-changes", func(u string) { fs.IntVar(&c.KeepChanges, "keep-changes", c.KeepChanges, u) })
 	add("keep-changes-for", func(u string) { fs.DurationVar(&c.KeepChangesFor, "keep-changes-for", c.KeepChangesFor, u) })
+	add("keep-fold-marks-for", func(u string) { fs.DurationVar(&c.KeepFoldMarks, "keep-fold-marks-for", c.KeepFoldMarks, u) })
 	add("ack-wait", func(u string) { fs.DurationVar(&c.AckWait, "ack-wait", c.AckWait, u) })
 	add("max-deliver", func(u string) { fs.IntVar(&c.MaxDeliver, "max-deliver", c.MaxDeliver, u) })
 	add("replicas", func(u string) { fs.IntVar(&c.Replicas, "replicas", c.Replicas, u) })
@@ -223,6 +247,8 @@ func (c *Config) Register(fs *pflag.FlagSet, keys ...string) {
 	add("max-redirects", func(u string) { fs.IntVar(&c.MaxRedirects, "max-redirects", c.MaxRedirects, u) })
 	add("allow-private", func(u string) { fs.BoolVar(&c.AllowPrivate, "allow-private", c.AllowPrivate, u) })
 	add("worker-id", func(u string) { fs.StringVar(&c.WorkerID, "worker-id", c.WorkerID, u) })
+	add("stop-grace", func(u string) { fs.DurationVar(&c.StopGrace, "stop-grace", c.StopGrace, u) })
+	add("health-listen", func(u string) { fs.StringVar(&c.HealthListen, "health-listen", c.HealthListen, u) })
 	add("ignore-selector", func(u string) { fs.StringVar(&c.IgnoreSelector, "ignore-selector", c.IgnoreSelector, u) })
 	add("ignore-pattern", func(u string) { fs.StringArrayVar(&c.IgnorePatterns, "ignore-pattern", c.IgnorePatterns, u) })
 	add("min-change", func(u string) { fs.Float64Var(&c.MinChange, "min-change", c.MinChange, u) })
@@ -366,9 +392,12 @@ func (c *Config) Validate() error {
 	check("keep-versions-for", store.CheckRetentionAge(c.KeepVersionsFor))
 	check("keep-changes", store.CheckRetentionCount(c.KeepChanges))
 	check("keep-changes-for", store.CheckRetentionAge(c.KeepChangesFor))
+	check("keep-fold-marks-for", store.CheckFoldMarksAge(c.KeepFoldMarks))
 	check("ack-wait", broker.CheckAckWait(c.AckWait))
 	check("max-deliver", broker.CheckMaxDeliver(c.MaxDeliver))
 	check("replicas", broker.CheckReplicas(c.Replicas))
+	check("lease-ttl", broker.CheckLeaseTTL(c.LeaseTTL))
+	check("stop-grace", worker.CheckGrace(c.StopGrace))
 	if c.Workers < 0 {
 		check("workers", fmt.Errorf("must be ≥ 0, got %d", c.Workers))
 	}
@@ -421,7 +450,7 @@ func ruleKey(err error) string {
 
 // Retention is the store's retention the keep-* keys set.
 func (c *Config) Retention() store.Retention {
-	return store.Retention{Versions: c.KeepVersions, VersionsAge: c.KeepVersionsFor, Changes: c.KeepChanges, ChangesAge: c.KeepChangesFor}
+	return store.Retention{Versions: c.KeepVersions, VersionsAge: c.KeepVersionsFor, Changes: c.KeepChanges, ChangesAge: c.KeepChangesFor, FoldMarksAge: c.KeepFoldMarks}
 }
 
 // DefaultIgnore is the noise rules every URL gets.

@@ -65,6 +65,23 @@ type Status struct {
 
 	// Probes are the keyword-search sources and their last round.
 	Probes []schedule.ProbeStatus `json:"probes,omitempty"`
+
+	// Role is "active": this coordinator holds the lease (a standby
+	// answers with "standby" and no other field).
+	Role string `json:"role"`
+	// NATS is the coordinator's connection to NATS.
+	NATS *broker.LinkState `json:"nats,omitempty"`
+	// Lease is the coordinator lease this coordinator holds.
+	Lease *broker.LeaseInfo `json:"lease,omitempty"`
+	// Store is the store's file and the last fold that failed, if the
+	// store refuses writes now.
+	Store StoreStatus `json:"store"`
+}
+
+// StoreStatus is the store part of Status.
+type StoreStatus struct {
+	Path      string       `json:"path"`
+	FoldError *foldFailure `json:"fold_error,omitempty"`
 }
 
 // Status reports the coordinator's state now.
@@ -117,12 +134,62 @@ func (c *Coordinator) Status() Status {
 	c.counts.Unlock()
 	s.FetchesPerMin = c.fetchWin.lastMinute(now)
 	s.ChangesPerMin = c.chgWin.lastMinute(now)
+	s.Role = "active"
+	if c.opts.Link != nil {
+		ls := c.opts.Link.State()
+		s.NATS = &ls
+	}
+	if l := c.lease.Load(); l != nil {
+		li := l.Info()
+		s.Lease = &li
+	}
+	s.Store = StoreStatus{Path: c.db.Path(), FoldError: c.foldErr.Load()}
 	// One bad figure must not make the whole status unencodable: JSON has
 	// no NaN or Inf.
 	for _, f := range []*float64{&s.Budget, &s.BudgetInUse, &s.Unabsorbed, &s.ModelFreshness, &s.PlanFreshness, &s.ModelAge, &s.CaptureRecall} {
 		*f = finite(*f)
 	}
 	return s
+}
+
+// health says whether the coordinator can do its work now, and if not,
+// why: NATS unreachable, or the store refusing folds (a full disk).
+func (c *Coordinator) health() (ok bool, lines []string) {
+	ok = true
+	if c.opts.Link != nil {
+		ls := c.opts.Link.State()
+		if ls.Connected() {
+			lines = append(lines, fmt.Sprintf("nats: connected to %s", ls.URL))
+		} else {
+			ok = false
+			lines = append(lines, fmt.Sprintf("nats: %s since %s (%s)", ls.State, ls.Since.Format(time.RFC3339), ls.LastError))
+		}
+	}
+	if f := c.foldErr.Load(); f != nil {
+		ok = false
+		lines = append(lines, fmt.Sprintf("store: folds failing since %s: %s", f.Since.Format(time.RFC3339), f.Err))
+	} else {
+		lines = append(lines, "store: "+c.db.Path())
+	}
+	if l := c.lease.Load(); l != nil {
+		lines = append(lines, fmt.Sprintf("role: active coordinator (lease fence %d)", l.Fence()))
+	}
+	return ok, lines
+}
+
+// ServeHealth answers GET /healthz: 200 and "ok" when the process can do
+// its work, 503 and the reason otherwise, then one line per part.
+func ServeHealth(w http.ResponseWriter, ok bool, lines []string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	head := "ok"
+	if !ok {
+		head = "unavailable"
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	fmt.Fprintln(w, head)
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
+	}
 }
 
 // finite is x, or 0 when x is NaN or infinite: JSON and Prometheus
@@ -143,8 +210,10 @@ func finite(x float64) float64 {
 //	GET  /api/changes?after=N    the change log after sequence N (&limit=, &url=U for one URL)
 //	POST /api/items?source=S     tracked items of a keyword-search source (JSON lines)
 //	GET  /api/items?source=S     the tracked items with value, rate and last sync
+//	GET  /api/backup             a consistent copy of the store (bbolt file)
+//	GET  /api/estimates          every URL's host, weight and rate (JSON lines)
 //	GET  /metrics                Prometheus metrics
-//	GET  /healthz                liveness
+//	GET  /healthz                200 "ok" or 503 and why (NATS, store)
 //
 // and the operator's console (internal/api: the dashboard at / and the
 // URL lifecycle under /api/).
@@ -159,8 +228,55 @@ func (c *Coordinator) Handler() http.Handler {
 	mux.HandleFunc("POST /api/items", c.handleAddItems)
 	mux.HandleFunc("GET /api/items", func(w http.ResponseWriter, r *http.Request) { serveItems(c.db, w, r) })
 	mux.Handle("GET /metrics", promhttp.HandlerFor(c.m.reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /api/backup", c.handleBackup)
+	mux.HandleFunc("GET /api/estimates", c.handleEstimates)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		ok, lines := c.health()
+		ServeHealth(w, ok, lines)
+	})
 	return mux
+}
+
+// handleBackup streams a consistent copy of the store: the state of one
+// read transaction, written while folds go on.
+func (c *Coordinator) handleBackup(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", `attachment; filename="freshcrawl.db"`)
+	started := false
+	_, err := c.db.BackupSized(w, func(n int64) {
+		w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+		started = true
+	})
+	if err != nil {
+		c.log.Warn("backup over the API", "err", err)
+		if !started {
+			writeErr(w, http.StatusInternalServerError, err)
+		}
+	}
+}
+
+// Estimate is one line of GET /api/estimates: what `freshcrawl plan
+// --data` needs of a URL while a coordinator holds the store.
+type Estimate struct {
+	URL    string  `json:"url"`
+	Host   string  `json:"host"`
+	Weight float64 `json:"weight"`
+	// Rate is the estimated change rate, changes per second (0: never
+	// observed).
+	Rate float64 `json:"rate"`
+}
+
+func (c *Coordinator) handleEstimates(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	enc := json.NewEncoder(w)
+	err := c.db.ForEach(func(u store.URL) error {
+		return enc.Encode(Estimate{URL: u.URL, Host: u.Host, Weight: u.Weight, Rate: u.Rate})
+	})
+	if err != nil {
+		// Mid-stream: a last line the reader cannot decode as an
+		// estimate says the list is cut short.
+		_ = enc.Encode(map[string]string{"error": err.Error()})
+	}
 }
 
 // writeJSON encodes v before it writes the status line, so that a value

@@ -81,10 +81,26 @@ type Options struct {
 	MaxDeliver int
 	// Log receives structured logs.
 	Log *slog.Logger
+	// Link is the NATS connection, whose state status and /healthz show
+	// (nil: not shown).
+	Link *broker.Link
+	// Lease is the coordinator lease this coordinator holds (nil: none,
+	// as in tests).
+	Lease *broker.Lease
+	// FaultPoint stops the first fold at a point of the fault suite's
+	// choosing ("fold-before-commit", "fold-after-commit") until the
+	// process is killed; empty in production.
+	FaultPoint string
 	// ConsoleEvery is the sampling period of the console's charts
 	// (default 5s).
 	ConsoleEvery time.Duration
 }
+
+// Fault points of the fault suite.
+const (
+	FaultBeforeCommit = "fold-before-commit"
+	FaultAfterCommit  = "fold-after-commit"
+)
 
 // withDefaults fills the zero fields the coordinator reads itself; those
 // it only passes on (ExploreShare, Replan, Policy) are left to their
@@ -147,6 +163,7 @@ func (o Options) validate() error {
 	check("Retention.VersionsAge", store.CheckRetentionAge(o.Retention.VersionsAge))
 	check("Retention.Changes", store.CheckRetentionCount(o.Retention.Changes))
 	check("Retention.ChangesAge", store.CheckRetentionAge(o.Retention.ChangesAge))
+	check("Retention.FoldMarksAge", store.CheckFoldMarksAge(o.Retention.FoldMarksAge))
 	_, err := extract.Compile("", o.DefaultIgnore)
 	check("DefaultIgnore", err)
 	if len(errs) > 0 {
@@ -194,6 +211,19 @@ type Coordinator struct {
 		seen map[string][]probeSeen           // by source: what results taught since its last round
 	}
 	queue atomic.Pointer[broker.QueueInfo]
+	// foldErr is the last fold that failed, cleared by the next that
+	// succeeds: status and /healthz show it (a full disk, a damaged store).
+	foldErr atomic.Pointer[foldFailure]
+	// fault is armed until the fault point has been reached once.
+	fault atomic.Bool
+	// ctx is Run's context, for callbacks that have none of their own.
+	ctx atomic.Pointer[context.Context]
+	// loaded is set once the schedule is loaded from the store: a Run
+	// after a step-down (the lease lost and taken back, the store
+	// untouched meanwhile) keeps the schedule it has.
+	loaded atomic.Bool
+	// lease is the coordinator lease held (nil: none).
+	lease atomic.Pointer[broker.Lease]
 
 	console *api.Server // the operator's console: dashboard and URL lifecycle
 
@@ -229,6 +259,26 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 	c.counts.errors = map[string]int64{}
 	c.console = api.New(console{c}, api.Options{Log: c.log, Every: opts.ConsoleEvery})
 	c.m.budget.Set(opts.Budget)
+	if opts.Lease != nil {
+		c.lease.Store(opts.Lease)
+	}
+	switch opts.FaultPoint {
+	case "":
+	case FaultBeforeCommit:
+		c.fault.Store(true)
+		// Inside the fold's transaction, its writes made, not committed.
+		db.SetBeforeFoldCommit(func() error {
+			if !c.fault.Load() {
+				return nil
+			}
+			c.faultPoint(c.runCtx(), FaultBeforeCommit)
+			return errors.New("stopped at the fault point before the commit")
+		})
+	case FaultAfterCommit:
+		c.fault.Store(true)
+	default:
+		return nil, fmt.Errorf("coordinator options: FaultPoint %q: want %s or %s", opts.FaultPoint, FaultBeforeCommit, FaultAfterCommit)
+	}
 	for _, src := range opts.Sources {
 		ss, err := newSourceState(src, opts.ProbePolicy, opts.PriorRate)
 		if err != nil {
@@ -277,18 +327,40 @@ func info(u store.URL) schedule.URLInfo {
 		Period: period, Polls: u.Polls, Paused: u.Paused, RateSE: u.RateSE, LastOK: u.LastOK, Estimate: u.Estimate}
 }
 
-// Run serves until ctx is done.
+// SetLease records the lease the coordinator holds again after a
+// step-down, for status and /healthz.
+func (c *Coordinator) SetLease(l *broker.Lease) { c.lease.Store(l) }
+
+// runCtx is Run's context (Background before Run).
+func (c *Coordinator) runCtx() context.Context {
+	if p := c.ctx.Load(); p != nil {
+		return *p
+	}
+	return context.Background()
+}
+
+// Run serves until ctx is done. Stopped, it finishes the fold under way
+// and leaves every other task and result in the streams, for the next
+// coordinator.
+//
+// Run may be called again once it has returned, when the coordinator
+// holds the lease again after a step-down: it keeps its schedule and
+// reconciles the tasks in the stream anew.
 func (c *Coordinator) Run(ctx context.Context) error {
-	if err := c.load(); err != nil {
+	c.ctx.Store(&ctx)
+	if !c.loaded.Load() {
+		if err := c.load(); err != nil {
+			return err
+		}
+		c.loaded.Store(true)
+	}
+	// Tasks left in the stream by a previous run, or by the coordinator
+	// this one took over from, are still being fetched: keep them.
+	if err := broker.Retry(ctx, c.log, "reconcile tasks", c.reconcile); err != nil {
 		return err
 	}
-	// Tasks left in the queue by a previous run are rebuilt from the store
-	// (each URL keeps its next due time), so the queue starts empty rather
-	// than holding tasks whose host spacing this run knows nothing about.
-	if st, err := c.js.Stream(ctx, proto.TaskStream); err == nil {
-		if err := st.Purge(ctx); err != nil {
-			c.log.Warn("purge stale tasks", "err", err)
-		}
+	if err := broker.Retry(ctx, c.log, "fold results left in the stream", c.foldLeftResults); err != nil {
+		return err
 	}
 	c.replan()
 
@@ -314,8 +386,12 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}
 	defer adv.Unsubscribe()
 
+	// A loop that fails stops the others: a coordinator that dispatches
+	// without folding would fill every host's slot and stall unseen.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var wg sync.WaitGroup
-	errc := make(chan error, 4)
+	errc := make(chan error, 5)
 	loops := []func(context.Context) error{c.disp.Run, c.resultLoop, c.maintainLoop, c.console.Run}
 	if len(c.sources) > 0 {
 		loops = append(loops, c.probeLoop)
@@ -334,6 +410,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 	case runErr = <-errc:
+		c.log.Error("coordinator stopping", "err", runErr)
+		cancel()
 	}
 	wg.Wait()
 	c.log.Info("coordinator stopped")
@@ -428,18 +506,14 @@ const MaintainEvery = 2 * time.Second
 func (c *Coordinator) maintainLoop(ctx context.Context) error {
 	tick := time.NewTicker(MaintainEvery)
 	defer tick.Stop()
-	prune := time.NewTicker(10 * time.Minute)
+	prune := time.NewTicker(foldMarkPruneEvery)
 	defer prune.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-prune.C:
-			if n, err := c.db.PruneFolded(time.Now().Add(-24 * time.Hour)); err != nil {
-				c.log.Warn("prune fold marks", "err", err)
-			} else if n > 0 {
-				c.log.Debug("pruned fold marks", "n", n)
-			}
+		case now := <-prune.C:
+			c.pruneFoldMarks(ctx, now)
 		case now := <-tick.C:
 			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			q, err := broker.Queue(qctx, c.js)
@@ -547,4 +621,41 @@ func (c *Coordinator) recordFailed(task proto.Task, why string) {
 	c.counts.Unlock()
 	c.log.Warn("task failed", "task", task.ID, "url", task.URL, "why", why)
 	c.disp.Release(task.ID, now, now.Add(time.Duration(float64(time.Second)/c.opts.HostRate)))
+}
+
+// foldMarkPruneEvery is how often fold marks past their age are deleted;
+// the marks kept are then at most this much beyond the age.
+const foldMarkPruneEvery = time.Minute
+
+// foldMarkSkew is the clock skew allowed between the NATS server that
+// stamps a stored result and this process, which stamps fold marks.
+const foldMarkSkew = 10 * time.Minute
+
+// pruneFoldMarks deletes the fold marks older than the retention's age,
+// but never one that a result still in the results stream may need. A
+// result folded and not acknowledged (the coordinator stopped between the
+// commit and the ack, possibly for longer than the age) is still in the
+// stream, and its mark is younger than when it was stored there: marks
+// from before the oldest stored result, less the skew, are kept too.
+// When the stream cannot be read, nothing is pruned this time.
+func (c *Coordinator) pruneFoldMarks(ctx context.Context, now time.Time) {
+	cutoff := now.Add(-c.opts.Retention.MarksAge())
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	oldest, err := broker.OldestResult(qctx, c.js)
+	cancel()
+	if err != nil {
+		c.log.Warn("prune fold marks: skipped", "err", err)
+		return
+	}
+	if keep := oldest.Add(-foldMarkSkew); !oldest.IsZero() && keep.Before(cutoff) {
+		cutoff = keep
+	}
+	n, err := c.db.PruneFolded(cutoff)
+	if err != nil {
+		c.log.Warn("prune fold marks", "err", err)
+		return
+	}
+	if n > 0 {
+		c.log.Debug("pruned fold marks", "n", n, "before", cutoff)
+	}
 }

@@ -3,15 +3,20 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"os"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/dispatch"
 	"github.com/freshcrawl/freshcrawl/internal/fold"
 	"github.com/freshcrawl/freshcrawl/internal/proto"
+	"github.com/freshcrawl/freshcrawl/internal/store"
 )
 
 // foldBatch is how many results are folded in one bbolt transaction.
@@ -22,8 +27,18 @@ const foldBatch = 256
 // its effects are committed, and folding is idempotent, so a crash between
 // the two only causes a harmless redelivery.
 func (c *Coordinator) resultLoop(ctx context.Context) error {
-	cons, err := c.js.Consumer(ctx, proto.ResultStream, proto.ResultConsumer)
+	// The consumer's lookup fails while its replicas elect a leader (a
+	// NATS node restarted): retried, like every JetStream set-up.
+	var cons jetstream.Consumer
+	err := broker.Retry(ctx, c.log, "results consumer", func(ctx context.Context) error {
+		var err error
+		cons, err = c.js.Consumer(ctx, proto.ResultStream, proto.ResultConsumer)
+		return err
+	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	for ctx.Err() == nil {
@@ -50,7 +65,9 @@ func (c *Coordinator) resultLoop(ctx context.Context) error {
 				msgs = append(msgs, m)
 			}
 		}
-		c.foldMsgs(msgs)
+		if err := c.foldMsgs(ctx, msgs); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -64,7 +81,40 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
-func (c *Coordinator) foldMsgs(msgs []jetstream.Msg) {
+// foldFailure is a failed fold, for status and /healthz.
+type foldFailure struct {
+	Err   string    `json:"error"`
+	Since time.Time `json:"since"`
+}
+
+// foldFailed records a failed fold: the results are negatively
+// acknowledged and come back, so a store that refuses writes (a full
+// disk) only stalls the crawl until it accepts them again.
+func (c *Coordinator) foldFailed(err error) {
+	f := &foldFailure{Err: err.Error(), Since: time.Now()}
+	if prev := c.foldErr.Load(); prev != nil {
+		f.Since = prev.Since
+	}
+	c.foldErr.Store(f)
+	msg := "fold failed; the results will be redelivered and folded once the store accepts writes"
+	if errors.Is(err, syscall.ENOSPC) {
+		msg = "fold failed: the disk of the store is full; the results will be redelivered and folded once there is space (nothing was written)"
+	}
+	c.log.Error(msg, "store", c.db.Path(), "err", err)
+}
+
+// faultPoint stops here, once, if the fault suite chose this point: it
+// says so on standard error and waits to be killed (or stopped, then the
+// fold is abandoned).
+func (c *Coordinator) faultPoint(ctx context.Context, point string) {
+	if c.opts.FaultPoint != point || !c.fault.CompareAndSwap(true, false) {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "FAULT-POINT %s reached\n", point)
+	<-ctx.Done()
+}
+
+func (c *Coordinator) foldMsgs(ctx context.Context, msgs []jetstream.Msg) error {
 	start := time.Now()
 	results := make([]proto.Result, 0, len(msgs))
 	keep := make([]jetstream.Msg, 0, len(msgs))
@@ -78,26 +128,34 @@ func (c *Coordinator) foldMsgs(msgs []jetstream.Msg) {
 		results = append(results, r)
 		keep = append(keep, m)
 	}
-	out, err := c.fold(results)
+	out, err := c.fold(ctx, results)
 	if err != nil {
-		c.log.Error("fold failed; results will be redelivered", "n", len(results), "err", err)
+		c.foldFailed(err)
 		for _, m := range keep {
 			_ = m.NakWithDelay(time.Second)
 		}
-		return
+		if errors.Is(err, store.ErrFenced) {
+			return err
+		}
+		return nil
 	}
+	if c.foldErr.Swap(nil) != nil {
+		c.log.Info("folding again: the store accepts writes")
+	}
+	c.faultPoint(ctx, FaultAfterCommit)
 	for _, m := range keep {
 		_ = m.Ack()
 	}
 	c.m.foldSeconds.Observe(time.Since(start).Seconds())
 	c.afterFold(results, out)
+	return nil
 }
 
 // fold folds a batch of results into the store. What the fold needs of
 // the live state is read first — each URL's interval under the
 // dispatcher's lock, each probe's request under the probes lock — so the
 // bbolt transaction runs with no lock held and never waits for one.
-func (c *Coordinator) fold(results []proto.Result) ([]fold.Outcome, error) {
+func (c *Coordinator) fold(_ context.Context, results []proto.Result) ([]fold.Outcome, error) {
 	in := make([]fold.Input, len(results))
 	urls := make([]string, len(results))
 	for i, r := range results {

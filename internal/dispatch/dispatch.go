@@ -111,6 +111,9 @@ func New(js jetstream.JetStream, sched *schedule.Scheduler, o Options) *Dispatch
 	}
 }
 
+// publishTimeout bounds one task publish.
+const publishTimeout = 3 * time.Second
+
 // Poke wakes the dispatch loop: a URL may have become due or a slot free.
 func (d *Dispatcher) Poke() {
 	select {
@@ -238,7 +241,9 @@ func (d *Dispatcher) publish(ctx context.Context, t proto.Task) error {
 	if err != nil {
 		return err
 	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	// A publish takes milliseconds; one sent to a stream leader that died
+	// gets no answer at all, and the dispatcher waits on it alone.
+	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
 	ack, err := d.js.Publish(pctx, proto.TaskSubject(t.Kind), b, jetstream.WithMsgID(t.ID))
 	if err != nil {
@@ -278,6 +283,30 @@ func (d *Dispatcher) Release(taskID string, fetchedAt, due time.Time) bool {
 		d.Poke()
 	}
 	return ok
+}
+
+// Adopt takes tasks found in the task stream at start-up (left by a
+// previous coordinator, or by this one's predecessor before a takeover)
+// into the in-flight table, as if this dispatcher had published them at
+// now: their URLs are not dispatched again until they come back, and they
+// are released as lost if they never do. It returns the tasks whose URL
+// the schedule does not know (removed since, or a one-off request of the
+// previous run), which the caller may delete.
+func (d *Dispatcher) Adopt(tasks []proto.Task, now time.Time) (unknown []proto.Task) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, t := range tasks {
+		if _, dup := d.inflight[t.ID]; dup {
+			continue
+		}
+		if !d.sched.Adopt(t.URL) {
+			unknown = append(unknown, t)
+			continue
+		}
+		d.inflight[t.ID] = flight{url: t.URL, at: now}
+		d.perURL[t.URL]++
+	}
+	return unknown
 }
 
 // Lost lists the tasks in flight for longer than after at now.

@@ -15,8 +15,8 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/sim"
 )
 
-// dispatched reads freshcrawl_tasks_dispatched_total from /metrics.
-func dispatched(t *testing.T, url string) float64 {
+// dispatchedTotal reads freshcrawl_tasks_dispatched_total from /metrics.
+func dispatchedTotal(t *testing.T, url string) float64 {
 	t.Helper()
 	resp, err := http.Get(url + "/metrics")
 	if err != nil {
@@ -77,7 +77,7 @@ func TestColdStartFullBudget(t *testing.T) {
 		t.Fatalf("seed: %+v %v", sum, err)
 	}
 	start := time.Now()
-	base := dispatched(t, api.URL)
+	base := dispatchedTotal(t, api.URL)
 	timer := time.NewTimer(time.Minute)
 	defer timer.Stop()
 	select {
@@ -85,7 +85,7 @@ func TestColdStartFullBudget(t *testing.T) {
 		t.Fatal(ctx.Err())
 	case <-timer.C:
 	}
-	got := dispatched(t, api.URL) - base
+	got := dispatchedTotal(t, api.URL) - base
 	t.Logf("%.0f tasks dispatched in the %v after seeding 20 000 URLs at a budget of 10/s", got, time.Since(start).Round(time.Second))
 	if got < 550 {
 		t.Errorf("%.0f tasks dispatched in the first minute, want at least 550 (10/s)", got)

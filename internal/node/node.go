@@ -1,12 +1,17 @@
 // Package node assembles one freshcrawl process from its parts: the
 // embedded NATS server (unless an external URL is given), the coordinator
-// with its store and HTTP API, and in-process workers. `freshcrawl run`,
-// `coordinator`, `worker`, `demo` and the end-to-end tests all start
+// with its store, lease and HTTP API, and in-process workers. `freshcrawl
+// run`, `coordinator`, `worker`, `demo` and the end-to-end tests all start
 // through here, so they run the same code.
+//
+// A process starts whether or not NATS is up: it connects when NATS comes
+// and reconnects, forever, when it goes. Its state is on /healthz (the
+// coordinator's API address, or a worker's --health-listen).
 package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -44,20 +50,33 @@ type Roles struct {
 
 // Node is a started process.
 type Node struct {
-	Cfg         config.Config
-	Log         *slog.Logger
-	NATSURL     string
-	NC          *nats.Conn
-	JS          jetstream.JetStream
-	DB          *store.DB
+	Cfg     config.Config
+	Log     *slog.Logger
+	NATSURL string
+	NC      *nats.Conn
+	JS      jetstream.JetStream
+	Link    *broker.Link
+	DB      *store.DB
+	// lease is the coordinator lease held now (nil: none yet, or not a
+	// coordinator); it changes when the lease is lost and taken back.
+	lease atomic.Pointer[broker.Lease]
+	// Coordinator is the coordinator the node started with; after a
+	// takeover of its lease by another coordinator and back, the node runs
+	// a new one on the reopened store.
 	Coordinator *coordinator.Coordinator
+	coord       atomic.Pointer[coordinator.Coordinator]
+	leaseKV     jetstream.KeyValue
+	holder      string
 	Workers     []*worker.Worker
 	srv         *server.Server
 	http        *http.Server
 	httpLn      net.Listener
+	handler     atomic.Pointer[http.Handler]
+	phase       atomic.Pointer[string] // what a coordinator not yet active is doing
 	cancel      context.CancelFunc
 	wg          sync.WaitGroup
 	errc        chan error
+	stopOnce    sync.Once
 }
 
 // brokerSettings are the NATS settings cfg implies.
@@ -84,25 +103,56 @@ type Options struct {
 	// Sources are keyword-search sources added to those of the config
 	// file (benchmarks, tests).
 	Sources []source.Source
+	// FaultPoint is the fault suite's hook (coordinator.Options).
+	FaultPoint string
 }
 
-// Start starts the roles and returns once everything is up. The process
-// then runs until ctx is done or Stop is called; Wait returns the first
-// error.
+// ErrWrongStore is matched by the error of a coordinator that would take
+// over a crawl with a store that is not the crawl's.
+var ErrWrongStore = errors.New("the store is not the crawl's")
+
+// Start starts the roles and returns once everything is up: for a
+// coordinator, once it holds the lease and runs (a standby waits in Start
+// until the active coordinator stops; ctx ends the wait). The process then
+// runs until ctx is done or Stop is called; Wait returns the first error.
 func Start(ctx context.Context, o Options) (*Node, error) {
-	cfg, roles, policy, log := o.Config, o.Roles, o.Policy, o.Log
+	cfg, roles, log := o.Config, o.Roles, o.Log
 	if log == nil {
 		log = slog.Default()
 	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = broker.DefaultLeaseTTL
+	}
 	n := &Node{Cfg: cfg, Log: log, errc: make(chan error, 8)}
+	n.setPhase("starting")
 	ok := false
 	defer func() {
 		if !ok {
 			n.Stop()
 		}
 	}()
+	rctx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	go func() {
+		select {
+		case <-ctx.Done():
+			cancel()
+		case <-rctx.Done():
+		}
+	}()
+
 	n.NATSURL = cfg.NATS
 	if n.NATSURL == "" {
+		if roles.Coordinator {
+			// The store's lock first: a second process on this data
+			// directory must fail on it before it starts a NATS server on
+			// the JetStream files of the first.
+			db, err := store.OpenDir(cfg.Data, store.Options{})
+			if err != nil {
+				return nil, err
+			}
+			n.DB = db
+		}
 		dir := filepath.Join(cfg.Data, "nats")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("create %s: %w", dir, err)
@@ -121,81 +171,50 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	} else {
 		name += "-worker"
 	}
-	nc, js, err := broker.Connect(n.NATSURL, name, log)
+	link, err := broker.Dial(n.NATSURL, name, log)
 	if err != nil {
 		return nil, err
 	}
-	n.NC, n.JS = nc, js
+	n.Link, n.NC, n.JS = link, link.NC, link.JS
+	if roles.Coordinator && roles.HTTP {
+		// Up before anything waits, so that /healthz says what it waits
+		// for.
+		if err := n.listen(cfg.Listen, "HTTP API"); err != nil {
+			return nil, err
+		}
+		n.setHandler(http.HandlerFunc(n.serveStarting))
+	}
+	if !roles.Coordinator && cfg.HealthListen != "" {
+		if err := n.listen(cfg.HealthListen, "health"); err != nil {
+			return nil, err
+		}
+		n.setHandler(http.HandlerFunc(n.serveWorkerHealth))
+	}
+	if !link.NC.IsConnected() {
+		n.setPhase("waiting for NATS at " + n.NATSURL)
+		log.Warn("NATS is not reachable yet; waiting for it", "url", n.NATSURL)
+	}
+	if err := link.WaitConnected(ctx); err != nil {
+		return nil, err
+	}
 	settings := brokerSettings(cfg)
-	ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	if roles.Coordinator {
-		err = broker.Ensure(ectx, js, settings)
-	} else {
-		err = broker.EnsureExisting(ectx, js, settings)
-	}
-	cancel()
-	if err != nil {
-		return nil, err
-	}
-	rctx, cancel := context.WithCancel(context.Background())
-	n.cancel = cancel
-	go func() {
-		select {
-		case <-ctx.Done():
-			cancel()
-		case <-rctx.Done():
-		}
-	}()
-
-	if roles.Coordinator {
-		db, err := store.OpenDir(cfg.Data, store.Options{})
-		if err != nil {
+		if err := n.startCoordinator(ctx, rctx, o, settings); err != nil {
 			return nil, err
-		}
-		n.DB = db
-		var sources []source.Source
-		if cfg.ConfigFile != "" {
-			if sources, err = source.Load(cfg.ConfigFile); err != nil {
-				return nil, err
-			}
-		}
-		sources = append(sources, o.Sources...)
-		if policy == nil {
-			policy, err = schedule.PolicyByName(cfg.Policy, cfg.Objective)
-			if err != nil {
-				return nil, err
-			}
-		}
-		n.Coordinator, err = coordinator.New(db, nc, js, coordinator.Options{
-			Budget: cfg.Budget.PerSecond(), HostRate: cfg.HostRate.PerSecond(), MaxInFlight: cfg.MaxInFlight,
-			Policy: policy, Replan: cfg.Replan, PriorRate: cfg.PriorRate.PerSecond(), HalfLife: cfg.HalfLife,
-			ExploreShare: cfg.Explore, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Log: log, DefaultIgnore: cfg.DefaultIgnore(), CaptureUniform: cfg.CaptureUniform, LMSkew: cfg.LMSkew,
-			Sources: sources, ProbePolicy: cfg.ProbePolicy, ConsoleEvery: roles.ConsoleEvery, Retention: cfg.Retention(),
-		})
-		if err != nil {
-			return nil, err
-		}
-		n.goRun(func() error { return n.Coordinator.Run(rctx) })
-		if roles.HTTP {
-			ln, err := net.Listen("tcp", cfg.Listen)
-			if err != nil {
-				return nil, fmt.Errorf("HTTP API: listen on %s: %w", cfg.Listen, err)
-			}
-			n.httpLn = ln
-			n.http = &http.Server{Handler: n.Coordinator.Handler(), ReadHeaderTimeout: 10 * time.Second}
-			n.goRun(func() error {
-				if err := n.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-					return fmt.Errorf("HTTP API: %w", err)
-				}
-				return nil
-			})
-			log.Info("HTTP API listening", "addr", ln.Addr().String())
 		}
 	}
 	if roles.Workers > 0 {
-		kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		kv, err := broker.RobotsKV(kctx, js, settings)
-		cancel()
+		if !roles.Coordinator {
+			if err := broker.Retry(ctx, log, "streams and consumers", func(c context.Context) error { return broker.EnsureExisting(c, n.JS, settings) }); err != nil {
+				return nil, err
+			}
+		}
+		var kv jetstream.KeyValue
+		err := broker.Retry(ctx, log, "robots.txt bucket", func(c context.Context) error {
+			var err error
+			kv, err = broker.RobotsKV(c, n.JS, settings)
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -209,7 +228,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 			if roles.Workers > 1 {
 				id = fmt.Sprintf("%s-w%d", id, i)
 			}
-			w := worker.New(nc, js, rstore, workerOptions(cfg, id, log))
+			w := worker.New(n.NC, n.JS, rstore, workerOptions(cfg, id, log))
 			n.Workers = append(n.Workers, w)
 			n.goRun(func() error { return w.Run(rctx) })
 		}
@@ -218,18 +237,346 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	return n, nil
 }
 
+// startCoordinator takes the lease (waiting as a standby, or refusing),
+// opens the store if it is not open yet, checks it is the crawl's, and
+// starts the coordinator and its API. The coordinator then runs for as
+// long as it holds the lease (coordinatorLoop).
+func (n *Node) startCoordinator(ctx, rctx context.Context, o Options, settings broker.Settings) error {
+	cfg, log := n.Cfg, n.Log
+	n.setPhase("creating streams")
+	if err := broker.Retry(ctx, log, "streams and consumers", func(c context.Context) error { return broker.Ensure(c, n.JS, settings) }); err != nil {
+		return err
+	}
+	err := broker.Retry(ctx, log, "lease bucket", func(c context.Context) error {
+		var err error
+		n.leaseKV, err = broker.LeaseKV(c, n.JS, settings.Replicas)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	n.holder = fmt.Sprintf("%s-%d", host, os.Getpid())
+	// A store we can open at once is ours: no running coordinator holds
+	// it, and a lease its last holder left is free for us (that holder
+	// cannot be running: it would hold the store). One we cannot open is
+	// held by the active coordinator on this volume, and we are its
+	// standby.
+	if n.DB == nil {
+		db, err := store.OpenDir(cfg.Data, store.Options{Timeout: 300 * time.Millisecond})
+		switch {
+		case err == nil:
+			n.DB = db
+		case errors.Is(err, store.ErrLocked):
+			log.Info("the store is held by another coordinator: it will be opened on takeover", "data", cfg.Data)
+		default:
+			return err
+		}
+	}
+	if err := n.takeLease(ctx, cfg.Standby, "taking the coordinator lease", func(li broker.LeaseInfo, myID string) bool { return myID != "" && li.StoreID == myID }); err != nil {
+		return err
+	}
+	go n.currentLease().Run(rctx)
+	if err := writeOwner(cfg.Data, Owner{PID: os.Getpid(), API: n.apiURL(), NATS: n.NATSURL, Started: time.Now()}); err != nil {
+		log.Warn("record the coordinator in the data directory", "err", err)
+	}
+	if err := n.newCoordinator(o); err != nil {
+		return err
+	}
+	n.goRun(func() error { return n.coordinatorLoop(rctx, o) })
+	return nil
+}
+
+// takeLease takes the lease, waiting as a standby if standby, then opens
+// the store if the node does not hold it yet and checks it is the crawl's.
+// mine says whether a lease found held is in fact free for us.
+func (n *Node) takeLease(ctx context.Context, standby bool, phase string, mine func(li broker.LeaseInfo, myID string) bool) error {
+	cfg, log := n.Cfg, n.Log
+	var myID string
+	if n.DB != nil {
+		var err error
+		if myID, _, err = n.DB.Identity(); err != nil {
+			return err
+		}
+	}
+	info := broker.LeaseInfo{Holder: n.holder, API: n.apiURL(), StoreID: myID}
+	n.setPhase(phase)
+	var lease *broker.Lease
+	err := broker.Retry(ctx, log, "take the coordinator lease", func(c context.Context) error {
+		var err error
+		// Acquire waits as long as ctx allows, not one attempt's time.
+		lease, err = broker.Acquire(ctx, n.leaseKV, info, broker.LeaseOptions{
+			TTL: cfg.LeaseTTL, Standby: standby, Log: log,
+			Mine: func(li broker.LeaseInfo) bool { return mine(li, myID) },
+			Waiting: func(h broker.LeaseInfo) {
+				n.setPhase(fmt.Sprintf("standby: the active coordinator is %s (API %s); taking over when its lease lapses", h.Holder, h.API))
+			},
+		})
+		if errors.Is(err, broker.ErrLeaseHeld) || ctx.Err() != nil {
+			return broker.Fatal(err)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	n.lease.Store(lease)
+	if n.DB == nil {
+		// The previous holder has stopped (or stepped down) but may still
+		// be closing the store.
+		n.setPhase("opening the store")
+		err := broker.Retry(ctx, log, "open the store after takeover", func(context.Context) error {
+			db, err := store.OpenDir(cfg.Data, store.Options{Timeout: time.Second})
+			if err == nil {
+				n.DB = db
+			}
+			if err != nil && !errors.Is(err, store.ErrLocked) {
+				return broker.Fatal(err)
+			}
+			return err
+		})
+		if err != nil {
+			_ = lease.Release(ctx)
+			return err
+		}
+	}
+	return n.checkStore(ctx)
+}
+
+// newCoordinator builds the coordinator on the node's store.
+func (n *Node) newCoordinator(o Options) error {
+	cfg := n.Cfg
+	var sources []source.Source
+	var err error
+	if cfg.ConfigFile != "" {
+		if sources, err = source.Load(cfg.ConfigFile); err != nil {
+			return err
+		}
+	}
+	sources = append(sources, o.Sources...)
+	policy := o.Policy
+	if policy == nil {
+		policy, err = schedule.PolicyByName(cfg.Policy, cfg.Objective)
+		if err != nil {
+			return err
+		}
+	}
+	c, err := coordinator.New(n.DB, n.NC, n.JS, coordinator.Options{
+		Budget: cfg.Budget.PerSecond(), HostRate: cfg.HostRate.PerSecond(), MaxInFlight: cfg.MaxInFlight,
+		Policy: policy, Replan: cfg.Replan, PriorRate: cfg.PriorRate.PerSecond(), HalfLife: cfg.HalfLife,
+		ExploreShare: cfg.Explore, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Log: n.Log, DefaultIgnore: cfg.DefaultIgnore(), CaptureUniform: cfg.CaptureUniform, LMSkew: cfg.LMSkew,
+		Sources: sources, ProbePolicy: cfg.ProbePolicy, ConsoleEvery: o.Roles.ConsoleEvery, Retention: cfg.Retention(), Link: n.Link, Lease: n.currentLease(), FaultPoint: o.FaultPoint,
+	})
+	if err != nil {
+		return err
+	}
+	n.coord.Store(c)
+	if n.Coordinator == nil {
+		n.Coordinator = c
+	}
+	return nil
+}
+
+// coordinatorLoop runs the coordinator while it holds the lease. When the
+// lease is lost it stops the coordinator (which finishes the fold under
+// way) and takes the lease back: at once if no other coordinator took it
+// meanwhile (NATS was unreachable for half the TTL: a leader election, an
+// outage), or, if one did, as its standby, after letting go of the store
+// so that it can open it (same volume). Without --standby a coordinator
+// whose lease was taken over stops with an error.
+func (n *Node) coordinatorLoop(rctx context.Context, o Options) error {
+	for {
+		c := n.coord.Load()
+		cctx, stop := context.WithCancel(rctx)
+		done := make(chan error, 1)
+		go func() { done <- c.Run(cctx) }()
+		if n.httpLn != nil {
+			n.setHandler(c.Handler())
+		}
+		n.setPhase("active")
+		n.Log.Info("coordinator active", "fence", n.currentLease().Fence())
+		var err error
+		select {
+		case err = <-done:
+		case <-n.currentLease().Lost():
+			stop()
+			err = <-done
+		case <-rctx.Done():
+		}
+		stop()
+		if rctx.Err() != nil {
+			if err == nil {
+				err = <-done
+			}
+			return err
+		}
+		lost := n.currentLease().Err()
+		switch {
+		case errors.Is(err, store.ErrFenced):
+			lost = err
+		case err != nil:
+			return err
+		}
+		n.setHandler(http.HandlerFunc(n.serveStarting))
+		takenOver := errors.Is(lost, broker.ErrLeaseTakenOver) || errors.Is(lost, store.ErrFenced)
+		n.Log.Warn("coordinator stepped down: no dispatching, no folding until it holds the lease again", "reason", lost)
+		if takenOver {
+			if !n.Cfg.Standby {
+				return fmt.Errorf("coordinator stopped: %w", lost)
+			}
+			// Let the new holder have the store.
+			removeOwner(n.Cfg.Data)
+			_ = n.DB.Close()
+			n.DB = nil
+		}
+		err = n.takeLease(rctx, true, "stepped down ("+lost.Error()+"): taking the lease back", func(li broker.LeaseInfo, myID string) bool {
+			// Ours again only if no one else wrote it since.
+			return li.Holder == n.holder && li.StoreID == myID
+		})
+		if err != nil {
+			if rctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		go n.currentLease().Run(rctx)
+		if takenOver {
+			if err := writeOwner(n.Cfg.Data, Owner{PID: os.Getpid(), API: n.apiURL(), NATS: n.NATSURL, Started: time.Now()}); err != nil {
+				n.Log.Warn("record the coordinator in the data directory", "err", err)
+			}
+			if err := n.newCoordinator(o); err != nil {
+				return err
+			}
+		} else {
+			c.SetLease(n.currentLease())
+		}
+	}
+}
+
+// wrongStoreError says why a coordinator refused to take over a crawl.
+type wrongStoreError struct {
+	Path, Have, Want, Holder string
+}
+
+func (e *wrongStoreError) Error() string {
+	return fmt.Sprintf("the store %s (id %s) is not this crawl's: its last coordinator, %s, wrote store %s. A coordinator that takes over must use the same volume as the one before it, or a restored backup of its store (`freshcrawl backup FILE`). To start this crawl over with this store, pass --adopt-crawl", e.Path, e.Have, e.Holder, e.Want)
+}
+
+func (e *wrongStoreError) Is(target error) bool { return target == ErrWrongStore }
+
+// checkStore compares the store with the one the previous holder of the
+// lease wrote, then records the new lease's fence in it: from then on a
+// write fails if a newer coordinator has taken the store over.
+func (n *Node) checkStore(ctx context.Context) error {
+	id, fence, err := n.DB.Identity()
+	if err != nil {
+		return err
+	}
+	if prev := n.currentLease().Previous(); prev != nil && prev.StoreID != "" {
+		switch {
+		case prev.StoreID != id && !n.Cfg.AdoptCrawl:
+			_ = n.currentLease().Refuse(ctx)
+			return &wrongStoreError{Path: n.DB.Path(), Have: id, Want: prev.StoreID, Holder: prev.Holder}
+		case prev.StoreID != id:
+			n.Log.Warn("adopting a crawl whose last coordinator wrote another store (--adopt-crawl)", "store", id, "previous_store", prev.StoreID, "previous_holder", prev.Holder)
+		case fence < prev.Fence:
+			n.Log.Warn("the store is a copy from before the last coordinator's takeover (a restored backup): what was folded since is not in it, and its URLs will be fetched again", "store_fence", fence, "last_fence", prev.Fence)
+		}
+	}
+	if err := n.DB.TakeFence(n.currentLease().Fence()); err != nil {
+		return err
+	}
+	return n.currentLease().Update(ctx, func(li *broker.LeaseInfo) { li.StoreID = id })
+}
+
+// listen binds addr for the process's HTTP server, failing at once with a
+// clear message when it is taken.
+func (n *Node) listen(addr, what string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s: listen on %s: %w", what, addr, err)
+	}
+	n.httpLn = ln
+	n.setHandler(http.NotFoundHandler())
+	n.http = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*n.handler.Load()).ServeHTTP(w, r) }), ReadHeaderTimeout: 10 * time.Second}
+	n.goRun(func() error {
+		if err := n.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
+	})
+	return nil
+}
+
+func (n *Node) setHandler(h http.Handler) { n.handler.Store(&h) }
+
+func (n *Node) setPhase(p string) { n.phase.Store(&p) }
+
+// currentLease is the coordinator lease the process holds now (nil if none).
+func (n *Node) currentLease() *broker.Lease { return n.lease.Load() }
+
+// currentPhase says what the process is doing: "active" once it runs, otherwise
+// what it waits for.
+func (n *Node) currentPhase() string { return *n.phase.Load() }
+
+// apiURL is the coordinator's API base URL as the lease and the data
+// directory record it.
+func (n *Node) apiURL() string {
+	if n.httpLn == nil {
+		return ""
+	}
+	return "http://" + n.httpLn.Addr().String()
+}
+
+// serveStarting answers while the coordinator is not active yet: /healthz
+// and /api/status say what it waits for (NATS, the lease: a standby), and
+// every other request is refused with the same.
+func (n *Node) serveStarting(w http.ResponseWriter, r *http.Request) {
+	ls := n.Link.State()
+	phase := n.currentPhase()
+	lines := []string{"role: " + phase, fmt.Sprintf("nats: %s (%s)", ls.State, ls.URL)}
+	switch r.URL.Path {
+	case "/healthz":
+		coordinator.ServeHealth(w, false, lines)
+	case "/api/status":
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_ = json.NewEncoder(w).Encode(map[string]any{"role": "standby", "phase": phase, "nats": ls})
+	default:
+		http.Error(w, "this coordinator is not active: "+phase, http.StatusServiceUnavailable)
+	}
+}
+
+// serveWorkerHealth answers a worker process's /healthz: 200 while
+// connected to NATS, 503 otherwise, and the tasks of each worker.
+func (n *Node) serveWorkerHealth(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/healthz" {
+		http.NotFound(w, r)
+		return
+	}
+	ls := n.Link.State()
+	lines := []string{fmt.Sprintf("nats: %s (%s) since %s", ls.State, ls.URL, ls.Since.Format(time.RFC3339))}
+	if ls.LastError != "" && !ls.Connected() {
+		lines = append(lines, "nats last error: "+ls.LastError)
+	}
+	for _, wk := range n.Workers {
+		lines = append(lines, fmt.Sprintf("worker %s: %d tasks held, %d done, %d handed back", wk.ID(), wk.Active(), wk.Processed(), wk.HandedBack()))
+	}
+	coordinator.ServeHealth(w, ls.Connected(), lines)
+}
+
 // workerOptions are the options of an in-process worker named id.
 func workerOptions(cfg config.Config, id string, log *slog.Logger) worker.Options {
 	return worker.Options{
-		ID: id, Concurrency: cfg.Concurrency, Log: log,
+		ID: id, Concurrency: cfg.Concurrency, Log: log, Grace: zeroAs(cfg.StopGrace, worker.NoGrace),
 		Fetch: fetch.Options{UserAgent: cfg.UserAgent, Timeout: cfg.Timeout, MaxBody: cfg.MaxBody, MaxRedirects: zeroAs(cfg.MaxRedirects, fetch.NoRedirects), AllowPrivate: cfg.AllowPrivate},
 	}
 }
 
-// zeroAs passes a setting whose 0 means "none" (--max-redirects 0) to an
-// Options field whose zero value means the owner's default: 0 becomes the
-// owner's sentinel for none.
-func zeroAs[T int | float64](v, none T) T {
+// zeroAs passes a setting whose 0 means "none" (--max-redirects 0,
+// --stop-grace 0) to an Options field whose zero value means the owner's
+// default: 0 becomes the owner's sentinel for none.
+func zeroAs[T int | float64 | time.Duration](v, none T) T {
 	if v == 0 {
 		return none
 	}
@@ -265,8 +612,14 @@ func (n *Node) Wait(ctx context.Context) error {
 	return err
 }
 
-// Stop shuts everything down in order: loops, HTTP, store, NATS.
+// Stop shuts everything down in order: the loops (a coordinator finishes
+// its fold under way, workers finish or hand back their tasks), HTTP, the
+// store, the lease (released, so a standby takes over at once), NATS.
 func (n *Node) Stop() {
+	n.stopOnce.Do(n.stop)
+}
+
+func (n *Node) stop() {
 	if n.cancel != nil {
 		n.cancel()
 	}
@@ -277,8 +630,18 @@ func (n *Node) Stop() {
 	}
 	n.wg.Wait()
 	if n.DB != nil {
+		if n.currentLease() != nil {
+			removeOwner(n.Cfg.Data)
+		}
 		_ = n.DB.Close()
 		n.DB = nil
+	}
+	if n.currentLease() != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := n.currentLease().Release(ctx); err != nil {
+			n.Log.Warn("release the coordinator lease", "err", err)
+		}
+		cancel()
 	}
 	if n.NC != nil {
 		_ = n.NC.Drain()

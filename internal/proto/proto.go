@@ -287,9 +287,20 @@ type Heartbeat struct {
 // errVersion is returned for a message of another format version.
 var errVersion = errors.New("unsupported message version")
 
-// Encode marshals a message. The encoding is JSON: readable in `nats sub`,
-// and fast enough that fetching, not encoding, bounds a worker.
+// Encode marshals a message. Tasks and results, which every fetch sends,
+// use the compact binary encoding (codec.go); everything else — change
+// events and heartbeats, which other programs subscribe to — is JSON.
 func Encode(v any) ([]byte, error) {
+	switch m := v.(type) {
+	case Task:
+		return encodeTask(&m), nil
+	case *Task:
+		return encodeTask(m), nil
+	case Result:
+		return encodeResult(&m), nil
+	case *Result:
+		return encodeResult(m), nil
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode %T: %w", v, err)
@@ -297,10 +308,16 @@ func Encode(v any) ([]byte, error) {
 	return b, nil
 }
 
-// DecodeTask unmarshals and validates a task.
+// DecodeTask unmarshals and validates a task, binary or JSON (as sent by
+// releases before the binary encoding), told apart by the first byte.
 func DecodeTask(b []byte) (Task, error) {
 	var t Task
-	if err := json.Unmarshal(b, &t); err != nil {
+	if isBinary(b) {
+		var err error
+		if t, err = decodeBinaryTask(b); err != nil {
+			return t, fmt.Errorf("decode task: %w", err)
+		}
+	} else if err := json.Unmarshal(b, &t); err != nil {
 		return t, fmt.Errorf("decode task: %w", err)
 	}
 	if t.V != Version {
@@ -312,10 +329,15 @@ func DecodeTask(b []byte) (Task, error) {
 	return t, nil
 }
 
-// DecodeResult unmarshals and validates a result.
+// DecodeResult unmarshals and validates a result, binary or JSON.
 func DecodeResult(b []byte) (Result, error) {
 	var r Result
-	if err := json.Unmarshal(b, &r); err != nil {
+	if isBinary(b) {
+		var err error
+		if r, err = decodeBinaryResult(b); err != nil {
+			return r, fmt.Errorf("decode result: %w", err)
+		}
+	} else if err := json.Unmarshal(b, &r); err != nil {
 		return r, fmt.Errorf("decode result: %w", err)
 	}
 	if r.V != Version {

@@ -75,6 +75,9 @@ type Config struct {
 	Robots map[int]string
 	// Now is the clock, injectable for tests; default time.Now.
 	Now func() time.Time
+	// Delay holds every page response this long before it is written (a
+	// slow server: the fault suite kills workers mid-fetch); 0: none.
+	Delay time.Duration
 	// Search, when set, adds the keyword-search source of the content-freshness paper §5.2
 	// (/search and /item/{id}) to host Search.Host; see SearchConfig.
 	Search *SearchConfig
@@ -197,6 +200,9 @@ func (cfg Config) validate() error {
 	}
 	if cfg.Day < 0 {
 		return fmt.Errorf("sim: Config.Day = %v: must be > 0", cfg.Day)
+	}
+	if cfg.Delay < 0 {
+		return fmt.Errorf("sim: Config.Delay = %v: must be >= 0", cfg.Delay)
 	}
 	if cfg.Port < 0 || cfg.Port > 65535 {
 		return fmt.Errorf("sim: Config.Port = %d: must be in 0..65535", cfg.Port)

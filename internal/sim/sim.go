@@ -504,6 +504,14 @@ func (s *Sim) serveHost(h int, w http.ResponseWriter, r *http.Request) {
 			http.NotFound(w, r)
 			return
 		}
+		if d := s.cfg.Delay; d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+			}
+			t.Stop()
+		}
 		s.servePage(w, r, now, i, &rec)
 		return
 	default:

@@ -73,7 +73,7 @@ func (t *Tx) HasRaw(url string) bool { return t.tx.Bucket(bucketRaw).Get([]byte(
 // Raw returns the raw body stored for url (found=false if none); withBody
 // false reads only its description.
 func (db *DB) Raw(url string, withBody bool) (r Raw, found bool, err error) {
-	err = db.bolt.View(func(tx *bolt.Tx) error {
+	err = db.view(func(tx *bolt.Tx) error {
 		b := get(tx, bucketRaw, []byte(url))
 		if b == nil {
 			return nil
@@ -207,7 +207,7 @@ func (t *Tx) AddFetch(url string, f Fetch) error {
 // FetchLog returns url's last fetches, oldest first.
 func (db *DB) FetchLog(url string) ([]Fetch, error) {
 	var out []Fetch
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		var err error
 		out, err = decodeFetchLog(get(tx, bucketFetchLog, []byte(url)))
 		return err
@@ -225,7 +225,7 @@ func (db *DB) ChangesOf(url string, after uint64, limit int) ([]Change, error) {
 	if after == ^uint64(0) {
 		return nil, nil
 	}
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		if !indexedTx(tx) {
 			return errNotIndexed
 		}
@@ -254,7 +254,7 @@ func (db *DB) ChangesOf(url string, after uint64, limit int) ([]Change, error) {
 // Deleted returns the record of a deleted URL whose history is kept.
 func (db *DB) Deleted(url string) (URL, error) {
 	var u URL
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		raw := get(tx, bucketDeleted, []byte(url))
 		if raw == nil {
 			return fmt.Errorf("deleted url %s: %w", url, ErrNotFound)
@@ -280,7 +280,7 @@ func get(tx *bolt.Tx, name, key []byte) []byte {
 // LastChangesOf returns url's newest n change-log entries, newest first.
 func (db *DB) LastChangesOf(url string, n int) ([]Change, error) {
 	var out []Change
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		if !indexedTx(tx) {
 			return errNotIndexed
 		}

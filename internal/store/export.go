@@ -35,7 +35,7 @@ func (db *DB) Export(w io.Writer) (int, error) {
 	n := 0
 	for {
 		var lines []Line
-		err := db.bolt.View(func(tx *bolt.Tx) error {
+		err := db.view(func(tx *bolt.Tx) error {
 			c := tx.Bucket(bucketURLs).Cursor()
 			k, v := c.First()
 			if after != nil {
@@ -125,7 +125,7 @@ func (db *DB) Import(r io.Reader, file string, check func(*Line) error, bad func
 			return nil
 		}
 		var added []URL
-		err := db.bolt.Update(func(tx *bolt.Tx) error {
+		err := db.update(func(tx *bolt.Tx) error {
 			added = added[:0]
 			b := tx.Bucket(bucketURLs)
 			for i := range batch {

@@ -260,7 +260,7 @@ const indexVersion = 1
 // transactions so a million URLs do not make one huge commit.
 func (db *DB) ensureIndexes() error {
 	var done bool
-	if err := db.bolt.View(func(tx *bolt.Tx) error {
+	if err := db.view(func(tx *bolt.Tx) error {
 		done = indexedTx(tx)
 		return nil
 	}); err != nil {
@@ -269,7 +269,7 @@ func (db *DB) ensureIndexes() error {
 	if done {
 		return nil
 	}
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
+	err := db.update(func(tx *bolt.Tx) error {
 		for _, name := range indexBuckets {
 			if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 				return err
@@ -305,7 +305,7 @@ func (db *DB) ensureIndexes() error {
 	}); err != nil {
 		return fmt.Errorf("index the change log: %w", err)
 	}
-	return db.bolt.Update(func(tx *bolt.Tx) error {
+	return db.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketMeta).Put(metaIndexed, u64(indexVersion))
 	})
 }
@@ -316,7 +316,7 @@ func (db *DB) chunked(bucket []byte, fn func(tx *bolt.Tx, k, v []byte) error) er
 	var after []byte
 	for {
 		n := 0
-		err := db.bolt.Update(func(tx *bolt.Tx) error {
+		err := db.update(func(tx *bolt.Tx) error {
 			c := tx.Bucket(bucket).Cursor()
 			k, v := c.First()
 			if after != nil {

@@ -17,7 +17,7 @@ func itemKey(source, id string) []byte {
 // UpsertItems adds tracked items of a keyword-search source, or updates the
 // attributes of known ones (their value history stays).
 func (db *DB) UpsertItems(items []Item) (added int, err error) {
-	err = db.bolt.Update(func(tx *bolt.Tx) error {
+	err = db.update(func(tx *bolt.Tx) error {
 		added = 0
 		b := tx.Bucket(bucketItems)
 		for _, it := range items {
@@ -48,13 +48,13 @@ func (db *DB) UpsertItems(items []Item) (added int, err error) {
 // Items returns every tracked item of source, in id order.
 func (db *DB) Items(source string) ([]Item, error) {
 	var out []Item
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketItems).Cursor()
 		p := prefixOf(source)
 		for k, v := c.Seek(p); k != nil && hasPrefix(k, p); k, v = c.Next() {
 			var it Item
 			if err := json.Unmarshal(v, &it); err != nil {
-				return fmt.Errorf("decode item %q: %w", k, err)
+				return fmt.Errorf("%w: decode item %q: %w", ErrCorrupt, k, err)
 			}
 			out = append(out, it)
 		}

@@ -46,11 +46,11 @@ func (ch SeedChange) apply(u *URL) {
 	}
 }
 
-// update applies fn to the records of urls that exist, in one transaction,
+// updateURLs applies fn to the records of urls that exist, in one transaction,
 // and returns the records as written. Unknown URLs are skipped.
-func (db *DB) update(urls []string, fn func(*bolt.Tx, *URL) (bool, error)) ([]URL, error) {
+func (db *DB) updateURLs(urls []string, fn func(*bolt.Tx, *URL) (bool, error)) ([]URL, error) {
 	var out []URL
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
+	err := db.update(func(tx *bolt.Tx) error {
 		out = out[:0]
 		b := tx.Bucket(bucketURLs)
 		for _, url := range urls {
@@ -83,7 +83,7 @@ func (db *DB) update(urls []string, fn func(*bolt.Tx, *URL) (bool, error)) ([]UR
 // SetPaused pauses (or resumes) the URLs that exist and returns the
 // records it changed.
 func (db *DB) SetPaused(urls []string, paused bool, at time.Time) ([]URL, error) {
-	out, err := db.update(urls, func(_ *bolt.Tx, u *URL) (bool, error) {
+	out, err := db.updateURLs(urls, func(_ *bolt.Tx, u *URL) (bool, error) {
 		if u.Paused == paused {
 			return false, nil
 		}
@@ -109,7 +109,7 @@ func (db *DB) SetPaused(urls []string, paused bool, at time.Time) ([]URL, error)
 // follow the seed format's rules). Turning keep_raw off drops the raw body
 // kept so far, so none is shown that is no longer kept up to date.
 func (db *DB) SetSeed(urls []string, ch SeedChange) ([]URL, error) {
-	out, err := db.update(urls, func(tx *bolt.Tx, u *URL) (bool, error) {
+	out, err := db.updateURLs(urls, func(tx *bolt.Tx, u *URL) (bool, error) {
 		ch.apply(u)
 		if !u.KeepRaw {
 			if err := tx.Bucket(bucketRaw).Delete([]byte(u.URL)); err != nil {
@@ -131,7 +131,7 @@ func (db *DB) SetSeed(urls []string, ch SeedChange) ([]URL, error) {
 // with any history).
 func (db *DB) Delete(urls []string, purge bool, at time.Time) ([]string, error) {
 	var gone []string
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
+	err := db.update(func(tx *bolt.Tx) error {
 		gone = gone[:0]
 		b := tx.Bucket(bucketURLs)
 		for _, url := range urls {

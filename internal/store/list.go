@@ -116,7 +116,7 @@ func (db *DB) ListURLs(q Query) (Page, error) {
 			return page, fmt.Errorf("%w: bad cursor %q: %v", ErrBadQuery, q.After, err)
 		}
 	}
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		var last []byte
 		n := 0
 		more := false
@@ -154,7 +154,7 @@ func (db *DB) ListURLs(q Query) (Page, error) {
 // paging; bulk operations use it to select by host or prefix.
 func (db *DB) EachURL(q Query, fn func(url string) error) error {
 	var urls []string
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		return db.walk(tx, &q, nil, func(_, url []byte) bool {
 			urls = append(urls, string(url))
 			return true

@@ -14,7 +14,7 @@ import (
 // selector, mode, ignore rules, period, polls) of known ones, in one
 // transaction, leaving their history alone. It returns how many were added.
 func (db *DB) Upsert(recs []URL) (added int, err error) {
-	err = db.bolt.Update(func(tx *bolt.Tx) error {
+	err = db.update(func(tx *bolt.Tx) error {
 		added = 0
 		b := tx.Bucket(bucketURLs)
 		for _, r := range recs {
@@ -56,7 +56,7 @@ func (db *DB) Upsert(recs []URL) (added int, err error) {
 // Get returns the record of url.
 func (db *DB) Get(url string) (URL, error) {
 	var u URL
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		found, err := getJSON(tx.Bucket(bucketURLs), []byte(url), &u)
 		if err != nil {
 			return err
@@ -72,7 +72,7 @@ func (db *DB) Get(url string) (URL, error) {
 // Content returns the latest extracted text of url ("" if none yet).
 func (db *DB) Content(url string) (string, error) {
 	var text string
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		text = string(tx.Bucket(bucketContent).Get([]byte(url)))
 		return nil
 	})
@@ -90,7 +90,7 @@ func (db *DB) ForEach(fn func(URL) error) error {
 	var after []byte
 	for {
 		var batch []URL
-		err := db.bolt.View(func(tx *bolt.Tx) error {
+		err := db.view(func(tx *bolt.Tx) error {
 			c := tx.Bucket(bucketURLs).Cursor()
 			var k, v []byte
 			if after == nil {
@@ -104,7 +104,7 @@ func (db *DB) ForEach(fn func(URL) error) error {
 			for ; k != nil && len(batch) < scanChunk; k, v = c.Next() {
 				var u URL
 				if err := json.Unmarshal(v, &u); err != nil {
-					return fmt.Errorf("decode url %q: %w", k, err)
+					return fmt.Errorf("%w: decode url %q: %w", ErrCorrupt, k, err)
 				}
 				batch = append(batch, u)
 			}
@@ -131,7 +131,7 @@ func (db *DB) ForEach(fn func(URL) error) error {
 // count returns the number of URL records.
 func (db *DB) count() (int, error) {
 	n := 0
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		n = tx.Bucket(bucketURLs).Stats().KeyN
 		return nil
 	})
@@ -223,7 +223,7 @@ func (t *Tx) PutHost(h Host) error { return putJSON(t.tx.Bucket(bucketHosts), []
 // already folded, fn is not called and applied is false: a redelivered
 // result changes nothing twice.
 func (db *DB) Fold(taskID string, fn func(*Tx) error) (applied bool, err error) {
-	err = db.bolt.Update(func(tx *bolt.Tx) error {
+	err = db.update(func(tx *bolt.Tx) error {
 		applied = false
 		folded := tx.Bucket(bucketFolded)
 		if folded.Get([]byte(taskID)) != nil {
@@ -243,13 +243,13 @@ func (db *DB) Fold(taskID string, fn func(*Tx) error) (applied bool, err error) 
 
 // View runs fn in a read-only transaction.
 func (db *DB) View(fn func(*Tx) error) error {
-	return db.bolt.View(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx}) })
+	return db.view(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx}) })
 }
 
 // folded reports whether taskID was folded.
 func (db *DB) folded(taskID string) (bool, error) {
 	var ok bool
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		ok = tx.Bucket(bucketFolded).Get([]byte(taskID)) != nil
 		return nil
 	})
@@ -275,7 +275,7 @@ func (db *DB) PruneFolded(cutoff time.Time) (int, error) {
 	for {
 		var stale [][]byte
 		var next []byte
-		err := db.bolt.View(func(tx *bolt.Tx) error {
+		err := db.view(func(tx *bolt.Tx) error {
 			c := tx.Bucket(bucketFolded).Cursor()
 			k, v := c.First()
 			if from != nil {
@@ -294,7 +294,7 @@ func (db *DB) PruneFolded(cutoff time.Time) (int, error) {
 			return nil
 		})
 		if err == nil && len(stale) > 0 {
-			err = db.bolt.Update(func(tx *bolt.Tx) error {
+			err = db.update(func(tx *bolt.Tx) error {
 				b := tx.Bucket(bucketFolded)
 				for _, k := range stale {
 					if !old(b.Get(k)) {
@@ -321,13 +321,13 @@ func (db *DB) PruneFolded(cutoff time.Time) (int, error) {
 // Versions lists the stored versions of url, oldest first, without text.
 func (db *DB) Versions(url string) ([]Version, error) {
 	var out []Version
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketVersions).Cursor()
 		p := prefixOf(url)
 		for k, v := c.Seek(p); k != nil && hasPrefix(k, p); k, v = c.Next() {
 			var ver Version
 			if err := json.Unmarshal(v, &ver); err != nil {
-				return fmt.Errorf("decode version %q: %w", k, err)
+				return fmt.Errorf("%w: decode version %q: %w", ErrCorrupt, k, err)
 			}
 			ver.Text = ""
 			out = append(out, ver)
@@ -340,7 +340,7 @@ func (db *DB) Versions(url string) ([]Version, error) {
 // Version returns version seq of url, with its text.
 func (db *DB) Version(url string, seq uint64) (Version, error) {
 	var ver Version
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		found, err := getJSON(tx.Bucket(bucketVersions), versionKey(url, seq), &ver)
 		if err != nil {
 			return err
@@ -356,12 +356,12 @@ func (db *DB) Version(url string, seq uint64) (Version, error) {
 // Changes returns up to limit change-log entries with Seq > after.
 func (db *DB) Changes(after uint64, limit int) ([]Change, error) {
 	var out []Change
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketChanges).Cursor()
 		for k, v := c.Seek(u64(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
 			var ch Change
 			if err := json.Unmarshal(v, &ch); err != nil {
-				return fmt.Errorf("decode change %x: %w", k, err)
+				return fmt.Errorf("%w: decode change %x: %w", ErrCorrupt, k, err)
 			}
 			out = append(out, ch)
 		}
@@ -373,11 +373,11 @@ func (db *DB) Changes(after uint64, limit int) ([]Change, error) {
 // Hosts returns the politeness state of every known host.
 func (db *DB) Hosts() ([]Host, error) {
 	var out []Host
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketHosts).ForEach(func(k, v []byte) error {
 			var h Host
 			if err := json.Unmarshal(v, &h); err != nil {
-				return fmt.Errorf("decode host %q: %w", k, err)
+				return fmt.Errorf("%w: decode host %q: %w", ErrCorrupt, k, err)
 			}
 			out = append(out, h)
 			return nil
@@ -392,7 +392,7 @@ func (db *DB) Hosts() ([]Host, error) {
 // many workers.
 func (db *DB) FoldMany(ids []string, fn func(i int, tx *Tx) error) (applied []bool, err error) {
 	applied = make([]bool, len(ids))
-	err = db.bolt.Update(func(tx *bolt.Tx) error {
+	err = db.update(func(tx *bolt.Tx) error {
 		clear(applied)
 		folded := tx.Bucket(bucketFolded)
 		now := u64(uint64(time.Now().UnixNano()))
@@ -409,7 +409,7 @@ func (db *DB) FoldMany(ids []string, fn func(i int, tx *Tx) error) (applied []bo
 			}
 			applied[i] = true
 		}
-		return nil
+		return db.beforeFoldCommit()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fold %d results: %w", len(ids), err)

@@ -26,6 +26,38 @@ type Retention struct {
 	Changes int
 	// ChangesAge deletes change-log entries older than this.
 	ChangesAge time.Duration
+	// FoldMarksAge is how long a fold mark outlives its fold (0: the
+	// default). A mark only has to outlive every redelivery of its result,
+	// which the results stream makes within seconds; the coordinator also
+	// keeps every mark as old as the oldest result still in the stream.
+	FoldMarksAge time.Duration
+}
+
+// DefaultFoldMarksAge keeps fold marks an hour: far beyond any
+// redelivery while the coordinator runs, and at 200 fetches a second
+// 720 000 marks (about 120 MiB of store), where a day would be 17 million.
+const DefaultFoldMarksAge = time.Hour
+
+// MinFoldMarksAge is the shortest fold-mark age allowed: longer than the
+// results stream's duplicate window and any redelivery of a running
+// coordinator's unacknowledged results.
+const MinFoldMarksAge = 5 * time.Minute
+
+// CheckFoldMarksAge reports whether d is a valid fold-mark age: 0 (the
+// default) or at least MinFoldMarksAge.
+func CheckFoldMarksAge(d time.Duration) error {
+	if d != 0 && d < MinFoldMarksAge {
+		return fmt.Errorf("must be at least %s (0: %s), got %s", MinFoldMarksAge, DefaultFoldMarksAge, d)
+	}
+	return nil
+}
+
+// MarksAge is the fold-mark age in force: FoldMarksAge, or the default.
+func (r Retention) MarksAge() time.Duration {
+	if r.FoldMarksAge > 0 {
+		return r.FoldMarksAge
+	}
+	return DefaultFoldMarksAge
 }
 
 // CheckRetentionCount reports whether n is a valid count bound: ≥ 0
@@ -85,7 +117,7 @@ func (p *Pruner) Step(now time.Time) (n Pruned, done bool, err error) {
 		return n, true, nil
 	}
 	changesDone, versionsDone := true, true
-	err = p.db.bolt.Update(func(tx *bolt.Tx) error {
+	err = p.db.update(func(tx *bolt.Tx) error {
 		n = Pruned{}
 		if p.r.changes() {
 			k, err := pruneChanges(tx.Bucket(bucketChanges), tx.Bucket(bucketIxChanges), p.r, now)
@@ -273,7 +305,7 @@ type History struct {
 // transaction (it walks the buckets' pages, not their values).
 func (db *DB) History() (History, error) {
 	var h History
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		h.Versions = tx.Bucket(bucketVersions).Stats().KeyN
 		h.Changes = tx.Bucket(bucketChanges).Stats().KeyN
 		h.FoldMarks = tx.Bucket(bucketFolded).Stats().KeyN

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -78,6 +79,11 @@ type Options struct {
 type DB struct {
 	bolt *bolt.DB
 	path string
+	// fence is the lease revision this process writes under (TakeFence);
+	// 0 until a coordinator takes the store.
+	fence atomic.Uint64
+	// beforeCommit is the fault suite's hook inside a fold's transaction.
+	beforeCommit atomic.Pointer[func() error]
 }
 
 // FileName is the store's file inside a data directory.
@@ -103,27 +109,56 @@ func Open(path string, opt Options) (*DB, error) {
 			return nil, fmt.Errorf("open store %s: %w", path, err)
 		}
 	}
-	b, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:  opt.Timeout,
-		ReadOnly: opt.ReadOnly,
-		// Millions of keys: the hashmap freelist keeps allocation O(1) and
-		// not syncing it keeps commits small (it is rebuilt on open).
-		FreelistType:   bolt.FreelistMapType,
-		NoFreelistSync: true,
+	// Take the lock before reading the file: a coordinator may be writing
+	// it, and its lock is the one error that must say so.
+	lock, err := lockFile(path, opt)
+	if err != nil {
+		return nil, err
+	}
+	// bbolt maps the file and trusts what it finds: check it first.
+	err = verifyFile(path)
+	// bbolt takes its own lock on its own descriptor, which ours would
+	// block: a writer that slips in between makes bbolt wait, then fail
+	// with ErrLocked, and whatever it wrote was written under the lock.
+	lock.release()
+	if err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	var b *bolt.DB
+	err = guard(path, func() error {
+		var err error
+		b, err = bolt.Open(path, 0o600, &bolt.Options{
+			Timeout:  opt.Timeout,
+			ReadOnly: opt.ReadOnly,
+			// Millions of keys: the hashmap freelist keeps allocation O(1) and
+			// not syncing it keeps commits small (it is rebuilt on open).
+			FreelistType:   bolt.FreelistMapType,
+			NoFreelistSync: true,
+		})
+		return err
 	})
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("open store %s: %w: %w", path, ErrLocked, err)
 		}
+		if errors.Is(err, ErrCorrupt) {
+			return nil, err
+		}
+		if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrVersionMismatch) {
+			return nil, corrupt(path, "%v", err)
+		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db := &DB{bolt: b, path: path}
 	if !opt.ReadOnly {
-		if err := db.init(); err != nil {
-			b.Close()
-			return nil, err
-		}
-	} else if err := db.checkSchema(); err != nil {
+		err = db.init()
+	} else {
+		err = db.checkSchema()
+	}
+	if err != nil {
 		b.Close()
 		return nil, err
 	}
@@ -131,7 +166,7 @@ func Open(path string, opt Options) (*DB, error) {
 }
 
 func (db *DB) init() error {
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
+	err := db.update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
@@ -143,6 +178,11 @@ func (db *DB) init() error {
 				return fmt.Errorf("store %s has schema %d, this binary knows up to %d: upgrade freshcrawl", db.path, got, schemaVersion)
 			}
 		}
+		if meta.Get(metaStoreID) == nil {
+			if err := meta.Put(metaStoreID, []byte(newStoreID())); err != nil {
+				return err
+			}
+		}
 		return meta.Put([]byte("schema"), u64(schemaVersion))
 	})
 	if err != nil {
@@ -152,7 +192,7 @@ func (db *DB) init() error {
 }
 
 func (db *DB) checkSchema() error {
-	return db.bolt.View(func(tx *bolt.Tx) error {
+	return db.view(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
 			return fmt.Errorf("store %s is not a freshcrawl store (no meta bucket)", db.path)
@@ -191,9 +231,31 @@ func getJSON(b *bolt.Bucket, key []byte, v any) (bool, error) {
 		return false, nil
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		return true, fmt.Errorf("decode %s/%q: %w", "record", key, err)
+		// Every record was written as JSON by this package: one that does
+		// not decode is a damaged store, not bad input.
+		return true, fmt.Errorf("%w: decode record %q: %w", ErrCorrupt, key, err)
 	}
 	return true, nil
+}
+
+// view runs fn in a read transaction, with a damaged page reported as a
+// CorruptError rather than a panic (guard).
+func (db *DB) view(fn func(*bolt.Tx) error) error {
+	return guard(db.path, func() error { return db.bolt.View(fn) })
+}
+
+// update runs fn in a write transaction, as view, and fails it with
+// ErrFenced if a coordinator under a newer lease took the store over
+// (checkFence): every write goes through it.
+func (db *DB) update(fn func(*bolt.Tx) error) error {
+	return guard(db.path, func() error {
+		return db.bolt.Update(func(tx *bolt.Tx) error {
+			if err := db.checkFence(tx); err != nil {
+				return err
+			}
+			return fn(tx)
+		})
+	})
 }
 
 func putJSON(b *bolt.Bucket, key []byte, v any) error {

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/proto"
 	"github.com/freshcrawl/freshcrawl/internal/source"
 	"github.com/freshcrawl/freshcrawl/internal/worker/extract"
@@ -44,11 +46,30 @@ type Options struct {
 	Robots robots.Options
 	// IgnoreRobots skips robots.txt (only for benchmarks against own pages).
 	IgnoreRobots bool
+	// Grace is how long a stopping worker lets the tasks it holds finish
+	// before it hands them back (default DefaultGrace).
+	Grace time.Duration
 	// MaxRaw caps the raw body sent with a result for URLs that keep it
 	// (default defaultMaxRaw), so a result stays well under NATS's
 	// message size.
 	MaxRaw int
 	Log    *slog.Logger
+}
+
+// DefaultGrace is how long a stopping worker gives the fetches it holds.
+const DefaultGrace = 10 * time.Second
+
+// NoGrace as Options.Grace hands every task back at once on stop (the
+// zero value means DefaultGrace).
+const NoGrace = time.Duration(-1)
+
+// CheckGrace reports whether d is a valid Grace: ≥ 0 (0 hands every task
+// back at once).
+func CheckGrace(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("must be ≥ 0, got %s", d)
+	}
+	return nil
 }
 
 // DefaultConcurrency is the tasks a worker handles at once unless told
@@ -78,6 +99,12 @@ func (o Options) withDefaults() Options {
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = 5 * time.Second
 	}
+	if o.Grace == 0 {
+		o.Grace = DefaultGrace
+	}
+	if o.Grace < 0 { // NoGrace
+		o.Grace = 0
+	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
@@ -97,6 +124,18 @@ type Worker struct {
 	log     *slog.Logger
 	active  atomic.Int64
 	done    atomic.Int64
+	back    atomic.Int64 // tasks handed back
+	// abandoned counts hand-backs of tasks whose page was requested: the
+	// request was made, its result is not reported.
+	abandoned atomic.Int64
+	// pulls counts the pull requests open on the server: a stopping worker
+	// hands a task back only once none is, or the task would come straight
+	// back to one of its own pulls.
+	pulls struct {
+		sync.Mutex
+		cond *sync.Cond
+		n    int
+	}
 	// ackWait is the task consumer's AckWait, read when Run starts: a task
 	// is touched (InProgress) every third of it while it is worked on.
 	ackWait time.Duration
@@ -112,6 +151,7 @@ func New(nc *nats.Conn, js jetstream.JetStream, robotsStore robots.Store, opts O
 	opts = opts.withDefaults()
 	f := fetch.New(opts.Fetch)
 	w := &Worker{opts: opts, nc: nc, js: js, fetcher: f, log: opts.Log.With("worker", opts.ID), lastHost: map[string]time.Time{}, sources: map[string]*source.Source{}}
+	w.pulls.cond = sync.NewCond(&w.pulls.Mutex)
 	w.robots = robots.NewChecker(robotsStore, func(ctx context.Context, robotsURL string) (int, []byte, error) {
 		r := f.Get(ctx, robotsURL)
 		switch r.ErrKind {
@@ -137,10 +177,38 @@ func New(nc *nats.Conn, js jetstream.JetStream, robotsStore robots.Store, opts O
 // Processed returns how many tasks this worker finished.
 func (w *Worker) Processed() int64 { return w.done.Load() }
 
-// Run works until ctx is done. It returns nil on cancellation.
+// HandedBack returns how many tasks this worker handed back on stopping.
+func (w *Worker) HandedBack() int64 { return w.back.Load() }
+
+// Abandoned returns how many of the tasks handed back had their page
+// requested already (out of grace mid-fetch): requests made whose result
+// was not reported.
+func (w *Worker) Abandoned() int64 { return w.abandoned.Load() }
+
+// Active returns how many tasks this worker holds now.
+func (w *Worker) Active() int64 { return w.active.Load() }
+
+// ID is the worker's name.
+func (w *Worker) ID() string { return w.opts.ID }
+
+// Run works until ctx is done, then stops cleanly: it stops pulling, lets
+// the tasks it holds finish for up to Grace, and hands back the rest (a
+// task waiting for its host's turn is handed back at once). A handed-back
+// task is published again as a fresh message before the one held is
+// acknowledged, so it never counts against the consumer's MaxDeliver and
+// never ends as a failure. Run returns nil once everything is finished or
+// handed back.
 func (w *Worker) Run(ctx context.Context) error {
-	cons, err := w.js.Consumer(ctx, proto.TaskStream, proto.TaskConsumer)
+	var cons jetstream.Consumer
+	err := broker.Retry(ctx, w.log, "worker "+w.opts.ID+": task consumer", func(actx context.Context) error {
+		var err error
+		cons, err = w.js.Consumer(actx, proto.TaskStream, proto.TaskConsumer)
+		return err
+	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("worker %s: task consumer: %w", w.opts.ID, err)
 	}
 	// The consumer's own AckWait, not a setting of this process: the
@@ -149,6 +217,25 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.ackWait = info.Config.AckWait
 	}
 	w.log.Info("worker started", "concurrency", w.opts.Concurrency)
+	// Work goes on after ctx ends, for the grace period.
+	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	finished := make(chan struct{})
+	go func() {
+		select {
+		case <-finished:
+			return
+		case <-ctx.Done():
+		}
+		w.log.Info("worker stopping: no new tasks; finishing those held", "held", w.active.Load(), "grace", w.opts.Grace)
+		t := time.NewTimer(w.opts.Grace)
+		defer t.Stop()
+		select {
+		case <-finished:
+		case <-t.C:
+			cancelWork()
+		}
+	}()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -159,39 +246,79 @@ func (w *Worker) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.loop(ctx, cons)
+			w.loop(ctx, work, cons)
 		}()
 	}
 	wg.Wait()
+	close(finished)
 	w.fetcher.CloseIdleConnections()
-	w.log.Info("worker stopped", "processed", w.done.Load())
+	w.log.Info("worker stopped", "processed", w.done.Load(), "handed_back", w.back.Load())
 	return nil
 }
 
+// pullWait is how long a pull request waits for a task. A stopping worker
+// lets its open pulls end rather than cancel them (a task the server sent
+// just then would be lost until AckWait): it stops within pullWait.
+const pullWait = time.Second
+
 // loop pulls one task at a time: a pull buffer would start AckWait for
-// tasks nobody is working on yet (docs/design.md §5).
-func (w *Worker) loop(ctx context.Context, cons jetstream.Consumer) {
-	for ctx.Err() == nil {
-		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+// tasks nobody is working on yet (docs/design.md §5). It stops pulling
+// when stop ends; the pull in flight then is allowed to finish (at most
+// its FetchMaxWait) and what it brings is handled.
+func (w *Worker) loop(stop, work context.Context, cons jetstream.Consumer) {
+	for stop.Err() == nil {
+		w.pullBegin()
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(pullWait))
 		if err != nil {
-			if ctx.Err() != nil {
+			w.pullEnd()
+			if stop.Err() != nil {
 				return
 			}
 			w.log.Warn("fetch from task queue", "err", err)
 			select {
-			case <-ctx.Done():
+			case <-stop.Done():
 				return
 			case <-time.After(time.Second):
 			}
 			continue
 		}
+		var msgs []jetstream.Msg
 		for msg := range batch.Messages() {
-			w.handle(ctx, msg)
+			msgs = append(msgs, msg)
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && ctx.Err() == nil {
+		w.pullEnd()
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && stop.Err() == nil {
 			w.log.Debug("task batch", "err", err)
 		}
+		for _, msg := range msgs {
+			w.handle(stop, work, msg)
+		}
 	}
+}
+
+func (w *Worker) pullBegin() {
+	w.pulls.Lock()
+	w.pulls.n++
+	w.pulls.Unlock()
+}
+
+func (w *Worker) pullEnd() {
+	w.pulls.Lock()
+	w.pulls.n--
+	if w.pulls.n == 0 {
+		w.pulls.cond.Broadcast()
+	}
+	w.pulls.Unlock()
+}
+
+// waitNoPulls blocks until no pull request of this worker is open. Pulls
+// end by themselves within their FetchMaxWait.
+func (w *Worker) waitNoPulls() {
+	w.pulls.Lock()
+	for w.pulls.n > 0 {
+		w.pulls.cond.Wait()
+	}
+	w.pulls.Unlock()
 }
 
 func (w *Worker) heartbeat(ctx context.Context) {
@@ -210,7 +337,11 @@ func (w *Worker) heartbeat(ctx context.Context) {
 	}
 }
 
-func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
+// handle works on one task: stop says the worker is stopping (a task not
+// started yet is then handed back), work is cancelled when the grace
+// period is over (a fetch still running is then abandoned and handed
+// back).
+func (w *Worker) handle(stop, work context.Context, msg jetstream.Msg) {
 	w.active.Add(1)
 	defer w.active.Add(-1)
 	task, err := proto.DecodeTask(msg.Data())
@@ -226,17 +357,19 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		attempt = int(md.NumDelivered)
 	}
 	// Keep the task ours while we work on it.
-	workCtx, stop := context.WithCancel(ctx)
-	defer stop()
+	workCtx, done := context.WithCancel(work)
+	defer done()
 	go w.touch(workCtx, msg)
 
-	res := w.process(workCtx, task)
-	res.Attempt = attempt
-	if ctx.Err() != nil {
-		// Shutting down mid-task: let another worker have it now.
-		_ = msg.Nak()
+	res, out := w.work(workCtx, stop.Done(), task)
+	if out != finished {
+		if out == abandoned {
+			w.abandoned.Add(1)
+		}
+		w.handBack(msg, task)
 		return
 	}
+	res.Attempt = attempt
 	b, err := proto.Encode(res)
 	if err != nil {
 		w.log.Error("encode result", "task", task.ID, "err", err)
@@ -245,7 +378,14 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	// The result is stored in JetStream before the task is acknowledged;
 	// the result's id de-duplicates a republish after a redelivery.
-	if _, err := w.js.Publish(ctx, proto.ResultSubject(task.Kind), b, jetstream.WithMsgID("r-"+task.ID)); err != nil {
+	if err := w.publishResult(workCtx, task, b); err != nil {
+		if work.Err() != nil {
+			// Stopping, and out of grace: the fetch was made, its result
+			// is dropped.
+			w.abandoned.Add(1)
+			w.handBack(msg, task)
+			return
+		}
 		w.log.Warn("publish result failed; task will be redelivered", "task", task.ID, "err", err)
 		_ = msg.NakWithDelay(2 * time.Second)
 		return
@@ -254,6 +394,66 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		w.log.Warn("ack task", "task", task.ID, "err", err)
 	}
 	w.done.Add(1)
+}
+
+// publishResult publishes a result, retrying while NATS is unreachable or
+// a stream leader is being elected, for up to half the AckWait (the task
+// is touched meanwhile): the result carries the work done, and its id
+// makes a repeat harmless.
+func (w *Worker) publishResult(ctx context.Context, task proto.Task, b []byte) error {
+	limit := max(w.ackWait/2, 5*time.Second)
+	deadline := time.Now().Add(limit)
+	for attempt := 0; ; attempt++ {
+		// One attempt sent to a stream leader that died gets no answer:
+		// give up on it soon and send it again.
+		pctx, cancel := context.WithTimeout(ctx, min(3*time.Second, limit))
+		_, err := w.js.Publish(pctx, proto.ResultSubject(task.Kind), b, jetstream.WithMsgID("r-"+task.ID))
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		w.log.Debug("publish result: retrying", "task", task.ID, "err", err)
+		t := time.NewTimer(min(backoffStep<<min(attempt, 5), time.Second))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+const backoffStep = 50 * time.Millisecond
+
+// handBack returns a task the worker will not finish: the same task is
+// published again as a new message, then the one held is acknowledged.
+// A negative acknowledgement would count as a delivery, and enough of them
+// (rolling restarts) would exhaust MaxDeliver and record a failure that
+// never happened. Handing back waits for this worker's open pulls to end,
+// so that the task goes to another worker. The new message's id is the
+// task's and the held message's sequence, so a hand-back repeated after a
+// crash is de-duplicated, and the fold keys on the task id.
+func (w *Worker) handBack(msg jetstream.Msg, task proto.Task) {
+	w.waitNoPulls()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	id := task.ID + "/h"
+	if md, err := msg.Metadata(); err == nil {
+		id += strconv.FormatUint(md.Sequence.Stream, 10)
+	}
+	if _, err := w.js.Publish(ctx, msg.Subject(), msg.Data(), jetstream.WithMsgID(id)); err != nil {
+		w.log.Warn("hand back task: republish failed; negatively acknowledging", "task", task.ID, "err", err)
+		_ = msg.Nak()
+		return
+	}
+	if err := msg.Ack(); err != nil {
+		w.log.Warn("hand back task: ack", "task", task.ID, "err", err)
+	}
+	w.back.Add(1)
+	w.log.Info("task handed back", "task", task.ID, "url", task.URL)
 }
 
 // touch tells JetStream the task is still being worked on, so a slow fetch
@@ -275,8 +475,10 @@ func (w *Worker) touch(ctx context.Context, msg jetstream.Msg) {
 	}
 }
 
-// wait blocks until at, or returns false if ctx ends first.
-func wait(ctx context.Context, at time.Time) bool {
+// wait blocks until at, or returns false if ctx ends or the worker is
+// told to stop first: a task that has not started is handed back rather
+// than held through the wait.
+func wait(ctx context.Context, stop <-chan struct{}, at time.Time) bool {
 	d := time.Until(at)
 	if d <= 0 {
 		return true
@@ -285,6 +487,8 @@ func wait(ctx context.Context, at time.Time) bool {
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
+		return false
+	case <-stop:
 		return false
 	case <-t.C:
 		return true
@@ -316,11 +520,32 @@ func (w *Worker) reserve(host string, gap time.Duration, notBefore time.Time) ti
 	return at
 }
 
-// process runs one task and returns its result; it never fails, every
-// failure is a result with an error kind.
-func (w *Worker) process(ctx context.Context, task proto.Task) (res proto.Result) {
+// process runs one task to its result, with no stop signal.
+func (w *Worker) process(ctx context.Context, task proto.Task) proto.Result {
+	res, _ := w.work(ctx, nil, task)
+	return res
+}
+
+// outcome is how work ended.
+type outcome int
+
+const (
+	finished   outcome = iota // a result to publish
+	notStarted                // stopped before the page was requested
+	abandoned                 // out of grace while the page was requested
+)
+
+// work runs one task and returns its result; every failure of the fetch
+// is a result with an error kind. Unless the outcome is finished, the
+// worker is stopping and the task is to be handed back, not reported.
+func (w *Worker) work(ctx context.Context, stop <-chan struct{}, task proto.Task) (res proto.Result, out outcome) {
 	res = proto.Result{V: proto.Version, TaskID: task.ID, Kind: task.Kind, URL: task.URL, Host: task.Host, WorkerID: w.opts.ID}
+	out = notStarted
 	defer func() {
+		if ctx.Err() != nil && out == finished {
+			// Out of grace: whatever the fetch returned was cut short.
+			out = abandoned
+		}
 		if p := recover(); p != nil {
 			// A worker never dies of one page.
 			res.ErrKind, res.Err = proto.ErrOther, fmt.Sprintf("internal error: %v", p)
@@ -329,38 +554,37 @@ func (w *Worker) process(ctx context.Context, task proto.Task) (res proto.Result
 		res.FinishedAt = time.Now()
 		res.Duration = res.FinishedAt.Sub(res.StartedAt)
 	}()
-	if !wait(ctx, w.reserve(task.Host, task.MinGap, task.NotBefore)) {
-		res.ErrKind, res.Err = proto.ErrOther, "cancelled"
-		return res
+	if !wait(ctx, stop, w.reserve(task.Host, task.MinGap, task.NotBefore)) {
+		return res, notStarted
 	}
 	res.StartedAt = time.Now()
 	if w.fetcher.RefusesHost(task.Host) {
 		// Say so plainly rather than as an unreachable robots.txt.
 		res.ErrKind, res.Err = proto.ErrBlocked, fmt.Sprintf("host %s is a private, loopback or link-local address (use --allow-private for intranet crawls)", task.Host)
-		return res
+		return res, finished
 	}
 	if !w.opts.IgnoreRobots {
 		dec, err := w.robots.Check(ctx, task.URL)
 		if err != nil {
 			res.ErrKind, res.Err = proto.ErrRobots, err.Error()
-			return res
+			return res, finished
 		}
 		res.CrawlDelay = dec.CrawlDelay
 		if !dec.Allowed {
 			res.ErrKind, res.Err, res.Disallowed = proto.ErrRobots, "disallowed by robots.txt: "+dec.Reason, true
-			return res
+			return res, finished
 		}
 		if dec.Fetched {
 			// The robots.txt request counts against the host's rate: the
 			// page waits a full gap after it completed.
 			gap := max(task.MinGap, dec.CrawlDelay)
-			if !wait(ctx, w.reserve(task.Host, gap, time.Now().Add(gap))) {
-				res.ErrKind, res.Err = proto.ErrOther, "cancelled"
-				return res
+			if !wait(ctx, stop, w.reserve(task.Host, gap, time.Now().Add(gap))) {
+				return res, notStarted
 			}
 			res.StartedAt = time.Now()
 		}
 	}
+	out = finished
 	switch task.Kind {
 	case proto.KindFetch, proto.KindCapture:
 		w.fetchPage(ctx, task, &res)
@@ -369,7 +593,7 @@ func (w *Worker) process(ctx context.Context, task proto.Task) (res proto.Result
 	default:
 		res.ErrKind, res.Err = proto.ErrOther, fmt.Sprintf("task kind %q not supported by this worker", task.Kind)
 	}
-	return res
+	return res, finished
 }
 
 func (w *Worker) fetchPage(ctx context.Context, task proto.Task, res *proto.Result) {

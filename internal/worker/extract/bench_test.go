@@ -65,6 +65,23 @@ func BenchmarkExtract(b *testing.B) {
 	}
 }
 
+// BenchmarkExtractTree is the visible text by the tree path, which
+// BenchmarkExtract/visible takes only for documents the streaming path
+// does not follow; the two together show what streaming saves.
+func BenchmarkExtractTree(b *testing.B) {
+	page := benchPage(b)
+	r := mustCompile(b, "", proto.IgnoreRules{})
+	b.SetBytes(int64(len(page)))
+	b.ReportAllocs()
+	for b.Loop() {
+		raw, err := r.domText(page)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = normalize(raw)
+	}
+}
+
 func BenchmarkDiff(b *testing.B) {
 	var lines []string
 	for i := 0; len(strings.Join(lines, "\n")) < 50<<10; i++ {

@@ -20,6 +20,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -144,28 +145,60 @@ func (r *Rules) Extract(body []byte, class fetch.Class) (text string, err error)
 			text, err = "", fmt.Errorf("extract: internal error on %d-byte body: %v", len(body), p)
 		}
 	}()
-	var raw string
 	switch class {
 	case fetch.HTML:
-		raw, err = r.htmlText(body)
+		text, err = r.htmlText(body)
 		if err != nil {
 			return "", err
 		}
 	case fetch.Text:
-		raw = canonicalText(body)
+		text = normalize(canonicalText(body))
 	default:
 		return "", nil
 	}
-	text = normalize(raw)
 	if r.blankRE != nil {
 		text = normalize(r.blank(text))
 	}
 	return text, nil
 }
 
-// htmlText parses body and renders the text of interest with line breaks
-// at block boundaries (not yet normalised).
+// htmlText renders the text of interest of an HTML body, normalised.
 func (r *Rules) htmlText(body []byte) (string, error) {
+	if r.selector == nil && len(r.ignore) == 0 {
+		bp := textBufs.Get().(*[]byte)
+		buf, ok := streamText(body, (*bp)[:0])
+		var text string
+		if ok {
+			text = normalize(buf)
+		}
+		if cap(buf) <= maxPooledBuf {
+			*bp = buf[:0]
+			textBufs.Put(bp)
+		}
+		if ok {
+			return text, nil
+		}
+	}
+	raw, err := r.domText(body)
+	if err != nil {
+		return "", err
+	}
+	return normalize(raw), nil
+}
+
+// textBufs recycles the buffers streamText renders into: one per page
+// would otherwise be most of what extraction allocates. A sync.Pool is
+// safe for concurrent workers and holds nothing between uses that matters.
+var textBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledBuf keeps a rare huge page from pinning its buffer in the pool.
+const maxPooledBuf = 1 << 20
+
+// domText parses body into a tree and renders the text of interest with
+// line breaks at block boundaries (not yet normalised): the
+// path for selectors, ignore selectors and the documents streamText does
+// not follow.
+func (r *Rules) domText(body []byte) (string, error) {
 	root, err := html.Parse(bytes.NewReader(body))
 	if err != nil {
 		// x/net/html refuses documents nested deeper than 512 open
@@ -423,7 +456,7 @@ func preserves(n *html.Node) bool {
 // appendCollapsed appends s with every whitespace character, newlines
 // included, turned into a space: outside <pre>, source line breaks are
 // layout of the HTML file, not of the page.
-func appendCollapsed(buf []byte, s string) []byte {
+func appendCollapsed[T string | []byte](buf []byte, s T) []byte {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; c {
 		case '\n', '\r', '\t', '\f', '\v':
@@ -463,14 +496,30 @@ func canonicalText(body []byte) string {
 // space, trims every line, drops empty lines and joins them with "\n".
 // Invalid UTF-8 becomes U+FFFD, so the result survives a JSON round trip
 // byte for byte and hashes the same on both sides of the wire.
-func normalize(s string) string {
+//
+// It runs on every fetched page, so runs of printable ASCII — nearly all
+// of most pages — are copied whole rather than rune by rune.
+func normalize[T string | []byte](s T) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	space, lineStarted := false, false
 	for i := 0; i < len(s); {
+		if c := s[i]; c > 0x20 && c < 0x7f {
+			j := i + 1
+			for j < len(s) && s[j] > 0x20 && s[j] < 0x7f {
+				j++
+			}
+			if space && lineStarted {
+				b.WriteByte(' ')
+			}
+			b.WriteString(string(s[i:j]))
+			space, lineStarted = false, true
+			i = j
+			continue
+		}
 		c, size := rune(s[i]), 1
 		if c >= utf8.RuneSelf {
-			c, size = utf8.DecodeRuneInString(s[i:])
+			c, size = utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 		}
 		i += size
 		switch {
@@ -483,8 +532,6 @@ func normalize(s string) string {
 		case c == ' ' || c == '\t':
 			space = true
 			continue
-		case c < utf8.RuneSelf && c > 0x20 && c != 0x7f:
-			// Printable ASCII, the common case.
 		case c == '\u200b' || c == '\ufeff' || c == '\u00ad' || c == '\u2060':
 			continue // invisible: not even a word break
 		case unicode.IsSpace(c) || unicode.IsControl(c):
@@ -494,13 +541,10 @@ func normalize(s string) string {
 		if space && lineStarted {
 			b.WriteByte(' ')
 		}
-		switch {
-		case c < utf8.RuneSelf:
-			b.WriteByte(byte(c))
-		case c == utf8.RuneError && size == 1:
+		if c == utf8.RuneError && size == 1 {
 			b.WriteString("\uFFFD") // an invalid byte
-		default:
-			b.WriteString(s[i-size : i])
+		} else {
+			b.WriteString(string(s[i-size : i]))
 		}
 		space, lineStarted = false, true
 	}
@@ -527,8 +571,17 @@ func (r *Rules) blank(text string) string {
 // Hash is the hex SHA-256 of an extracted text: the version identity the
 // coordinator compares to decide whether a page changed.
 func Hash(text string) string {
-	sum := sha256.Sum256([]byte(text))
-	return hex.EncodeToString(sum[:])
+	// Fed through a small buffer rather than as []byte(text): that
+	// conversion would copy the whole text of every fetched page.
+	h := sha256.New()
+	var chunk [1024]byte
+	for len(text) > 0 {
+		n := copy(chunk[:], text)
+		h.Write(chunk[:n])
+		text = text[n:]
+	}
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0]))
 }
 
 // HashBytes is the hex SHA-256 of a raw body, for Binary content which is

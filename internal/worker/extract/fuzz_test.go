@@ -9,6 +9,16 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/worker/fetch"
 )
 
+// extractSeeds start the extraction fuzzers.
+var extractSeeds = []string{
+	"", "<", "<html>", shopPage, "<p>a<br>b</p>", "<table><td>x<tr>y",
+	"<div class=x><p>12:34:56</p><li>one</li></div>", "<pre>\n\n a \n</pre>",
+	"<svg><title>t</title><p>in svg</p></svg>", "<template><p>x</p></template>y",
+	strings.Repeat("<div>", 600) + "deep", "<script>never</script ><p>ok",
+	"\xff\xfe<\x00p>", `{"b":1,"a":[true,null,"x"]}`, "<meta content=x>",
+	"<math><mi>x</mi></math><noscript><p>n</p></noscript>", "<p hidden>h</p>\u00a0",
+}
+
 // checkNormalised asserts the invariants every extracted text has.
 func checkNormalised(t *testing.T, text string) {
 	t.Helper()
@@ -29,14 +39,7 @@ func checkNormalised(t *testing.T, text string) {
 }
 
 func FuzzExtract(f *testing.F) {
-	for _, s := range []string{
-		"", "<", "<html>", shopPage, "<p>a<br>b</p>", "<table><td>x<tr>y",
-		"<div class=x><p>12:34:56</p><li>one</li></div>", "<pre>\n\n a \n</pre>",
-		"<svg><title>t</title><p>in svg</p></svg>", "<template><p>x</p></template>y",
-		strings.Repeat("<div>", 600) + "deep", "<script>never</script ><p>ok",
-		"\xff\xfe<\x00p>", `{"b":1,"a":[true,null,"x"]}`, "<meta content=x>",
-		"<math><mi>x</mi></math><noscript><p>n</p></noscript>", "<p hidden>h</p>\u00a0",
-	} {
+	for _, s := range extractSeeds {
 		f.Add([]byte(s))
 	}
 	plain, err := Compile("", proto.IgnoreRules{})

@@ -146,7 +146,13 @@ func classOf(mt string) Class {
 func toUTF8(body []byte, contentType string, class Class) []byte {
 	var enc encoding.Encoding
 	if class == HTML {
-		enc, _, _ = charset.DetermineEncoding(body, contentType)
+		var name string
+		enc, name, _ = charset.DetermineEncoding(body, contentType)
+		if name == "utf-8" && utf8.Valid(body) {
+			// Decoding valid UTF-8 as UTF-8 changes nothing; skipping the
+			// decoder saves a copy of every page.
+			enc = encoding.Nop
+		}
 	} else {
 		enc = textEncoding(body, contentType)
 	}

@@ -1,0 +1,464 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/freshcrawl/freshcrawl/internal/broker"
+	"github.com/freshcrawl/freshcrawl/internal/config"
+	"github.com/freshcrawl/freshcrawl/internal/node"
+	"github.com/freshcrawl/freshcrawl/internal/proto"
+)
+
+// CeilingOptions configure the coordinator-ceiling measurements.
+type CeilingOptions struct {
+	// Warmup runs before measuring; Duration is the measurement window.
+	Warmup, Duration time.Duration
+	// Hosts × PagesPerHost synthetic URLs are seeded for the pipeline
+	// ceiling. No one fetches them: the no-op responder answers for them.
+	Hosts, PagesPerHost int
+	// MaxInFlight bounds tasks dispatched and not yet folded.
+	MaxInFlight int
+	// Responders are the no-op responder's concurrent task handlers.
+	Responders int
+	// Responder, if set, is the command of a child process running
+	// RespondNoop (its NATS URL is appended as the last argument), so its
+	// CPU is not charged to the coordinator. Empty: it runs in this
+	// process.
+	Responder []string
+	// TempDir holds the data directories (default os.TempDir()).
+	TempDir string
+	// CPUProfile, if set, receives a CPU profile of the pipeline
+	// measurement window (the coordinator and the embedded NATS server).
+	CPUProfile io.Writer
+	Log        *slog.Logger
+	Progress   func(format string, args ...any)
+}
+
+func (o CeilingOptions) withDefaults() CeilingOptions {
+	if o.Warmup < 0 {
+		o.Warmup = 0
+	}
+	if o.Duration <= 0 {
+		o.Duration = 15 * time.Second
+	}
+	if o.Hosts <= 0 {
+		o.Hosts = 2000
+	}
+	if o.PagesPerHost <= 0 {
+		o.PagesPerHost = 5
+	}
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = 4096
+	}
+	if o.Responders <= 0 {
+		o.Responders = 64
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Progress == nil {
+		o.Progress = func(string, ...any) {}
+	}
+	return o
+}
+
+// QueueCeiling is the embedded JetStream work queue's own rate: tasks
+// published, consumed and acknowledged per second on the real task stream
+// and consumer, with nothing else running.
+type QueueCeiling struct {
+	Messages     int64   `json:"messages"`
+	Seconds      float64 `json:"seconds"`
+	PerSecond    float64 `json:"per_s"`
+	CPUCores     float64 `json:"cpu_cores"` // this process (server, publisher, consumer): CPU seconds per second
+	PayloadBytes int     `json:"payload_bytes"`
+}
+
+// PipelineCeiling is the coordinator's rate when fetches cost nothing:
+// tasks dispatched and results folded per second, with a responder that
+// answers every task at once.
+type PipelineCeiling struct {
+	URLs      int     `json:"urls"`
+	Hosts     int     `json:"hosts"`
+	Folded    int64   `json:"folded"` // in the window
+	Seconds   float64 `json:"seconds"`
+	PerSecond float64 `json:"per_s"`
+	// CoordinatorCores is the CPU this process (coordinator and embedded
+	// NATS) used per second; ResponderCores the responder's, when it runs
+	// in its own process.
+	CoordinatorCores float64 `json:"coordinator_cores"`
+	ResponderCores   float64 `json:"responder_cores,omitempty"`
+	// Persisted checks every folded result is in the store.
+	Persisted Persistence `json:"persisted"`
+}
+
+// CeilingResult is both measurements.
+type CeilingResult struct {
+	Machine  Machine         `json:"machine"`
+	Queue    QueueCeiling    `json:"queue"`
+	Pipeline PipelineCeiling `json:"pipeline"`
+}
+
+// RunCeiling measures the raw work-queue rate, then the pipeline's with
+// no-op fetches.
+func RunCeiling(ctx context.Context, o CeilingOptions) (CeilingResult, error) {
+	o = o.withDefaults()
+	res := CeilingResult{Machine: thisMachine()}
+	q, err := runQueueCeiling(ctx, o)
+	if err != nil {
+		return res, err
+	}
+	res.Queue = q
+	p, err := runPipelineCeiling(ctx, o)
+	if err != nil {
+		return res, err
+	}
+	res.Pipeline = p
+	return res, nil
+}
+
+// benchTask is a typical fetch task, as the dispatcher sends it.
+func benchTask(id string) proto.Task {
+	now := time.Now()
+	return proto.Task{V: proto.Version, ID: id, Kind: proto.KindFetch, URL: "http://h0042.example/p3", Host: "h0042.example",
+		IssuedAt: now, NotBefore: now, MinGap: time.Millisecond, ETag: `"v7"`,
+		PrevHash: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}
+}
+
+// runQueueCeiling publishes typical tasks to the task stream of an
+// embedded server as fast as a consumer takes and acknowledges them, and
+// measures the acknowledged rate. At most queueBacklog tasks wait in the
+// stream, so the rate is the steady state, not a burst into an empty
+// queue.
+func runQueueCeiling(ctx context.Context, o CeilingOptions) (QueueCeiling, error) {
+	o = o.withDefaults()
+	var q QueueCeiling
+	dir, err := os.MkdirTemp(o.TempDir, "freshcrawl-ceiling-queue-*")
+	if err != nil {
+		return q, fmt.Errorf("queue ceiling: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	srv, err := broker.StartEmbedded(broker.EmbeddedOptions{Dir: dir, Listen: "127.0.0.1:-1"})
+	if err != nil {
+		return q, fmt.Errorf("queue ceiling: %w", err)
+	}
+	defer func() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	}()
+	nc, js, err := broker.Connect(srv.ClientURL(), "freshcrawl-ceiling", o.Log)
+	if err != nil {
+		return q, fmt.Errorf("queue ceiling: %w", err)
+	}
+	defer nc.Close()
+	s := broker.DefaultSettings()
+	s.MaxAckPending = o.MaxInFlight
+	if err := broker.Ensure(ctx, js, s); err != nil {
+		return q, fmt.Errorf("queue ceiling: %w", err)
+	}
+	cons, err := js.Consumer(ctx, proto.TaskStream, proto.TaskConsumer)
+	if err != nil {
+		return q, fmt.Errorf("queue ceiling: task consumer: %w", err)
+	}
+	sample, err := proto.Encode(benchTask("t-00000000"))
+	if err != nil {
+		return q, err
+	}
+	q.PayloadBytes = len(sample)
+
+	const queueBacklog = 20000
+	backlog := make(chan struct{}, queueBacklog)
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var acked atomic.Int64
+	var wg sync.WaitGroup
+	var loopErr error
+	var errOnce sync.Once
+	fail := func(err error) {
+		errOnce.Do(func() { loopErr = err })
+		stop()
+	}
+
+	it, err := cons.Messages(jetstream.PullMaxMessages(1024))
+	if err != nil {
+		return q, fmt.Errorf("queue ceiling: consume: %w", err)
+	}
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for {
+			m, err := it.Next()
+			if err != nil {
+				if runCtx.Err() == nil && !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+					fail(fmt.Errorf("queue ceiling: next task: %w", err))
+				}
+				return
+			}
+			if err := m.Ack(); err != nil {
+				fail(fmt.Errorf("queue ceiling: ack: %w", err))
+				return
+			}
+			acked.Add(1)
+			select {
+			case <-backlog:
+			default:
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		subject := proto.TaskSubject(proto.KindFetch)
+		for i := 0; runCtx.Err() == nil; i++ {
+			select {
+			case backlog <- struct{}{}:
+			case <-runCtx.Done():
+				return
+			}
+			b, err := proto.Encode(benchTask("t-" + strconv.Itoa(i)))
+			if err != nil {
+				fail(err)
+				return
+			}
+			for {
+				_, err := js.PublishAsync(subject, b, jetstream.WithMsgID("t-"+strconv.Itoa(i)))
+				if err == nil {
+					break
+				}
+				// Too many publishes awaiting their acknowledgement: wait
+				// for them rather than spin.
+				select {
+				case <-js.PublishAsyncComplete():
+				case <-runCtx.Done():
+					return
+				}
+			}
+		}
+	}()
+
+	o.Progress("queue ceiling: warming up %s", o.Warmup)
+	okWarm := sleepOrDone(runCtx, o.Warmup)
+	if okWarm {
+		o.Progress("queue ceiling: measuring %s", o.Duration)
+		a0, u0, t0 := acked.Load(), selfUsage(), time.Now()
+		if sleepOrDone(runCtx, o.Duration) {
+			a1, u1, t1 := acked.Load(), selfUsage(), time.Now()
+			q.Messages, q.Seconds = a1-a0, t1.Sub(t0).Seconds()
+			q.PerSecond = float64(q.Messages) / q.Seconds
+			q.CPUCores = (u1.CPU - u0.CPU).Seconds() / q.Seconds
+		}
+	}
+	stop()
+	it.Stop()
+	wg.Wait()
+	if loopErr != nil {
+		return q, loopErr
+	}
+	if err := ctx.Err(); err != nil {
+		return q, err
+	}
+	o.Progress("queue ceiling: %.0f tasks/s", q.PerSecond)
+	return q, nil
+}
+
+// runPipelineCeiling runs a coordinator with no workers on synthetic URLs
+// and a no-op responder that answers every task at once, and measures the
+// results folded per second.
+func runPipelineCeiling(ctx context.Context, o CeilingOptions) (PipelineCeiling, error) {
+	o = o.withDefaults()
+	p := PipelineCeiling{Hosts: o.Hosts, URLs: o.Hosts * o.PagesPerHost}
+	dir, err := os.MkdirTemp(o.TempDir, "freshcrawl-ceiling-pipeline-*")
+	if err != nil {
+		return p, fmt.Errorf("pipeline ceiling: %w", err)
+	}
+	defer os.RemoveAll(dir)
+
+	cfg := config.Default()
+	cfg.Data = dir
+	cfg.NATSListen = "127.0.0.1:-1"
+	cfg.Budget = config.Rate(1e6)
+	cfg.HostRate = config.Rate(1e4)
+	cfg.MaxInFlight = o.MaxInFlight
+	cfg.Policy = "uniform"
+	cfg.Workers = 0
+	if err := cfg.Validate(); err != nil {
+		return p, fmt.Errorf("pipeline ceiling: %w", err)
+	}
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true}, Log: o.Log})
+	if err != nil {
+		return p, fmt.Errorf("pipeline ceiling: start coordinator: %w", err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			n.Stop()
+		}
+	}()
+	var seeds strings.Builder
+	for h := range o.Hosts {
+		for i := range o.PagesPerHost {
+			fmt.Fprintf(&seeds, "http://h%05d.example/p%d\n", h, i)
+		}
+	}
+	if sum, err := n.Coordinator.AddSeeds(strings.NewReader(seeds.String()), "bench"); err != nil || sum.Bad > 0 {
+		return p, fmt.Errorf("pipeline ceiling: seed %d URLs: %d bad (%v): %w", p.URLs, sum.Bad, sum.Errors, err)
+	}
+
+	respCtx, stopResponder := context.WithCancel(ctx)
+	defer stopResponder()
+	var child *helperProcess
+	respErr := make(chan error, 1)
+	if len(o.Responder) > 0 {
+		argv := append(append([]string(nil), o.Responder...), n.NATSURL)
+		if child, err = startHelper(ctx, argv); err != nil {
+			return p, fmt.Errorf("pipeline ceiling: responder: %w", err)
+		}
+		defer child.Close()
+	} else {
+		go func() { respErr <- RespondNoop(respCtx, n.NATSURL, o.Responders, o.Log) }()
+	}
+
+	o.Progress("pipeline ceiling: %d URLs on %d hosts, %d in flight; warming up %s", p.URLs, p.Hosts, o.MaxInFlight, o.Warmup)
+	if !sleepOrDone(ctx, o.Warmup) {
+		return p, ctx.Err()
+	}
+	o.Progress("pipeline ceiling: measuring %s", o.Duration)
+	if o.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(o.CPUProfile); err != nil {
+			return p, fmt.Errorf("pipeline ceiling: CPU profile: %w", err)
+		}
+	}
+	s0, u0, t0 := n.Coordinator.Status(), selfUsage(), time.Now()
+	var c0 time.Duration
+	if child != nil {
+		c0, _ = procCPU(child.PID)
+	}
+	if !sleepOrDone(ctx, o.Duration) {
+		return p, ctx.Err()
+	}
+	s1, u1, t1 := n.Coordinator.Status(), selfUsage(), time.Now()
+	if o.CPUProfile != nil {
+		pprof.StopCPUProfile()
+	}
+	p.Folded, p.Seconds = s1.Fetches-s0.Fetches, t1.Sub(t0).Seconds()
+	p.PerSecond = float64(p.Folded) / p.Seconds
+	p.CoordinatorCores = (u1.CPU - u0.CPU).Seconds() / p.Seconds
+	if child != nil {
+		if c1, ok := procCPU(child.PID); ok {
+			p.ResponderCores = (c1 - c0).Seconds() / p.Seconds
+		}
+	}
+
+	stopResponder()
+	if child == nil {
+		if err := <-respErr; err != nil {
+			return p, err
+		}
+	}
+	n.Stop()
+	stopped = true
+	p.Persisted.Folded = n.Coordinator.Status().Fetches
+	if err := readStoreBack(dir, &p.Persisted); err != nil {
+		return p, err
+	}
+	o.Progress("pipeline ceiling: %.0f folded/s", p.PerSecond)
+	return p, nil
+}
+
+// noopHash is the version hash the no-op responder reports.
+const noopHash = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// RespondNoop answers every task on the task stream at once, as a worker
+// whose fetches cost nothing would: a first version the first time a URL
+// is seen, the same version after. Each answer is published to the result
+// stream before the task is acknowledged, as a worker does. It runs until
+// ctx ends.
+func RespondNoop(ctx context.Context, natsURL string, responders int, log *slog.Logger) error {
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	nc, js, err := broker.Connect(natsURL, "freshcrawl-noop-responder", log)
+	if err != nil {
+		return fmt.Errorf("no-op responder: %w", err)
+	}
+	defer nc.Close()
+	cons, err := js.Consumer(ctx, proto.TaskStream, proto.TaskConsumer)
+	if err != nil {
+		return fmt.Errorf("no-op responder: task consumer: %w", err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(2 * max(responders, 1)))
+	if err != nil {
+		return fmt.Errorf("no-op responder: consume: %w", err)
+	}
+	msgs := make(chan jetstream.Msg)
+	var wg sync.WaitGroup
+	for range max(responders, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for m := range msgs {
+				answerNoop(ctx, js, m, log)
+			}
+		}()
+	}
+	go func() {
+		<-ctx.Done()
+		it.Stop()
+	}()
+	var nextErr error
+	for {
+		m, err := it.Next()
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				nextErr = fmt.Errorf("no-op responder: next task: %w", err)
+			}
+			break
+		}
+		msgs <- m
+	}
+	close(msgs)
+	wg.Wait()
+	return nextErr
+}
+
+func answerNoop(ctx context.Context, js jetstream.JetStream, m jetstream.Msg, log *slog.Logger) {
+	task, err := proto.DecodeTask(m.Data())
+	if err != nil {
+		log.Error("no-op responder: bad task", "err", err)
+		_ = m.Term()
+		return
+	}
+	now := time.Now()
+	r := proto.Result{V: proto.Version, TaskID: task.ID, Kind: task.Kind, URL: task.URL, Host: task.Host, WorkerID: "noop",
+		Attempt: 1, StartedAt: now, FinishedAt: now, Status: 200, ContentType: "text/html", Hash: task.PrevHash}
+	if md, err := m.Metadata(); err == nil {
+		r.Attempt = int(md.NumDelivered)
+	}
+	if task.PrevHash == "" {
+		r.Hash, r.Text = noopHash, "no-op"
+	}
+	b, err := proto.Encode(&r)
+	if err != nil {
+		_ = m.Term()
+		return
+	}
+	if _, err := js.Publish(ctx, proto.ResultSubject(task.Kind), b, jetstream.WithMsgID("r-"+task.ID)); err != nil {
+		if ctx.Err() == nil {
+			log.Warn("no-op responder: publish result", "task", task.ID, "err", err)
+		}
+		_ = m.Nak()
+		return
+	}
+	_ = m.Ack()
+}

@@ -1,0 +1,33 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestCeilingRuns runs both ceiling measurements briefly, the responder in
+// this process: tasks flow through the queue, results are folded, and
+// every folded result is in the store afterwards.
+func TestCeilingRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts NATS twice and a coordinator")
+	}
+	res, err := RunCeiling(context.Background(), CeilingOptions{
+		Warmup: 500 * time.Millisecond, Duration: time.Second, Hosts: 50, PagesPerHost: 2, MaxInFlight: 64, Responders: 8,
+		TempDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Queue.Messages <= 0 || res.Queue.PayloadBytes <= 0 {
+		t.Errorf("queue: %+v, want messages acknowledged", res.Queue)
+	}
+	p := res.Pipeline
+	if p.Folded <= 0 || p.URLs != 100 {
+		t.Errorf("pipeline: %+v, want results folded for 100 URLs", p)
+	}
+	if p.Persisted.Folded < p.Folded || p.Persisted.InStore != p.Persisted.Folded {
+		t.Errorf("persisted: %+v, want every folded result in the store", p.Persisted)
+	}
+}
