@@ -11,13 +11,16 @@ package main
 // ENTRYPOINT that is not the binary the Dockerfile builds.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -25,10 +28,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 
+	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/config"
 )
 
@@ -195,8 +201,28 @@ func (s composeService) environment() (map[string]*string, error) {
 	default:
 		return nil, fmt.Errorf("line %d: want a mapping or a list of KEY=VALUE", s.Environment.Line)
 	}
+	for k, v := range env {
+		if v != nil {
+			iv := interpolate(*v)
+			env[k] = &iv
+		}
+	}
 	return env, nil
 }
+
+// interpolate replaces Compose's ${NAME}, ${NAME:?message} and
+// ${NAME:-default} with testSecret(NAME), as if .env held a value for
+// every variable: the same name gives the same value wherever it is used.
+func interpolate(s string) string {
+	return regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)[^}]*\}`).ReplaceAllStringFunc(s, func(m string) string {
+		name := regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)`).FindStringSubmatch(m)[1]
+		return testSecret(name)
+	})
+}
+
+// testSecret is the value .env would hold for name: long enough for a
+// token, and safe in a URL.
+func testSecret(name string) string { return "test-" + strings.ToLower(name) + "-0123456789abcdef" }
 
 // dependsOn returns the services a service depends on and the condition of
 // each ("service_started" for the short syntax).
@@ -238,6 +264,7 @@ func cmpOr(s, def string) string {
 // mount is one entry of a service's volumes.
 type mount struct {
 	named  string // named volume ("" for bind mounts and anonymous volumes)
+	source string // the host path of a bind mount
 	target string
 }
 
@@ -255,6 +282,8 @@ func (s composeService) mounts() ([]mount, error) {
 			m := mount{target: parts[1]}
 			if src := parts[0]; !strings.HasPrefix(src, "/") && !strings.HasPrefix(src, ".") && !strings.HasPrefix(src, "~") {
 				m.named = src
+			} else {
+				m.source = src
 			}
 			out = append(out, m)
 		case yaml.MappingNode:
@@ -611,9 +640,60 @@ func natsOptions(args []string) map[string]string {
 	return opts
 }
 
+// natsConfig is a NATS service of docker-compose.yml read as the
+// container's nats-server would read it: its --config file (bind-mounted
+// from the repository) with the service's environment.
+func natsConfig(t *testing.T, cf composeFile, name string) *server.Options {
+	t.Helper()
+	where := fmt.Sprintf("docker-compose.yml: service %q", name)
+	svc := cf.Services[name]
+	args, err := svc.command()
+	if err != nil {
+		t.Fatalf("%s: command: %v", where, err)
+	}
+	opts := natsOptions(args)
+	file, ok := opts["config"]
+	if !ok {
+		file, ok = opts["c"]
+	}
+	if !ok {
+		t.Fatalf("%s: command %q: want nats-server --config FILE", where, args)
+	}
+	ms, _ := svc.mounts()
+	i := slices.IndexFunc(ms, func(m mount) bool { return m.target == file && m.source != "" })
+	if i < 0 {
+		t.Fatalf("%s: volumes: --config %s is not bind-mounted from the repository", where, file)
+	}
+	env, err := svc.environment()
+	if err != nil {
+		t.Fatalf("%s: environment: %v", where, err)
+	}
+	for k, v := range env {
+		if v == nil {
+			t.Fatalf("%s: environment: %s has no value", where, k)
+		}
+		t.Setenv(k, *v)
+	}
+	o, err := server.ProcessConfigFile(filepath.Join(repoRoot, ms[i].source))
+	if err != nil {
+		t.Fatalf("%s: nats-server rejects its config: %v", where, err)
+	}
+	return o
+}
+
+// natsUsers are the users of a NATS config: user → password.
+func natsUsers(o *server.Options) map[string]string {
+	users := map[string]string{}
+	for _, u := range o.Users {
+		users[u.Username] = u.Password
+	}
+	return users
+}
+
 func TestComposeNATSCluster(t *testing.T) {
 	cf := loadCompose(t)
 	clusterNames := map[string]bool{}
+	usersOf := map[string]map[string]string{}
 	for _, name := range natsServices {
 		svc, ok := cf.Services[name]
 		if !ok {
@@ -623,61 +703,123 @@ func TestComposeNATSCluster(t *testing.T) {
 		if !strings.HasPrefix(svc.Image, "nats:") {
 			t.Errorf("%s: image %q: want the official nats image", where, svc.Image)
 		}
-		args, err := svc.command()
-		if err != nil {
-			t.Errorf("%s: command: %v", where, err)
-			continue
+		o := natsConfig(t, cf, name)
+		if !o.JetStream {
+			t.Errorf("%s: JetStream is off", where)
 		}
-		opts := natsOptions(args)
-		if _, ok := opts["jetstream"]; !ok {
-			if _, ok := opts["js"]; !ok {
-				t.Errorf("%s: command: no --jetstream", where)
-			}
+		if o.ServerName != name {
+			t.Errorf("%s: server_name %q, want %q (unique and stable: JetStream names its Raft peers by it)", where, o.ServerName, name)
 		}
-		if got := opts["server_name"]; got != name {
-			t.Errorf("%s: command: --server_name %q, want %q (unique and stable: JetStream names its Raft peers by it)", where, got, name)
+		clusterNames[o.Cluster.Name] = true
+		if o.Cluster.Port == 0 {
+			t.Errorf("%s: no cluster listen port", where)
 		}
-		clusterNames[opts["cluster_name"]] = true
-		_, clusterPort, _ := strings.Cut(strings.TrimPrefix(opts["cluster"], "nats://"), ":")
-		if clusterPort == "" {
-			t.Errorf("%s: command: --cluster %q: want nats://0.0.0.0:PORT", where, opts["cluster"])
+		if o.Cluster.Username == "" || o.Cluster.Password == "" {
+			t.Errorf("%s: the cluster port takes any node: want authorization { user, password }", where)
 		}
 		routed := map[string]bool{}
-		for _, r := range strings.Split(opts["routes"], ",") {
-			u, err := url.Parse(strings.TrimSpace(r))
-			if err != nil || u.Hostname() == "" {
-				t.Errorf("%s: command: --routes: %q is not a nats://host:port URL", where, r)
-				continue
-			}
+		for _, u := range o.Routes {
 			if _, ok := cf.Services[u.Hostname()]; !ok {
-				t.Errorf("%s: command: --routes: %q names no service of this file", where, r)
+				t.Errorf("%s: route %s names no service of this file", where, u.Redacted())
 			}
-			if clusterPort != "" && u.Port() != clusterPort {
-				t.Errorf("%s: command: --routes: %q: port %q, want the cluster port %s", where, r, u.Port(), clusterPort)
+			if u.Port() != strconv.Itoa(o.Cluster.Port) {
+				t.Errorf("%s: route %s: port %s, want the cluster port %d", where, u.Redacted(), u.Port(), o.Cluster.Port)
+			}
+			if p, _ := u.User.Password(); u.User.Username() != o.Cluster.Username || p != o.Cluster.Password {
+				t.Errorf("%s: route %s does not carry the cluster's user and password", where, u.Redacted())
 			}
 			routed[u.Hostname()] = true
 		}
 		for _, peer := range natsServices {
 			if !routed[peer] {
-				t.Errorf("%s: command: --routes %q does not name %q", where, opts["routes"], peer)
+				t.Errorf("%s: the routes do not name %q", where, peer)
 			}
 		}
-		if dir := opts["store_dir"]; dir == "" {
-			t.Errorf("%s: command: no --store_dir: JetStream would keep its files in the container's temporary directory", where)
+		if o.StoreDir == "" {
+			t.Errorf("%s: no jetstream store_dir: JetStream would keep its files in the container's temporary directory", where)
 		} else {
 			ms, _ := svc.mounts()
-			if !slices.ContainsFunc(ms, func(m mount) bool { return m.named != "" && m.target == dir }) {
-				t.Errorf("%s: volumes: no named volume on --store_dir %s: the streams would not survive re-creating the container", where, dir)
+			if !slices.ContainsFunc(ms, func(m mount) bool { return m.named != "" && m.target == o.StoreDir }) {
+				t.Errorf("%s: volumes: no named volume on store_dir %s: the streams would not survive re-creating the container", where, o.StoreDir)
 			}
 		}
 		if svc.Healthcheck == nil || svc.Healthcheck.Test.Kind == 0 {
 			t.Errorf("%s: healthcheck: missing (the freshcrawl services wait for service_healthy)", where)
-		} else if port := opts["http_port"]; port == "" || !strings.Contains(fmt.Sprint(nodeStrings(&svc.Healthcheck.Test)), ":"+port+"/healthz") {
-			t.Errorf("%s: healthcheck: want the monitoring endpoint :%s/healthz (--http_port)", where, port)
+		} else if o.HTTPPort == 0 || !strings.Contains(fmt.Sprint(nodeStrings(&svc.Healthcheck.Test)), fmt.Sprintf(":%d/healthz", o.HTTPPort)) {
+			t.Errorf("%s: healthcheck: want the monitoring endpoint :%d/healthz (http_port)", where, o.HTTPPort)
 		}
+		if o.NoAuthUser != "" || o.Authorization != "" || len(o.Users) == 0 {
+			t.Errorf("%s: clients must authenticate as a user (no_auth_user %q, token set %v, %d users)", where, o.NoAuthUser, o.Authorization != "", len(o.Users))
+		}
+		for _, u := range o.Users {
+			if u.Account == nil || u.Account.Name == "$G" {
+				t.Errorf("%s: user %q is in the global account, want freshcrawl's own", where, u.Username)
+			}
+		}
+		usersOf[name] = natsUsers(o)
 	}
 	if len(clusterNames) > 1 {
-		t.Errorf("docker-compose.yml: NATS services: --cluster_name differs between nodes: %v", sortedKeys(clusterNames))
+		t.Errorf("docker-compose.yml: NATS services: the cluster name differs between nodes: %v", sortedKeys(clusterNames))
+	}
+	// Every freshcrawl service authenticates as a user every node knows,
+	// with that user's password.
+	for _, name := range sortedKeys(freshcrawlServices(t, cf)) {
+		env, _ := cf.Services[name].environment()
+		user, pw := env[config.EnvName("nats-user")], env[config.EnvName("nats-password")]
+		if user == nil || pw == nil {
+			t.Errorf("docker-compose.yml: service %q: no FRESHCRAWL_NATS_USER and FRESHCRAWL_NATS_PASSWORD", name)
+			continue
+		}
+		for node, users := range usersOf {
+			if want, ok := users[*user]; !ok || want != *pw {
+				t.Errorf("docker-compose.yml: service %q: NATS user %q (password from the same .env variable) is not a user of %s", name, *user, node)
+			}
+		}
+	}
+}
+
+// TestComposeNATSConfigRuns starts a real nats-server from the NATS
+// nodes' config (alone: its cluster routes left out, on a free port) and
+// connects as each freshcrawl service does, creating the streams.
+func TestComposeNATSConfigRuns(t *testing.T) {
+	cf := loadCompose(t)
+	o := natsConfig(t, cf, natsServices[0])
+	o.Host, o.Port, o.HTTPPort = "127.0.0.1", -1, 0
+	o.Cluster, o.Routes, o.RoutesStr = server.ClusterOpts{}, nil, ""
+	o.StoreDir = t.TempDir()
+	o.NoSigs, o.NoLog = true, true
+	s, err := server.NewServer(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server did not start")
+	}
+	defer func() { s.Shutdown(); s.WaitForShutdown() }()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, name := range sortedKeys(freshcrawlServices(t, cf)) {
+		env, _ := cf.Services[name].environment()
+		a := broker.Auth{User: *env[config.EnvName("nats-user")], Password: *env[config.EnvName("nats-password")]}
+		opts, err := a.Options()
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc, js, err := broker.Connect(s.ClientURL(), name, log, opts...)
+		if err != nil {
+			t.Fatalf("service %q cannot connect with its user %q: %v", name, a.User, err)
+		}
+		if err := broker.Ensure(ctx, js, broker.DefaultSettings()); err != nil {
+			t.Errorf("service %q: JetStream: %v", name, err)
+		}
+		nc.Close()
+	}
+	// One attempt, without the processes' retries: the server's answer.
+	if nc, err := nats.Connect(s.ClientURL(), nats.NoReconnect()); err == nil {
+		nc.Close()
+		t.Error("connected without a user")
 	}
 }
 

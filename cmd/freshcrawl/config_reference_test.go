@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/freshcrawl/freshcrawl/internal/config"
+	"github.com/freshcrawl/freshcrawl/internal/notify"
 	"github.com/freshcrawl/freshcrawl/internal/source"
 )
 
@@ -243,7 +244,9 @@ func TestEveryKeyHasAFlagAndAVariable(t *testing.T) {
 }
 
 // TestReadmeYAMLExamples: every YAML example in the README is a config
-// file the binary accepts, its keyword-search sources included.
+// file the binary accepts, its keyword-search sources and webhooks
+// included. A block whose info string names another file (```yaml
+// prometheus.yml) is another program's config and is skipped.
 func TestReadmeYAMLExamples(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
 	if err != nil {
@@ -273,6 +276,10 @@ func TestReadmeYAMLExamples(t *testing.T) {
 		}
 		if _, err := source.Load(file); err != nil {
 			t.Errorf("README.md YAML example %d: sources: %v", i+1, err)
+		}
+		// Every secret_env is taken as set.
+		if _, err := notify.LoadWebhooks(file, func(string) string { return "set" }); err != nil {
+			t.Errorf("README.md YAML example %d: webhooks: %v", i+1, err)
 		}
 	}
 }

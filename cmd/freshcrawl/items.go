@@ -96,7 +96,7 @@ some lines were bad. With a coordinator running, the items go through its API.`,
 		},
 	}
 	cmd.Flags().StringVar(&src, "source", "", "name of the keyword-search source")
-	withConfig(cmd, &cfg, "data", "listen", "api", "log-level")
+	withConfig(cmd, &cfg, clientKeys...)
 	return cmd
 }
 
@@ -118,7 +118,7 @@ func openWritable(cfg config.Config) (db *store.DB, viaAPI bool, err error) {
 func postItems(cfg config.Config, in io.Reader, name, src string) (coordinator.ItemsSummary, error) {
 	var sum coordinator.ItemsSummary
 	u := cfg.APIBase() + "/api/items?source=" + url.QueryEscape(src) + "&name=" + url.QueryEscape(name)
-	resp, err := http.Post(u, "application/x-ndjson", in)
+	resp, err := apiPost(cfg, u, "application/x-ndjson", in)
 	if err != nil {
 		if cfg.API != "" {
 			return sum, fmt.Errorf("the coordinator API at %s did not answer: %w", cfg.APIBase(), err)
@@ -182,6 +182,6 @@ func itemsListCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&src, "source", "", "name of the keyword-search source")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	withConfig(cmd, &cfg, "data", "listen", "api", "log-level")
+	withConfig(cmd, &cfg, clientKeys...)
 	return cmd
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -18,6 +19,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/config"
 	"github.com/freshcrawl/freshcrawl/internal/node"
 	"github.com/freshcrawl/freshcrawl/internal/store"
+	"github.com/freshcrawl/freshcrawl/internal/version"
 )
 
 func main() {
@@ -73,7 +75,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		Short:         "A distributed crawler that keeps a copy of web content as fresh as a budget allows",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.String(),
 	}
+	root.SetVersionTemplate("freshcrawl {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(
@@ -83,6 +87,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		storeCmd(), backupCmd(), natsServerCmd(),
 		urlsCmd(), urlCmd(), getCmd(), exportCmd(), importCmd(),
 	)
+	addExamples(root)
 	return root
 }
 
@@ -92,15 +97,15 @@ func setup(cmd *cobra.Command, cfg *config.Config) (*slog.Logger, error) {
 	if err := config.Resolve(cmd.Flags(), os.Environ()); err != nil {
 		return nil, err
 	}
-	lvl, err := cfg.Level()
-	if err != nil {
-		return nil, err
-	}
-	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl})), nil
+	return cfg.Logger(cmd.ErrOrStderr())
 }
 
-// withConfig registers cfg's flags for keys on cmd.
+// withConfig registers cfg's flags for keys on cmd; a command that logs
+// (log-level) also takes log-format.
 func withConfig(cmd *cobra.Command, cfg *config.Config, keys ...string) {
+	if slices.Contains(keys, "log-level") && !slices.Contains(keys, "log-format") {
+		keys = append(slices.Clone(keys), "log-format")
+	}
 	cfg.Register(cmd.Flags(), keys...)
 	cmd.Flags().SortFlags = false
 }

@@ -212,7 +212,7 @@ fetched) are null.`,
 	f.IntVar(&top, "top", 20, "list this many elements, the largest by weight×rate (0: all)")
 	f.BoolVar(&all, "all", false, "list every element")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
-	withConfig(cmd, &cfg, "data", "listen", "api", "policy", "objective", "prior-rate", "log-level")
+	withConfig(cmd, &cfg, "data", "listen", "api", "api-token", "api-read-token", "tls-cert", "policy", "objective", "prior-rate", "log-level")
 	return cmd
 }
 
@@ -237,8 +237,7 @@ func planElements(cfg config.Config) ([]plan.Element, map[string]float64, error)
 		}
 	}
 	api, who := heldBy(cfg)
-	c := http.Client{Timeout: 10 * time.Minute}
-	resp, err := c.Get(api + "/api/estimates")
+	resp, err := apiDo(cfg, 10*time.Minute, http.MethodGet, api+"/api/estimates", "", nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the store in %s is held by %s, and its API at %s did not answer (give it with --api): %w", cfg.Data, who, api, err)
 	}

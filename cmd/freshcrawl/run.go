@@ -16,18 +16,26 @@ import (
 
 // Keys each role reads.
 var (
-	natsKeys        = []string{"data", "nats", "nats-listen", "ack-wait", "max-deliver", "replicas", "sync-always", "log-level"}
-	coordinatorKeys = []string{"listen", "budget", "host-rate", "max-in-flight", "policy", "objective", "replan", "prior-rate", "half-life", "explore", "lm-skew", "capture-uniform", "probe-policy", "ignore-selector", "ignore-pattern", "min-change", "keep-versions", "keep-versions-for", "keep-changes", "keep-changes-for", "keep-fold-marks-for", "standby", "lease-ttl", "adopt-crawl"}
-	workerKeys      = []string{"concurrency", "user-agent", "timeout", "max-body", "max-redirects", "allow-private", "worker-id", "stop-grace"}
+	// natsAuthKeys authenticate to an external NATS server.
+	natsAuthKeys    = []string{"nats-user", "nats-password", "nats-token", "nats-nkey", "nats-creds", "nats-ca", "nats-cert", "nats-key"}
+	natsKeys        = slices.Concat([]string{"data", "nats"}, natsAuthKeys, []string{"nats-listen", "ack-wait", "max-deliver", "replicas", "sync-always", "log-level"})
+	coordinatorKeys = []string{"listen", "api-token", "api-read-token", "tls-cert", "tls-key", "budget", "host-rate", "max-in-flight", "policy", "objective", "replan", "prior-rate", "half-life", "explore", "lm-skew", "capture-uniform", "probe-policy", "ignore-selector", "ignore-pattern", "min-change",
+		"keep-versions", "keep-versions-for", "keep-changes", "keep-changes-for", "keep-fold-marks-for", "standby", "lease-ttl", "adopt-crawl",
+		"change-stream-max-age", "change-stream-max-bytes", "change-stream-max-msgs", "webhook-secret", "webhook-attempts", "webhook-backoff", "webhook-max-backoff", "webhook-timeout"}
+	workerKeys = []string{"concurrency", "user-agent", "timeout", "max-body", "max-redirects", "allow-private", "worker-id", "stop-grace"}
 	// A worker keeps no data and never starts a NATS server of its own.
-	workerNATSKeys = []string{"nats", "ack-wait", "max-deliver", "replicas", "log-level", "health-listen"}
+	workerNATSKeys = slices.Concat([]string{"nats"}, natsAuthKeys, []string{"ack-wait", "max-deliver", "replicas", "log-level", "health-listen"})
+	// clientKeys are the keys of the commands that talk to the API.
+	clientKeys = []string{"data", "listen", "api", "api-token", "api-read-token", "tls-cert", "log-level"}
 )
 
 // role describes one of the long-running subcommands.
 type role struct {
 	use, short string
 	keys       []string
-	roles      func(config.Config) node.Roles
+	// defaults changes the defaults of the command's settings.
+	defaults func(*config.Config)
+	roles    func(config.Config) node.Roles
 	// before runs after the config is resolved and validated.
 	before func(*cobra.Command, config.Config) error
 	// started is printed once everything is up.
@@ -40,6 +48,9 @@ type role struct {
 // until interrupted.
 func roleCmd(r role) *cobra.Command {
 	cfg := config.Default()
+	if r.defaults != nil {
+		r.defaults(&cfg)
+	}
 	var faultPoint string
 	cmd := &cobra.Command{
 		Use:   r.use,
@@ -117,8 +128,10 @@ func workerCmd() *cobra.Command {
 	return roleCmd(role{
 		use:   "worker --nats URL",
 		short: "Run a stateless worker against a NATS server; start as many as you like",
-		keys:  slices.Concat(workerNATSKeys, workerKeys),
-		roles: func(config.Config) node.Roles { return node.Roles{Workers: 1} },
+		keys:  slices.Concat(workerNATSKeys, workerKeys, []string{"listen"}),
+		// A worker serves /metrics and /healthz only when asked to.
+		defaults: func(cfg *config.Config) { cfg.Listen = "" },
+		roles:    func(cfg config.Config) node.Roles { return node.Roles{Workers: 1, HTTP: cfg.Listen != ""} },
 		before: func(_ *cobra.Command, cfg config.Config) error {
 			if cfg.NATS == "" {
 				return errors.New("worker needs --nats URL (or FRESHCRAWL_NATS): the coordinator's NATS server")

@@ -44,7 +44,7 @@ coordinator holds it, the seeds are streamed to its API (--api, default http://<
 			return seedOffline(cmd, cfg, args[0])
 		},
 	}
-	withConfig(cmd, &cfg, "data", "listen", "api", "log-level")
+	withConfig(cmd, &cfg, clientKeys...)
 	return cmd
 }
 
@@ -130,7 +130,7 @@ func seedOffline(cmd *cobra.Command, cfg config.Config, path string) error {
 func seedViaAPI(cfg config.Config, in io.Reader, name string) (coordinator.SeedSummary, error) {
 	var sum coordinator.SeedSummary
 	u := cfg.APIBase() + "/api/seeds?name=" + url.QueryEscape(name)
-	resp, err := http.Post(u, "text/plain", in)
+	resp, err := apiPost(cfg, u, "text/plain", in)
 	if err != nil {
 		if cfg.API != "" {
 			return sum, fmt.Errorf("the coordinator API at %s did not answer: %w", cfg.APIBase(), err)
@@ -148,9 +148,8 @@ func seedViaAPI(cfg config.Config, in io.Reader, name string) (coordinator.SeedS
 	return sum, nil
 }
 
-func getJSON(u string, v any) error {
-	c := http.Client{Timeout: 10 * time.Second}
-	resp, err := c.Get(u)
+func getJSON(cfg config.Config, u string, v any) error {
+	resp, err := apiDo(cfg, 10*time.Second, http.MethodGet, u, "", nil)
 	if err != nil {
 		return err
 	}
@@ -173,7 +172,7 @@ func statusCmd() *cobra.Command {
 				return err
 			}
 			var s coordinator.Status
-			if err := getJSON(cfg.APIBase()+"/api/status", &s); err != nil {
+			if err := getJSON(cfg, cfg.APIBase()+"/api/status", &s); err != nil {
 				return fmt.Errorf("status: is a coordinator running with its API at %s? %w", cfg.APIBase(), err)
 			}
 			if asJSON {
@@ -186,11 +185,14 @@ func statusCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	withConfig(cmd, &cfg, "listen", "api", "log-level")
+	withConfig(cmd, &cfg, clientKeys[1:]...) // no data: status needs a running coordinator
 	return cmd
 }
 
 func printStatus(w io.Writer, s coordinator.Status) {
+	if s.Version != "" {
+		fmt.Fprintf(w, "version        %s\n", s.Version)
+	}
 	role := s.Role
 	if l := s.Lease; l != nil {
 		role += fmt.Sprintf(" coordinator %s, lease fence %d", l.Holder, l.Fence)
@@ -255,6 +257,19 @@ func printStatus(w io.Writer, s coordinator.Status) {
 			fmt.Fprintf(w, "  %s  period %s, %d polls/period, %s\n", c.URL, period, c.Polls, state)
 		}
 	}
+	if h := s.Webhooks; h != nil {
+		queued := 0
+		for _, n := range h.Queued {
+			queued += n
+		}
+		fmt.Fprintf(w, "webhooks       %d configured, %d delivered, %d failed attempts, %d queued, %d dead letters\n", len(h.Webhooks), h.Delivered, h.Failed, queued, h.Dead)
+		for _, d := range h.DeadLetters {
+			fmt.Fprintf(w, "  dead letter  %s  event %s to %s, %d attempts, last: %s (retry: POST /api/webhooks/retry {\"ids\":[\"%s\"]})\n", d.ID, d.EventID, d.URL, d.Attempts, d.LastErr, d.ID)
+		}
+		if more := h.Dead - len(h.DeadLetters); more > 0 {
+			fmt.Fprintf(w, "  … and %d more dead letters (GET /api/webhooks)\n", more)
+		}
+	}
 }
 
 func versionsCmd() *cobra.Command {
@@ -307,7 +322,7 @@ func versionsCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().Uint64Var(&show, "show", 0, "print version N with its text")
-	withConfig(cmd, &cfg, "data", "listen", "api", "log-level")
+	withConfig(cmd, &cfg, clientKeys...)
 	return cmd
 }
 

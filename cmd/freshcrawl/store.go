@@ -47,7 +47,7 @@ func readStore(cfg config.Config, path string, v any, offline func(*store.DB) er
 		}
 	}
 	api, who := heldBy(cfg)
-	if err := getJSON(api+path, v); err != nil {
+	if err := getJSON(cfg, api+path, v); err != nil {
 		if cfg.API != "" {
 			return fmt.Errorf("the coordinator API at %s: %w", api, err)
 		}
@@ -75,8 +75,7 @@ func fetchBackup(cfg config.Config, path string) (string, error) {
 		}
 	}
 	api, who := heldBy(cfg)
-	client := http.Client{Timeout: 30 * time.Minute}
-	resp, err := client.Get(api + "/api/backup")
+	resp, err := apiDo(cfg, 30*time.Minute, http.MethodGet, api+"/api/backup", "", nil)
 	if err != nil {
 		if cfg.API != "" {
 			return "", fmt.Errorf("backup through the coordinator API at %s: %w", api, err)
@@ -164,7 +163,7 @@ Exit status 0: the store is sound; 3: it is damaged (restore a backup).`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
-	withConfig(cmd, &cfg, "data", "listen", "api", "log-level")
+	withConfig(cmd, &cfg, clientKeys...)
 	return cmd
 }
 
@@ -238,6 +237,6 @@ place of freshcrawl.db in its data directory.`,
 			return nil
 		},
 	}
-	withConfig(cmd, &cfg, "data", "listen", "api", "log-level")
+	withConfig(cmd, &cfg, clientKeys...)
 	return cmd
 }

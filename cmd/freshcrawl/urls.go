@@ -28,7 +28,7 @@ import (
 // coordinator holds it, so an old store gets its indexes; else read-only).
 func readFallback(cfg config.Config, path string, v any, offline func(*store.DB) error) error {
 	base, _ := heldBy(cfg)
-	err := getJSON(base+path, v)
+	err := getJSON(cfg, base+path, v)
 	if err == nil {
 		return nil
 	}
@@ -157,7 +157,7 @@ largest first). Without a running coordinator the store is read directly;
 	f.StringVar(&q.After, "after", "", "the cursor a previous page printed")
 	f.BoolVar(&all, "all", false, "print every page")
 	f.BoolVar(&asJSON, "json", false, "print each page as JSON")
-	withConfig(cmd, &cfg, "data", "listen", "api", "log-level")
+	withConfig(cmd, &cfg, clientKeys...)
 	return cmd
 }
 
@@ -197,7 +197,7 @@ func urlShowCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	withConfig(cmd, &cfg, "data", "listen", "api", "log-level")
+	withConfig(cmd, &cfg, clientKeys...)
 	return cmd
 }
 
@@ -401,7 +401,7 @@ changed directly.`,
 		cmd.Flags().StringVar(&mode, "mode", "", "freshness or capture")
 		cmd.Flags().BoolVar(&keepRaw, "keep-raw", false, "keep the raw response body of the latest version")
 	}
-	withConfig(cmd, &cfg, "data", "listen", "api", "log-level")
+	withConfig(cmd, &cfg, clientKeys...)
 	return cmd
 }
 
@@ -443,7 +443,7 @@ func lifecycle(cfg config.Config, op string, req api.SetRequest, purge bool) (ap
 		if err != nil {
 			return res, err
 		}
-		resp, err := http.Post(u, "application/json", bytes.NewReader(body))
+		resp, err := apiPost(cfg, u, "application/json", bytes.NewReader(body))
 		if err != nil {
 			return res, fmt.Errorf("the coordinator API at %s did not answer: %w", cfg.APIBase(), err)
 		}
@@ -486,7 +486,7 @@ func getCmd() *cobra.Command {
 				body := c.Raw.Body
 				if body == nil {
 					// The API serves the body apart from the JSON.
-					b, err := getRaw(cfg.APIBase() + path + "&raw=1")
+					b, err := getRaw(cfg, cfg.APIBase()+path+"&raw=1")
 					if err != nil {
 						return err
 					}
@@ -504,13 +504,12 @@ func getCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&raw, "raw", false, "print the raw response body instead of the text")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: text, hash, times and the raw body's description")
-	withConfig(cmd, &cfg, "data", "listen", "api", "log-level")
+	withConfig(cmd, &cfg, clientKeys...)
 	return cmd
 }
 
-func getRaw(u string) ([]byte, error) {
-	c := http.Client{Timeout: time.Minute}
-	resp, err := c.Get(u)
+func getRaw(cfg config.Config, u string) ([]byte, error) {
+	resp, err := apiDo(cfg, time.Minute, http.MethodGet, u, "", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -554,7 +553,7 @@ func exportCmd() *cobra.Command {
 			return nil
 		},
 	}
-	withConfig(cmd, &cfg, "data", "listen", "api", "log-level")
+	withConfig(cmd, &cfg, clientKeys...)
 	return cmd
 }
 
@@ -563,7 +562,7 @@ func exportCmd() *cobra.Command {
 func export(cfg config.Config, out io.Writer) (int, error) {
 	base, _ := heldBy(cfg)
 	u := base + "/api/export"
-	resp, err := http.Get(u)
+	resp, err := apiDo(cfg, 0, http.MethodGet, u, "", nil)
 	if err == nil {
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
@@ -649,14 +648,14 @@ through its API and the new URLs join its schedule at once.`,
 			return nil
 		},
 	}
-	withConfig(cmd, &cfg, "data", "listen", "api", "log-level")
+	withConfig(cmd, &cfg, clientKeys...)
 	return cmd
 }
 
 func postImport(cfg config.Config, in io.Reader, name string) (store.ImportSummary, error) {
 	var sum store.ImportSummary
 	u := cfg.APIBase() + "/api/import?name=" + url.QueryEscape(name)
-	resp, err := http.Post(u, "application/x-ndjson", in)
+	resp, err := apiPost(cfg, u, "application/x-ndjson", in)
 	if err != nil {
 		return sum, fmt.Errorf("the coordinator API at %s did not answer: %w", cfg.APIBase(), err)
 	}

@@ -34,6 +34,9 @@ func CheckLine(l *store.Line) error {
 	if u.Polls != 0 {
 		js["polls"] = u.Polls
 	}
+	if u.Webhook != "" {
+		js["webhook"] = u.Webhook
+	}
 	if math.IsNaN(u.Weight) || math.IsInf(u.Weight, 0) {
 		return fmt.Errorf(`field "weight": must be a finite number > 0, got %v`, u.Weight)
 	}

@@ -236,6 +236,49 @@ type Settings struct {
 	Duplicates time.Duration
 	// RobotsTTL is how long a robots.txt stays in the shared cache.
 	RobotsTTL time.Duration
+	// Changes is the retention of the change-event stream.
+	Changes ChangeRetention
+}
+
+// ChangeRetention bounds the change-event stream: an event is dropped,
+// oldest first, once it is older than MaxAge or the stream holds more
+// than MaxBytes or MaxMsgs (-1: no limit). Zero fields take the defaults.
+type ChangeRetention struct {
+	MaxAge   time.Duration
+	MaxBytes int64
+	MaxMsgs  int64
+}
+
+func (r ChangeRetention) withDefaults() ChangeRetention {
+	if r.MaxAge <= 0 {
+		r.MaxAge = DefaultChangeMaxAge
+	}
+	if r.MaxBytes == 0 {
+		r.MaxBytes = DefaultChangeMaxBytes
+	}
+	if r.MaxMsgs == 0 {
+		r.MaxMsgs = DefaultChangeMaxMsgs
+	}
+	return r
+}
+
+// CheckChangeMaxAge reports whether d is a valid retention age of the
+// change stream: at least a minute (JetStream's 0 would mean "for ever",
+// which the byte and message limits say better).
+func CheckChangeMaxAge(d time.Duration) error {
+	if d < time.Minute {
+		return fmt.Errorf("must be ≥ 1m, got %s", d)
+	}
+	return nil
+}
+
+// CheckLimit reports whether n is a valid byte or message limit of the
+// change stream: -1 (none) or > 0.
+func CheckLimit(n int64) error {
+	if n != -1 && n <= 0 {
+		return fmt.Errorf("must be -1 (no limit) or > 0, got %d", n)
+	}
+	return nil
 }
 
 // Defaults of the settings of the NATS side; the config takes its
@@ -247,13 +290,19 @@ const (
 	DefaultAckWait    = 60 * time.Second
 	DefaultMaxDeliver = 5
 	DefaultReplicas   = 1
+	// The change stream keeps a week of events, at most 1 GiB of them:
+	// long enough for a subscriber to be away over a weekend.
+	DefaultChangeMaxAge   = 7 * 24 * time.Hour
+	DefaultChangeMaxBytes = 1 << 30
+	DefaultChangeMaxMsgs  = -1
 	// maxReplicas is JetStream's limit on a stream's replicas.
 	maxReplicas = 5
 )
 
 // DefaultSettings are the defaults of a single-process run.
 func DefaultSettings() Settings {
-	return Settings{Replicas: DefaultReplicas, AckWait: DefaultAckWait, MaxDeliver: DefaultMaxDeliver, MaxAckPending: 1024, Duplicates: 2 * time.Minute, RobotsTTL: 24 * time.Hour}
+	return Settings{Replicas: DefaultReplicas, AckWait: DefaultAckWait, MaxDeliver: DefaultMaxDeliver, MaxAckPending: 1024, Duplicates: 2 * time.Minute, RobotsTTL: 24 * time.Hour,
+		Changes: ChangeRetention{MaxAge: DefaultChangeMaxAge, MaxBytes: DefaultChangeMaxBytes, MaxMsgs: DefaultChangeMaxMsgs}}
 }
 
 // CheckAckWait reports whether d is a valid AckWait: at least a second,
@@ -334,6 +383,9 @@ func Ensure(ctx context.Context, js jetstream.JetStream, s Settings) error {
 	if err != nil {
 		return fmt.Errorf("create stream %s: %w", proto.ResultStream, err)
 	}
+	if err := ensureChanges(ctx, js, s); err != nil {
+		return err
+	}
 	_, err = js.CreateOrUpdateConsumer(ctx, proto.TaskStream, jetstream.ConsumerConfig{
 		Durable:       proto.TaskConsumer,
 		Description:   "all workers",
@@ -358,6 +410,31 @@ func Ensure(ctx context.Context, js jetstream.JetStream, s Settings) error {
 	})
 	if err != nil {
 		return fmt.Errorf("create consumer %s: %w", proto.ResultConsumer, err)
+	}
+	return nil
+}
+
+// ensureChanges creates or updates the change-event stream. It captures
+// the subjects core NATS subscribers have always read, so an event is
+// published once (with its id as Nats-Msg-Id, de-duplicated within the
+// Duplicates window) and reaches both live subscribers and the stream.
+func ensureChanges(ctx context.Context, js jetstream.JetStream, s Settings) error {
+	r := s.Changes.withDefaults()
+	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        proto.ChangeStream,
+		Description: "freshcrawl change events, kept for replay by sequence or time",
+		Subjects:    []string{proto.ChangeSubjectPrefix + ">"},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    s.Replicas,
+		Duplicates:  s.Duplicates,
+		Discard:     jetstream.DiscardOld,
+		MaxAge:      r.MaxAge,
+		MaxBytes:    r.MaxBytes,
+		MaxMsgs:     r.MaxMsgs,
+	})
+	if err != nil {
+		return fmt.Errorf("create stream %s: %w", proto.ChangeStream, err)
 	}
 	return nil
 }

@@ -62,8 +62,9 @@ func backoff(attempt int) time.Duration {
 
 // Dial returns a Link to url (a comma-separated list of servers), trying
 // to connect in the background. It fails only on a malformed URL or
-// option.
-func Dial(url, name string, log *slog.Logger) (*Link, error) {
+// option. opts come after freshcrawl's own: Auth.Options gives those of
+// a cluster that requires credentials or TLS.
+func Dial(url, name string, log *slog.Logger, opts ...nats.Option) (*Link, error) {
 	l := &Link{state: LinkState{State: "connecting", URL: url, Since: time.Now()}}
 	set := func(state string, c *nats.Conn, err error) {
 		l.mu.Lock()
@@ -81,14 +82,14 @@ func Dial(url, name string, log *slog.Logger) (*Link, error) {
 			l.state.LastError = err.Error()
 		}
 	}
-	nc, err := nats.Connect(url,
+	nc, err := nats.Connect(url, append([]nats.Option{
 		nats.Name(name),
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
 		nats.CustomReconnectDelay(backoff),
 		// A server that stops answering without closing the connection is
 		// noticed within PingInterval × MaxPingsOut.
-		nats.PingInterval(10*time.Second),
+		nats.PingInterval(10 * time.Second),
 		nats.MaxPingsOutstanding(3),
 		nats.ConnectHandler(func(c *nats.Conn) {
 			set("connected", c, nil)
@@ -109,7 +110,7 @@ func Dial(url, name string, log *slog.Logger) (*Link, error) {
 			set(l.State().State, c, err)
 			log.Warn("NATS error", "err", err)
 		}),
-	)
+	}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
 	}
@@ -148,8 +149,8 @@ func (l *Link) WaitConnected(ctx context.Context) error {
 
 // Connect dials url like Dial and waits up to 15 s for the first
 // connection; tests and tools that need NATS up at once use it.
-func Connect(url, name string, log *slog.Logger) (*nats.Conn, jetstream.JetStream, error) {
-	l, err := Dial(url, name, log)
+func Connect(url, name string, log *slog.Logger, opts ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
+	l, err := Dial(url, name, log, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,7 +8,9 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"os"
 	"sort"
 	"strings"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/dispatch"
+	"github.com/freshcrawl/freshcrawl/internal/notify"
 	"github.com/freshcrawl/freshcrawl/internal/proto"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
 	"github.com/freshcrawl/freshcrawl/internal/store"
@@ -39,6 +42,13 @@ type Config struct {
 	Listen     string `key:"listen"`
 	API        string `key:"api"`
 	LogLevel   string `key:"log-level"`
+	LogFormat  string `key:"log-format"`
+
+	// API security: bearer tokens (admin and read-only) and TLS.
+	APITokens     []string `key:"api-token"`
+	APIReadTokens []string `key:"api-read-token"`
+	TLSCert       string   `key:"tls-cert"`
+	TLSKey        string   `key:"tls-key"`
 
 	// Coordinator.
 	Budget      Rate          `key:"budget"`
@@ -77,6 +87,25 @@ type Config struct {
 	MaxDeliver int           `key:"max-deliver"`
 	Replicas   int           `key:"replicas"`
 	SyncAlways bool          `key:"sync-always"`
+	// NATS authentication of an external server (--nats).
+	NATSUser     string `key:"nats-user"`
+	NATSPassword string `key:"nats-password"`
+	NATSToken    string `key:"nats-token"`
+	NATSNKey     string `key:"nats-nkey"`
+	NATSCreds    string `key:"nats-creds"`
+	NATSCA       string `key:"nats-ca"`
+	NATSCert     string `key:"nats-cert"`
+	NATSKey      string `key:"nats-key"`
+
+	// Change events: the JetStream stream's retention, and webhooks.
+	ChangeMaxAge      time.Duration `key:"change-stream-max-age"`
+	ChangeMaxBytes    int64         `key:"change-stream-max-bytes"`
+	ChangeMaxMsgs     int64         `key:"change-stream-max-msgs"`
+	WebhookSecret     string        `key:"webhook-secret"`
+	WebhookAttempts   int           `key:"webhook-attempts"`
+	WebhookBackoff    time.Duration `key:"webhook-backoff"`
+	WebhookMaxBackoff time.Duration `key:"webhook-max-backoff"`
+	WebhookTimeout    time.Duration `key:"webhook-timeout"`
 
 	// Workers.
 	Workers      int           `key:"workers"`
@@ -105,7 +134,10 @@ const (
 	defaultData     = "./freshcrawl-data"
 	defaultListen   = "127.0.0.1:8080"
 	defaultLogLevel = "info"
-	defaultWorkers  = 4
+	// defaultLogFormat is log/slog's text handler: one key=value line per
+	// record, for people; json is for log collectors.
+	defaultLogFormat = "text"
+	defaultWorkers   = 4
 )
 
 // Default returns the defaults. Every value is its owner's constant, so
@@ -114,13 +146,15 @@ const (
 // README and the compose file against the flags).
 func Default() Config {
 	return Config{
-		Data: defaultData, NATSListen: broker.DefaultListen, Listen: defaultListen, LogLevel: defaultLogLevel,
+		Data: defaultData, NATSListen: broker.DefaultListen, Listen: defaultListen, LogLevel: defaultLogLevel, LogFormat: defaultLogFormat,
 		Budget: Rate(schedule.DefaultBudget), HostRate: Rate(schedule.DefaultHostRate), MaxInFlight: dispatch.DefaultMaxInFlight,
 		Policy: schedule.DefaultPolicy, Objective: schedule.DefaultObjective, ProbePolicy: schedule.DefaultProbePolicy,
 		Replan: schedule.DefaultReplan, PriorRate: Rate(schedule.DefaultPriorRate), HalfLife: schedule.DefaultHalfLife,
 		Explore: schedule.DefaultExploreShare, LMSkew: schedule.DefaultLMSkew, KeepFoldMarks: store.DefaultFoldMarksAge,
 		Standby: true, LeaseTTL: broker.DefaultLeaseTTL, StopGrace: worker.DefaultGrace,
 		AckWait: broker.DefaultAckWait, MaxDeliver: broker.DefaultMaxDeliver, Replicas: broker.DefaultReplicas,
+		ChangeMaxAge: broker.DefaultChangeMaxAge, ChangeMaxBytes: broker.DefaultChangeMaxBytes, ChangeMaxMsgs: broker.DefaultChangeMaxMsgs,
+		WebhookAttempts: notify.DefaultAttempts, WebhookBackoff: notify.DefaultBackoff, WebhookMaxBackoff: notify.DefaultMaxBackoff, WebhookTimeout: notify.DefaultTimeout,
 		Workers: defaultWorkers, Concurrency: worker.DefaultConcurrency,
 		UserAgent: fetch.DefaultUserAgent, Timeout: fetch.DefaultTimeout, MaxBody: fetch.DefaultMaxBody, MaxRedirects: fetch.DefaultMaxRedirects,
 	}
@@ -142,6 +176,11 @@ var keyDocs = []Key{
 	{"listen", "HTTP address of the API, /metrics and status"},
 	{"api", "coordinator API base URL for status/seed/versions (default http://<listen>)"},
 	{"log-level", "debug, info, warn or error"},
+	{"log-format", "text (key=value lines) or json (one object a line)"},
+	{"api-token", "bearer token with full access to the API (repeat the flag, or comma-separate, for several); once any token is set every route but /healthz and the dashboard's page needs one"},
+	{"api-read-token", "bearer token that may only read the API (GET), e.g. for dashboards and Prometheus; repeatable"},
+	{"tls-cert", "PEM certificate (chain) to serve the API over HTTPS; clients of the API trust it too"},
+	{"tls-key", "PEM private key of --tls-cert"},
 	{"budget", "total fetches per unit time: 20/s, 300/m, 5000/h, 1000/d"},
 	{"host-rate", "most fetches of any one host per unit time"},
 	{"max-in-flight", "most tasks dispatched and not yet folded"},
@@ -166,6 +205,22 @@ var keyDocs = []Key{
 	{"max-deliver", "deliveries of a task before it is recorded as failed"},
 	{"replicas", "replicas of each JetStream stream (3 on a 3-node cluster)"},
 	{"sync-always", "embedded NATS fsyncs every write (slower, survives an OS crash)"},
+	{"nats-user", "user name for an external NATS server (with --nats-password)"},
+	{"nats-password", "password of --nats-user"},
+	{"nats-token", "authentication token for an external NATS server"},
+	{"nats-nkey", "file holding an NKey seed (SU...) to authenticate to NATS"},
+	{"nats-creds", "NATS credentials file (user JWT and NKey seed, as nsc writes it)"},
+	{"nats-ca", "PEM CA certificate(s) that sign the NATS servers' certificates (turns on TLS)"},
+	{"nats-cert", "PEM client certificate for NATS TLS (with --nats-key)"},
+	{"nats-key", "PEM private key of --nats-cert"},
+	{"change-stream-max-age", "how long the change-event stream keeps an event for replay"},
+	{"change-stream-max-bytes", "most bytes the change-event stream keeps (oldest dropped first; -1: no limit)"},
+	{"change-stream-max-msgs", "most events the change-event stream keeps (oldest dropped first; -1: no limit)"},
+	{"webhook-secret", "shared secret of the HMAC-SHA256 signature of webhooks that give none of their own (and of every per-seed webhook)"},
+	{"webhook-attempts", "failed deliveries of one event to one webhook before it goes to the dead-letter list"},
+	{"webhook-backoff", "wait after a webhook's first failed delivery; it doubles with each failure (with jitter)"},
+	{"webhook-max-backoff", "longest wait between two deliveries of one event"},
+	{"webhook-timeout", "time allowed for one webhook request"},
 	{"workers", "in-process workers (run, demo)"},
 	{"concurrency", "tasks each worker handles at once"},
 	{"user-agent", "User-Agent of every request; its first token is the robots.txt product token"},
@@ -215,6 +270,11 @@ func (c *Config) Register(fs *pflag.FlagSet, keys ...string) {
 	add("listen", func(u string) { fs.StringVar(&c.Listen, "listen", c.Listen, u) })
 	add("api", func(u string) { fs.StringVar(&c.API, "api", c.API, u) })
 	add("log-level", func(u string) { fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, u) })
+	add("log-format", func(u string) { fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, u) })
+	add("api-token", func(u string) { fs.StringSliceVar(&c.APITokens, "api-token", c.APITokens, u) })
+	add("api-read-token", func(u string) { fs.StringSliceVar(&c.APIReadTokens, "api-read-token", c.APIReadTokens, u) })
+	add("tls-cert", func(u string) { fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, u) })
+	add("tls-key", func(u string) { fs.StringVar(&c.TLSKey, "tls-key", c.TLSKey, u) })
 	add("budget", func(u string) { fs.Var(&c.Budget, "budget", u) })
 	add("host-rate", func(u string) { fs.Var(&c.HostRate, "host-rate", u) })
 	add("max-in-flight", func(u string) { fs.IntVar(&c.MaxInFlight, "max-in-flight", c.MaxInFlight, u) })
@@ -239,6 +299,22 @@ func (c *Config) Register(fs *pflag.FlagSet, keys ...string) {
 	add("max-deliver", func(u string) { fs.IntVar(&c.MaxDeliver, "max-deliver", c.MaxDeliver, u) })
 	add("replicas", func(u string) { fs.IntVar(&c.Replicas, "replicas", c.Replicas, u) })
 	add("sync-always", func(u string) { fs.BoolVar(&c.SyncAlways, "sync-always", c.SyncAlways, u) })
+	add("nats-user", func(u string) { fs.StringVar(&c.NATSUser, "nats-user", c.NATSUser, u) })
+	add("nats-password", func(u string) { fs.StringVar(&c.NATSPassword, "nats-password", c.NATSPassword, u) })
+	add("nats-token", func(u string) { fs.StringVar(&c.NATSToken, "nats-token", c.NATSToken, u) })
+	add("nats-nkey", func(u string) { fs.StringVar(&c.NATSNKey, "nats-nkey", c.NATSNKey, u) })
+	add("nats-creds", func(u string) { fs.StringVar(&c.NATSCreds, "nats-creds", c.NATSCreds, u) })
+	add("nats-ca", func(u string) { fs.StringVar(&c.NATSCA, "nats-ca", c.NATSCA, u) })
+	add("nats-cert", func(u string) { fs.StringVar(&c.NATSCert, "nats-cert", c.NATSCert, u) })
+	add("nats-key", func(u string) { fs.StringVar(&c.NATSKey, "nats-key", c.NATSKey, u) })
+	add("change-stream-max-age", func(u string) { fs.DurationVar(&c.ChangeMaxAge, "change-stream-max-age", c.ChangeMaxAge, u) })
+	add("change-stream-max-bytes", func(u string) { fs.Int64Var(&c.ChangeMaxBytes, "change-stream-max-bytes", c.ChangeMaxBytes, u) })
+	add("change-stream-max-msgs", func(u string) { fs.Int64Var(&c.ChangeMaxMsgs, "change-stream-max-msgs", c.ChangeMaxMsgs, u) })
+	add("webhook-secret", func(u string) { fs.StringVar(&c.WebhookSecret, "webhook-secret", c.WebhookSecret, u) })
+	add("webhook-attempts", func(u string) { fs.IntVar(&c.WebhookAttempts, "webhook-attempts", c.WebhookAttempts, u) })
+	add("webhook-backoff", func(u string) { fs.DurationVar(&c.WebhookBackoff, "webhook-backoff", c.WebhookBackoff, u) })
+	add("webhook-max-backoff", func(u string) { fs.DurationVar(&c.WebhookMaxBackoff, "webhook-max-backoff", c.WebhookMaxBackoff, u) })
+	add("webhook-timeout", func(u string) { fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", c.WebhookTimeout, u) })
 	add("workers", func(u string) { fs.IntVar(&c.Workers, "workers", c.Workers, u) })
 	add("concurrency", func(u string) { fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, u) })
 	add("user-agent", func(u string) { fs.StringVar(&c.UserAgent, "user-agent", c.UserAgent, u) })
@@ -291,7 +367,7 @@ func Resolve(fs *pflag.FlagSet, environ []string) error {
 	}
 	// Unknown keys in the file or the environment are mistakes worth
 	// stopping for: a typo would otherwise silently fall back to a default.
-	known := map[string]bool{"config": true, "sources": true}
+	known := map[string]bool{"config": true, "sources": true, "webhooks": true}
 	for _, k := range keyDocs {
 		known[k.Name] = true
 	}
@@ -346,8 +422,8 @@ func readYAML(file string) (map[string][]string, error) {
 	}
 	out := map[string][]string{}
 	for k, n := range raw {
-		if k == "sources" {
-			continue // structured; read by the sources loader
+		if k == "sources" || k == "webhooks" {
+			continue // structured; read by the sources and webhooks loaders
 		}
 		switch n.Kind {
 		case yaml.ScalarNode:
@@ -396,6 +472,31 @@ func (c *Config) Validate() error {
 	check("ack-wait", broker.CheckAckWait(c.AckWait))
 	check("max-deliver", broker.CheckMaxDeliver(c.MaxDeliver))
 	check("replicas", broker.CheckReplicas(c.Replicas))
+	check("change-stream-max-age", broker.CheckChangeMaxAge(c.ChangeMaxAge))
+	check("change-stream-max-bytes", broker.CheckLimit(c.ChangeMaxBytes))
+	check("change-stream-max-msgs", broker.CheckLimit(c.ChangeMaxMsgs))
+	check("webhook-attempts", notify.CheckAttempts(c.WebhookAttempts))
+	check("webhook-backoff", notify.CheckBackoff(c.WebhookBackoff))
+	check("webhook-max-backoff", notify.CheckBackoff(c.WebhookMaxBackoff))
+	if c.WebhookMaxBackoff < c.WebhookBackoff {
+		check("webhook-max-backoff", fmt.Errorf("%s is shorter than webhook-backoff %s", c.WebhookMaxBackoff, c.WebhookBackoff))
+	}
+	check("webhook-timeout", fetch.CheckTimeout(c.WebhookTimeout))
+	check("log-format", checkLogFormat(c.LogFormat))
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		check("tls-cert", errors.New("tls-cert and tls-key go together"))
+	}
+	if (c.NATSCert == "") != (c.NATSKey == "") {
+		check("nats-cert", errors.New("nats-cert and nats-key go together"))
+	}
+	if (c.NATSUser == "") != (c.NATSPassword == "") {
+		check("nats-user", errors.New("nats-user and nats-password go together"))
+	}
+	for _, t := range append(append([]string(nil), c.APITokens...), c.APIReadTokens...) {
+		if err := checkToken(t); err != nil {
+			check("api-token", err)
+		}
+	}
 	check("lease-ttl", broker.CheckLeaseTTL(c.LeaseTTL))
 	check("stop-grace", worker.CheckGrace(c.StopGrace))
 	if c.Workers < 0 {
@@ -421,7 +522,7 @@ func (c *Config) Validate() error {
 			check(ruleKey(err), err)
 		}
 	}
-	if _, err := c.Level(); err != nil {
+	if _, err := c.level(); err != nil {
 		errs = append(errs, err.Error())
 	}
 	if len(errs) > 0 {
@@ -462,8 +563,51 @@ func (c *Config) DefaultIgnore() proto.IgnoreRules {
 	return r
 }
 
-// Level parses LogLevel.
-func (c *Config) Level() (slog.Level, error) {
+// checkLogFormat reports whether f is a log format: text or json.
+func checkLogFormat(f string) error {
+	if f != "text" && f != "json" {
+		return fmt.Errorf("%q: want text or json", f)
+	}
+	return nil
+}
+
+// minTokenLen is the shortest API token accepted: a token is a password
+// sent on every request, and a short one can be guessed.
+const minTokenLen = 16
+
+// checkToken reports whether t can be an API token: at least minTokenLen
+// characters, none of them a space or a control character (it travels in
+// an Authorization header).
+func checkToken(t string) error {
+	if len(t) < minTokenLen {
+		return fmt.Errorf("a token must have at least %d characters (got %d); make one with `openssl rand -hex 32`", minTokenLen, len(t))
+	}
+	for _, r := range t {
+		if r <= ' ' || r == 0x7f {
+			return errors.New("a token must not contain spaces or control characters")
+		}
+	}
+	return nil
+}
+
+// Logger builds the logger the settings ask for, writing to w.
+func (c *Config) Logger(w io.Writer) (*slog.Logger, error) {
+	lvl, err := c.level()
+	if err != nil {
+		return nil, err
+	}
+	o := &slog.HandlerOptions{Level: lvl}
+	switch c.LogFormat {
+	case "", "text":
+		return slog.New(slog.NewTextHandler(w, o)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, o)), nil
+	}
+	return nil, fmt.Errorf("log-format %q: want text or json", c.LogFormat)
+}
+
+// level parses LogLevel.
+func (c *Config) level() (slog.Level, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
 		return l, fmt.Errorf("log-level %q: want debug, info, warn or error", c.LogLevel)
@@ -471,10 +615,42 @@ func (c *Config) Level() (slog.Level, error) {
 	return l, nil
 }
 
-// APIBase is the coordinator API to talk to.
+// APIBase is the coordinator API to talk to: --api, else the address
+// the coordinator listens on (https when it serves TLS). An unspecified
+// listen address (0.0.0.0, [::]) is reached on loopback.
 func (c *Config) APIBase() string {
 	if c.API != "" {
 		return strings.TrimRight(c.API, "/")
 	}
-	return "http://" + c.Listen
+	scheme := "http://"
+	if c.TLSCert != "" {
+		scheme = "https://"
+	}
+	host, port, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return scheme + c.Listen
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return scheme + net.JoinHostPort(host, port)
+}
+
+// ClientToken is the token a command sends to the API: the first admin
+// token, else the first read-only one ("" if none).
+func (c *Config) ClientToken() string {
+	if len(c.APITokens) > 0 {
+		return c.APITokens[0]
+	}
+	if len(c.APIReadTokens) > 0 {
+		return c.APIReadTokens[0]
+	}
+	return ""
+}
+
+// NATSAuth is the authentication to an external NATS server the settings
+// give.
+func (c *Config) NATSAuth() broker.Auth {
+	return broker.Auth{User: c.NATSUser, Password: c.NATSPassword, Token: c.NATSToken, NKeySeedFile: c.NATSNKey,
+		CredsFile: c.NATSCreds, CAFile: c.NATSCA, CertFile: c.NATSCert, KeyFile: c.NATSKey}
 }

@@ -10,15 +10,20 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/freshcrawl/freshcrawl/internal/broker"
+	"github.com/freshcrawl/freshcrawl/internal/notify"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
 	"github.com/freshcrawl/freshcrawl/internal/store"
+	"github.com/freshcrawl/freshcrawl/internal/version"
 )
 
 // Status is what `freshcrawl status` prints and GET /api/status returns.
 type Status struct {
+	// Version is the coordinator's (freshcrawl --version).
+	Version       string           `json:"version"`
 	Time          time.Time        `json:"time"`
 	Queue         broker.QueueInfo `json:"queue"`
 	InFlight      int              `json:"in_flight"`
@@ -66,6 +71,8 @@ type Status struct {
 	// Probes are the keyword-search sources and their last round.
 	Probes []schedule.ProbeStatus `json:"probes,omitempty"`
 
+	// Webhooks are the webhook queues and the first dead letters.
+	Webhooks *notify.Status `json:"webhooks,omitempty"`
 	// Role is "active": this coordinator holds the lease (a standby
 	// answers with "standby" and no other field).
 	Role string `json:"role"`
@@ -84,10 +91,13 @@ type StoreStatus struct {
 	FoldError *foldFailure `json:"fold_error,omitempty"`
 }
 
+// deadLettersShown is how many dead letters status lists.
+const deadLettersShown = 20
+
 // Status reports the coordinator's state now.
 func (c *Coordinator) Status() Status {
 	now := time.Now()
-	s := Status{Time: now, InFlight: c.disp.InFlight(), MaxInFlight: c.opts.MaxInFlight, Policy: c.opts.Policy.Name(), Budget: c.opts.Budget}
+	s := Status{Version: version.String(), Time: now, InFlight: c.disp.InFlight(), MaxInFlight: c.opts.MaxInFlight, Policy: c.opts.Policy.Name(), Budget: c.opts.Budget}
 	if q := c.queue.Load(); q != nil {
 		s.Queue = *q
 	}
@@ -134,6 +144,11 @@ func (c *Coordinator) Status() Status {
 	c.counts.Unlock()
 	s.FetchesPerMin = c.fetchWin.lastMinute(now)
 	s.ChangesPerMin = c.chgWin.lastMinute(now)
+	if ws, err := c.hooks.Status(deadLettersShown); err != nil {
+		c.log.Warn("webhook status", "err", err)
+	} else if len(ws.Webhooks) > 0 || len(ws.Queued) > 0 || ws.Dead > 0 || ws.Delivered > 0 {
+		s.Webhooks = &ws
+	}
 	s.Role = "active"
 	if c.opts.Link != nil {
 		ls := c.opts.Link.State()
@@ -210,6 +225,9 @@ func finite(x float64) float64 {
 //	GET  /api/changes?after=N    the change log after sequence N (&limit=, &url=U for one URL)
 //	POST /api/items?source=S     tracked items of a keyword-search source (JSON lines)
 //	GET  /api/items?source=S     the tracked items with value, rate and last sync
+//	GET  /api/webhooks           webhooks, their queues and dead letters
+//	POST /api/webhooks/retry     dead letters back to their queues (body {"ids": [...]}, none: all)
+//	POST /api/webhooks/drop      dead letters deleted (the same body)
 //	GET  /api/backup             a consistent copy of the store (bbolt file)
 //	GET  /api/estimates          every URL's host, weight and rate (JSON lines)
 //	GET  /metrics                Prometheus metrics
@@ -227,7 +245,14 @@ func (c *Coordinator) Handler() http.Handler {
 	mux.HandleFunc("GET /api/changes", c.handleChanges)
 	mux.HandleFunc("POST /api/items", c.handleAddItems)
 	mux.HandleFunc("GET /api/items", func(w http.ResponseWriter, r *http.Request) { serveItems(c.db, w, r) })
-	mux.Handle("GET /metrics", promhttp.HandlerFor(c.m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /api/webhooks", c.handleWebhooks)
+	mux.HandleFunc("POST /api/webhooks/retry", c.handleDeadLetters(c.hooks.Retry))
+	mux.HandleFunc("POST /api/webhooks/drop", c.handleDeadLetters(c.hooks.Drop))
+	var g prometheus.Gatherer = c.m.reg
+	if c.opts.Metrics != nil {
+		g = prometheus.Gatherers{c.m.reg, c.opts.Metrics}
+	}
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /api/backup", c.handleBackup)
 	mux.HandleFunc("GET /api/estimates", c.handleEstimates)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -292,6 +317,56 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	}
 	w.WriteHeader(code)
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// handleWebhooks answers GET /api/webhooks: the configured webhooks,
+// their queues and the dead-letter list (&limit=, default 100).
+func (c *Coordinator) handleWebhooks(w http.ResponseWriter, r *http.Request) {
+	limit, err := strconv.Atoi(r.URL.Query().Get("limit"))
+	if err != nil || limit <= 0 || limit > 10000 {
+		limit = 100
+	}
+	st, err := c.hooks.Status(limit)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// deadLetterRequest is the body of POST /api/webhooks/retry and /drop.
+type deadLetterRequest struct {
+	// IDs are dead letters' ids; with none, All must be true.
+	IDs []string `json:"ids"`
+	All bool     `json:"all"`
+}
+
+// handleDeadLetters answers a retry or drop of dead letters with
+// {"n": how many}.
+func (c *Coordinator) handleDeadLetters(op func([]string) (int, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req deadLetterRequest
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			writeErr(w, http.StatusBadRequest, fmt.Errorf("body: want {\"ids\": [...]} or {\"all\": true}: %w", err))
+			return
+		}
+		if len(req.IDs) == 0 && !req.All {
+			writeErr(w, http.StatusBadRequest, errors.New(`body: give "ids", or "all": true for every dead letter`))
+			return
+		}
+		n, err := op(req.IDs)
+		if err != nil {
+			code := http.StatusInternalServerError
+			if errors.Is(err, store.ErrBadID) {
+				code = http.StatusBadRequest
+			}
+			writeErr(w, code, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]int{"n": n})
+	}
 }
 
 func writeErr(w http.ResponseWriter, code int, err error) {

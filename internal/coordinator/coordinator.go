@@ -13,17 +13,21 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/freshcrawl/freshcrawl/internal/api"
 	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/dispatch"
 	"github.com/freshcrawl/freshcrawl/internal/fold"
+	"github.com/freshcrawl/freshcrawl/internal/logx"
+	"github.com/freshcrawl/freshcrawl/internal/notify"
 	"github.com/freshcrawl/freshcrawl/internal/proto"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
 	"github.com/freshcrawl/freshcrawl/internal/seed"
@@ -94,6 +98,12 @@ type Options struct {
 	// ConsoleEvery is the sampling period of the console's charts
 	// (default 5s).
 	ConsoleEvery time.Duration
+	// Webhooks configure the delivery of change events to webhooks (the
+	// config's and each seed's own).
+	Webhooks notify.Options
+	// Metrics are served on /metrics besides the coordinator's own (the
+	// in-process workers' of `run` and `demo`).
+	Metrics prometheus.Gatherer
 }
 
 // Fault points of the fault suite.
@@ -227,6 +237,12 @@ type Coordinator struct {
 
 	console *api.Server // the operator's console: dashboard and URL lifecycle
 
+	// Change events leave the store through these two: the change stream
+	// (and core subscribers), and the webhooks.
+	publisher *notify.Publisher
+	hooks     *notify.Deliverer
+	once      logx.OnChange // warnings that hold for a while
+
 	fetchWin window
 	chgWin   window
 	counts   struct {
@@ -259,6 +275,21 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 	c.counts.errors = map[string]int64{}
 	c.console = api.New(console{c}, api.Options{Log: c.log, Every: opts.ConsoleEvery})
 	c.m.budget.Set(opts.Budget)
+	var err error
+	if c.publisher, err = notify.NewPublisher(db, js, c.log); err != nil {
+		return nil, err
+	}
+	wo := opts.Webhooks
+	if wo.Log == nil {
+		wo.Log = c.log
+	}
+	if c.hooks, err = notify.NewDeliverer(db, wo); err != nil {
+		return nil, err
+	}
+	if c.hooks.Unsigned() {
+		c.log.Warn("some webhooks have no secret: their requests are not signed (set --webhook-secret or the webhook's secret)")
+	}
+	c.m.addWebhooks(c.hooks, db)
 	if opts.Lease != nil {
 		c.lease.Store(opts.Lease)
 	}
@@ -391,11 +422,11 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errc := make(chan error, 5)
-	loops := []func(context.Context) error{c.disp.Run, c.resultLoop, c.maintainLoop, c.console.Run}
+	loops := []func(context.Context) error{c.disp.Run, c.resultLoop, c.maintainLoop, c.console.Run, c.publisher.Run, c.hooks.Run}
 	if len(c.sources) > 0 {
 		loops = append(loops, c.probeLoop)
 	}
+	errc := make(chan error, len(loops))
 	for _, loop := range loops {
 		wg.Add(1)
 		go func() {
@@ -573,8 +604,15 @@ func (c *Coordinator) replan() {
 	c.m.unabsorbed.Set(finite(out.Unabsorbed))
 	c.m.urls.Set(float64(n))
 	c.m.disallowed.Set(float64(disallowed))
+	// Logged when it starts and again only when the figure moves (to two
+	// significant digits): the plan is re-solved every --replan, and the
+	// same line each time would bury every other (and a demo's table).
+	const unabsorbed = "budget exceeds what the hosts can take under politeness"
 	if out.Unabsorbed > 0 && n > 0 {
-		c.log.Warn("budget exceeds what the hosts can take under politeness", "unabsorbed_per_s", out.Unabsorbed)
+		c.once.Log(c.log, slog.LevelWarn, unabsorbed, strconv.FormatFloat(out.Unabsorbed, 'g', 2, 64),
+			"unabsorbed_per_s", out.Unabsorbed, "hint", "add hosts or raise --host-rate, or lower --budget; the figure is logged again only when it changes")
+	} else if c.once.Clear(unabsorbed) {
+		c.log.Info("the hosts take the whole budget again")
 	}
 }
 

@@ -5,6 +5,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/freshcrawl/freshcrawl/internal/notify"
+	"github.com/freshcrawl/freshcrawl/internal/store"
 )
 
 // metrics are the coordinator's Prometheus series, on a registry of its own
@@ -32,6 +36,7 @@ type metrics struct {
 	unabsorbed  prometheus.Gauge
 	disallowed  prometheus.Gauge
 	foldSeconds prometheus.Histogram
+	foldLatency prometheus.Histogram
 	pruned      *prometheus.CounterVec // by what: versions, changes
 
 	captureRecall   prometheus.Gauge
@@ -83,6 +88,8 @@ func newMetrics(d inFlighter) *metrics {
 	m.coverage = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "probe_coverage_ratio", Help: "Coverage ratio of the last probe round (the content-freshness paper §5.1)."}, []string{"source"})
 	m.speedup = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "probe_speedup_ratio", Help: "Speedup ratio of the last probe round: items covered per request."}, []string{"source"})
 	m.reg.MustRegister(m.probeRequests, m.contentFreshness, m.coverage, m.speedup)
+	m.foldLatency = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "fold_latency_seconds", Help: "Time from a result's arrival in the results stream to the commit of its fold.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)})
+	m.reg.MustRegister(m.foldLatency, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(m.fetches, m.changes, m.errors, m.failed, m.dispatched, m.duplicates, m.bytes, m.inFlight, m.urls, m.workers, m.queue,
 		m.fresh, m.planFresh, m.age, m.givenUp, m.capped, m.budget, m.budgetInUse, m.unabsorbed, m.disallowed, m.foldSeconds)
 	return m
@@ -118,4 +125,23 @@ func (w *window) lastMinute(now time.Time) int64 {
 	}
 	w.mu.Unlock()
 	return n
+}
+
+// addWebhooks registers the webhook series, read from the deliverer and
+// the store at scrape time.
+func (m *metrics) addWebhooks(d *notify.Deliverer, db *store.DB) {
+	ns := "freshcrawl"
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "webhook_deliveries_total", Help: "Change events delivered to webhooks (2xx answers) since the start."}, func() float64 { n, _, _ := d.Counts(); return float64(n) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "webhook_failed_attempts_total", Help: "Webhook requests that failed (no answer, or not 2xx) since the start."}, func() float64 { _, n, _ := d.Counts(); return float64(n) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "webhook_dead_letters", Help: "Webhook deliveries in the dead-letter list."}, func() float64 { _, n, _ := db.DeadLetters(0); return float64(n) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "webhook_queued", Help: "Webhook deliveries waiting, all webhooks together."}, func() float64 {
+			q, _ := db.QueuedEndpoints()
+			n := 0
+			for _, v := range q {
+				n += v
+			}
+			return float64(n)
+		}),
+	)
 }

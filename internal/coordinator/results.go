@@ -9,7 +9,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/freshcrawl/freshcrawl/internal/broker"
@@ -143,10 +142,14 @@ func (c *Coordinator) foldMsgs(ctx context.Context, msgs []jetstream.Msg) error 
 		c.log.Info("folding again: the store accepts writes")
 	}
 	c.faultPoint(ctx, FaultAfterCommit)
+	done := time.Now()
 	for _, m := range keep {
 		_ = m.Ack()
+		if md, err := m.Metadata(); err == nil && !md.Timestamp.IsZero() {
+			c.m.foldLatency.Observe(max(done.Sub(md.Timestamp), 0).Seconds())
+		}
 	}
-	c.m.foldSeconds.Observe(time.Since(start).Seconds())
+	c.m.foldSeconds.Observe(done.Sub(start).Seconds())
 	c.afterFold(results, out)
 	return nil
 }
@@ -260,11 +263,10 @@ func (c *Coordinator) afterFold(results []proto.Result, out []fold.Outcome) {
 	c.counts.Unlock()
 	c.fetchWin.add(now, fetches)
 	c.chgWin.add(now, changes)
-	for _, ev := range events {
-		if b, err := proto.Encode(ev); err == nil {
-			if err := c.nc.Publish(proto.ChangeSubject(ev.Host), b); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-				c.log.Warn("publish change event", "url", ev.URL, "err", err)
-			}
-		}
+	if len(events) > 0 {
+		// The changes are in the change log: the publisher and the
+		// webhooks take them from there.
+		c.publisher.Wake()
+		c.hooks.Wake()
 	}
 }

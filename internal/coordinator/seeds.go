@@ -50,7 +50,7 @@ func IngestSeeds(db *store.DB, r io.Reader, file string, onBad func(*seed.LineEr
 	}
 	now := time.Now()
 	good, bad, err := seed.Parse(r, file, func(s seed.Seed) error {
-		batch = append(batch, store.URL{URL: s.URL, Host: s.Host, Weight: s.Weight, Selector: s.Selector, Mode: string(s.Mode), Ignore: s.Ignore, Period: s.Period, Polls: s.Polls, KeepRaw: s.KeepRaw, AddedAt: now})
+		batch = append(batch, store.URL{URL: s.URL, Host: s.Host, Weight: s.Weight, Selector: s.Selector, Mode: string(s.Mode), Ignore: s.Ignore, Period: s.Period, Polls: s.Polls, KeepRaw: s.KeepRaw, Webhook: s.Webhook, AddedAt: now})
 		if len(batch) == seedBatch {
 			return flush()
 		}

@@ -11,6 +11,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,13 +27,19 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/freshcrawl/freshcrawl/internal/api"
 	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/config"
 	"github.com/freshcrawl/freshcrawl/internal/coordinator"
+	"github.com/freshcrawl/freshcrawl/internal/notify"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
 	"github.com/freshcrawl/freshcrawl/internal/source"
 	"github.com/freshcrawl/freshcrawl/internal/store"
+	"github.com/freshcrawl/freshcrawl/internal/version"
 	"github.com/freshcrawl/freshcrawl/internal/worker"
 	"github.com/freshcrawl/freshcrawl/internal/worker/fetch"
 	"github.com/freshcrawl/freshcrawl/internal/worker/robots"
@@ -77,6 +84,12 @@ type Node struct {
 	wg          sync.WaitGroup
 	errc        chan error
 	stopOnce    sync.Once
+	// workerReg holds the in-process workers' series (nil without
+	// workers); workerMetrics feeds it.
+	workerReg     *prometheus.Registry
+	workerMetrics *worker.Metrics
+	// tls is set when the HTTP server serves TLS (--tls-cert).
+	tls bool
 }
 
 // brokerSettings are the NATS settings cfg implies.
@@ -86,6 +99,7 @@ func brokerSettings(cfg config.Config) broker.Settings {
 	s.AckWait = cfg.AckWait
 	s.MaxDeliver = cfg.MaxDeliver
 	s.MaxAckPending = max(cfg.MaxInFlight, cfg.Workers*cfg.Concurrency, 1)
+	s.Changes = broker.ChangeRetention{MaxAge: cfg.ChangeMaxAge, MaxBytes: cfg.ChangeMaxBytes, MaxMsgs: cfg.ChangeMaxMsgs}
 	return s
 }
 
@@ -171,24 +185,57 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	} else {
 		name += "-worker"
 	}
-	link, err := broker.Dial(n.NATSURL, name, log)
+	var natsOpts []nats.Option
+	var err error
+	if cfg.NATS != "" {
+		// The embedded server runs on loopback without authentication;
+		// an external one may require any of these.
+		if natsOpts, err = cfg.NATSAuth().Options(); err != nil {
+			return nil, err
+		}
+	}
+	link, err := broker.Dial(n.NATSURL, name, log, natsOpts...)
 	if err != nil {
 		return nil, err
 	}
 	n.Link, n.NC, n.JS = link, link.NC, link.JS
+	// One registry for the process's workers, with the Go runtime and
+	// process collectors when no coordinator's registry has them.
+	if roles.Workers > 0 {
+		n.workerReg = prometheus.NewRegistry()
+		n.workerMetrics = worker.NewMetrics(n.workerReg)
+		if !roles.Coordinator {
+			n.workerReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		}
+	}
 	if roles.Coordinator && roles.HTTP {
 		// Up before anything waits, so that /healthz says what it waits
-		// for.
-		if err := n.listen(cfg.Listen, "HTTP API"); err != nil {
+		// for. Every route but /healthz needs a token once any is set.
+		tokens := api.NewTokens(cfg.APITokens, cfg.APIReadTokens)
+		if err := n.listen(cfg, cfg.Listen, "HTTP API", tokens.Wrap); err != nil {
 			return nil, err
 		}
 		n.setHandler(http.HandlerFunc(n.serveStarting))
-	}
-	if !roles.Coordinator && cfg.HealthListen != "" {
-		if err := n.listen(cfg.HealthListen, "health"); err != nil {
-			return nil, err
+		if !tokens.Enabled() && !loopback(n.httpLn.Addr()) {
+			log.Warn("the HTTP API listens beyond loopback without a token: anyone who reaches it can add seeds, delete URLs and read everything; set --api-token (and --tls-cert/--tls-key)", "addr", n.httpLn.Addr().String())
 		}
-		n.setHandler(http.HandlerFunc(n.serveWorkerHealth))
+	}
+	if !roles.Coordinator {
+		// A worker process serves /metrics and /healthz on --listen, or
+		// /healthz alone on --health-listen.
+		addr := cfg.HealthListen
+		if roles.HTTP {
+			if addr != "" && addr != cfg.Listen {
+				return nil, fmt.Errorf("worker: --listen %s and --health-listen %s: give one (--listen serves /healthz too)", cfg.Listen, addr)
+			}
+			addr = cfg.Listen
+		}
+		if addr != "" {
+			if err := n.listen(cfg, addr, "worker health and metrics", nil); err != nil {
+				return nil, err
+			}
+			n.setHandler(http.HandlerFunc(n.serveWorkerHealth))
+		}
 	}
 	if !link.NC.IsConnected() {
 		n.setPhase("waiting for NATS at " + n.NATSURL)
@@ -228,7 +275,9 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 			if roles.Workers > 1 {
 				id = fmt.Sprintf("%s-w%d", id, i)
 			}
-			w := worker.New(n.NC, n.JS, rstore, workerOptions(cfg, id, log))
+			wo := workerOptions(cfg, id, log)
+			wo.Metrics = n.workerMetrics
+			w := worker.New(n.NC, n.JS, rstore, wo)
 			n.Workers = append(n.Workers, w)
 			n.goRun(func() error { return w.Run(rctx) })
 		}
@@ -361,11 +410,24 @@ func (n *Node) newCoordinator(o Options) error {
 			return err
 		}
 	}
+	var hooks []notify.Webhook
+	if cfg.ConfigFile != "" {
+		if hooks, err = notify.LoadWebhooks(cfg.ConfigFile, os.Getenv); err != nil {
+			return err
+		}
+	}
+	var extra prometheus.Gatherer
+	if n.workerReg != nil {
+		extra = n.workerReg
+	}
 	c, err := coordinator.New(n.DB, n.NC, n.JS, coordinator.Options{
 		Budget: cfg.Budget.PerSecond(), HostRate: cfg.HostRate.PerSecond(), MaxInFlight: cfg.MaxInFlight,
 		Policy: policy, Replan: cfg.Replan, PriorRate: cfg.PriorRate.PerSecond(), HalfLife: cfg.HalfLife,
 		ExploreShare: cfg.Explore, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Log: n.Log, DefaultIgnore: cfg.DefaultIgnore(), CaptureUniform: cfg.CaptureUniform, LMSkew: cfg.LMSkew,
 		Sources: sources, ProbePolicy: cfg.ProbePolicy, ConsoleEvery: o.Roles.ConsoleEvery, Retention: cfg.Retention(), Link: n.Link, Lease: n.currentLease(), FaultPoint: o.FaultPoint,
+		Metrics: extra,
+		Webhooks: notify.Options{Webhooks: hooks, Secret: cfg.WebhookSecret, Attempts: cfg.WebhookAttempts, Backoff: cfg.WebhookBackoff,
+			MaxBackoff: cfg.WebhookMaxBackoff, Timeout: cfg.WebhookTimeout, UserAgent: "freshcrawl-webhook/" + version.String()},
 	})
 	if err != nil {
 		return err
@@ -491,14 +553,33 @@ func (n *Node) checkStore(ctx context.Context) error {
 
 // listen binds addr for the process's HTTP server, failing at once with a
 // clear message when it is taken.
-func (n *Node) listen(addr, what string) error {
+func (n *Node) listen(cfg config.Config, addr, what string, wrap func(http.Handler) http.Handler) error {
+	var tlsCfg *tls.Config
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return fmt.Errorf("%s: TLS certificate: %w", what, err)
+		}
+		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("%s: listen on %s: %w", what, addr, err)
 	}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+		n.tls = true
+	}
 	n.httpLn = ln
 	n.setHandler(http.NotFoundHandler())
-	n.http = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*n.handler.Load()).ServeHTTP(w, r) }), ReadHeaderTimeout: 10 * time.Second}
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*n.handler.Load()).ServeHTTP(w, r) })
+	if wrap != nil {
+		h = wrap(h)
+	}
+	// The server's own complaints (a TLS handshake a client got wrong)
+	// go to the process log at debug level, not to stderr raw.
+	n.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(n.Log.Handler(), slog.LevelDebug)}
+	n.Log.Info(what+" listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil)
 	n.goRun(func() error {
 		if err := n.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("%s: %w", what, err)
@@ -525,6 +606,9 @@ func (n *Node) apiURL() string {
 	if n.httpLn == nil {
 		return ""
 	}
+	if n.tls {
+		return "https://" + n.httpLn.Addr().String()
+	}
 	return "http://" + n.httpLn.Addr().String()
 }
 
@@ -550,6 +634,10 @@ func (n *Node) serveStarting(w http.ResponseWriter, r *http.Request) {
 // serveWorkerHealth answers a worker process's /healthz: 200 while
 // connected to NATS, 503 otherwise, and the tasks of each worker.
 func (n *Node) serveWorkerHealth(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/metrics" && n.workerReg != nil && n.Cfg.Listen != "" {
+		promhttp.HandlerFor(n.workerReg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+		return
+	}
 	if r.URL.Path != "/healthz" {
 		http.NotFound(w, r)
 		return
@@ -653,4 +741,10 @@ func (n *Node) stop() {
 		n.srv.WaitForShutdown()
 		n.srv = nil
 	}
+}
+
+// loopback reports whether addr is a loopback address.
+func loopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }

@@ -35,8 +35,11 @@ const (
 
 	// ChangeSubjectPrefix is followed by the host with dots replaced by
 	// underscores (freshcrawl.changes.example_com); every detected change is
-	// published there as a ChangeEvent on core NATS.
+	// published there as a ChangeEvent, which core NATS subscribers receive
+	// and ChangeStream keeps for replay.
 	ChangeSubjectPrefix = "freshcrawl.changes."
+	// ChangeStream is a limits-retention stream over every change subject.
+	ChangeStream = "FRESHCRAWL_CHANGES"
 
 	// ContentSubject answers a request carrying a URL with the coordinator's
 	// stored latest version of it (the extracted text), its hash in the
@@ -264,9 +267,17 @@ type ProbeItem struct {
 	Fields map[string]string `json:"fields"`
 }
 
-// ChangeEvent is published on ChangeSubject(host) for every detected change.
+// ChangeEvent is published on ChangeSubject(host) for every detected change,
+// and is the body of every webhook request.
 type ChangeEvent struct {
-	V        int         `json:"v"`
+	V int `json:"v"`
+	// ID identifies the change for de-duplication: a receiver that sees an
+	// ID twice (at-least-once delivery) drops the second. It is also the
+	// event's Nats-Msg-Id.
+	ID string `json:"id"`
+	// Seq is the change's number in the coordinator's change log
+	// (GET /api/changes?after=SEQ).
+	Seq      uint64      `json:"seq"`
 	URL      string      `json:"url"`
 	Host     string      `json:"host"`
 	TaskID   string      `json:"task_id"`

@@ -46,6 +46,9 @@ type Seed struct {
 	// KeepRaw keeps the raw response body of the latest version besides
 	// its extracted text.
 	KeepRaw bool
+	// Webhook is an http(s) URL that receives this URL's change events,
+	// besides the webhooks of the config.
+	Webhook string
 }
 
 // LineError is a bad seed line. Parse reports it and goes on.
@@ -69,6 +72,7 @@ type jsonSeed struct {
 	Period   string             `json:"period"`
 	Polls    int                `json:"polls"`
 	KeepRaw  bool               `json:"keep_raw"`
+	Webhook  string             `json:"webhook"`
 }
 
 // MaxLine is the longest line accepted; a longer one is a bad line.
@@ -180,7 +184,29 @@ func ParseLine(text []byte) (Seed, error) {
 	if js.Polls < 0 {
 		return Seed{}, fmt.Errorf(`field "polls": must be ≥ 0, got %d`, js.Polls)
 	}
+	if js.Webhook != "" {
+		if err := CheckWebhookURL(js.Webhook); err != nil {
+			return Seed{}, fmt.Errorf(`field "webhook": %w`, err)
+		}
+		s.Webhook = js.Webhook
+	}
 	return s, nil
+}
+
+// CheckWebhookURL reports whether raw can receive webhooks: an absolute
+// http or https URL with a host.
+func CheckWebhookURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("unparsable URL: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("URL %q: want http:// or https://", raw)
+	}
+	if u.Hostname() == "" {
+		return fmt.Errorf("URL %q has no host", raw)
+	}
+	return nil
 }
 
 // Normalize returns the canonical form of an http(s) URL and its host name:

@@ -196,3 +196,16 @@ func TestKeepRaw(t *testing.T) {
 		t.Error(`"keep_raw": "yes" accepted`)
 	}
 }
+
+func TestWebhookField(t *testing.T) {
+	s, err := ParseLine([]byte(`{"url":"http://example.com/a","webhook":"https://hooks.example/x?k=1"}`))
+	if err != nil || s.Webhook != "https://hooks.example/x?k=1" {
+		t.Fatalf("webhook: %+v %v", s, err)
+	}
+	for _, bad := range []string{`"ftp://hooks.example/"`, `"/relative"`, `"http://"`, `3`} {
+		_, err := ParseLine([]byte(`{"url":"http://example.com/a","webhook":` + bad + `}`))
+		if err == nil || !strings.Contains(err.Error(), "webhook") {
+			t.Errorf("webhook %s: %v, want an error naming the field", bad, err)
+		}
+	}
+}

@@ -39,7 +39,7 @@ func (db *DB) Upsert(recs []URL) (added int, err error) {
 				old := cur
 				prev = &old
 				cur.Weight, cur.Selector, cur.Mode, cur.Ignore = r.Weight, r.Selector, r.Mode, r.Ignore
-				cur.Period, cur.Polls, cur.KeepRaw = r.Period, r.Polls, r.KeepRaw
+				cur.Period, cur.Polls, cur.KeepRaw, cur.Webhook = r.Period, r.Polls, r.KeepRaw, r.Webhook
 			}
 			if err := putURL(tx, prev, cur); err != nil {
 				return err

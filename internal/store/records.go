@@ -18,7 +18,10 @@ type URL struct {
 	Polls    int               `json:"polls,omitempty"`
 	// KeepRaw keeps the raw response body of the latest version next to
 	// its extracted text (a seed option).
-	KeepRaw bool      `json:"keep_raw,omitempty"`
+	KeepRaw bool `json:"keep_raw,omitempty"`
+	// Webhook receives this URL's change events (a seed option), besides
+	// the webhooks of the config.
+	Webhook string    `json:"webhook,omitempty"`
 	AddedAt time.Time `json:"added_at"`
 
 	// Paused URLs stay in the store and the schedule but are not fetched

@@ -45,7 +45,7 @@ var (
 	bucketIxSort    = []byte("ix_sort")    // sort id(1) ordered value(8) url → nil
 	bucketIxChanges = []byte("ix_changes") // url 0x00 seq(8) → nil: the change log by URL
 	allBuckets      = [][]byte{bucketURLs, bucketContent, bucketVersions, bucketChanges, bucketFolded, bucketHosts, bucketMeta, bucketItems,
-		bucketDeleted, bucketRaw, bucketFetchLog, bucketIxFilter, bucketIxSort, bucketIxChanges}
+		bucketDeleted, bucketRaw, bucketFetchLog, bucketIxFilter, bucketIxSort, bucketIxChanges, bucketHookQueue, bucketHookDead}
 	indexBuckets = [][]byte{bucketIxFilter, bucketIxSort, bucketIxChanges}
 )
 

@@ -51,6 +51,7 @@ func (w *Worker) probePage(ctx context.Context, task proto.Task, res *proto.Resu
 		return
 	}
 	resp := w.fetcher.Fetch(ctx, fetch.Request{URL: task.URL})
+	w.opts.Metrics.fetched(resp.Elapsed, resp.Bytes)
 	res.StartedAt = resp.Started
 	res.Status, res.FinalURL, res.Bytes, res.Truncated = resp.Status, resp.FinalURL, resp.Bytes, resp.Truncated
 	res.ContentType, res.RetryAfter = resp.ContentType, resp.RetryAfter

@@ -53,7 +53,9 @@ type Options struct {
 	// (default defaultMaxRaw), so a result stays well under NATS's
 	// message size.
 	MaxRaw int
-	Log    *slog.Logger
+	// Metrics receive the worker's series (nil: none).
+	Metrics *Metrics
+	Log     *slog.Logger
 }
 
 // DefaultGrace is how long a stopping worker gives the fetches it holds.
@@ -154,8 +156,13 @@ func New(nc *nats.Conn, js jetstream.JetStream, robotsStore robots.Store, opts O
 	w.pulls.cond = sync.NewCond(&w.pulls.Mutex)
 	w.robots = robots.NewChecker(robotsStore, func(ctx context.Context, robotsURL string) (int, []byte, error) {
 		r := f.Get(ctx, robotsURL)
+		opts.Metrics.fetched(r.Elapsed, r.Bytes)
 		switch r.ErrKind {
 		case proto.ErrNone, proto.ErrHTTPStatus:
+		case proto.ErrBlocked:
+			// The host name resolves to an address we refuse: the
+			// page's fetch would be refused too, so say that.
+			return 0, nil, &refusedHost{msg: r.Err.Error()}
 		case proto.ErrTooLarge:
 			if r.Status == 0 {
 				return 0, nil, r.Err // headers too large: no response
@@ -173,6 +180,13 @@ func New(nc *nats.Conn, js jetstream.JetStream, robotsStore robots.Store, opts O
 	}, opts.Fetch.UserAgent, opts.Robots)
 	return w
 }
+
+// refusedHost is the robots.txt fetch's error when the fetcher refused
+// the host's address.
+type refusedHost struct{ msg string }
+
+func (e *refusedHost) Error() string { return e.msg }
+func (e *refusedHost) Unwrap() error { return robots.ErrRefused }
 
 // Processed returns how many tasks this worker finished.
 func (w *Worker) Processed() int64 { return w.done.Load() }
@@ -344,6 +358,8 @@ func (w *Worker) heartbeat(ctx context.Context) {
 func (w *Worker) handle(stop, work context.Context, msg jetstream.Msg) {
 	w.active.Add(1)
 	defer w.active.Add(-1)
+	w.opts.Metrics.working(1)
+	defer w.opts.Metrics.working(-1)
 	task, err := proto.DecodeTask(msg.Data())
 	if err != nil {
 		// A malformed task will never succeed: terminate it rather than
@@ -369,6 +385,7 @@ func (w *Worker) handle(stop, work context.Context, msg jetstream.Msg) {
 		w.handBack(msg, task)
 		return
 	}
+	w.opts.Metrics.result(&res)
 	res.Attempt = attempt
 	b, err := proto.Encode(res)
 	if err != nil {
@@ -565,10 +582,16 @@ func (w *Worker) work(ctx context.Context, stop <-chan struct{}, task proto.Task
 	}
 	if !w.opts.IgnoreRobots {
 		dec, err := w.robots.Check(ctx, task.URL)
-		if err != nil {
+		var refused *refusedHost
+		switch {
+		case errors.As(err, &refused):
+			res.ErrKind, res.Err = proto.ErrBlocked, fmt.Sprintf("host %s resolves to an address the crawler must not connect to: %s", task.Host, refused.msg)
+			return res, finished
+		case err != nil:
 			res.ErrKind, res.Err = proto.ErrRobots, err.Error()
 			return res, finished
 		}
+		w.opts.Metrics.robots(dec.Fetched)
 		res.CrawlDelay = dec.CrawlDelay
 		if !dec.Allowed {
 			res.ErrKind, res.Err, res.Disallowed = proto.ErrRobots, "disallowed by robots.txt: "+dec.Reason, true
@@ -598,6 +621,7 @@ func (w *Worker) work(ctx context.Context, stop <-chan struct{}, task proto.Task
 
 func (w *Worker) fetchPage(ctx context.Context, task proto.Task, res *proto.Result) {
 	resp := w.fetcher.Fetch(ctx, fetch.Request{URL: task.URL, ETag: task.ETag, LastModified: task.LastModified})
+	w.opts.Metrics.fetched(resp.Elapsed, resp.Bytes)
 	res.StartedAt = resp.Started
 	res.Status, res.FinalURL, res.Bytes, res.Truncated = resp.Status, resp.FinalURL, resp.Bytes, resp.Truncated
 	res.ETag, res.LastModified, res.ContentType, res.RetryAfter = resp.ETag, resp.LastModified, resp.ContentType, resp.RetryAfter

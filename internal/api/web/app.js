@@ -30,13 +30,121 @@ function toast(msg, isError) {
   toast.timer = setTimeout(() => { t.className = "toast hidden"; }, 4000);
 }
 
-async function api(path, opts) {
-  const r = await fetch(path, opts);
+// ---- sign-in ----
+//
+// A coordinator started with --api-token or --api-read-token answers the
+// API only with "Authorization: Bearer <token>". The page keeps the token
+// in sessionStorage (this tab only, gone when it closes; never a cookie, so
+// no other site can make the browser send it) and sends it as that header
+// with every request, the live updates included (read with fetch, since an
+// EventSource cannot send headers, and never in a URL, where it would end
+// up in logs and history).
+
+const TOKEN_KEY = "freshcrawl-token";
+function token() { return sessionStorage.getItem(TOKEN_KEY) || ""; }
+function withToken(opts, tok) {
+  opts = Object.assign({}, opts || {});
+  const t = tok || token();
+  if (t) opts.headers = Object.assign({}, opts.headers || {}, { Authorization: "Bearer " + t });
+  return opts;
+}
+
+class AuthError extends Error {
+  constructor(msg, status) { super(msg); this.status = status; }
+}
+
+async function api(path, opts, tok) {
+  const r = await fetch(path, withToken(opts, tok));
   const text = await r.text();
   let body = null;
   try { body = text ? JSON.parse(text) : null; } catch (e) { body = { error: text }; }
+  if (r.status === 401) throw new AuthError((body && body.error) || "sign in with a token", 401);
   if (!r.ok) throw new Error((body && body.error) || r.statusText);
   return body;
+}
+
+// signIn replaces the page with a token form; a token that works is kept
+// and the page reloads.
+function signIn(msg) {
+  const input = el("input", { type: "password", name: "token", autocomplete: "current-password", placeholder: "API token", size: 48 });
+  const err = el("p", { class: "err", text: token() ? msg : "" });
+  const form = el("form", { class: "signin", on: { submit: async ev => {
+    ev.preventDefault();
+    const tok = input.value.trim();
+    if (!tok) { err.textContent = "enter a token"; return; }
+    try {
+      await api("/api/overview", {}, tok);
+    } catch (e) {
+      err.textContent = e.message;
+      return;
+    }
+    sessionStorage.setItem(TOKEN_KEY, tok);
+    route();
+  } } }, input, el("button", { type: "submit", text: "Sign in" }));
+  main().replaceChildren(el("h1", { text: "Sign in" }),
+    el("p", { class: "muted", text: "This coordinator requires a token: one of its --api-token (admin) or --api-read-token (read only) values. It is kept in this tab only." }),
+    form, err);
+  document.body.dataset.page = "signin";
+  input.focus();
+}
+
+function signOut() {
+  sessionStorage.removeItem(TOKEN_KEY);
+  if (live.source) { live.source.close(); live.source = null; }
+  route();
+}
+
+// openRaw opens an API document that needs the token in a new tab.
+async function openRaw(path) {
+  const w = window.open("", "_blank", "noopener");
+  try {
+    const r = await fetch(path, withToken());
+    if (!r.ok) throw new Error(r.status + " " + r.statusText);
+    const url = URL.createObjectURL(await r.blob());
+    if (w) w.location = url; else location.assign(url);
+  } catch (e) {
+    if (w) w.close();
+    toast(e.message, true);
+  }
+}
+
+// eventStream reads a text/event-stream with the token: the subset of SSE
+// the API writes ("event:" and "data:" lines, a blank line ends an event).
+// It reconnects after a failure, like an EventSource.
+function eventStream(path, handlers) {
+  const ctl = new AbortController();
+  const stream = { close: () => ctl.abort() };
+  (async () => {
+    while (!ctl.signal.aborted) {
+      try {
+        const r = await fetch(path, withToken({ signal: ctl.signal, headers: { Accept: "text/event-stream" } }));
+        if (!r.ok) throw new Error(r.statusText);
+        const rd = r.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buf = "";
+        for (;;) {
+          const { value, done } = await rd.read();
+          if (done) break;
+          buf += value;
+          let i;
+          while ((i = buf.indexOf("\n\n")) >= 0) {
+            const block = buf.slice(0, i);
+            buf = buf.slice(i + 2);
+            let ev = "message", data = [];
+            for (const line of block.split("\n")) {
+              if (line.startsWith("event:")) ev = line.slice(6).trim();
+              else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+            }
+            if (data.length && handlers[ev]) handlers[ev](data.join("\n"));
+          }
+        }
+      } catch (e) {
+        if (ctl.signal.aborted) return;
+      }
+      if (handlers.error) handlers.error();
+      await new Promise(res => setTimeout(res, 3000));
+    }
+  })();
+  return stream;
 }
 
 const NS = 1e9;
@@ -224,15 +332,16 @@ async function loadSeries() {
   const s = await api("/api/series");
   live.points = s.points || [];
   if (!live.source) {
-    live.source = new EventSource("/api/events");
-    live.source.addEventListener("point", ev => {
-      live.points.push(JSON.parse(ev.data));
-      const cut = Date.now() - 3600e3;
-      while (live.points.length && new Date(live.points[0].t).getTime() < cut) live.points.shift();
-      document.getElementById("live").classList.add("on");
-      for (const fn of live.listeners) fn();
+    live.source = eventStream("/api/events", {
+      point: data => {
+        live.points.push(JSON.parse(data));
+        const cut = Date.now() - 3600e3;
+        while (live.points.length && new Date(live.points[0].t).getTime() < cut) live.points.shift();
+        document.getElementById("live").classList.add("on");
+        for (const fn of live.listeners) fn();
+      },
+      error: () => document.getElementById("live").classList.remove("on"),
     });
-    live.source.addEventListener("error", () => document.getElementById("live").classList.remove("on"));
   }
 }
 
@@ -399,7 +508,7 @@ async function pageURL(params) {
       el("span", {}, " mode ", mode, el("button", { type: "button", "data-action": "set-mode", text: "Set mode", on: { click: () => post("set", { mode: mode.value }) } })),
       confirmBox);
   const kept = d.copy.raw ? el("span", {}, `raw body kept (${fmtNum(d.copy.raw.size)} bytes${d.copy.raw.truncated ? ", truncated" : ""}) `,
-    el("a", { href: "/api/content?raw=1&url=" + encodeURIComponent(r.url), target: "_blank", rel: "noopener", text: "open" })) : "no raw body kept";
+    el("a", { href: "#", text: "open", on: { click: ev => { ev.preventDefault(); openRaw("/api/content?raw=1&url=" + encodeURIComponent(r.url)); } } })) : "no raw body kept";
   const summary = kv([
     ["state", stateBadge(d.state)],
     ["host", el("a", { href: "#/urls?host=" + encodeURIComponent(r.host), text: r.host })],
@@ -494,9 +603,57 @@ async function pageSources() {
   return () => {};
 }
 
+// pageWebhooks lists the webhooks, their queues and the dead-letter list:
+// deliveries that failed every attempt, to retry or drop.
+async function pageWebhooks() {
+  const root = el("div");
+  main().replaceChildren(el("h1", { text: "Webhooks" }), root);
+  async function act(op, ids) {
+    try {
+      const res = await api(`/api/webhooks/${op}`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(ids ? { ids } : { all: true }) });
+      toast(`${op === "retry" ? "requeued" : "dropped"} ${res.n}`);
+      await draw();
+    } catch (e) { toast(e.message, true); }
+  }
+  async function draw() {
+    const w = await api("/api/webhooks?limit=500");
+    const queued = Object.entries(w.queued || {});
+    root.replaceChildren(
+      el("div", { class: "cards" },
+        card("Delivered", fmtNum(w.delivered), "since the coordinator started"),
+        card("Failed attempts", fmtNum(w.failed_attempts), "retried with backoff"),
+        card("Queued", fmtNum(queued.reduce((a, [, n]) => a + n, 0)), queued.map(([u, n]) => `${u}: ${n}`).join(", ") || "nothing waiting"),
+        card("Dead letters", fmtNum(w.dead), `${fmtNum(w.dead_lettered)} since the start`)),
+      el("h2", { text: "Configured webhooks" }),
+      table([
+        { key: "name", label: "name" }, { key: "url", label: "URL" },
+        { key: "hosts", label: "hosts", render: h => (h.hosts || []).join(", ") || "all" },
+        { key: "prefixes", label: "URL prefixes", render: h => (h.prefixes || []).join(", ") || "all" },
+        { key: "min_magnitude", label: "min magnitude", num: true, render: h => fmtNum(h.min_magnitude || 0) },
+        { key: "signed", label: "signed", render: h => h.signed ? "yes" : "no" },
+      ], w.webhooks || [], { name: "webhooks", empty: "none in the config file (seeds may still name their own)" }),
+      el("h2", {}, "Dead letters ",
+        el("button", { type: "button", "data-action": "retry-all", text: "Retry all", disabled: !w.dead, on: { click: () => act("retry") } }), " ",
+        el("button", { type: "button", class: "danger", "data-action": "drop-all", text: "Drop all", disabled: !w.dead, on: { click: () => act("drop") } })),
+      table([
+        { key: "url", label: "webhook" },
+        { key: "event_id", label: "event" },
+        { key: "seq", label: "change", num: true },
+        { key: "attempts", label: "attempts", num: true },
+        { key: "last_err", label: "last error" },
+        { key: "dead_at", label: "given up", render: d => fmtTime(d.dead_at), sortValue: d => d.dead_at || "" },
+        { key: "id", label: "", render: d => el("span", {},
+          el("button", { type: "button", "data-action": "retry", text: "Retry", on: { click: () => act("retry", [d.id]) } }), " ",
+          el("button", { type: "button", "data-action": "drop", text: "Drop", on: { click: () => act("drop", [d.id]) } })) },
+      ], w.dead_letters || [], { name: "dead-letters", empty: "no dead letters" }));
+  }
+  await draw();
+  return () => {};
+}
+
 // ---- router ----
 
-const pages = { "": pageOverview, "hosts": pageHosts, "urls": pageURLs, "url": pageURL, "capture": pageCapture, "sources": pageSources };
+const pages = { "": pageOverview, "hosts": pageHosts, "urls": pageURLs, "url": pageURL, "capture": pageCapture, "sources": pageSources, "webhooks": pageWebhooks };
 
 async function route() {
   stopPage();
@@ -512,12 +669,17 @@ async function route() {
     stopPage = (await page(new URLSearchParams(query || ""))) || (() => {});
     document.body.dataset.page = name || "overview";
   } catch (e) {
-    main().replaceChildren(el("p", { class: "err", text: e.message }));
-    document.body.dataset.page = "error";
+    if (e instanceof AuthError) signIn(e.message);
+    else {
+      main().replaceChildren(el("p", { class: "err", text: e.message }));
+      document.body.dataset.page = "error";
+    }
   }
+  document.getElementById("signout").classList.toggle("hidden", !token());
   // Which route the page shows, for tests and bookmarks alike.
   document.body.dataset.route = location.hash || "#/";
 }
 
 window.addEventListener("hashchange", route);
+document.getElementById("signout").addEventListener("click", ev => { ev.preventDefault(); signOut(); });
 route();

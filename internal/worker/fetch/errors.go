@@ -20,7 +20,7 @@ import (
 type blockedError struct{ addr string }
 
 func (e *blockedError) Error() string {
-	return fmt.Sprintf("refusing to connect to non-public address %s", e.addr)
+	return fmt.Sprintf("refusing to connect to non-public address %s (private, loopback, link-local or reserved; use --allow-private for intranet crawls)", e.addr)
 }
 
 // redirectError is returned by the redirect policy.

@@ -115,6 +115,10 @@ type Options struct {
 	// all live on loopback) allow some private addresses and not others;
 	// AllowPrivate overrides it.
 	Refuse func(netip.Addr) bool
+	// Resolver resolves host names (nil: the pure-Go resolver of the
+	// system's configuration). Tests point it at a DNS server of their
+	// own, to map a name to a loopback address.
+	Resolver *net.Resolver
 }
 
 // CheckUserAgent reports whether ua can be sent as a User-Agent: a valid
@@ -261,7 +265,10 @@ func New(o Options) *Fetcher {
 		Control: f.control,
 		// The pure-Go resolver behaves the same in every container and
 		// refuses syntactically invalid names without a query.
-		Resolver: &net.Resolver{PreferGo: true},
+		Resolver: o.Resolver,
+	}
+	if dialer.Resolver == nil {
+		dialer.Resolver = &net.Resolver{PreferGo: true}
 	}
 	f.transport = &http.Transport{
 		// No proxy: with one, the address check would vet the proxy, not

@@ -241,6 +241,12 @@ func (c *Checker) lead(ctx context.Context, key string, cl *call) (o *origin, fe
 
 var errLoadAborted = errors.New("robots.txt load aborted")
 
+// ErrRefused, wrapped in a FetchFunc's error, says the fetch was refused
+// on this side (the host's address is one the crawler must not connect
+// to): Check fails with that error and caches nothing, rather than
+// reading the origin as unreachable and its pages as disallowed.
+var ErrRefused = errors.New("robots.txt fetch refused")
+
 // refresh reads the origin from the Store, fetching and storing it if the
 // Store has no fresh entry.
 func (c *Checker) refresh(ctx context.Context, key string) (*origin, bool, error) {
@@ -262,6 +268,11 @@ func (c *Checker) refresh(ctx context.Context, key string) (*origin, bool, error
 	if ferr != nil && ctx.Err() != nil {
 		// Our caller gave up; that says nothing about the host.
 		return nil, false, ctx.Err()
+	}
+	if errors.Is(ferr, ErrRefused) {
+		// Nor does a fetch we refused to make: the caller reports it as
+		// what it is, and nothing is cached.
+		return nil, false, ferr
 	}
 	e = Entry{FetchedAt: c.now(), Status: status}
 	switch {

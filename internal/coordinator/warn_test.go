@@ -1,0 +1,71 @@
+package coordinator
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/freshcrawl/freshcrawl/internal/broker"
+	"github.com/freshcrawl/freshcrawl/internal/schedule"
+)
+
+// syncBuffer is a log sink safe for the coordinator's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// TestBudgetWarningLoggedOnce: a budget no host can take is warned about
+// once however often the plan is re-solved (it was 769 of 783 log lines
+// of a 27-minute run), and the end of the condition is said once.
+func TestBudgetWarningLoggedOnce(t *testing.T) {
+	e := newEnv(t, broker.DefaultSettings())
+	var logs syncBuffer
+	uniform, err := schedule.PolicyByName("uniform", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e.coordinator(t, Options{Budget: 100, HostRate: 1, Policy: uniform, Replan: time.Hour,
+		Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	if _, err := c.AddSeeds(strings.NewReader("http://one.example/\n"), "t"); err != nil {
+		t.Fatal(err)
+	}
+	const warning = "budget exceeds what the hosts can take"
+	for range 769 {
+		c.replan()
+	}
+	if n := strings.Count(logs.String(), warning); n != 1 {
+		t.Fatalf("769 re-plans logged the warning %d times:\n%s", n, logs.String())
+	}
+	// Enough hosts to take the whole budget: the condition ends, once.
+	var seeds strings.Builder
+	for i := range 150 {
+		fmt.Fprintf(&seeds, "http://h%d.example/\n", i)
+	}
+	if _, err := c.AddSeeds(strings.NewReader(seeds.String()), "t"); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		c.replan()
+	}
+	if st := c.Status(); st.Unabsorbed != 0 {
+		t.Fatalf("unabsorbed %v with 151 hosts at 1/s for a budget of 100/s", st.Unabsorbed)
+	}
+	if n := strings.Count(logs.String(), "the hosts take the whole budget again"); n != 1 {
+		t.Fatalf("the end of the condition logged %d times:\n%s", n, logs.String())
+	}
+	if n := strings.Count(logs.String(), warning); n != 1 {
+		t.Fatalf("warning logged %d times in all", n)
+	}
+}
