@@ -216,9 +216,7 @@ func TestFreshnessBand(t *testing.T) {
 	if lo != mid || hi != mid {
 		t.Errorf("no standard errors: band [%v, %v] around %v", lo, hi, mid)
 	}
-	// The plan's freshness is averaged over each URL's posterior summary,
-	// whose quantiles are stored as float32: equal to within rounding.
-	if p, _, _ := s.Plan(); math.Abs(p.Freshness-mid) > 1e-6 {
+	if p, _, _ := s.Plan(); math.Abs(p.Freshness-mid) > 1e-12 {
 		t.Errorf("band centre %v, plan's freshness %v", mid, p.Freshness)
 	}
 	for _, e := range s.list {
