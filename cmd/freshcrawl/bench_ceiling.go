@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -92,18 +91,13 @@ so the pipeline's ceiling is at most about half the queue's.`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(res); err != nil {
+				if err := printJSON(cmd.OutOrStdout(), res); err != nil {
 					return err
 				}
 			} else {
 				printCeiling(cmd.OutOrStdout(), res)
 			}
-			if p := res.Pipeline.Persisted; p.InStore != p.Folded {
-				return fmt.Errorf("store holds %d fetches but %d were folded", p.InStore, p.Folded)
-			}
-			return nil
+			return res.Pipeline.Persisted.Check()
 		},
 	}
 	f := cmd.Flags()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -73,18 +72,13 @@ saturates: compare the cores used with the cores there are.`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(res); err != nil {
+				if err := printJSON(cmd.OutOrStdout(), res); err != nil {
 					return err
 				}
 			} else {
 				printScaleOut(cmd.OutOrStdout(), res)
 			}
-			if p := res.Persisted; p.InStore != p.Folded {
-				return fmt.Errorf("store holds %d fetches but %d were folded", p.InStore, p.Folded)
-			}
-			return nil
+			return res.Persisted.Check()
 		},
 	}
 	f := cmd.Flags()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -55,9 +54,7 @@ its live heap per URL and one re-plan with the optimal policy.`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(res)
+				return printJSON(cmd.OutOrStdout(), res)
 			}
 			printSchedule(cmd.OutOrStdout(), res)
 			return nil

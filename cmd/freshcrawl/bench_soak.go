@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -97,9 +96,7 @@ seeded in capture mode, so that versions accrue and --keep-versions has work.`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(res)
+				return printJSON(cmd.OutOrStdout(), res)
 			}
 			printSoak(cmd.OutOrStdout(), res)
 			return nil

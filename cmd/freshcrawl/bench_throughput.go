@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -122,18 +121,13 @@ hosts as concurrent fetches.`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(res); err != nil {
+				if err := printJSON(cmd.OutOrStdout(), res); err != nil {
 					return err
 				}
 			} else {
 				printThroughput(cmd.OutOrStdout(), res)
 			}
-			if p := res.Persisted; p.InStore != p.Folded {
-				return fmt.Errorf("store holds %d fetches but %d were folded", p.InStore, p.Folded)
-			}
-			return nil
+			return res.Persisted.Check()
 		},
 	}
 	f := cmd.Flags()

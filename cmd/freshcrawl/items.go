@@ -158,12 +158,10 @@ func itemsListCmd() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
 				if items == nil {
 					items = []coordinator.ItemView{}
 				}
-				return enc.Encode(items)
+				return printJSON(cmd.OutOrStdout(), items)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tVALUE\tRATE\tSYNCS\tCHANGES\tLAST SYNC")

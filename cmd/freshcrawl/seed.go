@@ -176,9 +176,7 @@ func statusCmd() *cobra.Command {
 				return fmt.Errorf("status: is a coordinator running with its API at %s? %w", cfg.APIBase(), err)
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(s)
+				return printJSON(cmd.OutOrStdout(), s)
 			}
 			printStatus(cmd.OutOrStdout(), s)
 			return nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -148,9 +147,7 @@ Exit status 0: the store is sound; 3: it is damaged (restore a backup).`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if jerr := enc.Encode(r); jerr != nil {
+				if jerr := printJSON(out, r); jerr != nil {
 					return jerr
 				}
 			} else {

@@ -154,6 +154,14 @@ type Persistence struct {
 	StoreBytes int64 `json:"store_bytes"`
 }
 
+// Check reports an error unless every folded fetch is in the store.
+func (p Persistence) Check() error {
+	if p.InStore != p.Folded {
+		return fmt.Errorf("store holds %d fetches but %d were folded", p.InStore, p.Folded)
+	}
+	return nil
+}
+
 // ThroughputResult is what RunThroughput measured.
 type ThroughputResult struct {
 	Machine    Machine     `json:"machine"`
