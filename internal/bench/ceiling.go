@@ -286,18 +286,14 @@ func runPipelineCeiling(ctx context.Context, o CeilingOptions) (PipelineCeiling,
 
 	cfg := config.Default()
 	cfg.Data = dir
-	cfg.NATSListen = "127.0.0.1:-1"
 	cfg.Budget = config.Rate(1e6)
 	cfg.HostRate = config.Rate(1e4)
 	cfg.MaxInFlight = o.MaxInFlight
 	cfg.Policy = "uniform"
 	cfg.Workers = 0
-	if err := cfg.Validate(); err != nil {
-		return p, fmt.Errorf("pipeline ceiling: %w", err)
-	}
-	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true}, Log: o.Log})
+	n, err := startBenchNode(ctx, cfg, node.Roles{Coordinator: true}, o.Log)
 	if err != nil {
-		return p, fmt.Errorf("pipeline ceiling: start coordinator: %w", err)
+		return p, fmt.Errorf("pipeline ceiling: %w", err)
 	}
 	stopped := false
 	defer func() {

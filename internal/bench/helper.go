@@ -5,10 +5,29 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"time"
+
+	"github.com/freshcrawl/freshcrawl/internal/config"
+	"github.com/freshcrawl/freshcrawl/internal/node"
 )
+
+// startBenchNode validates cfg and starts its node with roles, its
+// embedded NATS server on a free loopback port so that benchmarks never
+// collide with each other or with a crawler already running.
+func startBenchNode(ctx context.Context, cfg config.Config, roles node.Roles, log *slog.Logger) (*node.Node, error) {
+	cfg.NATSListen = "127.0.0.1:-1"
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: roles, Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("start node: %w", err)
+	}
+	return n, nil
+}
 
 // helperProcess is a helper process of a benchmark (a worker, a no-op
 // responder) whose CPU is measured apart from the process under test.

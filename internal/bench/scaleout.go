@@ -104,18 +104,14 @@ func RunScaleOut(ctx context.Context, o ScaleOutOptions) (ScaleOutResult, error)
 
 	cfg := config.Default()
 	cfg.Data = dir
-	cfg.NATSListen = "127.0.0.1:-1"
 	cfg.Budget = config.Rate(100000)
 	cfg.HostRate = config.Rate(1000)
 	cfg.MaxInFlight = most * o.Concurrency * 2
 	cfg.Policy = "uniform"
 	cfg.Workers = 0
-	if err := cfg.Validate(); err != nil {
-		return res, fmt.Errorf("scale-out: %w", err)
-	}
-	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true}, Log: o.Log})
+	n, err := startBenchNode(ctx, cfg, node.Roles{Coordinator: true}, o.Log)
 	if err != nil {
-		return res, fmt.Errorf("scale-out: start coordinator: %w", err)
+		return res, fmt.Errorf("scale-out: %w", err)
 	}
 	stopped := false
 	defer func() {

@@ -294,7 +294,6 @@ func runFreshcrawl(ctx context.Context, o ThroughputOptions, pages []string) (Ru
 
 	cfg := config.Default()
 	cfg.Data = dir
-	cfg.NATSListen = "127.0.0.1:-1"
 	cfg.Budget = config.Rate(o.Budget)
 	cfg.HostRate = config.Rate(o.HostRate)
 	cfg.MaxInFlight = o.MaxInFlight
@@ -304,12 +303,9 @@ func runFreshcrawl(ctx context.Context, o ThroughputOptions, pages []string) (Ru
 	cfg.AllowPrivate = true
 	cfg.UserAgent = "freshcrawl-bench/1.0"
 	cfg.Timeout = 10 * time.Second
-	if err := cfg.Validate(); err != nil {
-		return st, per, fmt.Errorf("throughput: %w", err)
-	}
-	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: o.Workers}, Log: o.Log})
+	n, err := startBenchNode(ctx, cfg, node.Roles{Coordinator: true, Workers: o.Workers}, o.Log)
 	if err != nil {
-		return st, per, fmt.Errorf("throughput: start node: %w", err)
+		return st, per, fmt.Errorf("throughput: %w", err)
 	}
 	stopped := false
 	defer func() {
