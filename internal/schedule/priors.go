@@ -8,16 +8,20 @@ import (
 	"github.com/freshcrawl/freshcrawl/estimate"
 )
 
-// rateGrid is the grid of change rates, per second, every population
-// prior lives on: from once in 30 years to once a second, 72 nodes (a
-// factor of 1.32 apart). Rates outside it are held at its ends.
-var rateGrid = func() estimate.LogGrid {
-	g, err := estimate.NewLogGrid(1/(30*365*86400.0), 1, 72)
+// rateGridFor is the grid of change rates, per second, the population
+// priors of a collection whose configured prior rate is priorRate live on:
+// from 10⁻⁵ to 10⁶ times that rate, 8 nodes a decade (a factor of 1.33
+// apart). Rates outside it are held at its ends. The grid is relative to
+// the prior rate rather than fixed in seconds so that the estimator's
+// behaviour does not depend on the unit of time: with the default prior
+// (a change every 4 days) it spans once in 1 100 years to every 3.5 s.
+func rateGridFor(priorRate float64) estimate.LogGrid {
+	g, err := estimate.NewLogGrid(priorRate*1e-5, priorRate*1e6, 89)
 	if err != nil {
-		panic(err) // constant arguments
+		panic(err) // priorRate validated by newPriors
 	}
 	return g
-}()
+}
 
 // basePriorSigma is the spread, in ln λ, of the prior a collection starts
 // from: a log-normal centred on the configured prior rate, a factor e^2.5
@@ -59,7 +63,7 @@ func newPriors(priorRate float64) *Priors {
 	if !(priorRate > 0) || math.IsInf(priorRate, 1) {
 		priorRate = 0.25 / 86400
 	}
-	base, err := estimate.LogNormalGridPrior(rateGrid, priorRate, basePriorSigma)
+	base, err := estimate.LogNormalGridPrior(rateGridFor(priorRate), priorRate, basePriorSigma)
 	if err != nil {
 		panic(err) // validated arguments
 	}
