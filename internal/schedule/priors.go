@@ -10,13 +10,17 @@ import (
 
 // rateGridFor is the grid of change rates, per second, the population
 // priors of a collection whose configured prior rate is priorRate live on:
-// from 10⁻⁵ to 10⁶ times that rate, 8 nodes a decade (a factor of 1.33
-// apart). Rates outside it are held at its ends. The grid is relative to
-// the prior rate rather than fixed in seconds so that the estimator's
-// behaviour does not depend on the unit of time: with the default prior
-// (a change every 4 days) it spans once in 1 100 years to every 3.5 s.
+// 72 nodes (a factor of 1.32 apart) from priorRate/2737.5 to
+// priorRate·345 600, which with the default prior (a change every 4 days)
+// is once in 30 years to once a second. Rates outside it are held at its
+// ends. The grid is relative to the prior rate, not fixed in seconds, so
+// that the estimator does not depend on the unit of time: a collection
+// whose day lasts half a second (the live bench) is estimated exactly as
+// one whose day lasts a day. The bounds matter beyond resolution: a
+// plan's rate is a posterior's harmonic mean, which the prior's low tail
+// weighs, so they are kept where the estimator was tuned.
 func rateGridFor(priorRate float64) estimate.LogGrid {
-	g, err := estimate.NewLogGrid(priorRate*1e-5, priorRate*1e6, 89)
+	g, err := estimate.NewLogGrid(priorRate/2737.5, priorRate*345_600, 72)
 	if err != nil {
 		panic(err) // priorRate validated by newPriors
 	}
@@ -60,7 +64,7 @@ type groupKey struct{ host, template string }
 // newPriors are the priors before anything was observed: the log-normal
 // around priorRate (per second) everywhere.
 func newPriors(priorRate float64) *Priors {
-	if !(priorRate > 0) || math.IsInf(priorRate, 1) {
+	if !(priorRate/2737.5 > 0) || math.IsInf(priorRate*345_600, 1) {
 		priorRate = 0.25 / 86400
 	}
 	base, err := estimate.LogNormalGridPrior(rateGridFor(priorRate), priorRate, basePriorSigma)
