@@ -263,3 +263,32 @@ func coldRetry(warm bool, cold func() (float64, float64)) (float64, float64) {
 	}
 	return cold()
 }
+
+// FreshnessFrequency is the freshness-optimal frequency of one element at
+// multiplier mu (docs/design.md §3.2): the f at which its marginal
+// weighted freshness (w/λ)·g(λ/f) equals μ, or 0 when μλ/w ≥ 1 (the
+// element is given up) or it never changes. It is what Solve gives each
+// element once μ is known, for a caller that weighs one element's
+// options against the multiplier of a plan.
+func FreshnessFrequency(rate, weight, mu float64) float64 {
+	if !(rate > 0) || !(weight > 0) || !(mu > 0) || math.IsInf(rate, 1) || math.IsInf(weight, 1) || math.IsInf(mu, 1) {
+		return 0
+	}
+	f, _ := freshFreq(rate, weight, mu, 0, tolFor(fullAcc))
+	return f
+}
+
+// MarginalFreshness is w·∂F/∂f = (w/λ)·g(λ/f), the weighted freshness one
+// more fetch per unit time buys an element fetched at freq under the
+// fixed-order policy (0 for a rate of 0: it is always fresh; w/λ as
+// f → 0).
+func MarginalFreshness(rate, weight, freq float64) float64 {
+	if !(rate > 0) || !(weight > 0) {
+		return 0
+	}
+	if !(freq > 0) {
+		return weight / rate
+	}
+	r := rate / freq
+	return weight / rate * gFunc(r, math.Exp(-r))
+}

@@ -370,6 +370,17 @@ func TestTrust(t *testing.T) {
 	if ok, _ := Trustworthy(static, cfg); ok {
 		t.Error("static history trusted, want too few changes")
 	}
+	// A date that moves on every request is consistent with a page that
+	// changes at every fetch; only an unchanged fetch can expose it, so a
+	// history with none is not trusted.
+	moving := make([]Fetch, 8)
+	for i := range moving {
+		at := float64(i+1) * 1000
+		moving[i] = Fetch{At: at, LastModified: at - 300, HasLastModified: true, ContentHash: uint64(i)}
+	}
+	if ok, _ := Trustworthy(moving, cfg); ok {
+		t.Error("history with no unchanged fetch trusted, want no steady pair")
+	}
 	if _, err := Trustworthy(good, TrustConfig{MinChecks: 0}); err == nil || !strings.Contains(err.Error(), "MinChecks") {
 		t.Errorf("bad TrustConfig error = %v", err)
 	}

@@ -190,15 +190,20 @@ type TrustConfig struct {
 	// with a consistent Last-Modified: a header that never had to move has
 	// not shown that it tracks changes.
 	MinChanges int
+	// MinSteady is how many checked pairs must have seen no content
+	// change and a Last-Modified that stayed put: a server that stamps a
+	// new date on every request moves with every change too, and only a
+	// fetch that found the page unchanged can tell the two apart.
+	MinSteady int
 	// MaxViolationFraction is the tolerated share of checks with a
 	// violation (e.g. to forgive a one-off CDN glitch).
 	MaxViolationFraction float64
 }
 
 // DefaultTrustConfig: 60 s of skew, at least 5 checked pairs including 2
-// consistent changes, and at most 5% violations.
+// consistent changes and 1 steady pair, and at most 5% violations.
 func DefaultTrustConfig() TrustConfig {
-	return TrustConfig{ClockSkew: 60, MinChecks: 5, MinChanges: 2, MaxViolationFraction: 0.05}
+	return TrustConfig{ClockSkew: 60, MinChecks: 5, MinChanges: 2, MinSteady: 1, MaxViolationFraction: 0.05}
 }
 
 // Validate reports the first invalid field.
@@ -210,6 +215,8 @@ func (c TrustConfig) Validate() error {
 		return fmt.Errorf("%w: TrustConfig.MinChecks = %d, want >= 1", ErrInvalid, c.MinChecks)
 	case c.MinChanges < 0 || c.MinChanges > c.MinChecks:
 		return fmt.Errorf("%w: TrustConfig.MinChanges = %d, want in [0, MinChecks]", ErrInvalid, c.MinChanges)
+	case c.MinSteady < 0 || c.MinChanges+c.MinSteady > c.MinChecks:
+		return fmt.Errorf("%w: TrustConfig.MinSteady = %d, want in [0, MinChecks − MinChanges]", ErrInvalid, c.MinSteady)
 	case !(c.MaxViolationFraction >= 0 && c.MaxViolationFraction <= 1):
 		return fmt.Errorf("%w: TrustConfig.MaxViolationFraction = %v, want in [0, 1]", ErrInvalid, c.MaxViolationFraction)
 	}
@@ -218,10 +225,10 @@ func (c TrustConfig) Validate() error {
 
 // TrustCounter accumulates CheckLastModified verdicts for one URL in eight
 // bytes, so trust can be stored next to State and updated per fetch instead
-// of re-reading a history.
+// of re-reading a history: checks, violations, consistent changes and
+// steady pairs (no change, no move).
 type TrustCounter struct {
-	Checks, Violations, Changes uint16
-	_                           uint16
+	Checks, Violations, Changes, Steady uint16
 }
 
 // Add records the verdict for one fetch pair; changed reports whether the
@@ -230,13 +237,16 @@ func (c *TrustCounter) Add(v Violation, changed bool) {
 	if c.Checks == math.MaxUint16 {
 		// Halve to keep the ratio while making room, so the counter
 		// keeps reacting to a server that starts misbehaving.
-		c.Checks, c.Violations, c.Changes = c.Checks/2, c.Violations/2, c.Changes/2
+		c.Checks, c.Violations, c.Changes, c.Steady = c.Checks/2, c.Violations/2, c.Changes/2, c.Steady/2
 	}
 	c.Checks++
-	if v != NoViolation {
+	switch {
+	case v != NoViolation:
 		c.Violations++
-	} else if changed {
+	case changed:
 		c.Changes++
+	default:
+		c.Steady++
 	}
 }
 
@@ -244,6 +254,7 @@ func (c *TrustCounter) Add(v Violation, changed bool) {
 func (c TrustCounter) Trustworthy(cfg TrustConfig) bool {
 	return int(c.Checks) >= cfg.MinChecks &&
 		int(c.Changes) >= cfg.MinChanges &&
+		int(c.Steady) >= cfg.MinSteady &&
 		float64(c.Violations) <= cfg.MaxViolationFraction*float64(c.Checks)
 }
 

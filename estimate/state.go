@@ -16,12 +16,17 @@ type Config struct {
 	// MergeRatio is how far apart, as a ratio ≥ 1, two fetch intervals may
 	// be and still share an interval bucket (see State).
 	MergeRatio float64
+	// ChangeThreshold is the log-likelihood ratio (in nats) at which the
+	// newest observations are taken to come from a new rate: a change
+	// point (see State). 0 turns detection off.
+	ChangeThreshold float64
 }
 
 // DefaultConfig: a 30-day half-life (in seconds), which remembers about 43
-// daily fetches, and intervals within 25% of each other sharing a bucket.
+// daily fetches, intervals within 25% of each other sharing a bucket, and
+// change points at a likelihood ratio of e^7.
 func DefaultConfig() Config {
-	return Config{HalfLife: 30 * 86400, MergeRatio: 1.25}
+	return Config{HalfLife: 30 * 86400, MergeRatio: 1.25, ChangeThreshold: 7}
 }
 
 // Validate reports the first invalid field.
@@ -31,16 +36,17 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: Config.HalfLife = %v, want > 0 (+Inf for no fading)", ErrInvalid, c.HalfLife)
 	case !(c.MergeRatio >= 1) || math.IsInf(c.MergeRatio, 1):
 		return fmt.Errorf("%w: Config.MergeRatio = %v, want finite and >= 1", ErrInvalid, c.MergeRatio)
+	case !(c.ChangeThreshold >= 0) || math.IsInf(c.ChangeThreshold, 1):
+		return fmt.Errorf("%w: Config.ChangeThreshold = %v, want finite and >= 0 (0: off)", ErrInvalid, c.ChangeThreshold)
 	}
 	return nil
 }
 
-// numBuckets is the number of interval buckets in State; with the other
-// fields it makes the struct exactly 64 bytes.
+// numBuckets is the number of interval buckets in State.
 const numBuckets = 5
 
 // State is the compact online change-rate estimator for one URL: faded
-// sufficient statistics of every observation so far, in 64 bytes, fixed size.
+// sufficient statistics of every observation so far, in 112 bytes, fixed size.
 // The zero State is ready to use (no observations: Rate returns the prior
 // mean).
 //
@@ -76,6 +82,26 @@ const numBuckets = 5
 // sums are float32 (7 significant digits, ample for statistics whose weights
 // are in any case approximate); times and exposure are float64 because they
 // are absolute times or sums in seconds.
+//
+// Change points. Fading alone trades accuracy on a steady page against
+// speed on one whose rate moved. The State also keeps its last eight
+// observations exactly (recent), and after every observation tests
+// whether the newest j of them (j = 1 … 8) share one rate with everything
+// before them, by the two-sample generalised likelihood ratio
+//
+//	max_j  sup_λ ℓ_before(λ) + sup_λ ℓ_newest j(λ) − sup_λ ℓ_all(λ),
+//
+// which stays right when either side is censored (a run of changes only
+// bounds its rate from below). When it exceeds ChangeThreshold (three
+// times it for the newest observation alone, which is an outlier as often
+// as a change) and the history before has at least 3 observations, the
+// old rate is taken to have ended: the statistics start afresh from the
+// next observation (the window that fired is extreme by selection, so it
+// is no estimate of the new rate either), and the count of change points
+// (ChangePoints) goes up. A
+// page that changed at every fetch a few days apart and now does not is
+// caught in two or three fetches; a factor of ten in a few more. The
+// tests measure both, and the rate of false alarms on steady pages.
 type State struct {
 	last      float64             // time of the newest observation
 	exposure  float64             // faded time seen without change
@@ -83,6 +109,46 @@ type State struct {
 	sumT      [numBuckets]float32 // faded Σ interval of those fetches
 	lmChanges float32             // faded number of Last-Modified changes
 	n         float32             // faded number of observations
+	recentT   [recentSize]float32 // the newest observations, oldest first (recentObs.t)
+	recentK   [recentSize]uint8   // and their kinds (recentObs.kind)
+	nRecent   uint8
+	cps       uint32 // change points detected
+}
+
+// recentSize is how many observations State keeps exactly for the
+// change-point test.
+const recentSize = 8
+
+// recentObs is one observation: t is the interval of a changed bit-only
+// fetch, else the exposure it added; kind says which.
+type recentObs struct {
+	t    float32
+	kind uint8
+}
+
+const (
+	obsUnchanged uint8 = iota // bit-only, no change: exposure t
+	obsChanged                // bit-only, changed over interval t
+	obsLMChange               // Last-Modified change, exposure t
+	obsLMSame                 // Last-Modified, no change: exposure t
+)
+
+// sums are the statistics of a few observations.
+type sums struct {
+	lm, exposure float64
+	changed      []term
+}
+
+func (o recentObs) addTo(x *sums) {
+	switch o.kind {
+	case obsChanged:
+		x.changed = append(x.changed, term{c: 1, t: float64(o.t)})
+	case obsLMChange:
+		x.lm++
+		x.exposure += float64(o.t)
+	default:
+		x.exposure += float64(o.t)
+	}
 }
 
 // isZero reports whether nothing has been observed, so the first observation
@@ -141,11 +207,152 @@ func (s *State) Observe(at, interval float64, changed bool, cfg Config) error {
 	s.n += float32(w)
 	if changed {
 		s.addChanged(interval, w, cfg.MergeRatio)
+		s.remember(cfg, recentObs{t: float32(interval), kind: obsChanged})
 	} else {
 		s.exposure += w * interval
+		s.remember(cfg, recentObs{t: float32(interval), kind: obsUnchanged})
 	}
+	s.testChange(cfg)
 	return nil
 }
+
+// remember appends o to the recent observations, dropping the oldest.
+func (s *State) remember(cfg Config, o recentObs) {
+	if cfg.ChangeThreshold <= 0 {
+		return
+	}
+	if int(s.nRecent) == recentSize {
+		copy(s.recentT[:], s.recentT[1:])
+		copy(s.recentK[:], s.recentK[1:])
+		s.nRecent--
+	}
+	s.recentT[s.nRecent], s.recentK[s.nRecent] = o.t, o.kind
+	s.nRecent++
+}
+
+// recent is the i-th recent observation, oldest first.
+func (s *State) recentObs(i int) recentObs { return recentObs{t: s.recentT[i], kind: s.recentK[i]} }
+
+// maxLogLik is the largest log-likelihood over λ of Last-Modified
+// changes a, exposure r and changed bit-only terms: at the MLE, or in the
+// limit λ → 0 (no change) or λ → ∞ (no exposure).
+func maxLogLik(a, r float64, terms []term) float64 {
+	sumC := 0.0
+	for _, k := range terms {
+		sumC += k.c
+	}
+	switch {
+	case a+sumC <= 0:
+		return 0 // no change: λ = 0, likelihood 1
+	case r <= 0 && a > 0:
+		return math.Inf(1) // changes at the fetch time: unbounded (not trusted)
+	case r <= 0:
+		return 0 // every fetch changed: λ → ∞
+	}
+	lam := solveRate(a, r, terms)
+	v := a*math.Log(lam) - r*lam
+	for _, k := range terms {
+		v += k.c * log1mexp(lam*k.t)
+	}
+	return v
+}
+
+// terms are the State's changed bit-only buckets as score terms.
+func (s *State) terms(buf []term) []term {
+	for k := range s.count {
+		if s.count[k] > 0 {
+			buf = append(buf, term{c: float64(s.count[k]), t: float64(s.sumT[k] / s.count[k])})
+		}
+	}
+	return buf
+}
+
+// testChange runs the change-point test after an observation (see State).
+// The history before the recent observations is the long-run statistics
+// less the recent ones (at full weight: fading over four observations is
+// small), clamped at zero.
+func (s *State) testChange(cfg Config) {
+	m := int(s.nRecent)
+	if cfg.ChangeThreshold <= 0 || m == 0 || float64(s.n)-float64(m) < 3 {
+		return
+	}
+	var before sums
+	before.lm, before.exposure = float64(s.lmChanges), s.exposure
+	var bufB [numBuckets + recentSize]term
+	before.changed = s.terms(bufB[:0])
+	for i := range m {
+		switch o := s.recentObs(i); o.kind {
+		case obsChanged:
+			// Take it out of the bucket nearest its interval.
+			best, bestR := -1, math.Inf(1)
+			for i, k := range before.changed {
+				if r := math.Abs(math.Log(k.t / float64(o.t))); k.c > 0 && r < bestR {
+					best, bestR = i, r
+				}
+			}
+			if best >= 0 {
+				before.changed[best].c = math.Max(before.changed[best].c-1, 0)
+			}
+		case obsLMChange:
+			before.lm = math.Max(before.lm-1, 0)
+			before.exposure = math.Max(before.exposure-float64(o.t), 0)
+		default:
+			before.exposure = math.Max(before.exposure-float64(o.t), 0)
+		}
+	}
+	all := before
+	var bufA [numBuckets + recentSize]term
+	all.changed = append(bufA[:0], before.changed...)
+	for i := range m {
+		s.recentObs(i).addTo(&all)
+	}
+	supAll := maxLogLik(all.lm, all.exposure, all.changed)
+	best := 0.0
+	for j := 1; j <= m; j++ {
+		// before + the older m−j recent observations, against the newest j.
+		old := before
+		var bufO [numBuckets + recentSize]term
+		old.changed = append(bufO[:0], before.changed...)
+		for i := range m - j {
+			s.recentObs(i).addTo(&old)
+		}
+		var nw sums
+		var bufN [recentSize]term
+		nw.changed = bufN[:0]
+		for i := m - j; i < m; i++ {
+			s.recentObs(i).addTo(&nw)
+		}
+		glr := maxLogLik(old.lm, old.exposure, old.changed) + maxLogLik(nw.lm, nw.exposure, nw.changed) - supAll
+		if j == 1 {
+			// One observation alone is an outlier as often as a change
+			// (a change seconds before the fetch makes a Last-Modified
+			// interval of seconds): it must be three times as strong.
+			glr /= 3
+		}
+		if glr > best && !math.IsInf(glr, 0) && !math.IsNaN(glr) {
+			best = glr
+		}
+	}
+	if best <= cfg.ChangeThreshold {
+		return
+	}
+	// The old rate ended within the recent observations. Those
+	// observations are selected for being extreme (a false alarm is an
+	// extreme window of the old rate), so they are no estimate of the new
+	// one either: start afresh from the next observation, on the prior.
+	last := s.last
+	cps := s.cps
+	*s = State{last: last}
+	s.cps = cps + 1
+}
+
+// String is for debugging.
+func (s State) String() string {
+	return fmt.Sprintf("{exp=%.4g d lm=%.3g n=%.3g cnt=%v sumT(d)=%v recent=%v/%v/%d cps=%d}", s.exposure/86400, s.lmChanges, s.n, s.count, s.sumT, s.recentT, s.recentK, s.nRecent, s.cps)
+}
+
+// ChangePoints is the number of change points detected so far.
+func (s State) ChangePoints() uint32 { return s.cps }
 
 // ObserveLastModified records a fetch at time at, interval after the
 // previous one, that returned a trustworthy Last-Modified time (see
@@ -166,8 +373,14 @@ func (s *State) ObserveLastModified(at, interval, lastModified float64, cfg Conf
 	w := s.advance(at, cfg)
 	s.n += float32(w)
 	s.exposure += w * exposure
+	kind := obsLMSame
 	if changed {
 		s.lmChanges += float32(w)
+		kind = obsLMChange
+	}
+	if !math.IsInf(exposure, 1) {
+		s.remember(cfg, recentObs{t: float32(exposure), kind: kind})
+		s.testChange(cfg)
 	}
 	return nil
 }
@@ -351,10 +564,26 @@ func (s State) Observations() float64 { return float64(s.n) }
 func (s State) LastObserved() float64 { return s.last }
 
 // EncodedSize is the length of State's binary encoding: a version byte and
-// the 64 bytes of fields.
-const EncodedSize = 1 + 64
+// 109 bytes of fields. A version-1 encoding (65 bytes, from before change
+// points were kept) is still read.
+const EncodedSize = 1 + 109
 
-const encodingVersion = 1
+// encodedSizeV1 is the length of a version-1 encoding.
+const encodedSizeV1 = 1 + 64
+
+// EncodedLen is the length of the State encoding that starts b (its
+// version byte), or 0 if b does not start one.
+func EncodedLen(b []byte) int {
+	switch {
+	case len(b) >= EncodedSize && b[0] == encodingVersion:
+		return EncodedSize
+	case len(b) >= encodedSizeV1 && b[0] == 1:
+		return encodedSizeV1
+	}
+	return 0
+}
+
+const encodingVersion = 2
 
 // AppendBinary implements encoding.BinaryAppender with a fixed-size
 // little-endian encoding, for storing State in bbolt.
@@ -368,6 +597,12 @@ func (s State) AppendBinary(b []byte) ([]byte, error) {
 	}
 	b = binary.LittleEndian.AppendUint32(b, math.Float32bits(s.lmChanges))
 	b = binary.LittleEndian.AppendUint32(b, math.Float32bits(s.n))
+	for _, t := range s.recentT {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(t))
+	}
+	b = append(b, s.recentK[:]...)
+	b = append(b, s.nRecent)
+	b = binary.LittleEndian.AppendUint32(b, s.cps)
 	return b, nil
 }
 
@@ -378,11 +613,15 @@ func (s State) MarshalBinary() ([]byte, error) {
 
 // UnmarshalBinary implements encoding.BinaryUnmarshaler.
 func (s *State) UnmarshalBinary(data []byte) error {
-	if len(data) != EncodedSize {
-		return fmt.Errorf("estimate.State.UnmarshalBinary: %w: %d bytes, want %d", ErrInvalid, len(data), EncodedSize)
+	if len(data) == 0 || (data[0] != encodingVersion && data[0] != 1) {
+		v := -1
+		if len(data) > 0 {
+			v = int(data[0])
+		}
+		return fmt.Errorf("estimate.State.UnmarshalBinary: %w: version %d, want 1 or %d", ErrInvalid, v, encodingVersion)
 	}
-	if data[0] != encodingVersion {
-		return fmt.Errorf("estimate.State.UnmarshalBinary: %w: version %d, want %d", ErrInvalid, data[0], encodingVersion)
+	if want := map[byte]int{1: encodedSizeV1, encodingVersion: EncodedSize}[data[0]]; len(data) != want {
+		return fmt.Errorf("estimate.State.UnmarshalBinary: %w: %d bytes, want %d", ErrInvalid, len(data), want)
 	}
 	le := binary.LittleEndian
 	d := data[1:]
@@ -397,6 +636,15 @@ func (s *State) UnmarshalBinary(data []byte) error {
 	}
 	t.lmChanges = f32()
 	t.n = f32()
+	if data[0] == encodingVersion {
+		for i := range t.recentT {
+			t.recentT[i] = f32()
+		}
+		copy(t.recentK[:], d)
+		d = d[recentSize:]
+		t.nRecent = min(d[0], recentSize)
+		t.cps = le.Uint32(d[1:])
+	}
 	*s = t
 	return nil
 }

@@ -14,8 +14,8 @@ import (
 var noFade = Config{HalfLife: math.Inf(1), MergeRatio: 1.25}
 
 func TestStateSize(t *testing.T) {
-	if got := unsafe.Sizeof(State{}); got > 64 {
-		t.Errorf("State is %d bytes, want <= 64", got)
+	if got := unsafe.Sizeof(State{}); got > 112 {
+		t.Errorf("State is %d bytes, want <= 112", got)
 	}
 }
 

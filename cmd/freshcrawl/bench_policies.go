@@ -58,6 +58,10 @@ one SVG plot of freshness over time per workload into --out.`,
 				if err != nil {
 					return err
 				}
+				if mode == "live" && workloads == "all" && (wl.After != nil || wl.VirtualOnly) {
+					fmt.Fprintf(w, "\n== %s: virtual mode only, skipped\n", name)
+					continue
+				}
 				fmt.Fprintf(w, "\n== %s (%s mode): %s\n", name, mode, wl.Description)
 				var rs []bench.Result
 				for _, p := range pols {
@@ -91,7 +95,7 @@ one SVG plot of freshness over time per workload into --out.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&mode, "mode", "virtual", "virtual (discrete-event, virtual clock) or live (the real system against the sim)")
-	f.StringVar(&workloads, "workload", "all", "comma-separated workloads: table6, heavytail, weighted, drift, hostbound")
+	f.StringVar(&workloads, "workload", "all", "comma-separated workloads: table6, heavytail, weighted, drift, hostbound, nolm, lm-mixed, coldstart (virtual only)")
 	f.StringVar(&policies, "policy", "all", "comma-separated policies: optimal, uniform, proportional, nutch, stormcrawler, binarylambdacrawl, lambdacrawl")
 	f.StringVar(&out, "out", "bench-out", "directory for results.csv, series.csv and the SVG plots")
 	f.IntVar(&o.Pages, "pages", o.Pages, "simulated pages")
@@ -107,6 +111,7 @@ one SVG plot of freshness over time per workload into --out.`,
 	f.Float64Var(&o.Explore, "explore", o.Explore, "coordinator option: exploration share for URLs the optimum gives up on")
 	f.Float64Var(&o.ReplanDays, "replan", o.ReplanDays, "coordinator option: longest time between plans, in simulated days")
 	f.DurationVar(&o.Latency, "latency", o.Latency, "virtual mode: duration of one fetch")
+	f.IntVar(&o.ColdStartPages, "coldstart-pages", o.ColdStartPages, "virtual mode: URLs seeded at once in the coldstart workload")
 	f.DurationVar(&lo.Day, "sim-day", time.Second, "live mode: real duration of one simulated day")
 	f.IntVar(&lo.Workers, "workers", 2, "live mode: in-process workers")
 	f.IntVar(&lo.Concurrency, "concurrency", 8, "live mode: fetches at once per worker")

@@ -36,8 +36,11 @@ Input (one of):
                  coordinator runs, else from the API of the one that holds it
                  (GET /api/estimates), which is not disturbed. Rates are changes per second;
                  weights come from the seeds; each URL is capped by its host at
-                 --host-rate (politeness). URLs not observed yet get --prior-rate,
-                 as the coordinator plans them.
+                 --host-rate, or one fetch per Crawl-delay where the host sent
+                 one (politeness). URLs not observed yet get --prior-rate, as
+                 the coordinator plans them. Freshness is the expectation over
+                 each URL's posterior, and the model freshness of the stored
+                 copies now is reported too.
   --rates FILE   a CSV file (- for stdin) of id,rate[,weight[,host]]: rate in
                  changes per unit time (any unit, as long as the budget uses
                  the same), weight > 0 (default 1), host optional. Elements
@@ -128,7 +131,7 @@ fetched) are null.`,
 					return errors.New("--rate-unit describes a --rates file; with --data rates are per second")
 				}
 				in.Unit = plan.Second
-				if in.Elements, err = planElements(cfg); err != nil {
+				if in.Elements, in.HostCaps, err = planElements(cfg); err != nil {
 					return err
 				}
 				if len(in.Elements) == 0 {
@@ -215,27 +218,33 @@ fetched) are null.`,
 
 // planElements reads the estimates of every URL of cfg's store: from the
 // file, or from the API of the coordinator that holds it.
-func planElements(cfg config.Config) ([]plan.Element, error) {
+func planElements(cfg config.Config) ([]plan.Element, map[string]float64, error) {
 	prior := cfg.PriorRate.PerSecond()
 	if cfg.API == "" {
 		db, err := openStore(cfg, true)
 		if err == nil {
 			defer db.Close()
-			return plan.FromStore(db, prior)
+			els, err := plan.FromStore(db, prior, time.Now())
+			if err != nil {
+				return nil, nil, err
+			}
+			// Each host's stored Crawl-delay caps it.
+			caps, err := plan.HostCaps(db)
+			return els, caps, err
 		}
 		if !errors.Is(err, store.ErrLocked) {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	api, who := heldBy(cfg)
 	resp, err := apiDo(cfg, 10*time.Minute, http.MethodGet, api+"/api/estimates", "", nil)
 	if err != nil {
-		return nil, fmt.Errorf("the store in %s is held by %s, and its API at %s did not answer (give it with --api): %w", cfg.Data, who, api, err)
+		return nil, nil, fmt.Errorf("the store in %s is held by %s, and its API at %s did not answer (give it with --api): %w", cfg.Data, who, api, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return nil, fmt.Errorf("GET %s/api/estimates: %s: %s", api, resp.Status, strings.TrimSpace(string(b)))
+		return nil, nil, fmt.Errorf("GET %s/api/estimates: %s: %s", api, resp.Status, strings.TrimSpace(string(b)))
 	}
 	var out []plan.Element
 	dec := json.NewDecoder(resp.Body)
@@ -245,10 +254,10 @@ func planElements(cfg config.Config) ([]plan.Element, error) {
 			Error string `json:"error"`
 		}
 		if err := dec.Decode(&line); err != nil {
-			return nil, fmt.Errorf("GET %s/api/estimates: %w", api, err)
+			return nil, nil, fmt.Errorf("GET %s/api/estimates: %w", api, err)
 		}
 		if line.Error != "" {
-			return nil, fmt.Errorf("GET %s/api/estimates: %s", api, line.Error)
+			return nil, nil, fmt.Errorf("GET %s/api/estimates: %s", api, line.Error)
 		}
 		r := line.Rate
 		if !(r > 0) {
@@ -256,7 +265,7 @@ func planElements(cfg config.Config) ([]plan.Element, error) {
 		}
 		out = append(out, plan.Element{ID: line.URL, Rate: r, Weight: line.Weight, Host: line.Host})
 	}
-	return out, nil
+	return out, nil, nil
 }
 
 // readRates reads a rates file, or standard input for "-".

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/freshcrawl/freshcrawl/internal/store"
 )
@@ -216,5 +217,66 @@ func TestPlanData(t *testing.T) {
 	}
 	if _, _, err := runPlan(t, "", "--data", filepath.Join(dir, "missing")); err == nil {
 		t.Error("missing data directory accepted")
+	}
+}
+
+// TestPlanDataModelAndCrawlDelay: plan --data caps a host by the
+// Crawl-delay stored for it, and reports the model freshness of the stored
+// copies now: a copy fetched a moment ago is fresh, a URL never fetched is
+// stale.
+func TestPlanDataModelAndCrawlDelay(t *testing.T) {
+	dir := t.TempDir()
+	db, err := store.OpenDir(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds := []store.URL{
+		{URL: "http://a.example/1", Host: "a.example", Weight: 1, Mode: "freshness"},
+		{URL: "http://a.example/2", Host: "a.example", Weight: 2, Mode: "freshness"},
+		{URL: "http://b.example/1", Host: "b.example", Weight: 1, Mode: "freshness"},
+	}
+	if _, err := db.Upsert(seeds); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := db.Fold("fetched", func(tx *store.Tx) error {
+		for _, u := range []string{"http://a.example/1", "http://a.example/2"} {
+			rec, _, err := tx.Get(u)
+			if err != nil {
+				return err
+			}
+			rec.Rate, rec.LastOK = 1.0/86400, now
+			if err := tx.Put(rec); err != nil {
+				return err
+			}
+		}
+		return tx.PutHost(store.Host{Host: "a.example", CrawlDelay: 2 * time.Minute})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runPlan(t, "", "--data", dir, "--budget", "1/s", "--host-rate", "1/s", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := decodePlan(t, out)
+	sumA := 0.0
+	for _, x := range m["elements"].([]any) {
+		if e := x.(map[string]any); strings.HasPrefix(e["id"].(string), "http://a.example/") {
+			sumA += e["frequency"].(float64)
+		}
+	}
+	if math.Abs(sumA-1.0/120) > 1e-9 {
+		t.Errorf("host a gets %v/s, want 1/120 (Crawl-delay 2 min)", sumA)
+	}
+	// Weights 1 and 2 fresh, weight 1 never fetched: 3/4.
+	if mf, ok := m["model_freshness"].(float64); !ok || math.Abs(mf-0.75) > 0.01 {
+		t.Errorf("model_freshness %v, want 0.75", m["model_freshness"])
+	}
+	text, _, err := runPlan(t, "", "--data", dir, "--budget", "1/s")
+	if err != nil || !strings.Contains(text, "model freshness of the stored copies now: 0.75") {
+		t.Errorf("text (%v):\n%s", err, text)
 	}
 }

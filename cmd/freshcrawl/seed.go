@@ -230,7 +230,7 @@ func printStatus(w io.Writer, s coordinator.Status) {
 		fmt.Fprintf(w, "errors         none\n")
 	}
 	fmt.Fprintf(w, "policy         %s, budget %s, in use %s, unabsorbed %s\n", s.Policy, config.Rate(round3(s.Budget)), config.Rate(round3(s.BudgetInUse)), config.Rate(round3(s.Unabsorbed)))
-	fmt.Fprintf(w, "model          freshness %.3f (90%%: %.3f – %.3f), age %s, given up %d, hosts at cap %d\n", s.ModelFreshness, s.ModelFreshnessLo, s.ModelFreshnessHi, time.Duration(s.ModelAge*float64(time.Second)).Round(time.Millisecond), s.GivenUp, s.CappedHosts)
+	fmt.Fprintf(w, "model          freshness %.3f now (plan %.3f, 90%%: %.3f – %.3f), age %s, given up %d, hosts at cap %d\n", s.ModelFreshness, s.PlanFreshness, s.ModelFreshnessLo, s.ModelFreshnessHi, time.Duration(s.ModelAge*float64(time.Second)).Round(time.Millisecond), s.GivenUp, s.CappedHosts)
 	for _, p := range s.Probes {
 		l := p.Last
 		fmt.Fprintf(w, "source         %s (%s): %d rounds; last: %d items, %d queries, %d requests (%d by id), coverage %.3f, speedup %.2f, model content freshness %.3g\n",

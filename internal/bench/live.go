@@ -30,12 +30,15 @@ type LiveOptions struct {
 // truth comes from the sim's own log (sim.Report). Workloads whose rates
 // drift are not expressible by the sim and are refused.
 func RunLive(ctx context.Context, w Workload, policy string, o Options, lo LiveOptions) (Result, error) {
-	o, err := o.withDefaults()
+	o, err := w.options(o).withDefaults()
 	if err != nil {
 		return Result{}, err
 	}
 	if w.After != nil {
 		return Result{}, fmt.Errorf("bench: workload %s: the sim cannot change rates mid-run; use --mode virtual", w.Name)
+	}
+	if w.VirtualOnly {
+		return Result{}, fmt.Errorf("bench: workload %s runs in virtual mode only", w.Name)
 	}
 	if lo.Day <= 0 {
 		lo.Day = time.Second
@@ -57,7 +60,7 @@ func RunLive(ctx context.Context, w Workload, policy string, o Options, lo LiveO
 			robots[h] = sim.DefaultRobots + fmt.Sprintf("Crawl-delay: %g\n", d*daySec)
 		}
 	}
-	s, err := sim.New(sim.Config{Hosts: o.Hosts, Pages: o.Pages, Mix: w.Mix, Day: lo.Day, Seed: o.Seed, Robots: robots})
+	s, err := sim.New(sim.Config{Hosts: o.Hosts, Pages: o.Pages, Mix: w.Mix, Day: lo.Day, Seed: o.Seed, Robots: robots, LastModified: w.LastModified})
 	if err != nil {
 		return Result{}, fmt.Errorf("bench: workload %s: %w", w.Name, err)
 	}
@@ -117,11 +120,27 @@ func RunLive(ctx context.Context, w Workload, policy string, o Options, lo LiveO
 	}
 	runFor := time.Duration(o.Days * float64(lo.Day))
 	timer := time.NewTimer(runFor)
-	select {
-	case <-ctx.Done():
-		timer.Stop()
-		return Result{}, ctx.Err()
-	case <-timer.C:
+	defer timer.Stop()
+	// The model's freshness as status shows it, sampled every simulated
+	// day after warm-up and averaged like the truth.
+	tick := time.NewTicker(lo.Day)
+	defer tick.Stop()
+	warmEnd := start.Add(time.Duration(o.Warmup * float64(lo.Day)))
+	var modelSum float64
+	var modelN int
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			return Result{}, ctx.Err()
+		case now := <-tick.C:
+			if !now.Before(warmEnd) {
+				modelSum += n.Coordinator.Status().ModelFreshness
+				modelN++
+			}
+		case <-timer.C:
+			break wait
+		}
 	}
 	end := time.Now()
 	n.Stop()
@@ -131,6 +150,10 @@ func RunLive(ctx context.Context, w Workload, policy string, o Options, lo LiveO
 	tr := s.Truth(from, end)
 	full := s.Truth(start, end, sim.WithStep(max(end.Sub(start)/time.Duration(o.Steps), time.Millisecond)))
 	res := Result{Mode: "live", Workload: w.Name, Policy: policy, Fetches: tr.Fetches, NotModified: tr.NotModified, Bytes: tr.Bytes, Wall: end.Sub(start)}
+	if modelN > 0 {
+		res.ModelFreshness = modelSum / float64(modelN)
+	}
+	res.FirstPassDays = -1
 	var fresh, age, wsum float64
 	for i, pt := range tr.PerPage {
 		wt := w.weight(i)
@@ -153,6 +176,15 @@ func RunLive(ctx context.Context, w Workload, policy string, o Options, lo LiveO
 	res.Oracle, res.OracleAgeDays = orc.Freshness, orc.Age
 	if res.Oracle > 0 {
 		res.Ratio = res.Freshness / res.Oracle
+	}
+	in.Fetches = o.Budget
+	fullOrc, err := SolveOracle(in)
+	if err != nil {
+		return res, fmt.Errorf("bench: workload %s: full-budget oracle: %w", w.Name, err)
+	}
+	res.FullOracle = fullOrc.Freshness
+	if res.FullOracle > 0 {
+		res.FullRatio = res.Freshness / res.FullOracle
 	}
 	if tr.Disallowed > 0 {
 		return res, errors.New("bench: the crawler requested pages robots.txt disallows")

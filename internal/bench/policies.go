@@ -82,6 +82,18 @@ type Result struct {
 	// (SolveOracle: the optimum with the true rates at FetchesPerDay);
 	// Ratio = Freshness / Oracle.
 	Oracle, OracleAgeDays, Ratio float64
+	// FullOracle is the oracle at the configured budget rather than at
+	// the fetches achieved, and FullRatio = Freshness / FullOracle: a
+	// policy that spends less than its budget loses by it here.
+	FullOracle, FullRatio float64
+	// ModelFreshness is the crawler's own model of its freshness
+	// (schedule.Scheduler.ModelFreshness), time-averaged over the same
+	// window as Freshness; it should match the truth.
+	ModelFreshness float64
+	// FirstPassDays is when every page had been fetched once, in
+	// simulated days from the start (−1: some never was), and
+	// FreshAfterFirstPass the truth from then to the end.
+	FirstPassDays, FreshAfterFirstPass float64
 	// Series is the freshness over the whole run (warm-up included), one
 	// point per step, for the plot.
 	Series []Point

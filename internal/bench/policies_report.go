@@ -15,10 +15,14 @@ import (
 // rate it achieved.
 func WriteTable(out io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tfreshness\tage (days)\tfetches\tfetches/day\tbytes\t304 share\toracle@fetches\toracle age\tratio\tplan errors\t")
+	fmt.Fprintln(tw, "policy\tfreshness\tmodel\tage (days)\tfetches\tfetches/day\tbytes\t304 share\toracle@fetches\toracle age\tratio\toracle@budget\tratio@budget\tfirst pass (days)\tplan errors\t")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%.4f\t%.2f\t%d\t%.1f\t%d\t%.3f\t%.4f\t%.2f\t%.4f\t%d\t\n",
-			r.Policy, r.Freshness, r.AgeDays, r.Fetches, r.FetchesPerDay, r.Bytes, r.notModifiedShare(), r.Oracle, r.OracleAgeDays, r.Ratio, r.PlanErrors)
+		fp := "-"
+		if r.FirstPassDays >= 0 {
+			fp = fmt.Sprintf("%.1f", r.FirstPassDays)
+		}
+		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%.2f\t%d\t%.1f\t%d\t%.3f\t%.4f\t%.2f\t%.4f\t%.4f\t%.4f\t%s\t%d\t\n",
+			r.Policy, r.Freshness, r.ModelFreshness, r.AgeDays, r.Fetches, r.FetchesPerDay, r.Bytes, r.notModifiedShare(), r.Oracle, r.OracleAgeDays, r.Ratio, r.FullOracle, r.FullRatio, fp, r.PlanErrors)
 	}
 	return tw.Flush()
 }
@@ -29,12 +33,13 @@ func WriteCSV(dir string, rs []Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("bench: output directory: %w", err)
 	}
-	rows := [][]string{{"mode", "workload", "policy", "freshness", "age_days", "fetches", "fetches_per_day", "bytes", "not_modified", "not_modified_share", "oracle_freshness", "oracle_age_days", "ratio", "plan_errors", "wall_seconds"}}
+	rows := [][]string{{"mode", "workload", "policy", "freshness", "age_days", "fetches", "fetches_per_day", "bytes", "not_modified", "not_modified_share", "oracle_freshness", "oracle_age_days", "ratio", "full_budget_oracle", "full_budget_ratio", "model_freshness", "first_pass_days", "freshness_after_first_pass", "plan_errors", "wall_seconds"}}
 	series := [][]string{{"mode", "workload", "policy", "day", "freshness"}}
 	g := func(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
 	for _, r := range rs {
 		rows = append(rows, []string{r.Mode, r.Workload, r.Policy, g(r.Freshness), g(r.AgeDays), strconv.Itoa(r.Fetches), g(r.FetchesPerDay),
 			strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.NotModified), g(r.notModifiedShare()), g(r.Oracle), g(r.OracleAgeDays), g(r.Ratio),
+			g(r.FullOracle), g(r.FullRatio), g(r.ModelFreshness), g(r.FirstPassDays), g(r.FreshAfterFirstPass),
 			strconv.Itoa(r.PlanErrors), g(r.Wall.Seconds())})
 		for _, p := range r.Series {
 			series = append(series, []string{r.Mode, r.Workload, r.Policy, g(p.Day), g(p.Freshness)})

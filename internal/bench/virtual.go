@@ -43,6 +43,9 @@ type Options struct {
 	Latency time.Duration
 	// Steps is the number of points of the freshness series.
 	Steps int
+	// ColdStartPages is the size of the coldstart workload's seed list
+	// (default coldStartPages).
+	ColdStartPages int
 }
 
 // DefaultOptions are the options `freshcrawl bench policies` starts from:
@@ -54,7 +57,7 @@ func DefaultOptions() Options {
 	return Options{
 		Pages: 1000, Hosts: 10, Seed: 1, Days: 2000, Warmup: 500,
 		PriorRate: c.PriorRate.PerSecond() * day, HalfLifeDays: c.HalfLife.Seconds() / day, Explore: c.Explore, ReplanDays: 1,
-		Latency: 200 * time.Millisecond, Steps: 200,
+		Latency: 200 * time.Millisecond, Steps: 200, ColdStartPages: coldStartPages,
 	}
 }
 
@@ -143,7 +146,7 @@ type truthSet struct {
 // same generator the live mode serves), over [0, end).
 func buildTruth(w Workload, o Options, day time.Duration, end time.Duration) (*truthSet, error) {
 	mk := func(mix []sim.RateClass, seed uint64) (*sim.Sim, error) {
-		s, err := sim.New(sim.Config{Hosts: o.Hosts, Pages: o.Pages, Mix: mix, Day: day, Seed: seed, Now: func() time.Time { return virtualEpoch() }})
+		s, err := sim.New(sim.Config{Hosts: o.Hosts, Pages: o.Pages, Mix: mix, Day: day, Seed: seed, LastModified: w.LastModified, Now: func() time.Time { return virtualEpoch() }})
 		if err != nil {
 			return nil, fmt.Errorf("bench: workload %s: %w", w.Name, err)
 		}
@@ -226,7 +229,7 @@ type completion struct {
 // with its budget limiter and the coordinator's estimator, every fetch
 // taking o.Latency. It never touches the network.
 func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Result, error) {
-	o, err := o.withDefaults()
+	o, err := w.options(o).withDefaults()
 	if err != nil {
 		return Result{}, err
 	}
@@ -242,12 +245,14 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 	}
 	daySec := virtualDay.Seconds()
 	budget := o.Budget / daySec // fetches per second
+	// The estimator the coordinator folds results with (schedule.Estimator).
+	halfLife := time.Duration(o.HalfLifeDays * float64(virtualDay))
+	est := schedule.NewEstimator(halfLife, o.PriorRate/daySec)
 	sched := schedule.NewScheduler(schedule.SchedulerOptions{
 		Budget: budget, HostRate: o.HostRate / daySec, Policy: pol,
 		ExploreShare: o.Explore, Replan: time.Duration(o.ReplanDays * float64(virtualDay)),
+		Priors: est.Priors, HalfLife: halfLife,
 	})
-	// The estimator the coordinator folds results with (schedule.Estimator).
-	est := schedule.NewEstimator(time.Duration(o.HalfLifeDays*float64(virtualDay)), o.PriorRate/daySec)
 
 	gaps := make([]time.Duration, o.Hosts) // Crawl-delay per host
 	for h := range gaps {
@@ -273,14 +278,19 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 		// The worker sends the copy's ETag: an unchanged page is a 304.
 		notModified := !first && ver == p.copyVer
 		p.fetches = append(p.fetches, sim.Fetch{At: off, Version: ver})
-		lm := virtualEpoch()
+		// The Last-Modified the page's server sends (true, none, or one of
+		// the lies of sim.LastModifiedMode), as freshcrawl sim serves it.
+		var last time.Duration
 		if ver > 0 {
-			lm = virtualEpoch().Add(tr.changes[ver-1]).Truncate(time.Second)
+			last = tr.changes[ver-1]
 		}
-		// The sim serves a truthful Last-Modified, as freshcrawl sim does.
+		lm, ok := ts.site.LastModifiedFor(c.page, c.start, last)
+		if !ok {
+			lm = time.Time{}
+		}
 		// The coordinator's fold learns through the same call.
 		fb := est.Learn(&p.est, p.rate, schedule.Observation{
-			Start: c.start, End: c.end, OK: true, First: first, Prev: p.lastOK, Changed: changed, NotModified: notModified,
+			URL: p.url, Host: p.host, Start: c.start, End: c.end, OK: true, First: first, Prev: p.lastOK, Changed: changed, NotModified: notModified,
 			LastModified: lm, HostGap: gaps[ts.hosts[c.page]],
 		})
 		if o.TrueRates {
@@ -302,9 +312,20 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 	var lastPlan, nextCheck time.Time
 	var planErrs int
 	var lastErr error
+	// The model's freshness (what status shows), sampled every simulated
+	// day after warm-up and averaged like the truth.
+	warmEnd := virtualEpoch().Add(time.Duration(o.Warmup * float64(virtualDay)))
+	nextSample := warmEnd
+	var modelSum float64
+	var modelN int
 	for iter := 0; now.Before(stop); iter++ {
 		if iter%4096 == 0 && ctx.Err() != nil {
 			return Result{}, ctx.Err()
+		}
+		for !nextSample.After(now) && nextSample.Before(stop) {
+			modelSum += sched.ModelFreshness(nextSample)
+			modelN++
+			nextSample = nextSample.Add(virtualDay)
 		}
 		for len(pending) > 0 && !pending[0].end.After(now) {
 			if err := complete(pending[0]); err != nil {
@@ -359,6 +380,9 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 	}
 	res, err := measure(w, ts, pages, o, end)
 	res.Mode, res.Workload, res.Policy = "virtual", w.Name, policy
+	if modelN > 0 {
+		res.ModelFreshness = modelSum / float64(modelN)
+	}
 	res.PlanErrors, res.LastPlanError = planErrs, lastErr
 	res.Wall = time.Since(wall)
 	return res, err
@@ -413,6 +437,35 @@ func measure(w Workload, ts *truthSet, pages []vpage, o Options, end time.Durati
 	res.Oracle, res.OracleAgeDays = orc.Freshness, orc.Age
 	if res.Oracle > 0 {
 		res.Ratio = res.Freshness / res.Oracle
+	}
+	full, err := SolveOracle(ts.oracleInput(w, o, from, end, o.Budget))
+	if err != nil {
+		return res, fmt.Errorf("bench: workload %s: full-budget oracle: %w", w.Name, err)
+	}
+	res.FullOracle = full.Freshness
+	if res.FullOracle > 0 {
+		res.FullRatio = res.Freshness / res.FullOracle
+	}
+	// The first full pass: when the last page was fetched for the first
+	// time, and the truth from then on.
+	res.FirstPassDays = -1
+	var firstPass time.Duration
+	for i := range pages {
+		if len(pages[i].fetches) == 0 {
+			firstPass = -1
+			break
+		}
+		firstPass = max(firstPass, pages[i].fetches[0].At)
+	}
+	if firstPass >= 0 && firstPass < end {
+		res.FirstPassDays = firstPass.Seconds() / virtualDay.Seconds()
+		var f, ws float64
+		for i := range pages {
+			pt := sim.IntegratePage(ts.pages[i].changes, pages[i].fetches, firstPass, end, nil)
+			f += w.weight(i) * pt.Freshness
+			ws += w.weight(i)
+		}
+		res.FreshAfterFirstPass = f / ws / (end - firstPass).Seconds()
 	}
 	return res, nil
 }

@@ -17,12 +17,18 @@ const (
 	workloadWeighted  = "weighted"
 	workloadDrift     = "drift"
 	workloadHostBound = "hostbound"
+	workloadNoLM      = "nolm"
+	workloadLMMixed   = "lm-mixed"
+	workloadColdStart = "coldstart"
 )
 
 // workloadNames lists every workload name.
 func workloadNames() []string {
-	return []string{workloadTable6, workloadHeavyTail, workloadWeighted, workloadDrift, workloadHostBound}
+	return []string{workloadTable6, workloadHeavyTail, workloadWeighted, workloadDrift, workloadHostBound, workloadNoLM, workloadLMMixed, workloadColdStart}
 }
+
+// coldStartPages is the size of the coldstart workload's seed list.
+const coldStartPages = 100_000
 
 // Workload is a simulated web to benchmark on: the change processes (as
 // sim mixes), and what the bench adds on top of the sim (importance
@@ -43,6 +49,17 @@ type Workload struct {
 	// uniform share of the budget.
 	BoundHosts []int
 	BoundShare float64
+	// LastModified is how the pages' servers fill Last-Modified (nil:
+	// every page sends the time of its last change).
+	LastModified []sim.LastModifiedClass
+	// Pages, when > 0, replaces the run's page count; Days, when > 0,
+	// its length in simulated days; FromStart measures from the first
+	// second (no warm-up).
+	Pages     int
+	Days      float64
+	FromStart bool
+	// VirtualOnly workloads are refused by the live mode.
+	VirtualOnly bool
 }
 
 // NewWorkload builds the named workload for pages pages on hosts hosts.
@@ -85,10 +102,43 @@ func NewWorkload(name string, pages, hosts int, seed uint64) (Workload, error) {
 			w.BoundHosts = append(w.BoundHosts, h)
 		}
 		w.BoundShare = 0.25
+	case workloadNoLM:
+		// A web of dynamic pages: an ETag and nothing else, so a fetch
+		// tells only whether the page changed.
+		w.Description = "Table 6 rates, servers send an ETag and no Last-Modified"
+		w.LastModified = []sim.LastModifiedClass{{Share: 1, Mode: sim.LMNone}}
+	case workloadLMMixed:
+		w.Description = "Table 6 rates, Last-Modified a quarter each: true, the response time, a constant date, a new date every request"
+		w.LastModified = []sim.LastModifiedClass{
+			{Share: 0.25, Mode: sim.LMTrue}, {Share: 0.25, Mode: sim.LMResponseTime},
+			{Share: 0.25, Mode: sim.LMConstant}, {Share: 0.25, Mode: sim.LMEveryRequest},
+		}
+	case workloadColdStart:
+		// A big list seeded at once, measured from the first second: how
+		// soon every URL is fetched once, and how fresh the copy is then.
+		w.Description = fmt.Sprintf("Table 6 rates, %d URLs seeded at once, measured from the start", coldStartPages)
+		w.Pages, w.Days, w.FromStart, w.VirtualOnly = coldStartPages, 150, true, true
 	default:
 		return Workload{}, fmt.Errorf("unknown workload %q: want one of %s", name, strings.Join(workloadNames(), ", "))
 	}
 	return w, nil
+}
+
+// options applies the workload's own size and length to o.
+func (w Workload) options(o Options) Options {
+	if w.Pages > 0 {
+		o.Pages = w.Pages
+		if w.Name == workloadColdStart && o.ColdStartPages > 0 {
+			o.Pages = o.ColdStartPages
+		}
+	}
+	if w.Days > 0 {
+		o.Days = w.Days
+	}
+	if w.FromStart {
+		o.Warmup = 0
+	}
+	return o
 }
 
 // weight is page i's importance.

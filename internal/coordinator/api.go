@@ -39,11 +39,17 @@ type Status struct {
 	ChangesPerMin int64            `json:"changes_per_min"`
 	Errors        map[string]int64 `json:"errors"`
 
-	Policy         string    `json:"policy"`
-	Budget         float64   `json:"budget_per_s"`
-	BudgetInUse    float64   `json:"budget_in_use_per_s"`
-	Unabsorbed     float64   `json:"budget_unabsorbed_per_s"`
+	Policy      string  `json:"policy"`
+	Budget      float64 `json:"budget_per_s"`
+	BudgetInUse float64 `json:"budget_in_use_per_s"`
+	Unabsorbed  float64 `json:"budget_unabsorbed_per_s"`
+	// ModelFreshness is the model's expected freshness of the copies as
+	// of the last plan (docs/design.md §3.3: a URL never fetched is
+	// stale, a copy fetched a ago is fresh with probability E[e^{−λa}]
+	// under the URL's posterior); PlanFreshness is what the plan's
+	// frequencies are expected to hold in the steady state.
 	ModelFreshness float64   `json:"model_freshness"`
+	PlanFreshness  float64   `json:"plan_freshness"`
 	ModelAge       float64   `json:"model_age_s"`
 	GivenUp        int       `json:"given_up"`
 	CappedHosts    int       `json:"hosts_at_cap"`
@@ -99,7 +105,7 @@ func (c *Coordinator) Status() Status {
 	c.disp.Do(func(sc *schedule.Scheduler) {
 		plan, planAt, inUse := sc.Plan()
 		s.URLs, s.Hosts, s.Disallowed = sc.Len(), sc.Hosts(), sc.Disallowed()
-		s.ModelFreshness, s.ModelAge, s.GivenUp, s.CappedHosts = plan.Freshness, plan.Age, plan.GivenUp, plan.CappedHosts
+		s.ModelFreshness, s.PlanFreshness, s.ModelAge, s.GivenUp, s.CappedHosts = plan.ModelFreshness, plan.Freshness, plan.Age, plan.GivenUp, plan.CappedHosts
 		s.Unabsorbed, s.PlannedAt, s.BudgetInUse = plan.Unabsorbed, planAt, inUse
 		_, s.ModelFreshnessLo, s.ModelFreshnessHi = sc.FreshnessBand()
 		caps = sc.CaptureStatus(math.MaxInt)
@@ -126,7 +132,7 @@ func (c *Coordinator) Status() Status {
 	if learnt > 0 {
 		s.CaptureRecall /= float64(learnt)
 	}
-	c.m.captureRecall.Set(s.CaptureRecall)
+	c.m.captureRecall.Set(finite(s.CaptureRecall))
 	c.m.captureLearning.Set(float64(s.CaptureLearning))
 	s.Capture = caps[:min(len(caps), 20)]
 	c.counts.Lock()
@@ -153,6 +159,11 @@ func (c *Coordinator) Status() Status {
 		s.Lease = &li
 	}
 	s.Store = StoreStatus{Path: c.db.Path(), FoldError: c.foldErr.Load()}
+	// One bad figure must not make the whole status unencodable: JSON has
+	// no NaN or Inf.
+	for _, f := range []*float64{&s.Budget, &s.BudgetInUse, &s.Unabsorbed, &s.ModelFreshness, &s.PlanFreshness, &s.ModelAge, &s.CaptureRecall} {
+		*f = finite(*f)
+	}
 	return s
 }
 
@@ -194,6 +205,15 @@ func ServeHealth(w http.ResponseWriter, ok bool, lines []string) {
 	for _, l := range lines {
 		fmt.Fprintln(w, l)
 	}
+}
+
+// finite is x, or 0 when x is NaN or infinite: JSON and Prometheus
+// consumers get a number they can read.
+func finite(x float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	return x
 }
 
 // Handler serves the HTTP API and /metrics.
@@ -284,12 +304,19 @@ func (c *Coordinator) handleEstimates(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// writeJSON encodes v before it writes the status line, so that a value
+// JSON cannot carry (NaN, Inf) is a 500 with the reason instead of a 200
+// with an empty body.
 func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.MarshalIndent(v, "", "  ")
 	w.Header().Set("Content-Type", "application/json")
+	if err != nil {
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprintf(w, "{\"error\": %q}\n", "encode response: "+err.Error())
+		return
+	}
 	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // handleWebhooks answers GET /api/webhooks: the configured webhooks,

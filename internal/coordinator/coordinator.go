@@ -260,9 +260,10 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 		return nil, err
 	}
 	c := &Coordinator{opts: opts, db: db, nc: nc, js: js, log: opts.Log.With("role", "coordinator")}
-	sched := schedule.NewScheduler(schedule.SchedulerOptions{Budget: opts.Budget, HostRate: opts.HostRate, Policy: opts.Policy, ExploreShare: opts.ExploreShare, Replan: opts.Replan, CaptureUniform: opts.CaptureUniform})
-	c.opts.Policy = sched.Policy()
 	est := schedule.NewEstimator(opts.HalfLife, opts.PriorRate)
+	sched := schedule.NewScheduler(schedule.SchedulerOptions{Budget: opts.Budget, HostRate: opts.HostRate, Policy: opts.Policy, ExploreShare: opts.ExploreShare, Replan: opts.Replan, CaptureUniform: opts.CaptureUniform,
+		Priors: est.Priors, HalfLife: opts.HalfLife})
+	c.opts.Policy = sched.Policy()
 	est.Trust.ClockSkew = opts.LMSkew.Seconds()
 	c.disp = dispatch.New(js, sched, dispatch.Options{Budget: opts.Budget, MaxInFlight: opts.MaxInFlight, Prepare: c.prepare, Log: c.log})
 	c.folder, c.est = fold.New(db, est, c.log), est
@@ -354,7 +355,7 @@ func (c *Coordinator) load() error {
 func info(u store.URL) schedule.URLInfo {
 	period, _ := time.ParseDuration(u.Period) // validated when seeded
 	return schedule.URLInfo{URL: u.URL, Host: u.Host, Weight: u.Weight, Capture: u.Mode == string(seed.ModeCapture), Rate: u.Rate, Interval: u.Interval, NextDue: u.NextDue, Disallowed: u.Disallowed,
-		Period: period, Polls: u.Polls, Paused: u.Paused, RateSE: u.RateSE}
+		Period: period, Polls: u.Polls, Paused: u.Paused, RateSE: u.RateSE, LastOK: u.LastOK, Estimate: u.Estimate}
 }
 
 // SetLease records the lease the coordinator holds again after a
@@ -594,12 +595,13 @@ func (c *Coordinator) replan() {
 		_, _, inUse = s.Plan()
 		n, disallowed = s.Len(), s.Disallowed()
 	})
-	c.m.fresh.Set(out.Freshness)
-	c.m.age.Set(out.Age)
+	c.m.fresh.Set(finite(out.ModelFreshness))
+	c.m.planFresh.Set(finite(out.Freshness))
+	c.m.age.Set(finite(out.Age))
 	c.m.givenUp.Set(float64(out.GivenUp))
 	c.m.capped.Set(float64(out.CappedHosts))
-	c.m.budgetInUse.Set(inUse)
-	c.m.unabsorbed.Set(out.Unabsorbed)
+	c.m.budgetInUse.Set(finite(inUse))
+	c.m.unabsorbed.Set(finite(out.Unabsorbed))
 	c.m.urls.Set(float64(n))
 	c.m.disallowed.Set(float64(disallowed))
 	// Logged when it starts and again only when the figure moves (to two

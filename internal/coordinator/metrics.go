@@ -27,6 +27,7 @@ type metrics struct {
 	workers     prometheus.Gauge
 	queue       *prometheus.GaugeVec // pending, ack_pending, redelivered, results
 	fresh       prometheus.Gauge
+	planFresh   prometheus.Gauge
 	age         prometheus.Gauge
 	givenUp     prometheus.Gauge
 	capped      prometheus.Gauge
@@ -67,7 +68,8 @@ func newMetrics(d inFlighter) *metrics {
 	m.urls = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "urls", Help: "URLs known."})
 	m.workers = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "workers_seen", Help: "Workers that sent a heartbeat in the last minute."})
 	m.queue = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "queue_depth", Help: "Task queue depth by state (pending, ack_pending, redelivered) and results awaiting fold (results)."}, []string{"state"})
-	m.fresh = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "model_freshness", Help: "The model's estimated weighted freshness of the collection."})
+	m.fresh = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "model_freshness", Help: "The model's expected weighted freshness of the stored copies as of the last plan: E[exp(-rate*age)] under each URL's posterior, a URL never fetched counting as stale."})
+	m.planFresh = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "plan_freshness", Help: "The weighted freshness the plan's frequencies are expected to hold in the steady state, under each URL's posterior."})
 	m.age = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "model_age_seconds", Help: "The model's estimated weighted age of the collection."})
 	m.givenUp = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "urls_given_up", Help: "URLs the optimum gives up on (f = 0; explored only)."})
 	m.capped = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "hosts_at_cap", Help: "Hosts at their politeness cap."})
@@ -89,7 +91,7 @@ func newMetrics(d inFlighter) *metrics {
 	m.foldLatency = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "fold_latency_seconds", Help: "Time from a result's arrival in the results stream to the commit of its fold.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)})
 	m.reg.MustRegister(m.foldLatency, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(m.fetches, m.changes, m.errors, m.failed, m.dispatched, m.duplicates, m.bytes, m.inFlight, m.urls, m.workers, m.queue,
-		m.fresh, m.age, m.givenUp, m.capped, m.budget, m.budgetInUse, m.unabsorbed, m.disallowed, m.foldSeconds)
+		m.fresh, m.planFresh, m.age, m.givenUp, m.capped, m.budget, m.budgetInUse, m.unabsorbed, m.disallowed, m.foldSeconds)
 	return m
 }
 

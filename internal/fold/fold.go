@@ -201,6 +201,7 @@ func (f *Folder) one(tx *store.Tx, in *Input, o *Outcome) error {
 		return err
 	}
 	obs := observation(r, at, host)
+	obs.URL, obs.Host = u.URL, u.Host
 	obs.First, obs.Prev, obs.Changed = first, prevOK, o.Changed
 	// The estimator's state travels with the record: learnt here, in the
 	// fold's transaction, and applied to the live schedule after commit.

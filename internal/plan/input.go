@@ -8,8 +8,11 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/freshcrawl/freshcrawl/estimate"
 	"github.com/freshcrawl/freshcrawl/internal/config"
+	"github.com/freshcrawl/freshcrawl/internal/schedule"
 	"github.com/freshcrawl/freshcrawl/internal/store"
 )
 
@@ -25,6 +28,14 @@ type Element struct {
 	// Host groups elements under one politeness cap; "" means the element
 	// is subject to no cap.
 	Host string
+	// Model is set for an element read from the store (FromStore):
+	// Posterior is then its posterior change rate (docs/design.md §3.3),
+	// over which the plan's freshness is an expectation rather than the
+	// freshness at one rate, and CopyFresh the probability that the
+	// stored copy is current now (0 for a URL never fetched).
+	Model     bool
+	Posterior estimate.Summary
+	CopyFresh float64
 }
 
 // Unit is the time unit that rates, budgets and intervals are expressed
@@ -252,18 +263,56 @@ func parseRow(rec []string, name string, line int) (Element, []*lineError) {
 // like the coordinator, which plans such URLs at its prior rate until it
 // learns better, FromStore gives it priorRate, so that the plan predicts
 // what the coordinator would actually do. Pass 0 to keep it at 0.
-func FromStore(db *store.DB, priorRate float64) ([]Element, error) {
+//
+// Every element also carries the model of docs/design.md §3.3: its
+// posterior under the population priors fitted, as the coordinator fits
+// them, to the estimator states stored, and the probability that its
+// stored copy is current at now.
+func FromStore(db *store.DB, priorRate float64, now time.Time) ([]Element, error) {
 	var out []Element
+	var urls, hosts []string
+	var states []estimate.State
+	var lastOK []time.Time
 	err := db.ForEach(func(u store.URL) error {
 		r := u.Rate
-		if !(r > 0) {
+		if !(r > 0) || math.IsInf(r, 1) {
 			r = priorRate
 		}
-		out = append(out, Element{ID: u.URL, Rate: r, Weight: u.Weight, Host: u.Host})
+		var st schedule.EstimateState
+		if len(u.Estimate) > 0 && st.UnmarshalBinary(u.Estimate) != nil {
+			st = schedule.EstimateState{} // unreadable: as if unobserved
+		}
+		out = append(out, Element{ID: u.URL, Rate: r, Weight: u.Weight, Host: u.Host, Model: true})
+		urls, hosts, states, lastOK = append(urls, u.URL), append(hosts, u.Host), append(states, st.State), append(lastOK, u.LastOK)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read URLs from %s: %w", db.Path(), err)
 	}
+	pr := schedule.FitPriors(priorRate, urls, hosts, states)
+	for i := range out {
+		post := pr.For(hosts[i], schedule.PathTemplate(urls[i])).Posterior(states[i])
+		out[i].Posterior = post.Summary()
+		if !lastOK[i].IsZero() {
+			out[i].CopyFresh = out[i].Posterior.ExpectFresh(math.Max(now.Sub(lastOK[i]).Seconds(), 0))
+		}
+	}
 	return out, nil
+}
+
+// HostCaps are the politeness caps the store knows of, in fetches per
+// second by host: one fetch per Crawl-delay, for every host that sent
+// one (Input.HostCaps).
+func HostCaps(db *store.DB) (map[string]float64, error) {
+	hs, err := db.Hosts()
+	if err != nil {
+		return nil, fmt.Errorf("read hosts from %s: %w", db.Path(), err)
+	}
+	caps := map[string]float64{}
+	for _, h := range hs {
+		if h.CrawlDelay > 0 {
+			caps[h.Host] = 1 / h.CrawlDelay.Seconds()
+		}
+	}
+	return caps, nil
 }

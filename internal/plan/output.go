@@ -130,6 +130,9 @@ func (r Result) WriteText(w io.Writer) error {
 	if r.Workers >= 0 {
 		fmt.Fprintf(bw, "workers: %d at %s each\n", r.Workers, u.rate(r.WorkerRate))
 	}
+	if r.HasModel {
+		fmt.Fprintf(bw, "model freshness of the stored copies now: %.3f\n", r.ModelFreshness)
+	}
 	return bw.Flush()
 }
 
@@ -265,6 +268,7 @@ type jsonHead struct {
 	HostsAtCap      int                    `json:"hosts_at_cap"`
 	Unabsorbed      jnum                   `json:"unabsorbed"`
 	TargetFreshness *jnum                  `json:"target_freshness,omitempty"`
+	ModelFreshness  *jnum                  `json:"model_freshness,omitempty"`
 	TotalBudget     *jnum                  `json:"total_budget,omitempty"`
 	Workers         *int                   `json:"workers,omitempty"`
 }
@@ -297,6 +301,8 @@ type jsonLongElement struct {
 //	hosts_at_cap  hosts whose cap binds (long-term: that the plan overruns)
 //	unabsorbed    budget that no element can take under the host caps
 //	target_freshness  (target mode) the target the budget reaches
+//	model_freshness  (from the store) the model's expected freshness of
+//	              the stored copies now
 //	total_budget  (long-term mode) Σ 1/U, the fetch rate to provision
 //	workers       (with a worker rate) ⌈budget in use / worker rate⌉
 //	elements      every element in input order: id, rate, weight,
@@ -326,6 +332,10 @@ func (r Result) WriteJSON(w io.Writer) error {
 	if r.Workers >= 0 {
 		n := r.Workers
 		head.Workers = &n
+	}
+	if r.HasModel {
+		m := jnum(r.ModelFreshness)
+		head.ModelFreshness = &m
 	}
 	b, err := json.Marshal(head)
 	if err != nil {

@@ -66,6 +66,9 @@ type Input struct {
 	// HostRate caps the fetches per unit time of each host (politeness);
 	// ≤ 0 or +Inf means no cap. Elements with no host are never capped.
 	HostRate float64
+	// HostCaps lowers the cap of the hosts it names (a host's Crawl-delay,
+	// HostCaps from the store), in the same unit.
+	HostCaps map[string]float64
 	// Policy picks the allocation whose per-element detail is reported:
 	// Optimal (default when empty), Uniform or Proportional. The three are
 	// always compared. Ignored in ModeLongTerm.
@@ -140,6 +143,11 @@ type Result struct {
 	// and the plan's income per unit time.
 	LongTerm  *LongTermInput
 	NetIncome float64
+	// ModelFreshness is the model's expected freshness of the stored
+	// copies now (elements from the store: Σ w·CopyFresh / Σ w), and
+	// HasModel says whether there is one.
+	ModelFreshness float64
+	HasModel       bool
 	// WorkerRate and Workers: see Input.WorkerRate. Workers is −1 when
 	// not asked for.
 	WorkerRate float64
@@ -205,10 +213,18 @@ func Run(in Input) (Result, error) {
 	}
 	res.Compare = make(map[string]Metrics, len(sols))
 	for name, s := range sols {
-		res.Compare[name] = Metrics{Freshness: s.Freshness, Age: s.Age}
+		m := Metrics{Freshness: s.Freshness, Age: s.Age}
+		if in.Mode == ModeBudget {
+			// A target is met at the elements' rates (that is what the
+			// least budget is solved for); a budget's outcome is the
+			// expectation over the posteriors where there are any.
+			m.Freshness = expectedFreshness(in.Elements, s.Freq, s.Freshness)
+		}
+		res.Compare[name] = m
 	}
 	sol := sols[res.Policy]
 	res.Metrics = res.Compare[res.Policy]
+	res.ModelFreshness, res.HasModel = modelFreshness(in.Elements)
 	res.GivenUp, res.HostsAtCap, res.Unabsorbed = sol.GivenUp, sol.CappedHosts, sol.Unabsorbed
 	if res.Policy != policyOptimal {
 		// Uniform and Proportional leave GivenUp to the optimiser; count
@@ -230,6 +246,11 @@ func problem(in Input) (alloc.Problem, error) {
 	if capRate <= 0 {
 		capRate = math.Inf(1) // alloc's "no cap"
 	}
+	for h, c := range in.HostCaps {
+		if math.IsNaN(c) || c <= 0 {
+			return alloc.Problem{}, fmt.Errorf("host %q: cap %v: want a number > 0", h, c)
+		}
+	}
 	hosts := map[string]int32{}
 	for i, e := range in.Elements {
 		if math.IsNaN(e.Rate) || math.IsInf(e.Rate, 0) || e.Rate < 0 {
@@ -244,7 +265,11 @@ func problem(in Input) (alloc.Problem, error) {
 			if h, ok = hosts[e.Host]; !ok {
 				h = int32(len(p.HostCaps))
 				hosts[e.Host] = h
-				p.HostCaps = append(p.HostCaps, capRate)
+				c := capRate
+				if hc, ok := in.HostCaps[e.Host]; ok {
+					c = math.Min(c, hc)
+				}
+				p.HostCaps = append(p.HostCaps, c)
 			}
 		}
 		p.Elements[i] = alloc.Element{Rate: e.Rate, Weight: e.Weight, Host: h}
@@ -388,6 +413,49 @@ func runLongTerm(in Input, prob alloc.Problem, res Result) (Result, error) {
 	return res, nil
 }
 
+// expectedFreshness is the weighted freshness of freq over the elements,
+// each element with a posterior counted by its expectation over it
+// (docs/design.md §3.3); plain is the figure at the elements' rates,
+// returned when no element has a posterior.
+func expectedFreshness(els []Element, freq []float64, plain float64) float64 {
+	var num, den float64
+	model := false
+	for i, e := range els {
+		if !(e.Weight > 0) {
+			continue
+		}
+		f := alloc.FixedOrder.Freshness(e.Rate, freq[i])
+		if e.Model && e.Posterior.Valid() {
+			model = true
+			f = e.Posterior.Expect(func(l float64) float64 { return alloc.FixedOrder.Freshness(l, freq[i]) })
+		}
+		num += e.Weight * f
+		den += e.Weight
+	}
+	if !model || !(den > 0) {
+		return plain
+	}
+	return num / den
+}
+
+// modelFreshness is Σ w·CopyFresh / Σ w over the elements from the store.
+func modelFreshness(els []Element) (float64, bool) {
+	var num, den float64
+	model := false
+	for _, e := range els {
+		if !e.Model || !(e.Weight > 0) {
+			continue
+		}
+		model = true
+		num += e.Weight * e.CopyFresh
+		den += e.Weight
+	}
+	if !(den > 0) {
+		return 0, model
+	}
+	return num / den, model
+}
+
 // workers fills Workers for the budget in use, if a worker rate was given.
 func (r *Result) workers(budget float64) error {
 	if r.WorkerRate <= 0 {
@@ -410,6 +478,9 @@ func elementResults(els []Element, freq []float64, lt []longterm.Result) []Eleme
 		f := freq[i]
 		r := ElementResult{Element: e, Frequency: f, Interval: math.Inf(1),
 			Freshness: alloc.FixedOrder.Freshness(e.Rate, f), Age: alloc.FixedOrder.Age(e.Rate, f)}
+		if e.Model && e.Posterior.Valid() {
+			r.Freshness = e.Posterior.Expect(func(l float64) float64 { return alloc.FixedOrder.Freshness(l, f) })
+		}
 		if f > 0 {
 			r.Interval = 1 / f
 		}

@@ -304,7 +304,7 @@ func TestHeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []Element{{"a", 1, 2, "example.org"}, {"b", 1, 1, ""}}; !slices.Equal(els, want) {
+	if want := []Element{{ID: "a", Rate: 1, Weight: 2, Host: "example.org"}, {ID: "b", Rate: 1, Weight: 1}}; !slices.Equal(els, want) {
 		t.Errorf("got %+v, want %+v", els, want)
 	}
 }

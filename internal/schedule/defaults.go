@@ -20,9 +20,12 @@ const (
 	DefaultObjective = "freshness"
 	// DefaultReplan is the longest time between two plans.
 	DefaultReplan = 30 * time.Second
-	// DefaultExploreShare keeps URLs the optimum gives up on at 0.3 ×
-	// budget/URLs, so that a wrong estimate can recover.
-	DefaultExploreShare = 0.3
+	// DefaultExploreShare is the largest share of the budget (and of each
+	// host's cap) the optimal policy's exploration may take: probes of
+	// URLs whose rate is not resolved and rechecks of URLs given up
+	// (docs/design.md §3.7). Policies with no multiplier keep URLs they
+	// give up on at this share of budget/URLs instead.
+	DefaultExploreShare = 0.1
 	// DefaultPriorRate is the change rate, per second, assumed for a URL
 	// never observed: a quarter of a change a day, the mean of the page
 	// population Cho & Garcia-Molina measured, as in estimate.DefaultPrior.
@@ -76,9 +79,8 @@ func CheckObjective(name string) error {
 }
 
 // CheckExploreShare reports whether v is a share in (0,1]. Zero is not a
-// share: a URL the optimum gives up on keeps the interval it had, so
-// without exploration it would neither stop being fetched nor ever be
-// re-estimated; the floor is what lets a wrong estimate recover.
+// share: without exploration a URL given up would never be re-estimated,
+// so a wrong estimate could not recover.
 func CheckExploreShare(v float64) error {
 	if !(v > 0 && v <= 1) {
 		return fmt.Errorf("must be in (0,1], got %v", v)

@@ -19,29 +19,6 @@ func TestZeroOptionsAreTheDefaults(t *testing.T) {
 	}
 }
 
-// ExploreShare: zero is the default share. One URL changes far too fast
-// to be worth fetching on this budget, so the optimum gives it up; only
-// exploration fetches it.
-func TestExploreShareZeroIsTheDefault(t *testing.T) {
-	now := time.Unix(1_700_000_000, 0)
-	interval := func(share float64) time.Duration {
-		s := NewScheduler(SchedulerOptions{Budget: 1.0 / 3600, HostRate: 1, ExploreShare: share})
-		s.Add(URLInfo{URL: "http://a/slow", Host: "a", Weight: 1, Rate: 1.0 / 86400}, now)
-		s.Add(URLInfo{URL: "http://b/fast", Host: "b", Weight: 1, Rate: 1}, now)
-		if _, err := s.Replan(now); err != nil {
-			t.Fatal(err)
-		}
-		return s.Interval("http://b/fast")
-	}
-	uniform := 2 * time.Hour // budget / URLs
-	if got, want := interval(0), time.Duration(float64(uniform)/DefaultExploreShare); math.Abs(float64(got-want)) > float64(time.Second) {
-		t.Errorf("ExploreShare 0: given-up URL every %s, want the default share's %s", got, want)
-	}
-	if got, want := interval(0.5), 2*uniform; math.Abs(float64(got-want)) > float64(time.Second) {
-		t.Errorf("ExploreShare 0.5: given-up URL every %s, want %s", got, want)
-	}
-}
-
 func TestChecks(t *testing.T) {
 	for _, c := range []struct {
 		name string

@@ -13,16 +13,25 @@ import (
 // Rates are changes per second, the unit of the budget.
 type Estimator struct {
 	Config estimate.Config
-	Prior  estimate.Prior
-	Trust  estimate.TrustConfig
+	// Prior is the weak Gamma prior of Observe's point estimate (the
+	// tracked items of keyword-search sources use it).
+	Prior estimate.Prior
+	Trust estimate.TrustConfig
+	// Priors are the collection's population priors, under which Learn
+	// computes every URL's posterior (docs/design.md §3.3); the
+	// scheduler refits them. Share one PriorSet between the estimator
+	// and the Scheduler (SchedulerOptions.Priors).
+	Priors *PriorSet
 }
 
-// NewEstimator returns the estimator with a fading half-life and a weak
-// Gamma prior (half a pseudo-change) centred on priorRate.
+// NewEstimator returns the estimator with a fading half-life, change-point
+// detection, a weak Gamma prior (half a pseudo-change) centred on
+// priorRate for Observe, and population priors that start from a broad
+// log-normal around priorRate.
 func NewEstimator(halfLife time.Duration, priorRate float64) Estimator {
 	cfg := estimate.DefaultConfig()
 	cfg.HalfLife = halfLife.Seconds()
-	return Estimator{Config: cfg, Prior: estimate.NewPrior(priorRate, 0.5), Trust: estimate.DefaultTrustConfig()}
+	return Estimator{Config: cfg, Prior: estimate.NewPrior(priorRate, 0.5), Trust: estimate.DefaultTrustConfig(), Priors: newPriorSet(priorRate)}
 }
 
 // EstimateState is what the estimator keeps per URL.
@@ -111,19 +120,21 @@ func (s EstimateState) MarshalBinary() ([]byte, error) {
 	for i := 7; i >= 0; i-- {
 		b = append(b, byte(ns>>(8*i)))
 	}
+	b = append(b, byte(s.Trust.Steady>>8), byte(s.Trust.Steady))
 	return b, nil
 }
 
 // UnmarshalBinary decodes a state written by MarshalBinary (or by the
 // estimate package alone, from before trust was kept).
 func (s *EstimateState) UnmarshalBinary(b []byte) error {
-	if len(b) < estimate.EncodedSize {
+	n := estimate.EncodedLen(b)
+	if n == 0 {
 		return s.State.UnmarshalBinary(b)
 	}
-	if err := s.State.UnmarshalBinary(b[:estimate.EncodedSize]); err != nil {
+	if err := s.State.UnmarshalBinary(b[:n]); err != nil {
 		return err
 	}
-	rest := b[estimate.EncodedSize:]
+	rest := b[n:]
 	if len(rest) >= 14 {
 		s.Trust.Checks = uint16(rest[0])<<8 | uint16(rest[1])
 		s.Trust.Violations = uint16(rest[2])<<8 | uint16(rest[3])
@@ -135,6 +146,9 @@ func (s *EstimateState) UnmarshalBinary(b []byte) error {
 		if ns != 0 {
 			s.PrevLM = time.Unix(ns, 0)
 		}
+		if len(rest) >= 16 {
+			s.Trust.Steady = uint16(rest[14])<<8 | uint16(rest[15])
+		}
 	}
 	return nil
 }
@@ -143,6 +157,9 @@ func (s *EstimateState) UnmarshalBinary(b []byte) error {
 // coordinator's fold builds it from a result and the URL's stored record,
 // the virtual benchmark from its simulated fetch; both hand it to Learn.
 type Observation struct {
+	// URL and Host name the URL, for the population prior of its host and
+	// path template.
+	URL, Host string
 	// Start and End are when the request started and finished.
 	Start, End time.Time
 	OK         bool
@@ -170,18 +187,35 @@ type Observation struct {
 // there was nothing to learn.
 // The caller persists st with the fetch's other effects before it hands
 // the Feedback to the scheduler.
+//
+// The rate is the harmonic mean of the URL's posterior (docs/design.md
+// §3.3) under the population prior of its host and path template, the
+// rate that makes the plan's give-up decision the Bayes decision
+// (estimate.RatePosterior.HarmonicMean), and the Feedback
+// carries the posterior's summary and the estimator state, so that the
+// scheduler can weigh what it does not know (§3.7) and recompute the
+// posterior when the priors are refitted.
 func (e Estimator) Learn(st *EstimateState, rate float64, o Observation) Feedback {
-	var se float64
+	fb := Feedback{
+		Start: o.Start, End: o.End, OK: o.OK, Changed: o.Changed, NotModified: o.NotModified, Disallowed: o.Disallowed,
+		LastModified: o.LastModified, HostGap: o.HostGap, HostNotBefore: o.HostNotBefore, First: o.OK && o.First,
+	}
 	if o.OK && st != nil {
 		f := fetchObs{At: o.Start, Prev: o.Prev, Changed: o.Changed, LastModified: o.LastModified}
 		if o.First {
 			f.Prev = time.Time{}
 		}
+		cps := st.State.ChangePoints()
 		rate = e.observe(st, f)
-		se = e.RateSE(st)
+		fb.RateSE = e.RateSE(st)
+		fb.ChangePoint = st.State.ChangePoints() > cps
+		if e.Priors != nil {
+			pr := e.Priors.load()
+			post := pr.For(o.Host, PathTemplate(o.URL)).Posterior(st.State)
+			fb.Learnt, fb.Posterior, fb.State, fb.PriorVersion = true, post.Summary(), st.State, pr.revision()
+			rate = fb.Posterior.Harmonic
+		}
 	}
-	return Feedback{
-		Start: o.Start, End: o.End, OK: o.OK, Changed: o.Changed, NotModified: o.NotModified, Disallowed: o.Disallowed,
-		LastModified: o.LastModified, Rate: rate, RateSE: se, HostGap: o.HostGap, HostNotBefore: o.HostNotBefore,
-	}
+	fb.Rate = rate
+	return fb
 }

@@ -3,6 +3,8 @@ package schedule
 import (
 	"container/heap"
 	"time"
+
+	"github.com/freshcrawl/freshcrawl/estimate"
 )
 
 // entry is the in-memory schedule state of one URL.
@@ -24,6 +26,28 @@ type entry struct {
 	// the budget, rechecked every DisallowRetry against the cached
 	// robots.txt so that a host that allows it again gets it back.
 	disallowed bool
+
+	// What the estimator learnt (docs/design.md §3.3): its state, the
+	// posterior's summary under the priors of version priorVer (stale:
+	// to be recomputed under the current ones), the number of updates
+	// (seq, so that a recomputation from an older state is dropped), and
+	// the last successful fetch (zero: never).
+	tmpl     string
+	st       estimate.State
+	post     estimate.Summary
+	priorVer uint64
+	stale    bool
+	seq      uint32
+	lastOK   time.Time
+	prevOK   time.Time // the successful fetch before lastOK
+	// An adaptive policy's own state (adaptiveState).
+	adModified time.Time
+	adReset    bool
+	// recheckTau is the probe interval of a URL given up and rechecked
+	// (0: none): each check is followed by a probe that long after it;
+	// rechecked is set between the two.
+	recheckTau time.Duration
+	rechecked  bool
 	// paused by the operator: never queued, no share of the budget
 	// (lifecycle.go).
 	paused bool
@@ -54,6 +78,7 @@ type hostQueue struct {
 	// as it is free (work-conserving) rather than idling until the next
 	// URL is due while others wait, which would lose part of its capacity.
 	saturated bool
+	inSat     bool // in frontier.satReady rather than frontier.ready
 }
 
 // capacity is the most fetches per second the host can take now.
@@ -116,7 +141,12 @@ func latest(a, b time.Time) time.Time {
 type frontier struct {
 	urls  map[string]*entry
 	hosts map[string]*hostQueue
-	ready hostHeap // hosts with queued URLs and no fetch in flight
+	// Hosts with queued URLs and no fetch in flight, in two heaps: those
+	// the plan saturates (see hostQueue.saturated), and the rest. A
+	// saturated host that is free goes first: its capacity is the binding
+	// constraint, so a slot it waits for is lost for good, while any other
+	// host's URL can wait a moment and keep its phase (Scheduler.Done).
+	ready, satReady hostHeap
 }
 
 func newFrontier() *frontier {
@@ -167,28 +197,51 @@ func (f *frontier) schedule(e *entry, due time.Time) {
 	f.fixHost(h)
 }
 
-// fixHost puts h in the ready heap at its current key, or takes it out.
+// fixHost puts h in its ready heap at its current key, or takes it out.
 func (f *frontier) fixHost(h *hostQueue) {
+	q := &f.ready
+	if h.saturated {
+		q = &f.satReady
+	}
+	if h.index >= 0 && h.inSat != h.saturated {
+		// Moved between the heaps: take it out of the old one.
+		old := &f.ready
+		if h.inSat {
+			old = &f.satReady
+		}
+		heap.Remove(old, h.index)
+	}
 	want := h.queued() > 0 && h.inFlight == 0
 	switch {
 	case want && h.index >= 0:
-		heap.Fix(&f.ready, h.index)
+		heap.Fix(q, h.index)
 	case want:
-		heap.Push(&f.ready, h)
+		h.inSat = h.saturated
+		heap.Push(q, h)
 	case h.index >= 0:
-		heap.Remove(&f.ready, h.index)
+		heap.Remove(q, h.index)
 	}
 }
 
 // next returns the URL to dispatch now, or nil and the time the next one is
-// due (zero if nothing is queued).
+// due (zero if nothing is queued): a free saturated host first, else the
+// host whose earliest URL is due first.
 func (f *frontier) next(now time.Time) (*entry, time.Time) {
-	if len(f.ready) == 0 {
-		return nil, time.Time{}
+	var h *hostQueue
+	var wait time.Time
+	for _, q := range []hostHeap{f.satReady, f.ready} {
+		if len(q) == 0 {
+			continue
+		}
+		if k := q[0].key(); !k.After(now) {
+			h = q[0]
+			break
+		} else if wait.IsZero() || k.Before(wait) {
+			wait = k
+		}
 	}
-	h := f.ready[0]
-	if k := h.key(); k.After(now) {
-		return nil, k
+	if h == nil {
+		return nil, wait
 	}
 	// A due capture poll goes first: it is bound to its phase, a
 	// freshness URL is not.

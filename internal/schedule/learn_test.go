@@ -7,13 +7,16 @@ import (
 )
 
 // Learn is Observe plus the Feedback: a successful fetch moves the state
-// exactly as Observe does, and the Feedback carries the fetch and the new
-// rate; a first fetch has no previous one; a failed fetch or a one-off
-// request learns nothing and keeps the rate it is given.
+// exactly as Observe does, and the Feedback carries the fetch, the state,
+// the posterior under the priors of the URL's host and path template, and
+// its harmonic mean as the rate; a first fetch has no previous one; a
+// failed fetch or a one-off request learns nothing and keeps the rate it
+// is given.
 func TestLearn(t *testing.T) {
 	est := NewEstimator(90*24*time.Hour, 0.25/86400)
 	t0 := time.Unix(1_700_000_000, 0)
 	obs := Observation{
+		URL: "http://example.com/news/1", Host: "example.com",
 		Start: t0.Add(48 * time.Hour), End: t0.Add(48*time.Hour + time.Second), OK: true, Prev: t0, Changed: true,
 		LastModified: t0.Add(30 * time.Hour), HostGap: 3 * time.Second, HostNotBefore: t0.Add(49 * time.Hour),
 	}
@@ -25,9 +28,11 @@ func TestLearn(t *testing.T) {
 		est.observe(&direct, f)
 	}
 	fb := est.Learn(&st, 1e-6, obs)
-	want := est.observe(&direct, fetchObs{At: obs.Start, Prev: obs.Prev, Changed: true, LastModified: obs.LastModified})
-	if fb.Rate != want {
-		t.Errorf("rate %v, Observe gives %v", fb.Rate, want)
+	est.observe(&direct, fetchObs{At: obs.Start, Prev: obs.Prev, Changed: true, LastModified: obs.LastModified})
+	post := est.Priors.load().For("example.com", "/news/").Posterior(direct.State)
+	want := post.Summary()
+	if !fb.Learnt || fb.Rate != want.Harmonic || fb.Posterior != want || fb.State != direct.State {
+		t.Errorf("rate %v posterior %+v, want the harmonic mean %v of %+v", fb.Rate, fb.Posterior, want.Harmonic, want)
 	}
 	a, _ := st.MarshalBinary()
 	b, _ := direct.MarshalBinary()
@@ -43,10 +48,10 @@ func TestLearn(t *testing.T) {
 	first := obs
 	first.First = true
 	var s1, s2 EstimateState
-	r1 := est.Learn(&s1, 0, first).Rate
-	r2 := est.observe(&s2, fetchObs{At: first.Start, Changed: true, LastModified: first.LastModified})
-	if r1 != r2 {
-		t.Errorf("first fetch: rate %v, want %v as with no previous fetch", r1, r2)
+	f1 := est.Learn(&s1, 0, first)
+	est.observe(&s2, fetchObs{At: first.Start, Changed: true, LastModified: first.LastModified})
+	if s1 != s2 || !f1.First {
+		t.Errorf("first fetch: state %+v, want %+v as with no previous fetch", s1, s2)
 	}
 
 	// A failed fetch, and a one-off request, learn nothing.

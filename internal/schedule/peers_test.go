@@ -10,82 +10,108 @@ const day = 24 * time.Hour
 
 func near(a, b time.Duration) bool { return (a - b).Abs() <= time.Millisecond }
 
+// TestNutchRule checks the port against Nutch ≥ 1.13's
+// AdaptiveFetchSchedule and CrawlDbReducer, case by case. (An earlier
+// version of this test encoded the pre-1.13 rule, under which a changed
+// page kept its Last-Modified as modifiedTime, so sync_delta could raise
+// a changed page's interval; since 1.13 a modified page's modifiedTime is
+// the fetch time.)
 func TestNutchRule(t *testing.T) {
 	p := NewNutch(day)
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	cases := []struct {
 		name        string
-		iv          time.Duration
+		st          adaptiveState
 		fb          Feedback
-		wantIv      time.Duration
+		want        adaptiveState
 		wantDueFrom time.Duration // due − start
 	}{
-		{"changed ×0.8", 10 * day, Feedback{Start: start, OK: true, Changed: true}, 8 * day, 8 * day},
-		{"unchanged ×1.4", 10 * day, Feedback{Start: start, OK: true}, 14 * day, 14 * day},
-		{"304 is unchanged", 10 * day, Feedback{Start: start, OK: true, NotModified: true}, 14 * day, 14 * day},
-		// sync_delta: Last-Modified 20 days back exceeds 14 days, so the
-		// interval becomes 20 days and the fetch is pulled 0.3×20 = 6 days
-		// earlier.
-		{"sync_delta raises interval", 10 * day, Feedback{Start: start, OK: true, LastModified: start.Add(-20 * day)}, 20 * day, 14 * day},
-		// Last-Modified 5 days back: 14 > 5 keeps the interval; the shift
-		// is 1.5 days.
-		{"sync_delta shift only", 10 * day, Feedback{Start: start, OK: true, LastModified: start.Add(-5 * day)}, 14 * day, 12*day + 12*time.Hour},
-		// Changed, modified 9 days ago: 8 < 9 → 9 days, shifted 2.7 days.
-		{"changed with Last-Modified", 10 * day, Feedback{Start: start, OK: true, Changed: true, LastModified: start.Add(-9 * day)}, 9 * day, 9*day - 2*day - 16*time.Hour - 48*time.Minute},
-		{"clamp to min 60s", 50 * time.Second, Feedback{Start: start, OK: true, Changed: true}, time.Minute, time.Minute},
-		{"clamp to max 365d", 300 * day, Feedback{Start: start, OK: true}, 365 * day, 365 * day},
-		{"future Last-Modified ignored", 10 * day, Feedback{Start: start, OK: true, LastModified: start.Add(day)}, 14 * day, 14 * day},
-		{"failure retried in a day", 10 * day, Feedback{Start: start}, 10 * day, day},
+		{"first fetch leaves the interval", adaptiveState{Interval: 30 * day}, Feedback{Start: start, OK: true, First: true}, adaptiveState{Interval: 30 * day, Modified: start}, 30 * day},
+		{"changed ×0.8, modified now", adaptiveState{Interval: 10 * day}, Feedback{Start: start, OK: true, Changed: true}, adaptiveState{Interval: 8 * day, Modified: start}, 8 * day},
+		{"unchanged ×1.4", adaptiveState{Interval: 10 * day}, Feedback{Start: start, OK: true}, adaptiveState{Interval: 14 * day, Modified: start}, 14 * day},
+		{"304 is unchanged", adaptiveState{Interval: 10 * day}, Feedback{Start: start, OK: true, NotModified: true}, adaptiveState{Interval: 14 * day, Modified: start}, 14 * day},
+		// Unchanged, last modified 20 days back (its Last-Modified):
+		// delta 20 > 14 days, so the interval becomes 20 days and the
+		// fetch is pulled 0.3×20 = 6 days earlier.
+		{"sync_delta raises interval", adaptiveState{Interval: 10 * day}, Feedback{Start: start, OK: true, LastModified: start.Add(-20 * day)}, adaptiveState{Interval: 20 * day, Modified: start.Add(-20 * day)}, 14 * day},
+		// The stored modifiedTime serves when the server sends none.
+		{"stored modifiedTime", adaptiveState{Interval: 10 * day, Modified: start.Add(-5 * day)}, Feedback{Start: start, OK: true}, adaptiveState{Interval: 14 * day, Modified: start.Add(-5 * day)}, 12*day + 12*time.Hour},
+		// Changed: modifiedTime is the fetch time whatever the header
+		// says, so sync_delta neither raises nor shifts.
+		{"changed ignores Last-Modified", adaptiveState{Interval: 10 * day}, Feedback{Start: start, OK: true, Changed: true, LastModified: start.Add(-9 * day)}, adaptiveState{Interval: 8 * day, Modified: start}, 8 * day},
+		{"clamp to min 60s", adaptiveState{Interval: 50 * time.Second}, Feedback{Start: start, OK: true, Changed: true}, adaptiveState{Interval: time.Minute, Modified: start}, time.Minute},
+		// 70 × 1.4 = 98 days > db.fetch.interval.max (90 days): forced
+		// refetch at once, interval 81 days, signature cleared.
+		{"interval.max forces a refetch", adaptiveState{Interval: 70 * day}, Feedback{Start: start, OK: true}, adaptiveState{Interval: 81 * day, Reset: true}, 0},
+		// After a forced refetch the next fetch is STATUS_UNKNOWN.
+		{"after the forced refetch", adaptiveState{Interval: 81 * day, Reset: true}, Feedback{Start: start, OK: true, Changed: true}, adaptiveState{Interval: 81 * day, Modified: start}, 81 * day},
+		{"future Last-Modified ignored", adaptiveState{Interval: 10 * day}, Feedback{Start: start, OK: true, LastModified: start.Add(day)}, adaptiveState{Interval: 14 * day, Modified: start}, 14 * day},
+		{"failure retried in a day", adaptiveState{Interval: 10 * day}, Feedback{Start: start}, adaptiveState{Interval: 10 * day}, day},
 	}
 	for _, c := range cases {
-		iv, due := p.Next(c.iv, c.fb)
-		if !near(iv, c.wantIv) || !near(due.Sub(start), c.wantDueFrom) {
-			t.Errorf("%s: got interval %v due +%v, want %v due +%v", c.name, iv, due.Sub(start), c.wantIv, c.wantDueFrom)
+		got, due := p.Next(c.st, c.fb)
+		if !near(got.Interval, c.want.Interval) || !got.Modified.Equal(c.want.Modified) || got.Reset != c.want.Reset || !near(due.Sub(start), c.wantDueFrom) {
+			t.Errorf("%s: got %+v due +%v, want %+v due +%v", c.name, got, due.Sub(start), c.want, c.wantDueFrom)
 		}
 	}
 	if p.Initial() != 30*day {
 		t.Errorf("initial %v, want 30 days", p.Initial())
 	}
-	// A sequence: unchanged, unchanged, changed from 30 days.
-	iv := p.Initial()
+	// A sequence from the first fetch: unchanged, unchanged, changed.
+	st := adaptiveState{Interval: p.Initial()}
+	st, _ = p.Next(st, Feedback{Start: start, OK: true, First: true})
 	for _, ch := range []bool{false, false, true} {
-		iv, _ = p.Next(iv, Feedback{Start: start, OK: true, Changed: ch})
+		st, _ = p.Next(st, Feedback{Start: start, OK: true, Changed: ch})
 	}
-	if want := time.Duration(float64(30*day) * 1.4 * 1.4 * 0.8); !near(iv, want) {
-		t.Errorf("sequence: %v, want %v", iv, want)
+	if want := time.Duration(float64(30*day) * 1.4 * 1.4 * 0.8); !near(st.Interval, want) {
+		t.Errorf("sequence: %v, want %v", st.Interval, want)
+	}
+	// A page that never changes cycles: 81 days, ×1.4 beyond 90, forced
+	// refetch, 81 days again: it is never left alone longer than that.
+	st = adaptiveState{Interval: 81 * day}
+	for range 6 {
+		var due time.Time
+		st, due = p.Next(st, Feedback{Start: start, OK: true})
+		if due.Sub(start) > 90*day {
+			t.Fatalf("steady page due +%v, beyond db.fetch.interval.max", due.Sub(start))
+		}
 	}
 	// Scaled: a simulated day of one second scales every bound.
 	s := NewNutch(time.Second)
-	if !near(s.Min, time.Second*60/86400) || s.Max != 365*time.Second || s.Default != 30*time.Second {
-		t.Errorf("scaled bounds %v %v %v", s.Min, s.Max, s.Default)
+	if !near(s.Min, time.Second*60/86400) || s.Max != 365*time.Second || s.Default != 30*time.Second || s.RefetchMax != 90*time.Second {
+		t.Errorf("scaled bounds %v %v %v %v", s.Min, s.Max, s.Default, s.RefetchMax)
 	}
 }
 
 func TestStormCrawlerRule(t *testing.T) {
 	p := NewStormCrawler(day)
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	iv, due := p.Next(10*time.Hour, Feedback{Start: start, OK: true, Changed: true})
+	next := func(iv time.Duration, fb Feedback) (time.Duration, time.Time) {
+		st, due := p.Next(adaptiveState{Interval: iv}, fb)
+		return st.Interval, due
+	}
+	iv, due := next(10*time.Hour, Feedback{Start: start, OK: true, Changed: true})
 	if !near(iv, 5*time.Hour+30*time.Minute) || !near(due.Sub(start), iv) {
 		t.Errorf("changed: %v due +%v, want 5h30m", iv, due.Sub(start))
 	}
-	if iv, _ = p.Next(2*day, Feedback{Start: start, OK: true}); !near(iv, 3*day) {
+	if iv, _ = next(2*day, Feedback{Start: start, OK: true}); !near(iv, 3*day) {
 		t.Errorf("unchanged: %v, want 3 days", iv)
 	}
-	if iv, _ = p.Next(2*day, Feedback{Start: start, OK: true, NotModified: true}); !near(iv, 3*day) {
+	if iv, _ = next(2*day, Feedback{Start: start, OK: true, NotModified: true}); !near(iv, 3*day) {
 		t.Errorf("304: %v, want 3 days", iv)
 	}
-	if iv, _ = p.Next(10*day, Feedback{Start: start, OK: true}); !near(iv, 14*day) {
+	if iv, _ = next(10*day, Feedback{Start: start, OK: true}); !near(iv, 14*day) {
 		t.Errorf("cap: %v, want 14 days", iv)
 	}
 	// Repeated changes converge to the minimum, one hour.
 	iv = p.Initial()
 	for range 40 {
-		iv, _ = p.Next(iv, Feedback{Start: start, OK: true, Changed: true})
+		iv, _ = next(iv, Feedback{Start: start, OK: true, Changed: true})
 	}
 	if !near(iv, time.Hour) {
 		t.Errorf("changes converge to %v, want 1h", iv)
 	}
-	if _, due = p.Next(day, Feedback{Start: start}); !near(due.Sub(start), 2*time.Hour) {
+	if _, due = next(day, Feedback{Start: start}); !near(due.Sub(start), 2*time.Hour) {
 		t.Errorf("error retry +%v, want 2h", due.Sub(start))
 	}
 }

@@ -20,12 +20,24 @@ type PlanInput struct {
 // PlanOutput is a policy's answer: a fetch frequency per element and what
 // the model predicts of it.
 type PlanOutput struct {
-	Freq        []float64 // fetches per second; 0 = not fetched
-	Freshness   float64   // model's weighted freshness
-	Age         float64   // model's weighted age, seconds
-	GivenUp     int       // elements with f = 0 that change
-	CappedHosts int       // hosts at their politeness cap
-	Unabsorbed  float64   // budget no host could take
+	Freq []float64 // fetches per second; 0 = not fetched
+	// Freshness is the plan's weighted steady-state freshness: what the
+	// model expects of these frequencies, averaged over the posteriors
+	// once the Scheduler has them.
+	Freshness float64
+	Age       float64 // model's weighted age, seconds
+	// ModelFreshness is the model's expected freshness of the copies at
+	// the time of the plan (docs/design.md §3.3): a URL never fetched
+	// counts as stale.
+	ModelFreshness float64
+	GivenUp        int     // elements with f = 0 that change
+	CappedHosts    int     // hosts at their politeness cap
+	Unabsorbed     float64 // budget no host could take
+	// Mu and HostNu are the plan's multipliers (alloc.Solution): what a
+	// fetch per unit time is worth at the margin, overall and extra on a
+	// capped host. Zero for policies that have none.
+	Mu     float64
+	HostNu []float64
 }
 
 // Policy is the scheduling step: it turns estimates into frequencies. The
@@ -61,7 +73,7 @@ func allocProblem(in PlanInput, objective alloc.Objective) alloc.Problem {
 
 // planOutput is a PlanOutput of sol, with the model's freshness and age.
 func planOutput(in PlanInput, sol alloc.Solution) PlanOutput {
-	out := PlanOutput{Freq: sol.Freq, GivenUp: sol.GivenUp, CappedHosts: sol.CappedHosts, Unabsorbed: sol.Unabsorbed}
+	out := PlanOutput{Freq: sol.Freq, GivenUp: sol.GivenUp, CappedHosts: sol.CappedHosts, Unabsorbed: sol.Unabsorbed, Mu: sol.Mu, HostNu: sol.HostNu}
 	out.Freshness, out.Age = modelFreshness(in, sol.Freq)
 	return out
 }

@@ -49,11 +49,11 @@ func (*StormCrawlerPolicy) Plan(in PlanInput) (PlanOutput, error) { return unifo
 func (p *StormCrawlerPolicy) Initial() time.Duration { return p.Default }
 
 // Next implements Adaptive: AdaptiveScheduler.schedule.
-func (p *StormCrawlerPolicy) Next(interval time.Duration, fb Feedback) (time.Duration, time.Time) {
+func (p *StormCrawlerPolicy) Next(st adaptiveState, fb Feedback) (adaptiveState, time.Time) {
 	if !fb.OK {
-		return interval, fb.Start.Add(p.Error)
+		return st, fb.Start.Add(p.Error)
 	}
-	iv := float64(interval)
+	iv := float64(st.Interval)
 	if iv <= 0 {
 		iv = float64(p.Default)
 	}
@@ -62,5 +62,5 @@ func (p *StormCrawlerPolicy) Next(interval time.Duration, fb Feedback) (time.Dur
 	} else {
 		iv = min((1+p.IncRate)*iv, float64(p.Max))
 	}
-	return time.Duration(iv), fb.Start.Add(time.Duration(iv))
+	return adaptiveState{Interval: time.Duration(iv)}, fb.Start.Add(time.Duration(iv))
 }

@@ -6,6 +6,9 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"github.com/freshcrawl/freshcrawl/alloc"
+	"github.com/freshcrawl/freshcrawl/estimate"
 )
 
 // SchedulerOptions configure a Scheduler. Zero fields take the defaults
@@ -18,9 +21,23 @@ type SchedulerOptions struct {
 	// Policy turns estimates into frequencies (default: the optimal
 	// policy for freshness, DefaultPolicy).
 	Policy Policy
-	// ExploreShare keeps URLs the optimum gives up on at ExploreShare ×
-	// budget/URLs, so that a wrong estimate can recover.
+	// ExploreShare is the largest share of the budget (and of each host's
+	// cap) exploration may take (docs/design.md §3.7): probes of URLs
+	// whose rate is not resolved and checks of URLs given up. Policies
+	// with no multiplier (uniform, proportional, the LambdaCrawl peers)
+	// keep URLs the plan gives up on at ExploreShare × budget/URLs.
 	ExploreShare float64
+	// Priors are the population priors shared with the Estimator that
+	// folds results (Estimator.Priors); the scheduler refits them from
+	// the collection. Nil: a set of its own around PriorRate.
+	Priors *PriorSet
+	// PriorRate is the change rate (per second) the priors start from
+	// when Priors is nil.
+	PriorRate float64
+	// HalfLife is the estimator's half-life: what it learns is forgotten
+	// on that scale, which bounds how long the exploration rule counts on
+	// knowledge lasting (default 90 days).
+	HalfLife time.Duration
 	// Replan is the longest time between two plans.
 	Replan time.Duration
 	// DisallowRetry is how often a URL disallowed by robots.txt is checked
@@ -41,6 +58,12 @@ type URLInfo struct {
 	Interval   time.Duration // from a previous plan (0: none yet)
 	NextDue    time.Time     // zero: new URL, first fetch soon
 	Disallowed bool
+	// LastOK is the URL's last successful fetch (zero: never fetched, so
+	// its copy is stale and its first fetch is due at once).
+	LastOK time.Time
+	// Estimate is the URL's estimator state as stored (nil: none), from
+	// which its posterior is recomputed under the current priors.
+	Estimate []byte
 	// Capture URLs: the period of their rhythm (0: detect it) and polls
 	// per period (0: from the URL's share of the budget).
 	Period time.Duration
@@ -76,6 +99,18 @@ type Feedback struct {
 	// backoff).
 	HostGap       time.Duration
 	HostNotBefore time.Time
+	// Learnt is set when the fetch updated the URL's estimate: Posterior
+	// is then its posterior (computed under the priors of version
+	// PriorVersion) and State its estimator state.
+	Learnt       bool
+	Posterior    estimate.Summary
+	State        estimate.State
+	PriorVersion uint64
+	// ChangePoint: the estimator found the URL's rate had changed
+	// (estimate.State's change points).
+	ChangePoint bool
+	// First: this fetch saw the URL's content for the first time.
+	First bool
 }
 
 // adaptivePolicy is a policy that sets each URL's interval from its own fetch
@@ -84,8 +119,19 @@ type adaptivePolicy interface {
 	Policy
 	// Initial is the interval of a URL never fetched.
 	Initial() time.Duration
-	// Next returns the URL's new interval and next due time after a fetch.
-	Next(interval time.Duration, fb Feedback) (time.Duration, time.Time)
+	// Next returns the URL's new state and next due time after a fetch.
+	Next(st adaptiveState, fb Feedback) (adaptiveState, time.Time)
+}
+
+// adaptiveState is what an Adaptive policy keeps per URL.
+type adaptiveState struct {
+	Interval time.Duration
+	// Modified is the policy's own record of the page's last change
+	// (Nutch's modifiedTime; zero: unknown).
+	Modified time.Time
+	// Reset: the next fetch has nothing to compare with (Nutch clears a
+	// page's signature when it forces a refetch).
+	Reset bool
 }
 
 // Scheduler is the scheduling step with no I/O and no clock of its own:
@@ -124,9 +170,28 @@ type Scheduler struct {
 	hosts     []int32
 	planHosts []*hostQueue
 
+	// Per element as well: the posterior summary and the last successful
+	// fetch (unix nanoseconds, 0: never), for the model's freshness and
+	// for exploration.
+	posts   []estimate.Summary
+	lastOK  []int64
+	probing []bool  // explored by the last plan
+	probes  []uint8 // fetches in the URL's current probe session
+
 	disallowed int                 // URLs disallowed now
 	captures   map[*entry]struct{} // capture URLs
 
+	priors *PriorSet
+	tmpls  map[string]string // interned path templates
+	// What the exploration rule and the refits need to know of the
+	// collection: change points seen and the time the observations
+	// covered, both faded (the hazard of a rate change), and new
+	// observations since the priors were last fitted.
+	changePoints, urlTime float64
+	hazardAt              time.Time
+	learnt                int // URLs with an estimate
+	sinceRefit            int
+	resumFrom             int // where the next re-summary batch starts
 	// planList is the list the last plan was made over: plan.Freq[i]
 	// is list element planList[i] (removed ones have pos < 0).
 	planList []*entry
@@ -153,7 +218,13 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 	if o.DisallowRetry <= 0 {
 		o.DisallowRetry = DefaultDisallowRetry
 	}
-	return &Scheduler{o: o, front: newFrontier(), captures: map[*entry]struct{}{}}
+	if o.HalfLife <= 0 {
+		o.HalfLife = 90 * 24 * time.Hour
+	}
+	if o.Priors == nil {
+		o.Priors = newPriorSet(o.PriorRate)
+	}
+	return &Scheduler{o: o, front: newFrontier(), captures: map[*entry]struct{}{}, priors: o.Priors, tmpls: map[string]string{}}
 }
 
 // mirror copies e's plan input into the scheduler's arrays; every change
@@ -176,6 +247,22 @@ func (s *Scheduler) mirror(e *entry) {
 		}
 	}
 	s.rates[e.pos], s.rateSEs[e.pos], s.weights[e.pos], s.blocked[e.pos], s.freqs[e.pos], s.fixed[e.pos] = e.rate, e.rateSE, w, off, f, fx
+	s.posts[e.pos] = e.post
+	s.lastOK[e.pos] = 0
+	if !e.lastOK.IsZero() {
+		s.lastOK[e.pos] = e.lastOK.UnixNano()
+	}
+}
+
+// pointSummary is the summary of a rate known exactly: the stand-in until
+// a URL's posterior is computed.
+func pointSummary(rate float64) estimate.Summary {
+	s := estimate.Summary{Mean: rate, Harmonic: rate}
+	u := float32(math.Log(math.Max(rate, 1e-300)))
+	for j := range s.Q {
+		s.Q[j] = u
+	}
+	return s
 }
 
 // setDisallowed sets e's disallowed flag, keeping the count.
@@ -239,6 +326,22 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	}
 	e, _ := s.front.add(u.URL, u.Host, s.baseGap())
 	e.weight, e.capture, e.rate = u.Weight, u.Capture, u.Rate
+	e.tmpl = s.template(u.URL)
+	e.lastOK = u.LastOK
+	if len(u.Estimate) > 0 {
+		var st EstimateState
+		if st.UnmarshalBinary(u.Estimate) == nil {
+			e.st = st.State
+			if e.st.Observations() > 0 {
+				s.learnt++
+			}
+		}
+	}
+	// The posterior is recomputed under the current priors by the next
+	// plans (a batch each, in PlanJob.Solve); until then the rate stands
+	// for it.
+	e.post, e.priorVer = pointSummary(u.Rate), 0
+	e.stale = true
 	e.pos = len(s.list)
 	s.list = append(s.list, e)
 	if e.host.plan < 0 {
@@ -248,6 +351,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	s.hosts = append(s.hosts, e.host.plan)
 	s.rates, s.rateSEs, s.weights, s.blocked, s.freqs = append(s.rates, 0), append(s.rateSEs, 0), append(s.weights, 0), append(s.blocked, false), append(s.freqs, 0)
 	s.fixed = append(s.fixed, 0)
+	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, estimate.Summary{}), append(s.lastOK, 0), append(s.probing, false), append(s.probes, 0)
 	s.setCapture(e, u)
 	s.moved++
 	s.setDisallowed(e, u.Disallowed)
@@ -264,10 +368,13 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	}
 	due := u.NextDue
 	if due.IsZero() {
-		// First fetch soon, phases spread over the time the budget needs
-		// to fetch every URL once, so a big seed list is not one burst.
-		spread := float64(s.Len()) / s.o.Budget * float64(time.Second)
-		due = now.Add(time.Duration(spread * frac(u.URL)))
+		// Never scheduled: due now, so the first pass over a new list runs
+		// at the full budget from the first second (docs/design.md §3.7,
+		// cold start). The frontier interleaves hosts (each host is
+		// spaced by its gap), and within a host a stable pseudo-random
+		// order, the frac of the URL in the last millisecond, keeps
+		// neighbours of a seed file apart.
+		due = now.Add(time.Duration(float64(time.Millisecond) * frac(u.URL)))
 	}
 	s.mirror(e)
 	s.front.schedule(e, due)
@@ -323,6 +430,16 @@ func (s *Scheduler) CaptureStatus(limit int) []CaptureStatus {
 	return out
 }
 
+// template interns the path template of url.
+func (s *Scheduler) template(url string) string {
+	t := PathTemplate(url)
+	if v, ok := s.tmpls[t]; ok {
+		return v
+	}
+	s.tmpls[t] = t
+	return t
+}
+
 // frac is a stable pseudo-random number in [0,1) from s, to spread phases
 // deterministically.
 func frac(s string) float64 {
@@ -369,6 +486,33 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		e.rate, e.rateSE = fb.Rate, fb.RateSE
 		s.moved++
 	}
+	if fb.OK {
+		e.prevOK, e.lastOK = e.lastOK, fb.Start
+	}
+	if fb.Learnt {
+		if e.st.Observations() <= 0 && fb.State.Observations() > 0 {
+			s.learnt++
+		}
+		e.st, e.post, e.priorVer, e.stale = fb.State, fb.Posterior, fb.PriorVersion, false
+		e.seq++
+		s.sinceRefit++
+	}
+	if fb.Learnt && !fb.First {
+		// The time this observation covered, for the hazard of a rate
+		// change per unit of observed time.
+		s.updateHazard(fb.Start)
+		if !e.lastOK.IsZero() && fb.Start.After(e.prevOK) && !e.prevOK.IsZero() {
+			s.urlTime += fb.Start.Sub(e.prevOK).Seconds()
+		}
+	}
+	if fb.ChangePoint {
+		s.changePoints++
+		s.moved++
+		s.probes[e.pos] = 0
+	}
+	if fb.OK && e.pos >= 0 && s.probing[e.pos] && s.probes[e.pos] < math.MaxUint8 {
+		s.probes[e.pos]++
+	}
 	if e.disallowed != fb.Disallowed {
 		s.setDisallowed(e, fb.Disallowed)
 		s.moved++
@@ -383,7 +527,24 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	if end.Before(fb.Start) {
 		end = fb.Start
 	}
+	// Keep the phase: the next fetch is one interval after this one was
+	// due, not after it started, so that waiting for the budget's token
+	// or a busy host does not stretch every interval and lose fetches.
+	// A fetch later than half an interval starts a new phase.
 	due := fb.Start.Add(e.interval)
+	if e.recheckTau > 0 && fb.OK && !e.rechecked {
+		// The check of a URL given up is followed by its probe.
+		e.rechecked = true
+		due = fb.Start.Add(e.recheckTau)
+	} else if d := e.nextDue.Add(e.interval); !e.nextDue.IsZero() && !e.nextDue.After(fb.Start) && d.Before(due) {
+		due = d
+		if half := fb.Start.Add(e.interval / 2); due.Before(half) {
+			due = half
+		}
+	}
+	if e.recheckTau == 0 || !fb.OK || due.Sub(fb.Start) != e.recheckTau {
+		e.rechecked = false
+	}
 	switch a, adaptive := s.o.Policy.(adaptivePolicy); {
 	case e.disallowed:
 		due = fb.Start.Add(s.o.DisallowRetry)
@@ -400,7 +561,9 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		// the same phase, where it would get the same task id.
 		due = e.cap.next(e.url, latest(fb.Start, e.nextDue), e.interval)
 	case adaptive && e.interval > 0:
-		e.interval, due = a.Next(e.interval, fb)
+		var st adaptiveState
+		st, due = a.Next(adaptiveState{Interval: e.interval, Modified: e.adModified, Reset: e.adReset}, fb)
+		e.interval, e.adModified, e.adReset = st.Interval, st.Modified, st.Reset
 	}
 	s.mirror(e)
 	s.front.done(e, end, due)
@@ -480,18 +643,55 @@ type PlanJob struct {
 	blocked  []bool
 	fixed    []float64 // per element: a capture URL's own rate, 0 if planned
 	moved    int       // Scheduler.moved at the snapshot
+	posts    []estimate.Summary
+	lastOK   []int64
+	probing  []bool    // explored by the previous plan
+	probes   []uint8   // fetches in each URL's probe session
+	prevFreq []float64 // each URL's frequency now (the last plan's)
+	horizon  float64   // seconds a rate is expected to last (1/hazard)
+	halfLife float64   // the estimator's half-life, seconds
+	hazard   float64   // rate changes per URL per second
 	// list is the scheduler's list at the snapshot, element i of the
 	// plan. Appends never touch it and Remove builds a new list, so it is
 	// shared, not copied; a URL removed meanwhile has pos < 0.
 	list []*entry
 
-	out   PlanOutput
-	band  freshnessBand
-	freq  []float64 // per element, exploration included
-	sat   []bool    // per host: the plan gives it all it can take
-	inUse float64
-	next  int // elements applied so far
+	// Priors: the current ones, a sample to refit them from (nil: no
+	// refit due), and URLs whose posterior is recomputed under the
+	// (refitted) priors.
+	priors   *Priors
+	refit    *refitInput
+	resum    []resummary
+	newPrior *Priors
+
+	out          PlanOutput
+	band         freshnessBand
+	freq         []float64 // per element, exploration included
+	recheckTau   []float64 // per element: a recheck's probe interval (0: none)
+	probe        []bool    // per element: probed for what it teaches
+	sessionsOver []int     // elements whose probe session ended: resolved
+	sat          []bool    // per host: the plan gives it all it can take
+	inUse        float64
+	next         int // elements applied so far
 }
+
+// resummary is one URL's posterior to recompute under the priors.
+type resummary struct {
+	i          int
+	seq        uint32
+	st         estimate.State
+	host, tmpl string
+	post       estimate.Summary
+}
+
+// Budgets of the work a plan does on the estimates, so that a re-plan of
+// millions of URLs stays cheap: the priors are refitted on a sample, and
+// the posteriors of at most resumPerPlan URLs are recomputed per plan
+// (the rest follow in later plans, or when they are next fetched).
+const (
+	refitSample  = 20_000
+	resumPerPlan = 20_000
+)
 
 // size is the number of URLs the plan covers.
 func (j *PlanJob) size() int { return len(j.in.Rates) }
@@ -499,9 +699,11 @@ func (j *PlanJob) size() int { return len(j.in.Rates) }
 // Output is the policy's plan once solved.
 func (j *PlanJob) Output() PlanOutput { return j.out }
 
-// Snapshot copies what a re-plan needs at now: every URL's rate, weight
-// and host, and every host's capacity. It costs a copy of three arrays of
-// n numbers, not a walk over the entries.
+// Snapshot copies what a re-plan needs at now: every URL's rate, weight,
+// host, posterior summary and last fetch, and every host's capacity; when
+// due, a sample of estimator states to refit the priors from, and a batch
+// of URLs whose posterior was computed under older priors. It costs a
+// copy of a few arrays of n numbers, not a walk over the entries.
 func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	n := len(s.list)
 	_, adaptive := s.o.Policy.(adaptivePolicy)
@@ -518,6 +720,11 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	j.blocked = append([]bool(nil), s.blocked...)
 	j.fixed = append([]float64(nil), s.fixed...)
 	j.rateSE = append([]float64(nil), s.rateSEs...)
+	j.posts = append([]estimate.Summary(nil), s.posts...)
+	j.lastOK = append([]int64(nil), s.lastOK...)
+	j.probing = append([]bool(nil), s.probing...)
+	j.probes = append([]uint8(nil), s.probes...)
+	j.prevFreq = append([]float64(nil), s.freqs...)
 	for i, h := range s.planHosts {
 		// The cap is what the host can take given its gap (host rate,
 		// Crawl-delay) and how long its requests last.
@@ -526,13 +733,118 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	if adaptive {
 		j.freq = append([]float64(nil), s.freqs...)
 	}
+	s.updateHazard(now)
+	j.hazard = (s.changePoints + 1) / (s.urlTime + hazardPriorTime*s.o.HalfLife.Seconds())
+	j.horizon = 1 / j.hazard
+	j.halfLife = s.o.HalfLife.Seconds()
+	j.priors = s.priors.load()
+	if s.learnt > 0 && (j.priors.revision() == 0 || s.sinceRefit >= max(50, s.learnt/4)) {
+		j.refit = s.sampleStates()
+		s.sinceRefit = 0
+	}
+	s.pickResummaries(j)
 	return j
 }
 
+// hazardPriorTime is the prior's observed time of the hazard estimate, in
+// half-lives (20 × 90 days ≈ five years), so that it scales with the
+// clock a simulated web runs on:
+// one rate change in five years of observation until the collection
+// shows more.
+const hazardPriorTime = 20.0
+
+// hazardMemory is the half-life of the hazard estimate's counts, as a
+// share of the estimator's: short, so that a wave of rate changes across
+// the collection shortens the rechecks of URLs given up within weeks.
+const hazardMemory = 1.0 / 3
+
+// updateHazard fades the change-point count and the observed time to
+// now. The hazard is change points per unit of time the observations
+// covered (each fetch covers the time since the previous one): a page
+// rechecked after a year has been watched for a year.
+func (s *Scheduler) updateHazard(now time.Time) {
+	if !s.hazardAt.IsZero() && now.After(s.hazardAt) {
+		dt := now.Sub(s.hazardAt).Seconds()
+		f := math.Exp2(-dt / (hazardMemory * s.o.HalfLife.Seconds()))
+		s.changePoints *= f
+		s.urlTime *= f
+	}
+	if now.After(s.hazardAt) {
+		s.hazardAt = now
+	}
+}
+
+// sampleStates is a sample of at most refitSample estimator states of
+// URLs with observations, evenly strided over the collection.
+func (s *Scheduler) sampleStates() *refitInput {
+	in := &refitInput{}
+	stride := max(1, s.learnt/refitSample)
+	k := 0
+	for _, e := range s.list {
+		if e.st.Observations() <= 0 || e.disallowed {
+			continue
+		}
+		if k++; k%stride != 0 {
+			continue
+		}
+		in.states = append(in.states, e.st)
+		in.hosts = append(in.hosts, e.host.name)
+		in.tmpls = append(in.tmpls, e.tmpl)
+	}
+	return in
+}
+
+// pickResummaries copies, for Solve to recompute, the states of up to
+// resumPerPlan URLs whose posterior predates the priors (or will, after
+// the refit this plan makes): round robin over the collection.
+func (s *Scheduler) pickResummaries(j *PlanJob) {
+	n := len(s.list)
+	if n == 0 {
+		return
+	}
+	// Whether a refit made by this plan moves the priors is known only
+	// after Solve: the posteriors computed under earlier versions are
+	// recomputed now, those under this one by the plans after it.
+	ver := j.priors.revision()
+	start := s.resumFrom % n
+	for k := 0; k < n && len(j.resum) < resumPerPlan; k++ {
+		i := (start + k) % n
+		e := s.list[i]
+		// A URL never observed keeps the rate it was added with until the
+		// priors have been fitted to the collection (version > 0): before
+		// that, the configured prior rate is all there is.
+		if e.disallowed || (!e.stale && e.priorVer >= ver) || (ver == 0 && e.st.Observations() <= 0) {
+			continue
+		}
+		j.resum = append(j.resum, resummary{i: i, seq: e.seq, st: e.st, host: e.host.name, tmpl: e.tmpl})
+		s.resumFrom = i + 1
+	}
+}
+
 // Solve runs the policy over the snapshot. It touches nothing of the
-// Scheduler, so it runs without the caller's lock.
+// Scheduler, so it runs without the caller's lock. Before planning it
+// refits the priors and recomputes the posteriors picked by the snapshot;
+// after, it adds exploration (docs/design.md §3.7).
 func (j *PlanJob) Solve() error {
 	in := j.in
+	pr := j.priors
+	if j.refit != nil {
+		iters := 30
+		if pr.revision() == 0 {
+			iters = 300
+		}
+		pr = pr.refit(*j.refit, iters)
+		j.newPrior = pr
+	}
+	for k := range j.resum {
+		r := &j.resum[k]
+		post := pr.For(r.host, r.tmpl).Posterior(r.st)
+		r.post = post.Summary()
+		j.posts[r.i] = r.post
+		in.Rates[r.i] = r.post.Harmonic
+	}
+	now := j.at.UnixNano()
+	model := modelNow(in.Weights, j.blocked, j.posts, j.lastOK, now)
 	if j.adaptive {
 		j.inUse = 0
 		for _, f := range j.freq {
@@ -540,7 +852,7 @@ func (j *PlanJob) Solve() error {
 		}
 		j.out = PlanOutput{Freq: j.freq}
 		j.out.Freshness, j.out.Age = modelFreshness(in, j.freq)
-		j.band = bandOf(in, j.rateSE, j.out.Freq)
+		j.out.ModelFreshness = model
 		return nil
 	}
 	// Capture URLs that poll at their own rate take it off the budget
@@ -551,12 +863,104 @@ func (j *PlanJob) Solve() error {
 	if err != nil {
 		return err
 	}
-	// URLs the optimum gives up on are still explored. Their fetches come
-	// out of the budget, not on top of it (else the global limiter would
-	// make every other URL late), so the plan is solved again with what
-	// exploration leaves.
-	// A URL's exploration rate is a share of its uniform frequency, and
-	// on a host that cannot give every URL that much, of the host's share.
+	// The exploration below works on the planned elements only: a
+	// restricted view of the job when capture URLs were taken out.
+	ej := j
+	if len(keep) != len(j.fixed) {
+		ej = j.restricted(keep)
+	}
+	var freq []float64
+	if out.Mu > 0 && !math.IsInf(out.Mu, 1) {
+		freq, out, err = ej.exploreByValue(in, out)
+		if err != nil {
+			return err
+		}
+	} else {
+		freq, out = ej.exploreGivenUp(in, out)
+	}
+	// Exploration must not push a host past its capacity either: a host
+	// over it would queue and fetch every URL late.
+	sum := make([]float64, len(in.HostCaps))
+	for i, f := range freq {
+		sum[in.Hosts[i]] += f
+	}
+	for i := range freq {
+		if h := in.Hosts[i]; sum[h] > in.HostCaps[h] && in.HostCaps[h] > 0 {
+			freq[i] *= in.HostCaps[h] / sum[h]
+		}
+	}
+	if ej != j {
+		// Back to one value per element: the planned ones where they
+		// were, the capture URLs at their own rate.
+		n := len(j.fixed)
+		all := make([]float64, n)
+		for k, f := range freq {
+			all[keep[k]] = f
+		}
+		for i, fx := range j.fixed {
+			if fx > 0 && !j.blocked[i] {
+				all[i] = fx
+			}
+		}
+		freq = all
+		out.Freq = spread(out.Freq, keep, n)
+		j.recheckTau = spread(ej.recheckTau, keep, n)
+		if ej.probe != nil {
+			j.probe = make([]bool, n)
+			for k, p := range ej.probe {
+				j.probe[keep[k]] = p
+			}
+		}
+		for _, k := range ej.sessionsOver {
+			j.sessionsOver = append(j.sessionsOver, keep[k])
+		}
+	}
+	// Saturated against the whole capacity: the capture polls' share
+	// included, the rest is what the freshness URLs may fill.
+	j.sat = make([]bool, len(in.HostCaps))
+	for h := range j.sat {
+		whole := in.HostCaps[h] + fixedHost[h]
+		j.sat[h] = whole > 0 && sum[h]+fixedHost[h] >= 0.98*whole
+	}
+	j.inUse = 0
+	for _, f := range freq {
+		if f > 0 {
+			j.inUse += f
+		}
+	}
+	out.Freshness = expectedFreshness(j.in.Weights, j.posts, freq)
+	out.ModelFreshness = model
+	j.out, j.freq = out, freq
+	j.band = bandOf(j.in, j.rateSE, out.Freq) // every element: out.Freq is spread back above
+	return nil
+}
+
+// restricted is a copy of j whose per-element arrays hold only the
+// elements keep lists (the planned ones), for the exploration of a plan
+// made without the capture URLs; what exploration sets on it is mapped
+// back by Solve.
+func (j *PlanJob) restricted(keep []int) *PlanJob {
+	r := *j
+	r.blocked = make([]bool, len(keep))
+	r.posts = make([]estimate.Summary, len(keep))
+	r.lastOK = make([]int64, len(keep))
+	r.probing = make([]bool, len(keep))
+	r.probes = make([]uint8, len(keep))
+	r.prevFreq = make([]float64, len(keep))
+	for k, i := range keep {
+		r.blocked[k], r.posts[k], r.lastOK[k] = j.blocked[i], j.posts[i], j.lastOK[i]
+		r.probing[k], r.probes[k], r.prevFreq[k] = j.probing[i], j.probes[i], j.prevFreq[i]
+	}
+	r.recheckTau, r.probe, r.sessionsOver = nil, nil, nil
+	return &r
+}
+
+// exploreGivenUp is the exploration of a policy with no multiplier
+// (uniform, proportional, the LambdaCrawl peers): URLs the plan gives up
+// on are still fetched at ExploreShare times their uniform share (or
+// their host's, where that is smaller), out of the budget: the plan is
+// solved again with what exploration leaves.
+func (j *PlanJob) exploreGivenUp(in PlanInput, out PlanOutput) ([]float64, PlanOutput) {
 	uniform := in.Budget / math.Max(1, float64(len(in.Rates)))
 	perHost := make([]int, len(in.HostCaps))
 	for _, h := range in.Hosts {
@@ -584,7 +988,7 @@ func (j *PlanJob) Solve() error {
 	}
 	freq := make([]float64, len(in.Rates))
 	for i := range freq {
-		if j.blocked[keep[i]] {
+		if j.blocked[i] {
 			continue
 		}
 		freq[i] = out.Freq[i]
@@ -592,48 +996,359 @@ func (j *PlanJob) Solve() error {
 			freq[i] = explore(i)
 		}
 	}
-	// Exploration must not push a host past its capacity either: a host
-	// over it would queue and fetch every URL late.
-	sum := make([]float64, len(in.HostCaps))
-	for i, f := range freq {
-		sum[in.Hosts[i]] += f
+	return freq, out
+}
+
+// exploreByValue adds to the optimal plan the exploration of
+// docs/design.md §3.7, weighed against the plan's multipliers:
+//
+//   - a URL fetched before whose rate is not resolved for the plan's
+//     decision (the posterior probability that it is worth fetching at
+//     all, P(λ < w/μ), is neither below nor above the resolution
+//     threshold) is probed at the interval ln2/λ* that makes its outcome a
+//     fair coin at the give-up threshold λ* = w/μ, if the value of what
+//     the probes teach (probeValue) exceeds their cost, μ a fetch;
+//   - a URL given up (resolved) is rechecked every recheckInterval, the
+//     interval that balances the cost of checks against the value lost
+//     while a rate that fell below the threshold goes unnoticed, at the
+//     rate-change hazard the collection shows;
+//   - everything else gets the plan's frequency.
+//
+// Exploration takes at most ExploreShare of the budget and of each host's
+// cap, the most valuable first; the plan is then solved again over the
+// other URLs with what exploration leaves. Exploration raises the plan's
+// multiplier (the plan has less budget), so a probe must be worth the
+// multiplier of the plan it leaves: the multiplier is the fixed point of
+// the two, found by bisection.
+func (j *PlanJob) exploreByValue(in PlanInput, out PlanOutput) ([]float64, PlanOutput, error) {
+	// The collection's prior, for the value of rechecks.
+	pr := j.priors
+	if j.newPrior != nil {
+		pr = j.newPrior
 	}
-	for i := range freq {
-		if h := in.Hosts[i]; sum[h] > in.HostCaps[h] && in.HostCaps[h] > 0 {
-			freq[i] *= in.HostCaps[h] / sum[h]
-		}
+	popPost := pr.population().Posterior(estimate.State{})
+	pop := popPost.Summary()
+	// Exploration at a multiplier μ leaves the plan a budget whose own
+	// multiplier is M(μ); exploration is consistent with the plan where
+	// M(μ) = μ. At the full plan's μ₀, M(μ₀) ≥ μ₀ (exploration only takes
+	// budget away); at μ₁ = M(μ₀), less is explored, so M(μ₁) ≤ μ₁. The
+	// root is bracketed and found by bisection in ln μ; the upper end is
+	// used, so that exploration errs on the side of the plan.
+	type result struct {
+		freq  []float64
+		plan  PlanOutput
+		probe []bool
 	}
-	if len(keep) != len(j.fixed) {
-		// Back to one frequency per element: the planned ones where they
-		// were, the capture URLs at their own rate.
-		all := make([]float64, len(j.fixed))
-		for i, f := range freq {
-			all[keep[i]] = f
+	at := func(mu float64) (result, error) {
+		mult := out
+		mult.Mu = mu
+		items := j.exploreItems(in, mult, &pop)
+		freq, plan, probe, err := j.planAround(in, items)
+		return result{freq, plan, probe}, err
+	}
+	lo := out.Mu
+	r, err := at(lo)
+	if err != nil {
+		return nil, out, err
+	}
+	if r.plan.Mu > lo*1.02 && r.plan.Mu > 0 && !math.IsInf(r.plan.Mu, 1) {
+		hi := r.plan.Mu
+		rHi, err := at(hi)
+		if err != nil {
+			return nil, out, err
 		}
-		for i, fx := range j.fixed {
-			if fx > 0 && !j.blocked[i] {
-				all[i] = fx
+		for range 4 {
+			if hi <= lo*1.03 {
+				break
+			}
+			mid := math.Sqrt(lo * hi)
+			rm, err := at(mid)
+			if err != nil {
+				return nil, out, err
+			}
+			if rm.plan.Mu > mid {
+				lo = mid
+			} else {
+				hi, rHi = mid, rm
 			}
 		}
-		freq = all
-		out.Freq = spread(out.Freq, keep, len(j.fixed))
+		r = rHi
 	}
-	// Saturated against the whole capacity: the capture polls' share
-	// included, the rest is what the freshness URLs may fill.
-	j.sat = make([]bool, len(in.HostCaps))
-	for h := range j.sat {
-		whole := in.HostCaps[h] + fixedHost[h]
-		j.sat[h] = whole > 0 && sum[h]+fixedHost[h] >= 0.98*whole
+	freq, plan, probe := r.freq, r.plan, r.probe
+	j.probe = probe
+	return freq, plan, nil
+}
+
+// exploreItem is one URL exploration wants: at frequency f, with its value
+// per fetch over the cost of a fetch (score; 1 for a recheck).
+type exploreItem struct {
+	i      int
+	f      float64
+	score  float64
+	sticky bool    // probed by the previous plan: kept until resolved
+	tau    float64 // a recheck's probe interval, seconds (0: a probe)
+}
+
+// exploreItems lists the URLs exploration wants at the multipliers of
+// mult (exploreByValue).
+func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summary) []exploreItem {
+	muOf := func(i int) float64 {
+		h := in.Hosts[i]
+		if int(h) < len(mult.HostNu) {
+			return mult.Mu + mult.HostNu[h]
+		}
+		return mult.Mu
 	}
-	j.inUse = 0
-	for _, f := range freq {
-		if f > 0 {
-			j.inUse += f
+	type keepKey struct{ w, mu float64 }
+	kept := map[keepKey][2]float64{}
+	// recheck is the recheck interval of a URL given up (recheckInterval),
+	// never shorter than its probe interval nor longer than maxRecheck.
+	recheck := func(w, mu, tau float64) float64 {
+		k := keepKey{w, mu}
+		kv, ok := kept[k]
+		if !ok {
+			a, b := keptValue(pop, w, mu)
+			kv = [2]float64{a, b}
+			kept[k] = kv
+		}
+		t := math.Max(recheckInterval(mu, j.hazard, kv[0], kv[1]), tau)
+		if longest := maxRecheck * j.halfLife; math.IsInf(t, 1) || t > longest {
+			t = longest
+		}
+		return t
+	}
+	// Many URLs share a posterior (the same history), so the value of
+	// probing is memoised.
+	type voiKey struct {
+		q               [estimate.SummaryQuantiles]float32
+		w, mu, tau, rho float64
+	}
+	voi := map[voiKey]float64{}
+	var items []exploreItem
+	for i := range in.Rates {
+		w := in.Weights[i]
+		if j.blocked[i] || !(w > 0) || j.lastOK[i] == 0 || !j.posts[i].Valid() {
+			continue
+		}
+		mu := muOf(i)
+		if !(mu > 0) || math.IsInf(mu, 1) {
+			continue
+		}
+		post := &j.posts[i]
+		// The data behind the posterior span about the estimator's memory
+		// (at least eight of the URL's intervals); at hazard ĥ the rate
+		// was redrawn since with probability 1 − e^{−ĥ·span}, and is then
+		// a draw from the prior (docs/design.md §3.7).
+		span := j.halfLife / math.Ln2
+		if j.prevFreq != nil && j.prevFreq[i] > 0 {
+			span = math.Max(j.halfLife, minMemory/j.prevFreq[i]) / math.Ln2
+		}
+		rho := -math.Expm1(-j.hazard * span)
+		pKeep := keepProbability(post, pop, rho, w, mu)
+		lamStar := w / mu
+		tau := math.Ln2 / lamStar
+		if j.probes[i] > 0 && (pKeep >= 1-resolved || pKeep <= resolved) {
+			j.sessionsOver = append(j.sessionsOver, i)
+		}
+		switch {
+		case pKeep >= 1-resolved || (pKeep > resolved && j.probes[i] >= maxProbes):
+			// Worth fetching (or as resolved as probes make it): the
+			// plan's frequency.
+			continue
+		case pKeep <= resolved:
+			// A recheck is two fetches a period: the check and its probe.
+			items = append(items, exploreItem{i: i, f: 2 / recheck(w, mu, tau), score: 1, tau: tau})
+		default:
+			k := voiKey{post.Q, w, mu, tau, rho}
+			v, ok := voi[k]
+			if !ok {
+				// What probes teach is used for as long as the estimator
+				// keeps it: its mean memory, which for a URL given up is
+				// at least eight of its recheck intervals (the fading
+				// floor of Estimator.Observe); and no longer than the rate
+				// is expected to last.
+				mem := math.Max(j.halfLife, minMemory*recheck(w, mu, tau)) / math.Ln2
+				v = probeValue(beliefOf(post, pop, rho), w, mu, tau, math.Min(j.horizon, mem))
+				voi[k] = v
+			}
+			if v > mu {
+				items = append(items, exploreItem{i: i, f: 1 / tau, score: v / mu, sticky: j.probing[i]})
+			}
 		}
 	}
-	j.out, j.freq = out, freq
-	j.band = bandOf(j.in, j.rateSE, out.Freq) // every element: out.Freq is spread back above
-	return nil
+	// Rechecks first (they are few and cheap), then the probes under way,
+	// which run until their URL is resolved (a probe dropped half way
+	// has cost its fetches for nothing, and its URL would wait a whole
+	// plan interval before the next), then the most valuable.
+	rank := func(it exploreItem) int {
+		switch {
+		case it.score == 1 && !it.sticky:
+			return 0
+		case it.sticky:
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(items, func(a, b int) bool {
+		if ra, rb := rank(items[a]), rank(items[b]); ra != rb {
+			return ra < rb
+		}
+		return items[a].score > items[b].score
+	})
+	return items
+}
+
+// planAround gives the items their exploration within ExploreShare of the
+// budget and of each host's cap, and solves the plan over the other URLs
+// with what is left.
+func (j *PlanJob) planAround(in PlanInput, items []exploreItem) ([]float64, PlanOutput, []bool, error) {
+	n := len(in.Rates)
+	capAll := j.explore * in.Budget
+	hostLeft := make([]float64, len(in.HostCaps))
+	for h, c := range in.HostCaps {
+		hostLeft[h] = j.explore * c
+	}
+	freq := make([]float64, n)
+	probe := make([]bool, n)
+	j.recheckTau = make([]float64, n)
+	spent := 0.0
+	caps := append([]float64(nil), in.HostCaps...)
+	weights := append([]float64(nil), in.Weights...)
+	// Rechecks that do not all fit are stretched by one factor (overall,
+	// and per host), to longer intervals, rather than some dropped: a
+	// URL given up and never rechecked would not see its rate fall (the
+	// drift workload), while a later recheck still does.
+	var recheckSum float64
+	recheckHost := make([]float64, len(in.HostCaps))
+	for _, it := range items {
+		if it.score == 1 && !it.sticky {
+			recheckSum += it.f
+			recheckHost[in.Hosts[it.i]] += it.f
+		}
+	}
+	stretch := 1.0
+	if recheckSum > capAll {
+		stretch = capAll / recheckSum
+	}
+	for _, it := range items {
+		h := in.Hosts[it.i]
+		f := it.f
+		if it.score == 1 && !it.sticky {
+			f *= stretch
+			if recheckHost[h]*stretch > hostLeft[h] && recheckHost[h] > 0 {
+				f *= hostLeft[h] / (recheckHost[h] * stretch)
+			}
+			f *= 1 - 1e-9 // rounding: the stretched rechecks fill the cap exactly
+		}
+		if f > capAll-spent || f > hostLeft[h] {
+			// A probe at a longer interval than its own would not test
+			// the threshold; it waits for room in a later plan.
+			continue
+		}
+		freq[it.i], probe[it.i] = f, it.score != 1
+		j.recheckTau[it.i] = it.tau
+		spent += f
+		hostLeft[h] -= f
+		caps[h] -= f
+		weights[it.i] = 0 // out of the plan
+	}
+	again := in
+	again.Budget = in.Budget - spent
+	again.HostCaps = caps
+	again.Weights = weights
+	plan, err := j.policy.Plan(again)
+	if err != nil {
+		return nil, PlanOutput{}, nil, err
+	}
+	for i := range freq {
+		if j.blocked[i] {
+			freq[i] = 0
+			continue
+		}
+		if freq[i] == 0 {
+			freq[i] = plan.Freq[i]
+		}
+	}
+	plan.GivenUp = givenUp(freq, in.Weights)
+	return freq, plan, probe, nil
+}
+
+// maxProbes ends a probe session that has not resolved its URL: after
+// this many probes at the threshold's interval the rate is known to within
+// about a third, and a rate that close to the threshold λ* = w/μ is worth
+// little either way (the best net value of a URL at rate λ, w·e^{−r} with
+// g(r) = μλ/w, vanishes at the threshold), so the URL is planned at its
+// estimate until a change point (or a plan whose threshold moved past its
+// posterior) starts a new session.
+const maxProbes = 8
+
+// resolved is how sure the posterior must be that a URL is (or is not)
+// worth fetching at the plan's multiplier for it to count as resolved.
+const resolved = 0.05
+
+// maxRecheck bounds the time a given-up URL waits for a recheck, in
+// half-lives: 4 × 90 days, about a year, and as many simulated days when a
+// benchmark scales the half-life to its simulated day.
+const maxRecheck = 4.0
+
+// modelNow is the model's expected freshness of the copies now
+// (docs/design.md §3.3, "an honest model"): Σ w·E[e^{−λ·age}] / Σ w over
+// the URLs that count (weight > 0, not disallowed), the copy of a URL
+// never fetched counting as stale, the expectation over each URL's
+// posterior. It is always a number in [0, 1].
+func modelNow(weights []float64, blocked []bool, posts []estimate.Summary, lastOK []int64, now int64) float64 {
+	var num, den float64
+	for i, w := range weights {
+		if !(w > 0) || math.IsInf(w, 1) || blocked[i] {
+			continue
+		}
+		den += w
+		if lastOK[i] == 0 || !posts[i].Valid() {
+			continue
+		}
+		age := float64(now-lastOK[i]) / 1e9
+		if p := posts[i].ExpectFresh(math.Max(age, 0)); p >= 0 && p <= 1 {
+			num += w * p
+		}
+	}
+	if !(den > 0) {
+		return 0
+	}
+	return num / den
+}
+
+// expectedFreshness is the plan's steady-state freshness under the
+// posteriors: Σ w·E[F(λ, f)] / Σ w, the fixed-order freshness averaged
+// over each URL's posterior rather than at one rate (which, for a URL
+// seen changed at every fetch, could be far too kind).
+func expectedFreshness(weights []float64, posts []estimate.Summary, freq []float64) float64 {
+	var num, den float64
+	for i, w := range weights {
+		if !(w > 0) || math.IsInf(w, 1) {
+			continue
+		}
+		den += w
+		f := freq[i]
+		if !posts[i].Valid() {
+			continue
+		}
+		v := posts[i].Expect(func(l float64) float64 { return alloc.FixedOrder.Freshness(l, f) })
+		if v >= 0 && v <= 1 {
+			num += w * v
+		}
+	}
+	if !(den > 0) {
+		return 1
+	}
+	return num / den
+}
+
+// ModelFreshness is the model's expected freshness of the copies at now
+// (modelNow over every URL): O(n), for a caller that owns the Scheduler
+// (the virtual benchmark); the coordinator reports the value each plan
+// computes (PlanOutput.ModelFreshness).
+func (s *Scheduler) ModelFreshness(now time.Time) float64 {
+	return modelNow(s.weights, s.blocked, s.posts, s.lastOK, now.UnixNano())
 }
 
 // Apply sets the intervals of up to limit more URLs from a solved job,
@@ -641,13 +1356,44 @@ func (j *PlanJob) Solve() error {
 // reports whether the job is done; the plan takes effect (Plan,
 // ReplanDue) with the last call. A caller that shares the Scheduler under
 // a lock takes it for each call, so that a fold waits for at most limit
-// URLs' worth of heap updates.
+// URLs' worth of heap updates. The first call also installs refitted
+// priors and the recomputed posteriors (at most resumPerPlan).
 func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
-	if j.next == 0 && !j.adaptive {
-		for h, sat := range j.sat {
-			if hq := s.planHosts[h]; hq.saturated != sat {
-				hq.saturated = sat
-				s.front.fixHost(hq)
+	if j.next == 0 {
+		if j.newPrior != nil {
+			s.priors.store(j.newPrior)
+		}
+		ver := s.priors.load().revision()
+		for _, r := range j.resum {
+			e := j.list[r.i]
+			if e.pos < 0 || e.seq != r.seq {
+				continue // fetched meanwhile: its own posterior is newer
+			}
+			e.post, e.priorVer, e.stale = r.post, ver, false
+			if r.post.Harmonic > 0 && r.post.Harmonic != e.rate {
+				e.rate = r.post.Harmonic
+			}
+			s.mirror(e)
+		}
+		// The job's elements are its list's; a URL removed since the
+		// snapshot has pos < 0, and the others may have moved.
+		clear(s.probing)
+		for i, p := range j.probe {
+			if e := j.list[i]; p && e.pos >= 0 {
+				s.probing[e.pos] = true
+			}
+		}
+		for _, i := range j.sessionsOver {
+			if e := j.list[i]; e.pos >= 0 {
+				s.probes[e.pos] = 0
+			}
+		}
+		if !j.adaptive {
+			for h, sat := range j.sat {
+				if hq := s.planHosts[h]; hq.saturated != sat {
+					hq.saturated = sat
+					s.front.fixHost(hq)
+				}
 			}
 		}
 	}
@@ -672,7 +1418,20 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		}
 		f := j.freq[i]
 		if f <= 0 {
-			continue
+			if !(j.in.Weights[i] > 0) {
+				continue
+			}
+			// Given up, and no room for its recheck in this plan: it
+			// must not keep the interval it had (it would go on taking
+			// budget the plan gave to others); it waits for the longest
+			// recheck interval or a later plan's recheck.
+			f = 1 / (maxRecheck * j.halfLife)
+		}
+		e.recheckTau = 0
+		if j.recheckTau != nil && j.recheckTau[i] > 0 {
+			// A recheck: a fetch every 2/f, each followed by its probe.
+			e.recheckTau = time.Duration(j.recheckTau[i] * float64(time.Second))
+			f /= 2
 		}
 		old := e.interval
 		iv := time.Duration(float64(time.Second) / f)
@@ -680,9 +1439,11 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 			iv = time.Millisecond
 		}
 		e.interval = iv
-		if e.index >= 0 && old > 0 && !e.nextDue.IsZero() && e.cap == nil {
+		if e.index >= 0 && old > 0 && !e.nextDue.IsZero() && e.cap == nil && !e.lastOK.IsZero() {
 			// Keep the phase: move the next fetch by the change of
 			// interval, but never further than one new interval away.
+			// A URL never fetched keeps its due time: the first pass
+			// is not pushed back by a plan.
 			due := e.nextDue.Add(iv - old)
 			if due.After(now.Add(iv)) {
 				due = now.Add(time.Duration(float64(iv) * frac(e.url)))

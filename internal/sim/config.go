@@ -81,6 +81,56 @@ type Config struct {
 	// Search, when set, adds the keyword-search source of the content-freshness paper §5.2
 	// (/search and /item/{id}) to host Search.Host; see SearchConfig.
 	Search *SearchConfig
+	// LastModified lists how the pages' servers fill Last-Modified, as
+	// shares of the pages (exact counts, assigned by a seeded
+	// permutation independent of the change classes). Empty: every page
+	// sends the time of its last change. The shares must sum to 1.
+	LastModified []LastModifiedClass
+}
+
+// LastModifiedMode is how a page's server fills the Last-Modified header.
+// Much of the real web does not send the time of the last change, so the
+// sim serves the behaviours a crawler must survive (docs/design.md §3.3).
+type LastModifiedMode uint8
+
+const (
+	// LMTrue: the time of the last change (a static file, a careful CMS).
+	LMTrue LastModifiedMode = iota
+	// LMNone: no Last-Modified at all, only an ETag.
+	LMNone
+	// LMResponseTime: the time of the response (a dynamic page).
+	LMResponseTime
+	// LMConstant: one fixed date, before the site's epoch, whatever the
+	// content does (a build or deployment date).
+	LMConstant
+	// LMEveryRequest: a new date on every request, some time before the
+	// response (between 5 % and 50 % of a simulated day), whether or not
+	// the content changed (a cache or template stamp).
+	LMEveryRequest
+)
+
+// String is the mode's name as the bench and tests print it.
+func (m LastModifiedMode) String() string {
+	switch m {
+	case LMTrue:
+		return "true"
+	case LMNone:
+		return "none"
+	case LMResponseTime:
+		return "response-time"
+	case LMConstant:
+		return "constant"
+	case LMEveryRequest:
+		return "every-request"
+	}
+	return fmt.Sprintf("LastModifiedMode(%d)", int(m))
+}
+
+// LastModifiedClass is a share of the pages whose server fills
+// Last-Modified the same way.
+type LastModifiedClass struct {
+	Share float64
+	Mode  LastModifiedMode
 }
 
 // DefaultRobots is the robots.txt served by hosts without an entry in
@@ -185,6 +235,21 @@ func (cfg Config) validate() error {
 	}
 	if math.Abs(sum-1) > shareSlack {
 		return fmt.Errorf("sim: Config.Mix and Config.Periodic shares sum to %v: must sum to 1", sum)
+	}
+	if len(cfg.LastModified) > 0 {
+		lsum := 0.0
+		for i, c := range cfg.LastModified {
+			if !finiteNonNeg(c.Share) || c.Share > 1 {
+				return fmt.Errorf("sim: Config.LastModified[%d].Share = %v: must be in [0, 1]", i, c.Share)
+			}
+			if c.Mode > LMEveryRequest {
+				return fmt.Errorf("sim: Config.LastModified[%d].Mode = %d: unknown", i, c.Mode)
+			}
+			lsum += c.Share
+		}
+		if math.Abs(lsum-1) > shareSlack {
+			return fmt.Errorf("sim: Config.LastModified shares sum to %v: must sum to 1", lsum)
+		}
 	}
 	return nil
 }

@@ -91,6 +91,8 @@ type PageInfo struct {
 	Period time.Duration   `json:"period_ns,omitempty"`
 	Phases []time.Duration `json:"phases_ns,omitempty"`
 	Jitter time.Duration   `json:"jitter_ns,omitempty"`
+	// LastModified is how the page's server fills Last-Modified.
+	LastModified LastModifiedMode `json:"last_modified"`
 	// NoLastModified and Feed are the periodic class's (PeriodicClass).
 	NoLastModified bool   `json:"no_last_modified,omitempty"`
 	Feed           string `json:"feed,omitempty"`
@@ -180,12 +182,32 @@ func New(cfg Config) (*Sim, error) {
 	}
 	perm := rand.New(rand.NewPCG(splitmix(cfg.Seed), splitmix(^cfg.Seed))).Perm(cfg.Pages)
 
+	// Last-Modified behaviours: exact counts, and a permutation of their
+	// own so that they are independent of the change classes.
+	lmMode := make([]LastModifiedMode, cfg.Pages)
+	if len(cfg.LastModified) > 0 {
+		lshares := make([]float64, len(cfg.LastModified))
+		for i, c := range cfg.LastModified {
+			lshares[i] = c.Share
+		}
+		modes := make([]LastModifiedMode, 0, cfg.Pages)
+		for ci, n := range classCounts(lshares, cfg.Pages) {
+			for range n {
+				modes = append(modes, cfg.LastModified[ci].Mode)
+			}
+		}
+		lperm := rand.New(rand.NewPCG(splitmix(cfg.Seed^0x6c6d), splitmix(^cfg.Seed^0x6c6d))).Perm(cfg.Pages)
+		for i := range lmMode {
+			lmMode[i] = modes[lperm[i]]
+		}
+	}
+
 	daySec := cfg.Day.Seconds()
 	s.pages = make([]*page, cfg.Pages)
 	for i := range s.pages {
 		ci := class[perm[i]]
 		p := &page{index: i, host: i % cfg.Hosts, cacheVer: -1}
-		p.info = PageInfo{Index: i, Host: hostIP(p.host), HostIndex: p.host}
+		p.info = PageInfo{Index: i, Host: hostIP(p.host), HostIndex: p.host, LastModified: lmMode[i]}
 		if ci < len(cfg.Mix) {
 			rate := cfg.Mix[ci].Rate / daySec
 			p.kind, p.sched = "poisson", newSchedule(cfg.Seed, i, rate, nil)
@@ -196,6 +218,9 @@ func New(cfg Config) (*Sim, error) {
 			p.info.Rate = float64(len(pc.Phases)) / pc.Period.Seconds()
 			p.info.Period, p.info.Phases, p.info.Jitter = pc.Period, slices.Clone(pc.Phases), pc.Jitter
 			p.info.NoLastModified, p.info.Feed = pc.NoLastModified, pc.Feed
+			if pc.NoLastModified {
+				p.info.LastModified = LMNone
+			}
 		}
 		p.info.Kind = p.kind
 		p.info.RatePerDay = p.info.Rate * daySec
@@ -533,20 +558,23 @@ func (s *Sim) servePage(w http.ResponseWriter, r *http.Request, now time.Time, i
 	p.mu.Unlock()
 
 	rec.page, rec.version = int32(i), int32(ver)
-	lastMod := s.epoch.Add(last).UTC().Truncate(time.Second)
+	lastMod, hasLM := s.lastModified(i, now, last)
 	hdr := w.Header()
 	hdr.Set("Content-Type", feedContentType(p.info.Feed))
 	hdr.Set("ETag", etag)
-	if !p.info.NoLastModified {
+	if hasLM {
 		hdr.Set("Last-Modified", lastMod.Format(http.TimeFormat))
 	}
 
 	notModified := false
 	if inm := r.Header.Get("If-None-Match"); inm != "" {
 		notModified = etagMatches(inm, etag)
-	} else if ims := r.Header.Get("If-Modified-Since"); ims != "" && !p.info.NoLastModified {
+	} else if ims := r.Header.Get("If-Modified-Since"); ims != "" && hasLM {
+		// A server answers If-Modified-Since from the date it sends, true
+		// or not: a constant date answers 304 to a changed page, which is
+		// why clients prefer the ETag.
 		if t, err := http.ParseTime(ims); err == nil && !t.After(now) && !lastMod.After(t) {
-			sharedSecond := ver > 1 && s.epoch.Add(prev).UTC().Truncate(time.Second).Equal(lastMod)
+			sharedSecond := p.info.LastModified == LMTrue && ver > 1 && s.epoch.Add(prev).UTC().Truncate(time.Second).Equal(lastMod)
 			notModified = t.Sub(lastMod) >= time.Second || !sharedSecond
 		}
 	}
@@ -557,6 +585,52 @@ func (s *Sim) servePage(w http.ResponseWriter, r *http.Request, now time.Time, i
 		return
 	}
 	s.writeBody(w, r, body, http.StatusOK, rec)
+}
+
+// lastModifiedAt is the Last-Modified header page i's server sends to a
+// request at `at` (one-second resolution, as HTTP dates), and false when it
+// sends none: the value the page serves over HTTP. It panics if i is out
+// of range.
+func (s *Sim) lastModifiedAt(i int, at time.Time) (time.Time, bool) {
+	p := s.pages[i]
+	p.mu.Lock()
+	ver := p.sched.countAt(at.Sub(s.epoch))
+	var last time.Duration
+	if ver > 0 {
+		last = p.sched.times[ver-1]
+	}
+	p.mu.Unlock()
+	return s.lastModified(i, at, last)
+}
+
+// LastModifiedFor is the Last-Modified header page i's server would send at
+// `at` if its last change had been at offset lastChange from the epoch (0:
+// none yet): LastModified for a caller that keeps its own change times
+// (the virtual benchmark, whose drift workload splices two sims).
+func (s *Sim) LastModifiedFor(i int, at time.Time, lastChange time.Duration) (time.Time, bool) {
+	return s.lastModified(i, at, lastChange)
+}
+
+// lastModified is the header of page i at now whose last change was at
+// offset last.
+func (s *Sim) lastModified(i int, now time.Time, last time.Duration) (time.Time, bool) {
+	var t time.Time
+	switch s.pages[i].info.LastModified {
+	case LMNone:
+		return time.Time{}, false
+	case LMResponseTime:
+		t = now
+	case LMConstant:
+		t = s.epoch.Add(-30 * s.cfg.Day)
+	case LMEveryRequest:
+		// A pseudo-random lag of 5–50 % of a day, drawn afresh for every
+		// request time: the date moves although the content does not.
+		u := float64(splitmix(s.cfg.Seed^uint64(i)*0x9e3779b97f4a7c15^uint64(now.UnixNano()))>>11) / float64(uint64(1)<<53)
+		t = now.Add(-time.Duration((0.05 + 0.45*u) * float64(s.cfg.Day)))
+	default:
+		t = s.epoch.Add(last)
+	}
+	return t.UTC().Truncate(time.Second), true
 }
 
 func (s *Sim) writeBody(w http.ResponseWriter, r *http.Request, body []byte, status int, rec *record) {

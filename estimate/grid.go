@@ -1,0 +1,453 @@
+package estimate
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// LogGrid is a grid of change rates equally spaced in u = ln λ: node k is
+// u_k = Lo + k·Step, k = 0 … N−1. It carries the population priors of
+// GridPrior, so that a prior can take any shape (a mixture of the daily,
+// weekly and yearly pages of a real collection is far from a Gamma).
+type LogGrid struct {
+	Lo   float64 // ln λ of the first node
+	Step float64 // spacing in ln λ
+	N    int     // number of nodes
+}
+
+// MaxGridNodes bounds LogGrid.N, so that a posterior fits in fixed arrays.
+const MaxGridNodes = 128
+
+// NewLogGrid returns the grid of n nodes from rate lo to rate hi.
+func NewLogGrid(lo, hi float64, n int) (LogGrid, error) {
+	if !(lo > 0) || !(hi > lo) || math.IsInf(hi, 1) {
+		return LogGrid{}, fmt.Errorf("%w: grid rates [%v, %v], want 0 < lo < hi < +Inf", ErrInvalid, lo, hi)
+	}
+	g := LogGrid{Lo: math.Log(lo), N: n}
+	if n >= 2 {
+		g.Step = (math.Log(hi) - g.Lo) / float64(n-1)
+	}
+	return g, g.Validate()
+}
+
+// Validate reports the first invalid field.
+func (g LogGrid) Validate() error {
+	switch {
+	case math.IsNaN(g.Lo) || math.IsInf(g.Lo, 0):
+		return fmt.Errorf("%w: LogGrid.Lo = %v, want finite", ErrInvalid, g.Lo)
+	case !(g.Step > 0) || math.IsInf(g.Step, 1):
+		return fmt.Errorf("%w: LogGrid.Step = %v, want positive and finite", ErrInvalid, g.Step)
+	case g.N < 2 || g.N > MaxGridNodes:
+		return fmt.Errorf("%w: LogGrid.N = %d, want in [2, %d]", ErrInvalid, g.N, MaxGridNodes)
+	}
+	return nil
+}
+
+// U is ln λ at node k.
+func (g LogGrid) U(k int) float64 { return g.Lo + float64(k)*g.Step }
+
+// Rate is λ at node k.
+func (g LogGrid) Rate(k int) float64 { return math.Exp(g.U(k)) }
+
+// priorFloor is the share of every prior spread evenly over the grid, so
+// that no rate the grid covers is ever impossible: a page unlike any seen
+// before still gets a posterior that follows its own data.
+const priorFloor = 1e-4
+
+// GridPrior is a prior on ln λ over a LogGrid: a histogram whose bin k,
+// [u_k − Step/2, u_k + Step/2], holds mass w_k spread evenly (so that a
+// posterior can be integrated on a grid finer than the prior's). The zero
+// value is not usable; build one with NewGridPrior, LogNormalGridPrior or
+// FitGridPrior. A GridPrior is immutable, so one may be shared by
+// goroutines.
+type GridPrior struct {
+	grid LogGrid
+	logW []float64 // ln of the node masses, Σ w = 1
+}
+
+// NewGridPrior returns the prior with masses proportional to weights (one
+// per node, ≥ 0, not all 0), mixed with priorFloor of the uniform
+// distribution over the nodes.
+func NewGridPrior(g LogGrid, weights []float64) (GridPrior, error) {
+	if err := g.Validate(); err != nil {
+		return GridPrior{}, err
+	}
+	if len(weights) != g.N {
+		return GridPrior{}, fmt.Errorf("%w: %d prior weights for a grid of %d nodes", ErrInvalid, len(weights), g.N)
+	}
+	sum := 0.0
+	for k, w := range weights {
+		if !(w >= 0) || math.IsInf(w, 1) {
+			return GridPrior{}, fmt.Errorf("%w: prior weight[%d] = %v, want finite and >= 0", ErrInvalid, k, w)
+		}
+		sum += w
+	}
+	if !(sum > 0) {
+		return GridPrior{}, fmt.Errorf("%w: prior weights sum to %v, want > 0", ErrInvalid, sum)
+	}
+	p := GridPrior{grid: g, logW: make([]float64, g.N)}
+	for k, w := range weights {
+		p.logW[k] = math.Log((1-priorFloor)*w/sum + priorFloor/float64(g.N))
+	}
+	return p, nil
+}
+
+// LogNormalGridPrior is the prior whose ln λ is normal with the given
+// median rate and standard deviation sigma, on grid g: a broad,
+// uncommitted start before the collection has taught anything. Unlike a
+// Gamma prior it has no sharp upper tail, so a page that changes far
+// faster than the median is not held down by the prior's pseudo-exposure.
+func LogNormalGridPrior(g LogGrid, median, sigma float64) (GridPrior, error) {
+	if !(median > 0) || math.IsInf(median, 1) || !(sigma > 0) || math.IsInf(sigma, 1) {
+		return GridPrior{}, fmt.Errorf("%w: log-normal prior median %v sigma %v, want both positive and finite", ErrInvalid, median, sigma)
+	}
+	w := make([]float64, g.N)
+	mu := math.Log(median)
+	for k := range w {
+		d := (g.U(k) - mu) / sigma
+		w[k] = math.Exp(-0.5 * d * d)
+	}
+	return NewGridPrior(g, w)
+}
+
+// Grid is the prior's grid.
+func (p GridPrior) Grid() LogGrid { return p.grid }
+
+// Valid reports whether p was built by one of the constructors.
+func (p GridPrior) Valid() bool { return len(p.logW) == p.grid.N && p.grid.N >= 2 }
+
+// Weights returns the node masses (a copy).
+func (p GridPrior) Weights() []float64 {
+	w := make([]float64, len(p.logW))
+	for k, l := range p.logW {
+		w[k] = math.Exp(l)
+	}
+	return w
+}
+
+// Mean is the prior mean of λ.
+func (p GridPrior) Mean() float64 {
+	h := p.grid.Step / 2
+	m := 0.0
+	for k, l := range p.logW {
+		m += math.Exp(l+p.grid.U(k)) * math.Sinh(h) / h
+	}
+	return m
+}
+
+// CDF is the prior probability that λ ≤ lambda.
+func (p GridPrior) CDF(lambda float64) float64 {
+	u := math.Log(lambda)
+	g := p.grid
+	c := 0.0
+	for k, l := range p.logW {
+		lo := g.U(k) - g.Step/2
+		switch {
+		case u >= lo+g.Step:
+			c += math.Exp(l)
+		case u > lo:
+			c += math.Exp(l) * (u - lo) / g.Step
+		}
+	}
+	return math.Min(c, 1)
+}
+
+// logDensity is the log of the prior density of u: its bin's mass over
+// the bin's width, −Inf outside the grid.
+func (p GridPrior) logDensity(u float64) float64 {
+	g := p.grid
+	k := int(math.Floor((u-g.Lo)/g.Step + 0.5))
+	if k < 0 || k >= g.N {
+		return math.Inf(-1)
+	}
+	return p.logW[k] - math.Log(g.Step)
+}
+
+// likelihood is the log-likelihood of a State's statistics as a function
+// of u = ln λ:
+//
+//	ℓ(u) = a·u − r·e^u + Σ_k c_k·ln(1 − e^{−e^u·t_k}),
+//
+// with a the Last-Modified changes, r the exposure and (c_k, t_k) the
+// buckets of changed bit-only fetches (State's doc).
+type likelihood struct {
+	a, r float64
+	c, t [numBuckets]float64
+	k    int
+}
+
+func (s *State) likelihood() likelihood {
+	l := likelihood{a: float64(s.lmChanges), r: s.exposure}
+	for k := range s.count {
+		if s.count[k] > 0 {
+			l.c[l.k], l.t[l.k] = float64(s.count[k]), float64(s.sumT[k]/s.count[k])
+			l.k++
+		}
+	}
+	return l
+}
+
+func (l *likelihood) at(u float64) float64 {
+	lam := math.Exp(u)
+	v := l.a*u - l.r*lam
+	for i := 0; i < l.k; i++ {
+		v += l.c[i] * log1mexp(lam*l.t[i])
+	}
+	return v
+}
+
+// log1mexp is ln(1 − e^{−x}) for x > 0, accurate at both ends.
+func log1mexp(x float64) float64 {
+	if x < math.Ln2 {
+		return math.Log(-math.Expm1(-x))
+	}
+	return math.Log1p(-math.Exp(-x))
+}
+
+// posteriorPoints bounds the points a posterior is integrated on.
+const posteriorPoints = 256
+
+// posteriorSpan is how far (in log-posterior) below its peak the
+// posterior is still integrated: e^{−30} of the peak is far below any
+// figure the scheduler uses.
+const posteriorSpan = 30
+
+// RatePosterior is the posterior distribution of λ for one URL: masses on
+// points of ln λ, each the centre of a cell of equal width. It is a value
+// type of fixed size, so computing one allocates nothing.
+type RatePosterior struct {
+	n    int
+	h    float64 // cell width in ln λ
+	u, w [posteriorPoints]float64
+}
+
+// Posterior is the posterior of λ given the observations summarised in s,
+// under the prior p: prior density × likelihood, normalised. The
+// likelihood is the censored one of the changed bit (a run of changed
+// fetches bounds λ from below only, so there the prior decides the upper
+// tail: the collection's own distribution of rates, when p was fitted by
+// FitGridPrior) together with the exact one of trusted Last-Modified
+// times.
+//
+// It is computed in two passes: the log-posterior at the prior's nodes
+// finds where the mass is (every bin whose node is within e^{−30} of the
+// peak, plus one bin each side), and the posterior is then integrated by
+// the midpoint rule on about 96 cells across them, two to 32 a bin: finer
+// than the prior's bins, because a well-observed rate is known far more
+// precisely than their width, and aligned with them, so that the prior is
+// constant over every cell. The tests check it against numerical
+// integration.
+func (p GridPrior) Posterior(s State) RatePosterior {
+	var post RatePosterior
+	g := p.grid
+	l := s.likelihood()
+	var lp [MaxGridNodes]float64
+	peak := math.Inf(-1)
+	for k := 0; k < g.N; k++ {
+		lp[k] = p.logW[k] + l.at(g.U(k))
+		peak = math.Max(peak, lp[k])
+	}
+	lo, hi := -1, -1
+	for k := 0; k < g.N; k++ {
+		if lp[k] >= peak-posteriorSpan {
+			if lo < 0 {
+				lo = k
+			}
+			hi = k
+		}
+	}
+	if lo < 0 {
+		// No node has a finite posterior (cannot happen with a valid
+		// prior and State): fall back to the prior.
+		lo, hi = 0, g.N-1
+		l = likelihood{}
+	}
+	a, b := max(lo-1, 0), min(hi+1, g.N-1)
+	per := min(max(96/(b-a+1), 2), 32)
+	post.n = per * (b - a + 1)
+	post.h = g.Step / float64(per)
+	var fl [posteriorPoints]float64
+	top := math.Inf(-1)
+	for k := a; k <= b; k++ {
+		for m := range per {
+			j := (k-a)*per + m
+			u := g.U(k) - g.Step/2 + (float64(m)+0.5)*post.h
+			post.u[j] = u
+			fl[j] = p.logW[k] + l.at(u)
+			top = math.Max(top, fl[j])
+		}
+	}
+	sum := 0.0
+	for j := 0; j < post.n; j++ {
+		post.w[j] = math.Exp(fl[j] - top)
+		sum += post.w[j]
+	}
+	post.normalise(sum)
+	return post
+}
+
+func (p *RatePosterior) normalise(sum float64) {
+	for j := 0; j < p.n; j++ {
+		p.w[j] /= sum
+	}
+}
+
+// Mean is the posterior mean of λ.
+func (p *RatePosterior) Mean() float64 {
+	m := 0.0
+	for j := 0; j < p.n; j++ {
+		m += p.w[j] * math.Exp(p.u[j])
+	}
+	return m
+}
+
+// HarmonicMean is 1/E[1/λ]. For a decision between fetching a page and
+// giving it up it is the rate that decides: one more fetch per unit time
+// of a page fetched rarely buys w/λ (docs/design.md §3.2), so under
+// uncertainty it buys E[w/λ] = w/HarmonicMean. It is far less swayed than
+// the mean by a posterior's long upper tail (a page seen changed at every
+// fetch may change very fast, or merely fast).
+func (p *RatePosterior) HarmonicMean() float64 {
+	m := 0.0
+	for j := 0; j < p.n; j++ {
+		m += p.w[j] * math.Exp(-p.u[j])
+	}
+	return 1 / m
+}
+
+// Expect is the posterior expectation of f(λ).
+func (p *RatePosterior) Expect(f func(lambda float64) float64) float64 {
+	m := 0.0
+	for j := 0; j < p.n; j++ {
+		m += p.w[j] * f(math.Exp(p.u[j]))
+	}
+	return m
+}
+
+// CDF is the posterior probability that λ ≤ lambda, each mass spread
+// evenly over its cell.
+func (p *RatePosterior) CDF(lambda float64) float64 {
+	if !(lambda > 0) {
+		return 0
+	}
+	u := math.Log(lambda)
+	c := 0.0
+	for j := 0; j < p.n; j++ {
+		lo := p.u[j] - p.h/2
+		switch {
+		case u >= lo+p.h:
+			c += p.w[j]
+		case u > lo:
+			c += p.w[j] * (u - lo) / p.h
+		}
+	}
+	return math.Min(c, 1)
+}
+
+// Quantile is the λ below which the posterior has mass q (0 < q < 1).
+func (p *RatePosterior) Quantile(q float64) float64 {
+	c := 0.0
+	for j := 0; j < p.n; j++ {
+		if c+p.w[j] >= q && p.w[j] > 0 {
+			f := (q - c) / p.w[j]
+			return math.Exp(p.u[j] - p.h/2 + f*p.h)
+		}
+		c += p.w[j]
+	}
+	return math.Exp(p.u[p.n-1] + p.h/2)
+}
+
+// SummaryQuantiles is the number of quantiles a Summary keeps.
+const SummaryQuantiles = 8
+
+// Summary is a posterior in 48 bytes, as the scheduler keeps one per URL:
+// its mean and harmonic mean, and the quantiles of ln λ at probabilities
+// (j + ½)/8, which serve both as eight equally likely rates
+// (expectations) and as knots of the distribution function. The zero
+// Summary means "no posterior".
+type Summary struct {
+	Mean, Harmonic float64
+	Q              [SummaryQuantiles]float32
+}
+
+// Summary compresses the posterior.
+func (p *RatePosterior) Summary() Summary {
+	s := Summary{Mean: p.Mean(), Harmonic: p.HarmonicMean()}
+	j, c := 0, 0.0
+	for k := range SummaryQuantiles {
+		q := (float64(k) + 0.5) / SummaryQuantiles
+		for j < p.n-1 && c+p.w[j] < q {
+			c += p.w[j]
+			j++
+		}
+		f := 0.5
+		if p.w[j] > 0 {
+			f = math.Min(math.Max((q-c)/p.w[j], 0), 1)
+		}
+		s.Q[k] = float32(p.u[j] - p.h/2 + f*p.h)
+	}
+	return s
+}
+
+// Valid reports whether s holds a posterior.
+func (s *Summary) Valid() bool { return s.Mean > 0 && !math.IsInf(s.Mean, 1) }
+
+// Rate is the j-th of the eight equally likely rates.
+func (s *Summary) Rate(j int) float64 { return math.Exp(float64(s.Q[j])) }
+
+// ExpectFresh is E[e^{−λa}]: the probability that a copy taken a ago is
+// still current (docs/design.md §3.3, "an honest model").
+func (s *Summary) ExpectFresh(a float64) float64 {
+	if !(a > 0) {
+		return 1
+	}
+	m := 0.0
+	for j := range SummaryQuantiles {
+		m += math.Exp(-a * s.Rate(j))
+	}
+	return m / SummaryQuantiles
+}
+
+// Expect is the posterior expectation of f(λ) over the eight rates.
+func (s *Summary) Expect(f func(lambda float64) float64) float64 {
+	m := 0.0
+	for j := range SummaryQuantiles {
+		m += f(s.Rate(j))
+	}
+	return m / SummaryQuantiles
+}
+
+// CDF is the probability that λ ≤ lambda: piecewise linear in ln λ
+// through the quantile knots, reaching 0 and 1 half a knot spacing beyond
+// the first and last knots.
+func (s *Summary) CDF(lambda float64) float64 {
+	if !(lambda > 0) {
+		return 0
+	}
+	u := math.Log(lambda)
+	const k = SummaryQuantiles
+	q := func(j int) float64 { return float64(s.Q[j]) }
+	lo := q(0) - 0.5*(q(1)-q(0))
+	hi := q(k-1) + 0.5*(q(k-1)-q(k-2))
+	switch {
+	case u <= lo:
+		return 0
+	case u >= hi:
+		return 1
+	case u < q(0):
+		return 0.5 / k * (u - lo) / (q(0) - lo)
+	case u >= q(k-1):
+		if hi == q(k-1) {
+			return 1
+		}
+		return (k-0.5)/k + 0.5/k*(u-q(k-1))/(hi-q(k-1))
+	}
+	j := sort.Search(k, func(i int) bool { return q(i) > u }) - 1
+	span := q(j+1) - q(j)
+	f := 0.5
+	if span > 0 {
+		f = (u - q(j)) / span
+	}
+	return (float64(j) + 0.5 + f) / k
+}
