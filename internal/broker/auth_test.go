@@ -1,12 +1,14 @@
 package broker
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"io"
 	"log/slog"
 	"math/big"
@@ -289,3 +291,37 @@ func newNKey(t *testing.T, create func() (nkeys.KeyPair, error)) (seed, pub stri
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// TestWrongCredentialsCloseTheLink: a Link is retried forever while the
+// server is down, but not when the server refuses its credentials: nats.go
+// closes the connection after the second refusal, and WaitConnected
+// returns at once with the reason and the flags to check rather than
+// waiting until its context ends.
+func TestWrongCredentialsCloseTheLink(t *testing.T) {
+	s := startAuthServer(t, func(o *server.Options) {
+		o.Users = []*server.User{{Username: "crawler", Password: "pa55-w0rd"}}
+	})
+	opts, err := Auth{User: "crawler", Password: "wrong"}.Options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Dial(s.ClientURL(), "wrong-password", quietLog(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.NC.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = l.WaitConnected(ctx)
+	if !errors.Is(err, ErrNATSRefused) || !errors.Is(err, nats.ErrAuthorization) || !strings.Contains(err.Error(), "--nats-password") {
+		t.Fatalf("WaitConnected with a wrong password: %v, want ErrNATSRefused wrapping nats.ErrAuthorization and naming --nats-password", err)
+	}
+	select {
+	case <-l.Closed():
+	default:
+		t.Fatal("Closed not closed after the refusal")
+	}
+	if st := l.State(); st.State != "closed" || st.LastError == "" {
+		t.Fatalf("state %+v, want closed with the last error", st)
+	}
+}

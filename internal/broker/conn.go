@@ -14,16 +14,21 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Link is a NATS connection that never gives up: it is returned before the
-// first connection succeeds (a process starts when NATS is not up yet),
-// and reconnects with backoff, forever, whenever the connection drops. It
+// Link is a NATS connection that never gives up on a server that is
+// down: it is returned before the first connection succeeds (a process
+// starts when NATS is not up yet), and reconnects with backoff, forever,
+// whenever the connection drops. It does give up when the server refuses
+// the credentials twice in a row (nats.go's rule): no retry can fix that,
+// so the connection is closed and Closed and WaitConnected say why. It
 // keeps the connection's state for status and /healthz.
 type Link struct {
 	NC *nats.Conn
 	JS jetstream.JetStream
 
-	mu    sync.Mutex
-	state LinkState
+	mu       sync.Mutex
+	state    LinkState
+	closed   chan struct{} // closed when the connection is closed for good
+	closeErr error         // why, once closed (nil: closed by Close)
 }
 
 // LinkState is what status and /healthz show of a NATS connection.
@@ -65,7 +70,7 @@ func backoff(attempt int) time.Duration {
 // option. opts come after freshcrawl's own: Auth.Options gives those of
 // a cluster that requires credentials or TLS.
 func Dial(url, name string, log *slog.Logger, opts ...nats.Option) (*Link, error) {
-	l := &Link{state: LinkState{State: "connecting", URL: url, Since: time.Now()}}
+	l := &Link{state: LinkState{State: "connecting", URL: url, Since: time.Now()}, closed: make(chan struct{})}
 	set := func(state string, c *nats.Conn, err error) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -105,7 +110,20 @@ func Dial(url, name string, log *slog.Logger, opts ...nats.Option) (*Link, error
 			set("connected", c, nil)
 			log.Info("NATS reconnected", "url", c.ConnectedUrlRedacted())
 		}),
-		nats.ClosedHandler(func(c *nats.Conn) { set("closed", c, nil) }),
+		nats.ClosedHandler(func(c *nats.Conn) {
+			err := c.LastError()
+			set("closed", c, err)
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if l.closeErr == nil && err != nil {
+				l.closeErr = closedError(l.state.URL, err)
+			}
+			select {
+			case <-l.closed:
+			default:
+				close(l.closed)
+			}
+		}),
 		nats.ErrorHandler(func(c *nats.Conn, _ *nats.Subscription, err error) {
 			set(l.State().State, c, err)
 			log.Warn("NATS error", "err", err)
@@ -133,7 +151,35 @@ func (l *Link) State() LinkState {
 	return l.state
 }
 
-// WaitConnected blocks until the link is connected or ctx ends.
+// Closed is closed when the connection is closed for good: by Close, or
+// by nats.go when the server refused the credentials twice in a row.
+func (l *Link) Closed() <-chan struct{} { return l.closed }
+
+// Err is why the connection was closed for good: an error that wraps
+// ErrNATSRefused with the connection's last error (the server's reason)
+// and what to check. It is nil while the connection is open, and when it
+// was closed with no error pending.
+func (l *Link) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closeErr
+}
+
+// ErrNATSRefused is wrapped by the error of a connection that the server
+// closed for good, typically for wrong credentials.
+var ErrNATSRefused = errors.New("NATS refused the connection")
+
+func closedError(url string, err error) error {
+	hint := ""
+	if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || errors.Is(err, nats.ErrAuthRevoked) ||
+		errors.Is(err, nats.ErrAccountAuthExpired) || strings.Contains(strings.ToLower(err.Error()), "authoriz") {
+		hint = " (check --nats-user and --nats-password, --nats-token, --nats-nkey or --nats-creds)"
+	}
+	return fmt.Errorf("%w at %s: %w%s", ErrNATSRefused, url, err, hint)
+}
+
+// WaitConnected blocks until the link is connected, the connection is
+// closed for good (it returns Err), or ctx ends.
 func (l *Link) WaitConnected(ctx context.Context) error {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
@@ -141,6 +187,11 @@ func (l *Link) WaitConnected(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for NATS at %s: %w", l.State().URL, ctx.Err())
+		case <-l.closed:
+			if err := l.Err(); err != nil {
+				return err
+			}
+			return fmt.Errorf("waiting for NATS at %s: %w: the connection was closed", l.State().URL, ErrNATSRefused)
 		case <-t.C:
 		}
 	}

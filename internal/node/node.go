@@ -244,6 +244,23 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	if err := link.WaitConnected(ctx); err != nil {
 		return nil, err
 	}
+	// A connection nats.go closes for good (credentials refused after a
+	// server restart or a revocation) cannot come back: stop the process
+	// with the reason rather than run on without NATS.
+	n.goRun(func() error {
+		select {
+		case <-rctx.Done():
+			return nil
+		case <-link.Closed():
+			if rctx.Err() != nil {
+				return nil
+			}
+			if err := link.Err(); err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: the connection to %s was closed", broker.ErrNATSRefused, n.NATSURL)
+		}
+	})
 	settings := brokerSettings(cfg)
 	if roles.Coordinator {
 		if err := n.startCoordinator(ctx, rctx, o, settings); err != nil {

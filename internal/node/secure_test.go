@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -31,6 +32,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/config"
 	"github.com/freshcrawl/freshcrawl/internal/node"
 )
@@ -292,6 +294,20 @@ func TestCoordinatorAndWorkerWithTokenAndNKey(t *testing.T) {
 			waitFor(t, 20*time.Second, "the worker's heartbeat at the coordinator", func() bool {
 				return slices.Contains(coord.Coordinator.Status().Workers, cfg.WorkerID)
 			})
+
+			// Wrong credentials are not retried forever: nats.go closes
+			// the connection after the second refusal, and Start says why
+			// instead of waiting for NATS until ctx ends.
+			bad := cfg
+			bad.NATSToken, bad.NATSNKey, bad.WorkerID = "not-the-token", "", "w-bad-"+c.name
+			wb, err := node.Start(ctx, node.Options{Config: bad, Roles: node.Roles{Workers: 1}, Log: quietLog()})
+			if err == nil {
+				wb.Stop()
+				t.Fatal("a worker with wrong credentials started")
+			}
+			if !errors.Is(err, broker.ErrNATSRefused) || !strings.Contains(err.Error(), "--nats-token") {
+				t.Fatalf("a worker with wrong credentials: %v, want broker.ErrNATSRefused naming the credential flags", err)
+			}
 		})
 	}
 }
