@@ -102,3 +102,21 @@ func BenchmarkDiff(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkExtractor is BenchmarkExtract/visible through an Extractor,
+// hash included, as the worker runs it: the buffers are recycled and an
+// unchanged page's text never becomes a string.
+func BenchmarkExtractor(b *testing.B) {
+	page := benchPage(b)
+	r := mustCompile(b, "", proto.IgnoreRules{})
+	e := NewExtractor()
+	b.SetBytes(int64(len(page)))
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := e.Extract(r, page, fetch.HTML)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Release()
+	}
+}

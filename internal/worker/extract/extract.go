@@ -20,9 +20,9 @@ import (
 	"math"
 	"regexp"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/andybalholm/cascadia"
@@ -164,19 +164,9 @@ func (r *Rules) Extract(body []byte, class fetch.Class) (text string, err error)
 
 // htmlText renders the text of interest of an HTML body, normalised.
 func (r *Rules) htmlText(body []byte) (string, error) {
-	if r.selector == nil && len(r.ignore) == 0 {
-		bp := textBufs.Get().(*[]byte)
-		buf, ok := streamText(body, (*bp)[:0])
-		var text string
-		if ok {
-			text = normalize(buf)
-		}
-		if cap(buf) <= maxPooledBuf {
-			*bp = buf[:0]
-			textBufs.Put(bp)
-		}
-		if ok {
-			return text, nil
+	if r.streams() {
+		if buf, ok := streamText(body, nil); ok {
+			return normalize(buf), nil
 		}
 	}
 	raw, err := r.domText(body)
@@ -186,13 +176,9 @@ func (r *Rules) htmlText(body []byte) (string, error) {
 	return normalize(raw), nil
 }
 
-// textBufs recycles the buffers streamText renders into: one per page
-// would otherwise be most of what extraction allocates. A sync.Pool is
-// safe for concurrent workers and holds nothing between uses that matters.
-var textBufs = sync.Pool{New: func() any { return new([]byte) }}
-
-// maxPooledBuf keeps a rare huge page from pinning its buffer in the pool.
-const maxPooledBuf = 1 << 20
+// streams reports whether the rules' text can be read off the token
+// stream (no selector, no ignore selectors).
+func (r *Rules) streams() bool { return r.selector == nil && len(r.ignore) == 0 }
 
 // domText parses body into a tree and renders the text of interest with
 // line breaks at block boundaries (not yet normalised): the
@@ -500,8 +486,15 @@ func canonicalText(body []byte) string {
 // It runs on every fetched page, so runs of printable ASCII — nearly all
 // of most pages — are copied whole rather than rune by rune.
 func normalize[T string | []byte](s T) string {
-	var b strings.Builder
-	b.Grow(len(s))
+	b := appendNormalized(make([]byte, 0, len(s)), s)
+	// b is not written again: the string shares its bytes, as
+	// strings.Builder's does, rather than copying the whole page's text.
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// appendNormalized appends normalize(s) to dst.
+func appendNormalized[T string | []byte](dst []byte, s T) []byte {
+	start := len(dst)
 	space, lineStarted := false, false
 	for i := 0; i < len(s); {
 		if c := s[i]; c > 0x20 && c < 0x7f {
@@ -510,9 +503,9 @@ func normalize[T string | []byte](s T) string {
 				j++
 			}
 			if space && lineStarted {
-				b.WriteByte(' ')
+				dst = append(dst, ' ')
 			}
-			b.WriteString(string(s[i:j]))
+			dst = append(dst, s[i:j]...)
 			space, lineStarted = false, true
 			i = j
 			continue
@@ -525,7 +518,7 @@ func normalize[T string | []byte](s T) string {
 		switch {
 		case c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == '\u2028' || c == '\u2029' || c == '\u0085':
 			if lineStarted {
-				b.WriteByte('\n')
+				dst = append(dst, '\n')
 			}
 			space, lineStarted = false, false
 			continue
@@ -539,16 +532,19 @@ func normalize[T string | []byte](s T) string {
 			continue
 		}
 		if space && lineStarted {
-			b.WriteByte(' ')
+			dst = append(dst, ' ')
 		}
 		if c == utf8.RuneError && size == 1 {
-			b.WriteString("\uFFFD") // an invalid byte
+			dst = append(dst, "\uFFFD"...) // an invalid byte
 		} else {
-			b.WriteString(string(s[i-size : i]))
+			dst = append(dst, s[i-size:i]...)
 		}
 		space, lineStarted = false, true
 	}
-	return strings.TrimSuffix(b.String(), "\n")
+	if len(dst) > start && dst[len(dst)-1] == '\n' {
+		dst = dst[:len(dst)-1]
+	}
+	return dst
 }
 
 // blank removes every match of the ignore patterns. Patterns are matched
