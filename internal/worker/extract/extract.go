@@ -498,9 +498,17 @@ func appendNormalized[T string | []byte](dst []byte, s T) []byte {
 	space, lineStarted := false, false
 	for i := 0; i < len(s); {
 		if c := s[i]; c > 0x20 && c < 0x7f {
+			// A run of printable ASCII, with the single spaces between its
+			// words: they stay as they are, so a line of prose is one copy.
 			j := i + 1
-			for j < len(s) && s[j] > 0x20 && s[j] < 0x7f {
-				j++
+			for j < len(s) {
+				if c := s[j]; c > 0x20 && c < 0x7f {
+					j++
+				} else if c == ' ' && j+1 < len(s) && s[j+1] > 0x20 && s[j+1] < 0x7f {
+					j += 2
+				} else {
+					break
+				}
 			}
 			if space && lineStarted {
 				dst = append(dst, ' ')
