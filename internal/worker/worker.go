@@ -670,6 +670,14 @@ func (w *Worker) work(ctx context.Context, stop <-chan struct{}, task proto.Task
 
 func (w *Worker) fetchPage(ctx context.Context, task proto.Task, res *proto.Result) {
 	resp := w.fetcher.Fetch(ctx, fetch.Request{URL: task.URL, ETag: task.ETag, LastModified: task.LastModified})
+	defer func() {
+		// The body's buffer goes back for the next fetch unless the
+		// result carries the body (res.Raw) to be encoded later; text,
+		// hash and diff are copies.
+		if res.Raw == nil {
+			w.fetcher.Recycle(&resp)
+		}
+	}()
 	w.opts.Metrics.fetched(resp.Elapsed, resp.Bytes)
 	res.StartedAt = resp.Started
 	res.Status, res.FinalURL, res.Bytes, res.Truncated = resp.Status, resp.FinalURL, resp.Bytes, resp.Truncated
