@@ -57,7 +57,7 @@ func BenchmarkExtract(b *testing.B) {
 			b.SetBytes(int64(len(page)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := r.Extract(page, fetch.HTML); err != nil {
+				if _, err := r.extractText(page, fetch.HTML); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -6,8 +6,8 @@
 // and a line diff says what changed.
 //
 // It also hashes and diffs versions. Everything here is pure: no I/O, no
-// state, and it never panics on any input, because its input is whatever a
-// web server chose to send.
+// state but the buffers an Extractor recycles, and it never panics on any
+// input, because its input is whatever a web server chose to send.
 package extract
 
 import (
@@ -33,7 +33,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/worker/fetch"
 )
 
-// errNoMatch is returned by Extract when a selector matches nothing. It is
+// errNoMatch is returned by extractText when a selector matches nothing. It is
 // an error rather than empty text because a page whose layout changed would
 // otherwise look like a page whose content was deleted, and raise a false
 // change; the worker reports it as proto.ErrContent.
@@ -121,7 +121,7 @@ func Compile(selector string, ignore proto.IgnoreRules) (*Rules, error) {
 // MinChange is the threshold Significant should be called with.
 func (r *Rules) MinChange() float64 { return r.minChange }
 
-// Extract returns the normalised text of interest in body, which fetch has
+// extractText returns the normalised text of interest in body, which fetch has
 // already converted to UTF-8.
 //
 //   - HTML: the text of the selector's matches, each on its own line(s), or
@@ -131,13 +131,13 @@ func (r *Rules) MinChange() float64 { return r.minChange }
 //   - Text: the body itself; JSON is re-encoded with sorted keys, one value
 //     per line, so key order and formatting are not changes. Selectors do
 //     not apply.
-//   - Binary: "" — binaries are compared by HashBytes of the raw body.
+//   - Binary: "" — binaries are compared by hashBytes of the raw body.
 //
 // In every case whitespace is then normalised — runs of blanks collapse to
 // one space, lines are trimmed, empty lines dropped — and the ignore
 // patterns are blanked out, each line on its own (see blank). The result is
 // valid UTF-8.
-func (r *Rules) Extract(body []byte, class fetch.Class) (text string, err error) {
+func (r *Rules) extractText(body []byte, class fetch.Class) (text string, err error) {
 	defer func() {
 		// Last-resort guard: the parsers are fuzzed, but a worker must turn
 		// an unforeseen input into a failed task, not a crash.
@@ -572,9 +572,9 @@ func (r *Rules) blank(text string) string {
 	return b.String()
 }
 
-// Hash is the hex SHA-256 of an extracted text: the version identity the
+// hashText is the hex SHA-256 of an extracted text: the version identity the
 // coordinator compares to decide whether a page changed.
-func Hash(text string) string {
+func hashText(text string) string {
 	// Fed through a small buffer rather than as []byte(text): that
 	// conversion would copy the whole text of every fetched page.
 	h := sha256.New()
@@ -588,9 +588,9 @@ func Hash(text string) string {
 	return hex.EncodeToString(h.Sum(sum[:0]))
 }
 
-// HashBytes is the hex SHA-256 of a raw body, for Binary content which is
+// hashBytes is the hex SHA-256 of a raw body, for Binary content which is
 // compared by hash only.
-func HashBytes(b []byte) string {
+func hashBytes(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

@@ -38,7 +38,8 @@ func (e *Extractor) put(bp *[]byte) {
 // Page is an extracted page: its text's hash, and the text, which may live
 // in a buffer of the Extractor's until Release.
 type Page struct {
-	// Hash is Hash of the text (HashBytes of the body for Binary).
+	// Hash is the hex SHA-256 of the text (of the body, for Binary): the
+	// version identity the coordinator compares.
 	Hash string
 	str  string // the text, when it was made as a string
 	buf  *[]byte
@@ -64,23 +65,23 @@ func (p *Page) Release() {
 	}
 }
 
-// Extract extracts body by r, as r.Extract does, and hashes the text. A
+// Extract extracts body by r, as r.extractText does, and hashes the text. A
 // page with no selector, ignore selector or ignore pattern is rendered off
 // the token stream and normalised in recycled buffers, and hashed there.
 func (e *Extractor) Extract(r *Rules, body []byte, class fetch.Class) (page Page, err error) {
 	if class == fetch.Binary {
-		return Page{Hash: HashBytes(body)}, nil
+		return Page{Hash: hashBytes(body)}, nil
 	}
 	if class == fetch.HTML && r.streams() && r.blankRE == nil {
 		if p, ok := e.stream(body); ok {
 			return p, nil
 		}
 	}
-	text, err := r.Extract(body, class)
+	text, err := r.extractText(body, class)
 	if err != nil {
 		return Page{}, err
 	}
-	return Page{Hash: Hash(text), str: text}, nil
+	return Page{Hash: hashText(text), str: text}, nil
 }
 
 // stream renders body off the token stream into one pooled buffer,
@@ -88,7 +89,7 @@ func (e *Extractor) Extract(r *Rules, body []byte, class fetch.Class) (page Page
 // document needs the tree (see streamText).
 func (e *Extractor) stream(body []byte) (page Page, ok bool) {
 	defer func() {
-		// The same last-resort guard as Rules.Extract: the caller then
+		// The same last-resort guard as Rules.extractText: the caller then
 		// takes the tree path, which has its own.
 		if p := recover(); p != nil {
 			page, ok = Page{}, false

@@ -10,7 +10,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/worker/fetch"
 )
 
-// An Extractor's page has the text and hash Rules.Extract and Hash give,
+// An Extractor's page has the text and hash Rules.extractText and Hash give,
 // on every path: streamed HTML, HTML the stream hands to the tree, ignore
 // rules, plain text and binaries; and a page's text survives its buffer
 // being released and reused by the next page.
@@ -38,13 +38,13 @@ func TestExtractorMatchesRules(t *testing.T) {
 	var kept []struct{ want, got string }
 	for _, c := range cases {
 		r := mustCompile(t, c.sel, c.ig)
-		want, wantErr := r.Extract([]byte(c.body), c.class)
+		want, wantErr := r.extractText([]byte(c.body), c.class)
 		p, err := e.Extract(r, []byte(c.body), c.class)
 		if (err != nil) != (wantErr != nil) {
-			t.Fatalf("%s: error %v, Rules.Extract's %v", c.name, err, wantErr)
+			t.Fatalf("%s: error %v, Rules.extractText's %v", c.name, err, wantErr)
 		}
-		if got := p.Text(); got != want || p.Hash != Hash(want) {
-			t.Errorf("%s: text %q hash %s; want %q hash %s", c.name, got, p.Hash, want, Hash(want))
+		if got := p.Text(); got != want || p.Hash != hashText(want) {
+			t.Errorf("%s: text %q hash %s; want %q hash %s", c.name, got, p.Hash, want, hashText(want))
 		}
 		kept = append(kept, struct{ want, got string }{want, p.Text()})
 		p.Release()
@@ -58,8 +58,8 @@ func TestExtractorMatchesRules(t *testing.T) {
 	}
 	body := []byte{0x89, 'P', 'N', 'G', 0, 1, 2}
 	p, err := e.Extract(mustCompile(t, "", proto.IgnoreRules{}), body, fetch.Binary)
-	if err != nil || p.Hash != HashBytes(body) || p.Text() != "" {
-		t.Errorf("binary: hash %s text %q err %v; want hash %s, no text", p.Hash, p.Text(), err, HashBytes(body))
+	if err != nil || p.Hash != hashBytes(body) || p.Text() != "" {
+		t.Errorf("binary: hash %s text %q err %v; want hash %s, no text", p.Hash, p.Text(), err, hashBytes(body))
 	}
 }
 
@@ -77,9 +77,9 @@ func TestExtractorConcurrent(t *testing.T) {
 			for i := range 50 {
 				word := fmt.Sprintf("page-%d-%d", g, i)
 				body := "<html><body><h1>" + word + "</h1><p>" + strings.Repeat(word+" ", 100+i) + "</p></body></html>"
-				want, _ := r.Extract([]byte(body), fetch.HTML)
+				want, _ := r.extractText([]byte(body), fetch.HTML)
 				p, err := e.Extract(r, []byte(body), fetch.HTML)
-				if err != nil || p.Text() != want || p.Hash != Hash(want) {
+				if err != nil || p.Text() != want || p.Hash != hashText(want) {
 					errs <- fmt.Errorf("%s: text of %d bytes (want %d), err %v", word, len(p.Text()), len(want), err)
 					return
 				}
