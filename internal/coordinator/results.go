@@ -86,7 +86,10 @@ func (c *Coordinator) foldStream(ctx context.Context, it jetstream.MessagesConte
 				sleepCtx(ctx, time.Second)
 				return nil
 			}
+			// A status the iterator survives (it closes on the ones it
+			// does not): a short pause, so a repeated one cannot spin.
 			c.log.Warn("next result", "err", err)
+			sleepCtx(ctx, 100*time.Millisecond)
 			continue
 		}
 		msgs = append(msgs[:0], m)
