@@ -135,7 +135,10 @@ func Dial(url, name string, log *slog.Logger, opts ...nats.Option) (*Link, error
 	if nc.IsConnected() {
 		set("connected", nc, nil)
 	}
-	js, err := jetstream.New(nc)
+	// An async publish whose acknowledgement never comes (sent to a
+	// stream leader that died) is failed after publishAsyncTimeout rather
+	// than kept pending for ever: callers wait less than that themselves.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(publishAsyncTimeout))
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("JetStream context: %w", err)
@@ -282,3 +285,7 @@ func Retry(ctx context.Context, log *slog.Logger, what string, fn func(context.C
 		}
 	}
 }
+
+// publishAsyncTimeout bounds how long an async publish stays pending
+// without an acknowledgement.
+const publishAsyncTimeout = 30 * time.Second

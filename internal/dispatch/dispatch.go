@@ -66,6 +66,10 @@ type Options struct {
 // queued, so no result will come for it.
 var errDuplicate = errors.New("JetStream dropped the task as a duplicate of one published before")
 
+// errNoAck is a publish JetStream did not acknowledge within
+// publishTimeout, or before the dispatcher stopped.
+var errNoAck = fmt.Errorf("no acknowledgement within %s", publishTimeout)
+
 // flight is a task dispatched and not yet finished.
 type flight struct {
 	url string
@@ -151,15 +155,24 @@ func (d *Dispatcher) InFlightOf(urls []string) int {
 // Published is the number of tasks published so far.
 func (d *Dispatcher) Published() uint64 { return d.published.Load() }
 
+// publishWindow is the most tasks published before waiting for their
+// acknowledgements: they go out back to back (PublishAsync) and cost one
+// round trip to the server together instead of one each.
+const publishWindow = 256
+
 // Run dispatches due URLs until ctx is done: it takes the next due URL
 // from the scheduler (host spacing, one task in flight per host and the
 // saturated-host rule live in the scheduler's frontier) while fewer than
 // MaxInFlight tasks are in flight, waits for the global limiter, then
-// prepares and publishes the task. A task that cannot be published is
-// released and its URL tried again RetryAfter later.
+// prepares and publishes the task. Tasks the limiter lets go at once
+// (while it still has a token) join the same window of up to
+// publishWindow publishes, whose acknowledgements are awaited together. A
+// task that cannot be published is released and its URL tried again
+// RetryAfter later.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	batch := make([]proto.Task, 0, publishWindow)
 	for ctx.Err() == nil {
 		now := time.Now()
 		task, ok, next := d.take(now)
@@ -182,17 +195,26 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			d.Release(task.ID, now, now)
 			return nil
 		}
-		err := d.publish(ctx, task)
-		if errors.Is(err, errDuplicate) {
-			// Nothing will come back for it: free the host at once and
-			// give the URL a new due time, so a new task id.
-			d.o.Log.Warn("task dropped as a duplicate; will retry", "url", task.URL, "err", err)
-			d.Release(task.ID, now, now.Add(d.o.RetryAfter))
-			continue
+		batch = append(batch[:0], task)
+		// More tasks join the window only while the limiter has a token
+		// now: the budget (burst 1) holds for each task, and a window
+		// never waits for the limiter.
+		for len(batch) < publishWindow && d.limiter.Tokens() >= 1 {
+			t, ok, _ := d.take(now)
+			if !ok {
+				break
+			}
+			if !d.limiter.Allow() {
+				// Only this loop spends tokens, so this does not
+				// happen; waiting keeps the budget if it ever does.
+				if err := d.limiter.Wait(ctx); err != nil {
+					d.Release(t.ID, now, now)
+					break
+				}
+			}
+			batch = append(batch, t)
 		}
-		if err != nil {
-			d.o.Log.Warn("publish task failed; will retry", "url", task.URL, "err", err)
-			d.Release(task.ID, now, now.Add(d.o.RetryAfter))
+		if failed := d.publishAll(ctx, batch, now); failed {
 			t := time.NewTimer(d.o.RetryAfter)
 			select {
 			case <-ctx.Done():
@@ -202,6 +224,74 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// publishAll prepares and publishes a window of tasks and waits for their
+// acknowledgements. A task JetStream drops as a duplicate is released
+// with a new due time (so a new id); one that could not be prepared or
+// published is released RetryAfter later. It reports whether any publish
+// failed (not counting duplicates), for the caller to back off.
+func (d *Dispatcher) publishAll(ctx context.Context, tasks []proto.Task, now time.Time) (failed bool) {
+	futures := make([]jetstream.PubAckFuture, len(tasks))
+	errs := make([]error, len(tasks))
+	for i := range tasks {
+		futures[i], errs[i] = d.publishAsync(ctx, &tasks[i])
+	}
+	// A publish takes milliseconds; one sent to a stream leader that died
+	// gets no answer at all, and the window waits on it alone.
+	wait := time.NewTimer(publishTimeout)
+	defer wait.Stop()
+	late := false // past the deadline: take only the answers already in
+	for i, f := range futures {
+		if f == nil {
+			continue
+		}
+		var ack *jetstream.PubAck
+		var err error
+		if !late {
+			select {
+			case ack = <-f.Ok():
+			case err = <-f.Err():
+			case <-wait.C:
+				late = true
+			case <-ctx.Done():
+				late = true
+			}
+		}
+		if late && ack == nil && err == nil {
+			select {
+			case ack = <-f.Ok():
+			case err = <-f.Err():
+			default:
+			}
+		}
+		switch {
+		case ack != nil && ack.Duplicate:
+			errs[i] = fmt.Errorf("publish task %s: %w", tasks[i].ID, errDuplicate)
+		case ack != nil:
+		case err != nil:
+			errs[i] = fmt.Errorf("publish task %s: %w", tasks[i].ID, err)
+		default:
+			errs[i] = fmt.Errorf("publish task %s: %w", tasks[i].ID, errNoAck)
+		}
+	}
+	for i, err := range errs {
+		t := &tasks[i]
+		switch {
+		case err == nil:
+			d.published.Add(1)
+		case errors.Is(err, errDuplicate):
+			// Nothing will come back for it: free the host at once and
+			// give the URL a new due time, so a new task id.
+			d.o.Log.Warn("task dropped as a duplicate; will retry", "url", t.URL, "err", err)
+			d.Release(t.ID, now, now.Add(d.o.RetryAfter))
+		default:
+			d.o.Log.Warn("publish task failed; will retry", "url", t.URL, "err", err)
+			d.Release(t.ID, now, now.Add(d.o.RetryAfter))
+			failed = true
+		}
+	}
+	return failed
 }
 
 // take hands out the next due URL as a task and records it in flight.
@@ -233,27 +323,21 @@ func newTask(d schedule.Dispatch, now time.Time) proto.Task {
 	return proto.Task{V: proto.Version, ID: id, Kind: kind, URL: d.URL, Host: d.Host, IssuedAt: now, NotBefore: now, MinGap: d.Gap}
 }
 
-func (d *Dispatcher) publish(ctx context.Context, t proto.Task) error {
-	if err := d.o.Prepare(ctx, &t); err != nil {
-		return fmt.Errorf("prepare task %s: %w", t.ID, err)
+// publishAsync prepares a task and starts its publish; the future
+// answers with JetStream's acknowledgement.
+func (d *Dispatcher) publishAsync(ctx context.Context, t *proto.Task) (jetstream.PubAckFuture, error) {
+	if err := d.o.Prepare(ctx, t); err != nil {
+		return nil, fmt.Errorf("prepare task %s: %w", t.ID, err)
 	}
-	b, err := proto.Encode(t)
+	b, err := proto.Encode(*t)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	// A publish takes milliseconds; one sent to a stream leader that died
-	// gets no answer at all, and the dispatcher waits on it alone.
-	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
-	defer cancel()
-	ack, err := d.js.Publish(pctx, proto.TaskSubject(t.Kind), b, jetstream.WithMsgID(t.ID))
+	f, err := d.js.PublishAsync(proto.TaskSubject(t.Kind), b, jetstream.WithMsgID(t.ID))
 	if err != nil {
-		return fmt.Errorf("publish task %s: %w", t.ID, err)
+		return nil, fmt.Errorf("publish task %s: %w", t.ID, err)
 	}
-	if ack.Duplicate {
-		return fmt.Errorf("publish task %s: %w", t.ID, errDuplicate)
-	}
-	d.published.Add(1)
-	return nil
+	return f, nil
 }
 
 // end removes a task from the in-flight table; the caller holds the lock.

@@ -371,3 +371,59 @@ func TestRunReleasesDuplicateTask(t *testing.T) {
 		t.Errorf("%d tasks in flight, want only the one that was queued", d.InFlight())
 	}
 }
+
+// With a budget that never binds, due tasks go out in windows of
+// asynchronous publishes: every one is published once, counted and kept
+// in flight, and a duplicate inside a window is released alone and tried
+// again under a new id while the rest of its window stands.
+func TestRunPublishesWindowsWithADuplicate(t *testing.T) {
+	js := newJS(t)
+	now := time.Now()
+	const n = 2*publishWindow + 10
+	s := schedule.NewScheduler(schedule.SchedulerOptions{Budget: 1e6, HostRate: 100})
+	for i := range n {
+		s.Add(schedule.URLInfo{URL: fmt.Sprintf("http://h%d/x", i), Host: fmt.Sprintf("h%d", i), Weight: 1, Interval: time.Hour, NextDue: now}, now)
+	}
+	// One of them published before, as in TestRunReleasesDuplicateTask.
+	dup := newTask(schedule.Dispatch{URL: "http://h7/x", Host: "h7", Due: now}, now)
+	b, err := proto.Encode(dup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := js.Publish(ctx, proto.TaskSubject(dup.Kind), b, jetstream.WithMsgID(dup.ID)); err != nil {
+		t.Fatal(err)
+	}
+	d := New(js, s, Options{Budget: 1e6, MaxInFlight: 4 * n, RetryAfter: 200 * time.Millisecond, Log: quietLog()})
+	runDispatcher(t, d)
+	var tasks []proto.Task
+	// n tasks from the dispatcher (h7's under a new id), plus the one
+	// published before.
+	waitFor(t, "every URL's task on the stream and counted", func() bool {
+		tasks = published(t, js)
+		return len(tasks) == n+1 && d.Published() == n
+	})
+	perURL := map[string]int{}
+	ids := map[string]bool{}
+	for _, task := range tasks {
+		perURL[task.URL]++
+		if ids[task.ID] {
+			t.Errorf("task id %s on the stream twice", task.ID)
+		}
+		ids[task.ID] = true
+	}
+	for i := range n {
+		u := fmt.Sprintf("http://h%d/x", i)
+		want := 1
+		if u == dup.URL {
+			want = 2
+		}
+		if perURL[u] != want {
+			t.Errorf("%s: %d tasks on the stream, want %d", u, perURL[u], want)
+		}
+	}
+	if d.InFlight() != n {
+		t.Errorf("%d in flight, want %d (the duplicate released, its retry in flight)", d.InFlight(), n)
+	}
+}

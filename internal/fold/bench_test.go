@@ -17,10 +17,12 @@ import (
 // coordinator does: 1000 URLs on 50 hosts, a quarter of the fetches
 // finding a change (with a ~20 KiB text and a diff), the rest the same
 // hash. ns/op and allocs/op are per batch; the result/s metric is per
-// result.
+// result. The batch sizes span what the coordinator's result loop folds
+// in one transaction: 1 at a trickle, tens at a few hundred fetches a
+// second, up to foldBatch (256) at its ceiling.
 func BenchmarkFold(b *testing.B) {
 	const urls, hosts = 1000, 50
-	for _, batch := range []int{1, 64} {
+	for _, batch := range []int{1, 16, 64, 256} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			db, err := store.OpenDir(b.TempDir(), store.Options{})
 			if err != nil {

@@ -218,10 +218,18 @@ func startHostileWeb(t *testing.T) *hostileWeb {
 type hostileRig struct {
 	js      jetstream.JetStream
 	results jetstream.Consumer
+	tasks   jetstream.Consumer
 	worker  *Worker
 }
 
 func startHostileRig(t *testing.T, ignoreRobots bool) *hostileRig {
+	t.Helper()
+	return startRig(t, ignoreRobots, 10*time.Second, hostileTimeout)
+}
+
+// startRig is startHostileRig with the task consumer's AckWait and the
+// fetch timeout.
+func startRig(t *testing.T, ignoreRobots bool, ackWait, timeout time.Duration) *hostileRig {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	srv, err := broker.StartEmbedded(broker.EmbeddedOptions{Dir: filepath.Join(t.TempDir(), "nats"), Listen: "127.0.0.1:-1"})
@@ -235,7 +243,7 @@ func startHostileRig(t *testing.T, ignoreRobots bool) *hostileRig {
 	ctx, cancel := context.WithTimeout(context.Background(), hostileGuard)
 	defer cancel()
 	s := broker.DefaultSettings()
-	s.AckWait = 10 * time.Second
+	s.AckWait = ackWait
 	if err := broker.Ensure(ctx, js, s); err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +255,7 @@ func startHostileRig(t *testing.T, ignoreRobots bool) *hostileRig {
 	w := New(nc, js, robots.NewMemoryStore(), Options{
 		ID: "hostile", Concurrency: 2, IgnoreRobots: ignoreRobots, Log: quiet,
 		Fetch: fetch.Options{
-			UserAgent: "freshcrawl-test/1", Timeout: hostileTimeout, TLSTimeout: hostileTLSTimeout, MaxBody: hostileMaxBody,
+			UserAgent: "freshcrawl-test/1", Timeout: timeout, TLSTimeout: hostileTLSTimeout, MaxBody: hostileMaxBody,
 			// The production policy, except for the address the test's
 			// public servers listen on.
 			Refuse: func(ip netip.Addr) bool { return ip != public && fetch.IsBlockedIP(ip) },
@@ -265,7 +273,11 @@ func startHostileRig(t *testing.T, ignoreRobots bool) *hostileRig {
 		srv.Shutdown()
 		srv.WaitForShutdown()
 	})
-	return &hostileRig{js: js, results: results, worker: w}
+	tasks, err := js.Consumer(ctx, proto.TaskStream, proto.TaskConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &hostileRig{js: js, results: results, tasks: tasks, worker: w}
 }
 
 func (r *hostileRig) publish(t *testing.T, id, url, selector string) {

@@ -122,11 +122,13 @@ type Worker struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	fetcher *fetch.Fetcher
-	robots  *robots.Checker
-	log     *slog.Logger
-	active  atomic.Int64
-	done    atomic.Int64
-	back    atomic.Int64 // tasks handed back
+	// extractor recycles the extraction buffers across tasks.
+	extractor *extract.Extractor
+	robots    *robots.Checker
+	log       *slog.Logger
+	active    atomic.Int64
+	done      atomic.Int64
+	back      atomic.Int64 // tasks handed back
 	// abandoned counts hand-backs of tasks whose page was requested: the
 	// request was made, its result is not reported.
 	abandoned atomic.Int64
@@ -141,6 +143,8 @@ type Worker struct {
 	// ackWait is the task consumer's AckWait, read when Run starts: a task
 	// is touched (InProgress) every third of it while it is worked on.
 	ackWait time.Duration
+	// held are the tasks being worked on, for touch.
+	held heldTasks
 
 	mu       sync.Mutex
 	lastHost map[string]time.Time      // local safety net for host spacing
@@ -152,7 +156,7 @@ type Worker struct {
 func New(nc *nats.Conn, js jetstream.JetStream, robotsStore robots.Store, opts Options) *Worker {
 	opts = opts.withDefaults()
 	f := fetch.New(opts.Fetch)
-	w := &Worker{opts: opts, nc: nc, js: js, fetcher: f, log: opts.Log.With("worker", opts.ID), lastHost: map[string]time.Time{}, sources: map[string]*source.Source{}}
+	w := &Worker{opts: opts, nc: nc, js: js, fetcher: f, extractor: extract.NewExtractor(), log: opts.Log.With("worker", opts.ID), lastHost: map[string]time.Time{}, sources: map[string]*source.Source{}}
 	w.pulls.cond = sync.NewCond(&w.pulls.Mutex)
 	w.robots = robots.NewChecker(robotsStore, func(ctx context.Context, robotsURL string) (int, []byte, error) {
 		r := f.Get(ctx, robotsURL)
@@ -249,6 +253,18 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-t.C:
 			cancelWork()
 		}
+	}()
+	// The toucher outlives the loops: it stops once they have all
+	// returned, the tasks they held finished or handed back.
+	touchCtx, stopTouch := context.WithCancel(context.Background())
+	touched := make(chan struct{})
+	go func() {
+		defer close(touched)
+		w.touch(touchCtx)
+	}()
+	defer func() {
+		stopTouch()
+		<-touched
 	}()
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -373,11 +389,10 @@ func (w *Worker) handle(stop, work context.Context, msg jetstream.Msg) {
 		attempt = int(md.NumDelivered)
 	}
 	// Keep the task ours while we work on it.
-	workCtx, done := context.WithCancel(work)
-	defer done()
-	go w.touch(workCtx, msg)
+	w.held.add(msg)
+	defer w.held.remove(msg)
 
-	res, out := w.work(workCtx, stop.Done(), task)
+	res, out := w.work(work, stop.Done(), task)
 	if out != finished {
 		if out == abandoned {
 			w.abandoned.Add(1)
@@ -395,7 +410,7 @@ func (w *Worker) handle(stop, work context.Context, msg jetstream.Msg) {
 	}
 	// The result is stored in JetStream before the task is acknowledged;
 	// the result's id de-duplicates a republish after a redelivery.
-	if err := w.publishResult(workCtx, task, b); err != nil {
+	if err := w.publishResult(work, task, b); err != nil {
 		if work.Err() != nil {
 			// Stopping, and out of grace: the fetch was made, its result
 			// is dropped.
@@ -473,22 +488,56 @@ func (w *Worker) handBack(msg jetstream.Msg, task proto.Task) {
 	w.log.Info("task handed back", "task", task.ID, "url", task.URL)
 }
 
-// touch tells JetStream the task is still being worked on, so a slow fetch
-// is not redelivered to a second worker.
-func (w *Worker) touch(ctx context.Context, msg jetstream.Msg) {
+// heldTasks are the tasks a worker is working on, which one goroutine
+// touches (InProgress) so that a slow fetch is not redelivered to a second
+// worker: no goroutine or ticker per task.
+type heldTasks struct {
+	mu   sync.Mutex
+	msgs map[jetstream.Msg]struct{}
+}
+
+func (h *heldTasks) add(m jetstream.Msg) {
+	h.mu.Lock()
+	if h.msgs == nil {
+		h.msgs = map[jetstream.Msg]struct{}{}
+	}
+	h.msgs[m] = struct{}{}
+	h.mu.Unlock()
+}
+
+func (h *heldTasks) remove(m jetstream.Msg) {
+	h.mu.Lock()
+	delete(h.msgs, m)
+	h.mu.Unlock()
+}
+
+// touch tells JetStream, every third of the AckWait, that each task held
+// is still being worked on, until ctx ends. A task taken just after a
+// tick is touched at the next: never later than a third of the AckWait.
+func (w *Worker) touch(ctx context.Context) {
 	every := w.ackWait / 3
 	if every <= 0 {
 		every = time.Second
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var msgs []jetstream.Msg
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			_ = msg.InProgress()
 		}
+		w.held.mu.Lock()
+		msgs = msgs[:0]
+		for m := range w.held.msgs {
+			msgs = append(msgs, m)
+		}
+		w.held.mu.Unlock()
+		for _, m := range msgs {
+			_ = m.InProgress()
+		}
+		clear(msgs)
 	}
 }
 
@@ -621,6 +670,14 @@ func (w *Worker) work(ctx context.Context, stop <-chan struct{}, task proto.Task
 
 func (w *Worker) fetchPage(ctx context.Context, task proto.Task, res *proto.Result) {
 	resp := w.fetcher.Fetch(ctx, fetch.Request{URL: task.URL, ETag: task.ETag, LastModified: task.LastModified})
+	defer func() {
+		// The body's buffer goes back for the next fetch unless the
+		// result carries the body (res.Raw) to be encoded later; text,
+		// hash and diff are copies.
+		if res.Raw == nil {
+			w.fetcher.Recycle(&resp)
+		}
+	}()
 	w.opts.Metrics.fetched(resp.Elapsed, resp.Bytes)
 	res.StartedAt = resp.Started
 	res.Status, res.FinalURL, res.Bytes, res.Truncated = resp.Status, resp.FinalURL, resp.Bytes, resp.Truncated
@@ -647,17 +704,15 @@ func (w *Worker) fetchPage(ctx context.Context, task proto.Task, res *proto.Resu
 		res.ErrKind, res.Err = proto.ErrContent, "extraction rules: "+err.Error()
 		return
 	}
-	var text, hash string
-	if resp.Class == fetch.Binary {
-		hash = extract.HashBytes(resp.Body)
-	} else {
-		text, err = rules.Extract(resp.Body, resp.Class)
-		if err != nil {
-			res.ErrKind, res.Err = proto.ErrContent, err.Error()
-			return
-		}
-		hash = extract.Hash(text)
+	// Most fetches find the page unchanged: its text is hashed in the
+	// extractor's buffers and never copied out.
+	page, err := w.extractor.Extract(rules, resp.Body, resp.Class)
+	if err != nil {
+		res.ErrKind, res.Err = proto.ErrContent, err.Error()
+		return
 	}
+	defer page.Release()
+	hash := page.Hash
 	res.Hash = hash
 	if task.Kind == proto.KindCapture && resp.Class == fetch.Text {
 		// A feed dates its items: exact update times for capture.
@@ -669,7 +724,7 @@ func (w *Worker) fetchPage(ctx context.Context, task proto.Task, res *proto.Resu
 	}
 	if task.PrevHash == "" {
 		// First version: stored, not a change.
-		res.Text = text
+		res.Text = page.Text()
 		w.attachRaw(task, res, resp.Body, task.KeepRaw || task.NeedRaw)
 		return
 	}
@@ -684,6 +739,7 @@ func (w *Worker) fetchPage(ctx context.Context, task proto.Task, res *proto.Resu
 			return
 		}
 	}
+	text := page.Text()
 	d := extract.Diff(prev, text)
 	if !extract.Significant(d, rules.MinChange()) {
 		// Below the threshold: keep the old version as the baseline so

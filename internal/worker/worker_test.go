@@ -231,3 +231,52 @@ func TestRawBody(t *testing.T) {
 		t.Errorf("a task without keep_raw got a raw body")
 	}
 }
+
+// A fetch slower than three AckWaits stays with the worker that holds it:
+// the worker's toucher keeps it in progress, so JetStream never redelivers
+// it, the page is requested once and one result comes back.
+func TestSlowTaskIsTouchedNotRedelivered(t *testing.T) {
+	const ackWait = time.Second
+	var hits atomic.Int64
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		fmt.Fprint(w, "<html><body><p>slow page</p></body></html>")
+	}))
+	defer srv.Close()
+	rig := startRig(t, true, ackWait, hostileGuard)
+	rig.publish(t, "slow-1", srv.URL+"/slow", "")
+	// Hold the response past three AckWaits, by the server's clock of
+	// requests: the request has arrived, then the deadline passes.
+	deadline := time.Now().Add(hostileGuard)
+	for hits.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow page was never requested")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	held := time.NewTimer(3*ackWait + ackWait/2)
+	<-held.C
+	select {
+	case release <- struct{}{}:
+	default:
+		t.Fatal("the slow request ended before the page was sent")
+	}
+	res := rig.collect(t, "slow-1")
+	if !res[0].OK() || res[0].Text != "slow page" {
+		t.Errorf("result %+v, want the slow page", res[0])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := rig.tasks.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumRedelivered != 0 || hits.Load() != 1 {
+		t.Errorf("%d redelivered tasks and %d requests of the slow page; want 0 and 1", info.NumRedelivered, hits.Load())
+	}
+}

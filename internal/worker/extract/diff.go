@@ -29,7 +29,7 @@ const (
 	diffTimeout = 2 * time.Second
 )
 
-// Diff compares two extracted versions line by line (the texts Extract
+// Diff compares two extracted versions line by line (the texts the Extractor
 // returns have one block per line) and summarises the change:
 //
 //   - LinesAdded / LinesRemoved: lines only in next / only in prev, from a
@@ -210,7 +210,7 @@ func blockChars(dmp *diffmatchpatch.DiffMatchPatch, del, ins []string, prevLines
 	}
 	if n == 0 {
 		// Lines that differ only in invalid bytes, which both decode to
-		// U+FFFD; Extract never produces them, but a change is a change.
+		// U+FFFD; extraction never produces them, but a change is a change.
 		return na + nb
 	}
 	return n

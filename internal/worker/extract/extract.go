@@ -6,8 +6,8 @@
 // and a line diff says what changed.
 //
 // It also hashes and diffs versions. Everything here is pure: no I/O, no
-// state, and it never panics on any input, because its input is whatever a
-// web server chose to send.
+// state but the buffers an Extractor recycles, and it never panics on any
+// input, because its input is whatever a web server chose to send.
 package extract
 
 import (
@@ -20,9 +20,9 @@ import (
 	"math"
 	"regexp"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/andybalholm/cascadia"
@@ -33,7 +33,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/worker/fetch"
 )
 
-// errNoMatch is returned by Extract when a selector matches nothing. It is
+// errNoMatch is returned by extractText when a selector matches nothing. It is
 // an error rather than empty text because a page whose layout changed would
 // otherwise look like a page whose content was deleted, and raise a false
 // change; the worker reports it as proto.ErrContent.
@@ -121,7 +121,7 @@ func Compile(selector string, ignore proto.IgnoreRules) (*Rules, error) {
 // MinChange is the threshold Significant should be called with.
 func (r *Rules) MinChange() float64 { return r.minChange }
 
-// Extract returns the normalised text of interest in body, which fetch has
+// extractText returns the normalised text of interest in body, which fetch has
 // already converted to UTF-8.
 //
 //   - HTML: the text of the selector's matches, each on its own line(s), or
@@ -131,13 +131,13 @@ func (r *Rules) MinChange() float64 { return r.minChange }
 //   - Text: the body itself; JSON is re-encoded with sorted keys, one value
 //     per line, so key order and formatting are not changes. Selectors do
 //     not apply.
-//   - Binary: "" — binaries are compared by HashBytes of the raw body.
+//   - Binary: "" — binaries are compared by hashBytes of the raw body.
 //
 // In every case whitespace is then normalised — runs of blanks collapse to
 // one space, lines are trimmed, empty lines dropped — and the ignore
 // patterns are blanked out, each line on its own (see blank). The result is
 // valid UTF-8.
-func (r *Rules) Extract(body []byte, class fetch.Class) (text string, err error) {
+func (r *Rules) extractText(body []byte, class fetch.Class) (text string, err error) {
 	defer func() {
 		// Last-resort guard: the parsers are fuzzed, but a worker must turn
 		// an unforeseen input into a failed task, not a crash.
@@ -164,19 +164,9 @@ func (r *Rules) Extract(body []byte, class fetch.Class) (text string, err error)
 
 // htmlText renders the text of interest of an HTML body, normalised.
 func (r *Rules) htmlText(body []byte) (string, error) {
-	if r.selector == nil && len(r.ignore) == 0 {
-		bp := textBufs.Get().(*[]byte)
-		buf, ok := streamText(body, (*bp)[:0])
-		var text string
-		if ok {
-			text = normalize(buf)
-		}
-		if cap(buf) <= maxPooledBuf {
-			*bp = buf[:0]
-			textBufs.Put(bp)
-		}
-		if ok {
-			return text, nil
+	if r.streams() {
+		if buf, ok := streamText(body, nil); ok {
+			return normalize(buf), nil
 		}
 	}
 	raw, err := r.domText(body)
@@ -186,13 +176,9 @@ func (r *Rules) htmlText(body []byte) (string, error) {
 	return normalize(raw), nil
 }
 
-// textBufs recycles the buffers streamText renders into: one per page
-// would otherwise be most of what extraction allocates. A sync.Pool is
-// safe for concurrent workers and holds nothing between uses that matters.
-var textBufs = sync.Pool{New: func() any { return new([]byte) }}
-
-// maxPooledBuf keeps a rare huge page from pinning its buffer in the pool.
-const maxPooledBuf = 1 << 20
+// streams reports whether the rules' text can be read off the token
+// stream (no selector, no ignore selectors).
+func (r *Rules) streams() bool { return r.selector == nil && len(r.ignore) == 0 }
 
 // domText parses body into a tree and renders the text of interest with
 // line breaks at block boundaries (not yet normalised): the
@@ -500,19 +486,34 @@ func canonicalText(body []byte) string {
 // It runs on every fetched page, so runs of printable ASCII — nearly all
 // of most pages — are copied whole rather than rune by rune.
 func normalize[T string | []byte](s T) string {
-	var b strings.Builder
-	b.Grow(len(s))
+	b := appendNormalized(make([]byte, 0, len(s)), s)
+	// b is not written again: the string shares its bytes, as
+	// strings.Builder's does, rather than copying the whole page's text.
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// appendNormalized appends normalize(s) to dst.
+func appendNormalized[T string | []byte](dst []byte, s T) []byte {
+	start := len(dst)
 	space, lineStarted := false, false
 	for i := 0; i < len(s); {
 		if c := s[i]; c > 0x20 && c < 0x7f {
+			// A run of printable ASCII, with the single spaces between its
+			// words: they stay as they are, so a line of prose is one copy.
 			j := i + 1
-			for j < len(s) && s[j] > 0x20 && s[j] < 0x7f {
-				j++
+			for j < len(s) {
+				if c := s[j]; c > 0x20 && c < 0x7f {
+					j++
+				} else if c == ' ' && j+1 < len(s) && s[j+1] > 0x20 && s[j+1] < 0x7f {
+					j += 2
+				} else {
+					break
+				}
 			}
 			if space && lineStarted {
-				b.WriteByte(' ')
+				dst = append(dst, ' ')
 			}
-			b.WriteString(string(s[i:j]))
+			dst = append(dst, s[i:j]...)
 			space, lineStarted = false, true
 			i = j
 			continue
@@ -525,7 +526,7 @@ func normalize[T string | []byte](s T) string {
 		switch {
 		case c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == '\u2028' || c == '\u2029' || c == '\u0085':
 			if lineStarted {
-				b.WriteByte('\n')
+				dst = append(dst, '\n')
 			}
 			space, lineStarted = false, false
 			continue
@@ -539,16 +540,19 @@ func normalize[T string | []byte](s T) string {
 			continue
 		}
 		if space && lineStarted {
-			b.WriteByte(' ')
+			dst = append(dst, ' ')
 		}
 		if c == utf8.RuneError && size == 1 {
-			b.WriteString("\uFFFD") // an invalid byte
+			dst = append(dst, "\uFFFD"...) // an invalid byte
 		} else {
-			b.WriteString(string(s[i-size : i]))
+			dst = append(dst, s[i-size:i]...)
 		}
 		space, lineStarted = false, true
 	}
-	return strings.TrimSuffix(b.String(), "\n")
+	if len(dst) > start && dst[len(dst)-1] == '\n' {
+		dst = dst[:len(dst)-1]
+	}
+	return dst
 }
 
 // blank removes every match of the ignore patterns. Patterns are matched
@@ -568,9 +572,9 @@ func (r *Rules) blank(text string) string {
 	return b.String()
 }
 
-// Hash is the hex SHA-256 of an extracted text: the version identity the
+// hashText is the hex SHA-256 of an extracted text: the version identity the
 // coordinator compares to decide whether a page changed.
-func Hash(text string) string {
+func hashText(text string) string {
 	// Fed through a small buffer rather than as []byte(text): that
 	// conversion would copy the whole text of every fetched page.
 	h := sha256.New()
@@ -584,9 +588,9 @@ func Hash(text string) string {
 	return hex.EncodeToString(h.Sum(sum[:0]))
 }
 
-// HashBytes is the hex SHA-256 of a raw body, for Binary content which is
+// hashBytes is the hex SHA-256 of a raw body, for Binary content which is
 // compared by hash only.
-func HashBytes(b []byte) string {
+func hashBytes(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

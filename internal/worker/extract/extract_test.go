@@ -23,7 +23,7 @@ func mustCompile(t testing.TB, sel string, ig proto.IgnoreRules) *Rules {
 
 func mustExtract(t testing.TB, r *Rules, body string, class fetch.Class) string {
 	t.Helper()
-	text, err := r.Extract([]byte(body), class)
+	text, err := r.extractText([]byte(body), class)
 	if err != nil {
 		t.Fatalf("Extract: %v", err)
 	}
@@ -127,12 +127,12 @@ func TestIgnoreSelectorsDropRotatingAd(t *testing.T) {
 		return `<body><article><p>Story text.</p><div class="ad">` + ad + `</div><aside id="promo">Buy ` + ad + `</aside></article></body>`
 	}
 	plain := mustCompile(t, "", proto.IgnoreRules{})
-	if Hash(mustExtract(t, plain, page("Ad A"), fetch.HTML)) == Hash(mustExtract(t, plain, page("Ad B"), fetch.HTML)) {
+	if hashText(mustExtract(t, plain, page("Ad A"), fetch.HTML)) == hashText(mustExtract(t, plain, page("Ad B"), fetch.HTML)) {
 		t.Fatal("without ignore rules the pages should differ")
 	}
 	r := mustCompile(t, "article", proto.IgnoreRules{Selectors: []string{".ad", "aside#promo"}})
 	a, b := mustExtract(t, r, page("Ad A"), fetch.HTML), mustExtract(t, r, page("Ad B"), fetch.HTML)
-	if a != "Story text." || Hash(a) != Hash(b) {
+	if a != "Story text." || hashText(a) != hashText(b) {
 		t.Fatalf("got %q and %q", a, b)
 	}
 }
@@ -144,14 +144,14 @@ func TestIgnorePatternsBlankClock(t *testing.T) {
 	r := mustCompile(t, "", proto.IgnoreRules{Patterns: []string{`\d{2}:\d{2}:\d{2}`, `\d{4}-\d{2}-\d{2}`}})
 	a := mustExtract(t, r, page("12:34:56", "2026-03-01"), fetch.HTML)
 	b := mustExtract(t, r, page("08:00:01", "2026-03-02"), fetch.HTML)
-	if Hash(a) != Hash(b) {
+	if hashText(a) != hashText(b) {
 		t.Fatalf("hashes differ: %q vs %q", a, b)
 	}
 	if a != "Status: all systems operational\nGenerated at" {
 		t.Fatalf("got %q", a)
 	}
 	c := mustExtract(t, r, strings.Replace(page("12:34:56", "2026-03-01"), "operational", "degraded", 1), fetch.HTML)
-	if Hash(a) == Hash(c) {
+	if hashText(a) == hashText(c) {
 		t.Fatal("a real change must still change the hash")
 	}
 }
@@ -174,20 +174,20 @@ func TestExtractText(t *testing.T) {
 
 func TestExtractBinary(t *testing.T) {
 	r := mustCompile(t, "p", proto.IgnoreRules{})
-	got, err := r.Extract([]byte("\x89PNG\x00\x01"), fetch.Binary)
+	got, err := r.extractText([]byte("\x89PNG\x00\x01"), fetch.Binary)
 	if got != "" || err != nil {
 		t.Fatalf("binary: %q, %v", got, err)
 	}
-	if HashBytes([]byte("\x89PNG")) == HashBytes([]byte("\x89PNH")) || len(HashBytes(nil)) != 64 {
-		t.Fatal("HashBytes must tell bodies apart and be hex SHA-256")
+	if hashBytes([]byte("\x89PNG")) == hashBytes([]byte("\x89PNH")) || len(hashBytes(nil)) != 64 {
+		t.Fatal("hashBytes must tell bodies apart and be hex SHA-256")
 	}
-	if Hash("") != "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" {
-		t.Fatalf("Hash(\"\") = %s", Hash(""))
+	if hashText("") != "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" {
+		t.Fatalf("hashText(\"\") = %s", hashText(""))
 	}
 }
 
 func TestExtractNoMatch(t *testing.T) {
-	_, err := mustCompile(t, "#gone", proto.IgnoreRules{}).Extract([]byte(shopPage), fetch.HTML)
+	_, err := mustCompile(t, "#gone", proto.IgnoreRules{}).extractText([]byte(shopPage), fetch.HTML)
 	if !errors.Is(err, errNoMatch) || !strings.Contains(err.Error(), "#gone") {
 		t.Fatalf("err = %v", err)
 	}
@@ -229,11 +229,11 @@ func TestCompileErrors(t *testing.T) {
 
 func TestDeepNesting(t *testing.T) {
 	page := []byte(strings.Repeat("<div>", 2000) + "deep text")
-	got, err := mustCompile(t, "", proto.IgnoreRules{}).Extract(page, fetch.HTML)
+	got, err := mustCompile(t, "", proto.IgnoreRules{}).extractText(page, fetch.HTML)
 	if err != nil || got != "deep text" {
 		t.Fatalf("visible text fallback: %q, %v", got, err)
 	}
-	if _, err := mustCompile(t, "div", proto.IgnoreRules{}).Extract(page, fetch.HTML); err == nil {
+	if _, err := mustCompile(t, "div", proto.IgnoreRules{}).extractText(page, fetch.HTML); err == nil {
 		t.Fatal("a selector on an unparseable page must fail, not guess")
 	}
 }

@@ -56,7 +56,7 @@ func FuzzExtract(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, r := range []*Rules{plain, selected} {
 			for _, class := range []fetch.Class{fetch.HTML, fetch.Text, fetch.Binary} {
-				text, err := r.Extract(body, class)
+				text, err := r.extractText(body, class)
 				if err != nil {
 					if text != "" {
 						t.Fatalf("text %q with error %v", text, err)
@@ -67,7 +67,7 @@ func FuzzExtract(f *testing.F) {
 				if class == fetch.Binary && text != "" {
 					t.Fatalf("binary gave text %q", text)
 				}
-				if h := Hash(text); len(h) != 64 {
+				if h := hashText(text); len(h) != 64 {
 					t.Fatalf("hash %q", h)
 				}
 			}

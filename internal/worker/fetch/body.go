@@ -25,11 +25,17 @@ const maxEncodingLayers = 2
 // reports that there was more; the returned body then holds exactly max
 // bytes.
 func readBody(resp *http.Response, max int64) (body []byte, truncated bool, err error) {
+	return readBodyInto(nil, resp, max)
+}
+
+// readBodyInto is readBody reading into dst's storage (grown if need be):
+// the body is dst's prefix or a new slice.
+func readBodyInto(dst []byte, resp *http.Response, max int64) (body []byte, truncated bool, err error) {
 	r, err := decoder(resp.Body, resp.Header.Values("Content-Encoding"))
 	if err != nil {
 		return nil, false, err
 	}
-	var buf bytes.Buffer
+	buf := bytes.NewBuffer(dst[:0])
 	if n := resp.ContentLength; n > 0 && n <= max && len(resp.Header.Values("Content-Encoding")) == 0 {
 		buf.Grow(int(n))
 	}

@@ -24,6 +24,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -227,6 +228,9 @@ type Response struct {
 
 	Started time.Time
 	Elapsed time.Duration
+
+	// buf holds the buffer Body was read into, for Recycle.
+	buf *[]byte
 }
 
 // OK reports whether the fetch succeeded (a 304 is a success).
@@ -242,12 +246,31 @@ type Fetcher struct {
 	// when Options.AllowPrivate is set; tests in this package replace it to
 	// allow one loopback server and refuse another.
 	blocked func(netip.AddrPort) bool
+	// bodies recycles the buffers bodies are read into (see Recycle).
+	bodies sync.Pool
+}
+
+// maxPooledBody keeps a rare huge body from pinning its buffer in the
+// pool.
+const maxPooledBody = 1 << 20
+
+// Recycle hands the buffer r's body was read into back to f, for a later
+// fetch: r.Body (and whatever still refers to it) must not be used after.
+// A response not recycled is left to the garbage collector.
+func (f *Fetcher) Recycle(r *Response) {
+	bp := r.buf
+	r.buf, r.Body = nil, nil
+	if bp == nil || cap(*bp) > maxPooledBody {
+		return
+	}
+	*bp = (*bp)[:0]
+	f.bodies.Put(bp)
 }
 
 // New returns a Fetcher with o's zero fields defaulted.
 func New(o Options) *Fetcher {
 	o = o.withDefaults()
-	f := &Fetcher{opts: o}
+	f := &Fetcher{opts: o, bodies: sync.Pool{New: func() any { return new([]byte) }}}
 	switch refuse := o.Refuse; {
 	case o.AllowPrivate:
 	case refuse != nil:
@@ -435,7 +458,10 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (resp Response) {
 		return resp
 	}
 
-	body, truncated, err := readBody(hresp, f.opts.MaxBody)
+	bp := f.bodies.Get().(*[]byte)
+	body, truncated, err := readBodyInto(*bp, hresp, f.opts.MaxBody)
+	*bp = body
+	resp.buf = bp
 	resp.Bytes = int64(len(body))
 	if err != nil {
 		kind := classifyCtx(ctx, err)

@@ -640,3 +640,44 @@ func TestClassOf(t *testing.T) {
 		t.Errorf("mediaType with bad param = %q", got)
 	}
 }
+
+// Bodies read into recycled buffers are each their own: fetches of
+// pages of growing and shrinking size, plain and gzipped, one after
+// another with the previous response recycled, read exactly their page,
+// and a copy taken before Recycle keeps its bytes.
+func TestRecycledBodies(t *testing.T) {
+	page := func(i int) string {
+		return fmt.Sprintf("<html><body>%d %s</body></html>", i, strings.Repeat(strconv.Itoa(i%10), 100+(i*7919)%20000))
+	}
+	ts := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		i, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/"))
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if i%3 == 0 {
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			_, _ = zw.Write([]byte(page(i)))
+			_ = zw.Close()
+			return
+		}
+		_, _ = w.Write([]byte(page(i)))
+	})
+	f := newFetcher(t, allowPrivate(Options{}))
+	var kept []string
+	for i := range 30 {
+		r := f.Fetch(context.Background(), Request{URL: fmt.Sprintf("%s/%d", ts.URL, i)})
+		wantKind(t, r, proto.ErrNone)
+		if got := string(r.Body); got != page(i) {
+			t.Fatalf("fetch %d: body of %d bytes, want %d", i, len(got), len(page(i)))
+		}
+		kept = append(kept, string(r.Body))
+		f.Recycle(&r)
+		if r.Body != nil {
+			t.Fatalf("fetch %d: Body still set after Recycle", i)
+		}
+	}
+	for i, k := range kept {
+		if k != page(i) {
+			t.Errorf("copy of fetch %d changed after its buffer was recycled", i)
+		}
+	}
+}
