@@ -30,17 +30,34 @@ type ChangeTest struct {
 // against brute-force enumeration, its false-alarm rate on steady pages
 // and its detection delay after a switch.
 func (p GridPrior) TestChange(s *State, hazard float64) ChangeTest {
+	ev := p.ChangeEvidence(s)
+	return ev.Test(hazard)
+}
+
+// ChangeEvidence is what the data say about a change of rate among a
+// State's recent observations, independent of the hazard: for each
+// position, the log evidence of a change there, and of no change.
+type ChangeEvidence struct {
+	m      int
+	t      [recentSize]float64 // time each recent observation covered
+	change [recentSize]float64 // ln Z(older)·Z(newest from i)
+	none   float64             // ln Z(all)
+}
+
+// ChangeEvidence computes the evidences of TestChange once, so that the
+// test can be run at several hazards.
+func (p GridPrior) ChangeEvidence(s *State) ChangeEvidence {
+	var ev ChangeEvidence
 	m := int(s.nRecent)
-	if !p.Valid() || m == 0 || !(hazard > 0) || math.IsInf(hazard, 1) {
-		return ChangeTest{}
+	if !p.Valid() || m == 0 {
+		return ev
 	}
+	ev.m = m
 	var bufB [numBuckets + recentSize]term
 	before := s.before(bufB[:0])
-	// older[i]: before and the recent observations older than i;
-	// newest[i]: recent observations i … m−1.
-	var lpChange [recentSize]float64
-	after := 0.0 // time covered by the observations after i
-	for i := m - 1; i >= 0; i-- {
+	// The hypothesis "the newest m−i observations are at a new rate":
+	// before and the recent observations older than i, against i … m−1.
+	for i := range m {
 		old := before
 		var bufO [numBuckets + recentSize]term
 		old.changed = append(bufO[:0], before.changed...)
@@ -53,9 +70,8 @@ func (p GridPrior) TestChange(s *State, hazard float64) ChangeTest {
 		for k := i; k < m; k++ {
 			s.recentObs(k).addTo(&nw)
 		}
-		t := float64(s.recentT[i])
-		lpChange[i] = log1mexp(hazard*t) - hazard*after + p.logEvidence(&old) + p.logEvidence(&nw)
-		after += t
+		ev.t[i] = float64(s.recentT[i])
+		ev.change[i] = p.logEvidence(&old) + p.logEvidence(&nw)
 	}
 	all := before
 	var bufA [numBuckets + recentSize]term
@@ -63,19 +79,36 @@ func (p GridPrior) TestChange(s *State, hazard float64) ChangeTest {
 	for k := range m {
 		s.recentObs(k).addTo(&all)
 	}
-	lpNone := -hazard*after + p.logEvidence(&all)
+	ev.none = p.logEvidence(&all)
+	return ev
+}
+
+// Test is the posterior probability of a change at hazard (per unit
+// time) and the most probable change position.
+func (ev *ChangeEvidence) Test(hazard float64) ChangeTest {
+	m := ev.m
+	if m == 0 || !(hazard > 0) || math.IsInf(hazard, 1) {
+		return ChangeTest{}
+	}
+	var lp [recentSize]float64
+	after := 0.0 // time covered by the observations after i
+	for i := m - 1; i >= 0; i-- {
+		lp[i] = log1mexp(hazard*ev.t[i]) - hazard*after + ev.change[i]
+		after += ev.t[i]
+	}
+	lpNone := -hazard*after + ev.none
 	// best is the most probable change position, even when "no change"
 	// is more probable still.
 	best := 0
 	for i := 1; i < m; i++ {
-		if lpChange[i] > lpChange[best] {
+		if lp[i] > lp[best] {
 			best = i
 		}
 	}
-	top := math.Max(lpNone, lpChange[best])
+	top := math.Max(lpNone, lp[best])
 	num, den := 0.0, math.Exp(lpNone-top)
 	for i := range m {
-		e := math.Exp(lpChange[i] - top)
+		e := math.Exp(lp[i] - top)
 		num += e
 		den += e
 	}

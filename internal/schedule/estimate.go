@@ -166,6 +166,32 @@ func (s *EstimateState) UnmarshalBinary(b []byte) error {
 	return nil
 }
 
+// testChange runs the Bayesian change-point test of the URL's newest
+// observations (estimate.GridPrior.TestChange) under the population prior
+// of its host and template, restarts its statistics when a change is more
+// probable than not, and reports whether the test found a change at the
+// prior hazard.
+//
+// Two hazards: whether to restart is decided at the collection's hazard
+// (the scheduler's estimate from the change points found, when it exceeds
+// the prior's), so that during a wave of rate changes across the
+// collection a URL's old data are dropped on weaker evidence; but the
+// change points the hazard is estimated from are those found at the prior
+// hazard, so that a wave does not feed on its own false alarms.
+func (e Estimator) testChange(st *EstimateState, o Observation) bool {
+	prior := e.Priors.load().For(o.Host, PathTemplate(o.URL))
+	ev := prior.ChangeEvidence(&st.State)
+	found := ev.Test(e.Hazard)
+	ct := found
+	if h := e.Priors.Hazard(); h > e.Hazard {
+		ct = ev.Test(h)
+	}
+	if ct.Prob > changeProb {
+		st.State.Restart(ct.Newest, e.Config)
+	}
+	return found.Prob > changeProb
+}
+
 // changeProb is the posterior probability of a change of rate at which
 // Learn restarts a URL's statistics: the Bayes decision between keeping
 // and dropping the history when either mistake costs the same.
@@ -223,18 +249,12 @@ func (e Estimator) Learn(st *EstimateState, rate float64, o Observation) Feedbac
 		if o.First {
 			f.Prev = time.Time{}
 		}
-		cps, n := st.State.ChangePoints(), st.State.Observations()
+		n := st.State.Observations()
 		rate = e.observe(st, f)
-		if e.Priors != nil {
-			prior := e.Priors.load().For(o.Host, PathTemplate(o.URL))
-			if st.State.Observations() != n {
-				if ct := prior.TestChange(&st.State, e.Hazard); ct.Prob > changeProb {
-					st.State.Restart(ct.Newest, e.Config)
-				}
-			}
+		if e.Priors != nil && st.State.Observations() != n {
+			fb.ChangePoint = e.testChange(st, o)
 		}
 		fb.RateSE = e.RateSE(st)
-		fb.ChangePoint = st.State.ChangePoints() > cps
 		if e.Priors != nil {
 			pr := e.Priors.load()
 			post := pr.For(o.Host, PathTemplate(o.URL)).Posterior(st.State)
