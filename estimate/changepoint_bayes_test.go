@@ -196,10 +196,10 @@ func TestChangeDetectionDelay(t *testing.T) {
 		before, after, interval float64
 		within, minHits         int // restarted within this many fetches in at least minHits of 50 runs
 	}{
-		{1.0 / 365, 1, 30, 3, 45},      // yearly turns daily, fetched monthly: a run of changes
+		{1.0 / 365, 1, 30, 3, 45},       // yearly turns daily, fetched monthly: a run of changes
 		{1.0 / 90, 1, 30, 8, 40},        // quarterly turns daily, fetched monthly
 		{1.0 / 365, 1.0 / 7, 14, 8, 40}, // yearly turns weekly, fetched fortnightly
-		{1, 1.0 / 365, 3, 3, 45},       // daily turns yearly, fetched every 3 days
+		{1, 1.0 / 365, 3, 3, 45},        // daily turns yearly, fetched every 3 days
 		{1.0 / 7, 1.0 / 365, 7, 8, 40},  // weekly turns yearly, fetched weekly
 	} {
 		hits, delays := 0, 0
