@@ -183,7 +183,7 @@ func (e Estimator) testChange(st *EstimateState, o Observation) bool {
 	ev := prior.ChangeEvidence(&st.State)
 	found := ev.Test(e.Hazard)
 	ct := found
-	if h := e.Priors.Hazard(); h > e.Hazard {
+	if h := e.Priors.hazard(); h > e.Hazard {
 		ct = ev.Test(h)
 	}
 	if ct.Prob > changeProb {

@@ -100,16 +100,16 @@ type PriorSet struct {
 	// hazard is the collection's rate of rate changes per URL per second
 	// (math.Float64bits), as the scheduler last estimated it from the
 	// change points found (0: none yet).
-	hazard atomic.Uint64
+	hazardBits atomic.Uint64
 }
 
-// Hazard is the collection's estimated rate of rate changes per URL per
+// hazard is the collection's estimated rate of rate changes per URL per
 // second (0 before the scheduler's first estimate).
-func (s *PriorSet) Hazard() float64 { return math.Float64frombits(s.hazard.Load()) }
+func (s *PriorSet) hazard() float64 { return math.Float64frombits(s.hazardBits.Load()) }
 
 func (s *PriorSet) setHazard(h float64) {
 	if h >= 0 && !math.IsInf(h, 1) {
-		s.hazard.Store(math.Float64bits(h))
+		s.hazardBits.Store(math.Float64bits(h))
 	}
 }
 
