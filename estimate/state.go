@@ -102,6 +102,10 @@ const numBuckets = 5
 // page that changed at every fetch a few days apart and now does not is
 // caught in two or three fetches; a factor of ten in a few more. The
 // tests measure both, and the rate of false alarms on steady pages.
+// This likelihood-ratio test needs no prior; with a population prior the
+// Bayesian test GridPrior.TestChange is sharper (it is what the
+// scheduler's estimator runs, with ChangeThreshold 0), and the recent
+// observations are kept either way for it.
 type State struct {
 	last      float64             // time of the newest observation
 	exposure  float64             // faded time seen without change
