@@ -65,7 +65,7 @@ func FitGridPrior(parent, start GridPrior, states []State, kappa float64, iters 
 		used++
 	}
 	pi := parent.Weights()
-	w := pi
+	w := append([]float64(nil), pi...) // EM updates w in place; pi stays the Dirichlet centre
 	if start.Valid() && start.grid == g {
 		w = start.Weights()
 	}

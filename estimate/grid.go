@@ -173,8 +173,20 @@ func (p GridPrior) logDensity(u float64) float64 {
 // buckets of changed bit-only fetches (State's doc).
 type likelihood struct {
 	a, r float64
-	c, t [numBuckets]float64
+	c, t [numBuckets + recentSize]float64
 	k    int
+}
+
+// likelihoodOf is the likelihood of the statistics x.
+func likelihoodOf(x *sums) likelihood {
+	l := likelihood{a: x.lm, r: x.exposure}
+	for _, k := range x.changed {
+		if k.c > 0 && l.k < len(l.c) {
+			l.c[l.k], l.t[l.k] = k.c, k.t
+			l.k++
+		}
+	}
+	return l
 }
 
 func (s *State) likelihood() likelihood {
@@ -239,9 +251,17 @@ type RatePosterior struct {
 // constant over every cell. The tests check it against numerical
 // integration.
 func (p GridPrior) Posterior(s State) RatePosterior {
+	l := s.likelihood()
+	post, _ := p.integrate(&l)
+	return post
+}
+
+// integrate is the posterior under likelihood l (see Posterior) and the
+// log of its normalising constant, the marginal likelihood
+// ∫ prior(u)·e^{ℓ(u)} du of the data behind l.
+func (p GridPrior) integrate(l *likelihood) (RatePosterior, float64) {
 	var post RatePosterior
 	g := p.grid
-	l := s.likelihood()
 	var lp [MaxGridNodes]float64
 	peak := math.Inf(-1)
 	for k := 0; k < g.N; k++ {
@@ -261,7 +281,7 @@ func (p GridPrior) Posterior(s State) RatePosterior {
 		// No node has a finite posterior (cannot happen with a valid
 		// prior and State): fall back to the prior.
 		lo, hi = 0, g.N-1
-		l = likelihood{}
+		*l = likelihood{}
 	}
 	a, b := max(lo-1, 0), min(hi+1, g.N-1)
 	per := min(max(96/(b-a+1), 2), 32)
@@ -284,7 +304,8 @@ func (p GridPrior) Posterior(s State) RatePosterior {
 		sum += post.w[j]
 	}
 	post.normalise(sum)
-	return post
+	// Each cell holds the prior density w_k/Step over width h.
+	return post, top + math.Log(sum*post.h/g.Step)
 }
 
 func (p *RatePosterior) normalise(sum float64) {

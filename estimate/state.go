@@ -102,6 +102,10 @@ const numBuckets = 5
 // page that changed at every fetch a few days apart and now does not is
 // caught in two or three fetches; a factor of ten in a few more. The
 // tests measure both, and the rate of false alarms on steady pages.
+// This likelihood-ratio test needs no prior; with a population prior the
+// Bayesian test GridPrior.TestChange is sharper (it is what the
+// scheduler's estimator runs, with ChangeThreshold 0), and the recent
+// observations are kept either way for it.
 type State struct {
 	last      float64             // time of the newest observation
 	exposure  float64             // faded time seen without change
@@ -207,20 +211,17 @@ func (s *State) Observe(at, interval float64, changed bool, cfg Config) error {
 	s.n += float32(w)
 	if changed {
 		s.addChanged(interval, w, cfg.MergeRatio)
-		s.remember(cfg, recentObs{t: float32(interval), kind: obsChanged})
+		s.remember(recentObs{t: float32(interval), kind: obsChanged})
 	} else {
 		s.exposure += w * interval
-		s.remember(cfg, recentObs{t: float32(interval), kind: obsUnchanged})
+		s.remember(recentObs{t: float32(interval), kind: obsUnchanged})
 	}
 	s.testChange(cfg)
 	return nil
 }
 
 // remember appends o to the recent observations, dropping the oldest.
-func (s *State) remember(cfg Config, o recentObs) {
-	if cfg.ChangeThreshold <= 0 {
-		return
-	}
+func (s *State) remember(o recentObs) {
 	if int(s.nRecent) == recentSize {
 		copy(s.recentT[:], s.recentT[1:])
 		copy(s.recentK[:], s.recentK[1:])
@@ -267,20 +268,15 @@ func (s *State) terms(buf []term) []term {
 	return buf
 }
 
-// testChange runs the change-point test after an observation (see State).
-// The history before the recent observations is the long-run statistics
-// less the recent ones (at full weight: fading over four observations is
-// small), clamped at zero.
-func (s *State) testChange(cfg Config) {
-	m := int(s.nRecent)
-	if cfg.ChangeThreshold <= 0 || m == 0 || float64(s.n)-float64(m) < 3 {
-		return
-	}
+// before is the statistics of the history before the recent
+// observations: the long-run statistics less the recent ones (at full
+// weight: fading over a few observations is small), clamped at zero. buf
+// holds the changed terms.
+func (s *State) before(buf []term) sums {
 	var before sums
 	before.lm, before.exposure = float64(s.lmChanges), s.exposure
-	var bufB [numBuckets + recentSize]term
-	before.changed = s.terms(bufB[:0])
-	for i := range m {
+	before.changed = s.terms(buf)
+	for i := range int(s.nRecent) {
 		switch o := s.recentObs(i); o.kind {
 		case obsChanged:
 			// Take it out of the bucket nearest its interval.
@@ -300,6 +296,20 @@ func (s *State) testChange(cfg Config) {
 			before.exposure = math.Max(before.exposure-float64(o.t), 0)
 		}
 	}
+	return before
+}
+
+// testChange runs the change-point test after an observation (see State).
+// The history before the recent observations is the long-run statistics
+// less the recent ones (at full weight: fading over four observations is
+// small), clamped at zero.
+func (s *State) testChange(cfg Config) {
+	m := int(s.nRecent)
+	if cfg.ChangeThreshold <= 0 || m == 0 || float64(s.n)-float64(m) < 3 {
+		return
+	}
+	var bufB [numBuckets + recentSize]term
+	before := s.before(bufB[:0])
 	all := before
 	var bufA [numBuckets + recentSize]term
 	all.changed = append(bufA[:0], before.changed...)
@@ -379,7 +389,7 @@ func (s *State) ObserveLastModified(at, interval, lastModified float64, cfg Conf
 		kind = obsLMChange
 	}
 	if !math.IsInf(exposure, 1) {
-		s.remember(cfg, recentObs{t: float32(exposure), kind: kind})
+		s.remember(recentObs{t: float32(exposure), kind: kind})
 		s.testChange(cfg)
 	}
 	return nil

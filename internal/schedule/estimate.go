@@ -22,6 +22,11 @@ type Estimator struct {
 	// scheduler refits them. Share one PriorSet between the estimator
 	// and the Scheduler (SchedulerOptions.Priors).
 	Priors *PriorSet
+	// Hazard is the prior rate (per second) at which a URL's change rate
+	// is redrawn, for the Bayesian change-point test of Learn
+	// (estimate.GridPrior.TestChange): one change in hazardPriorTime
+	// half-lives.
+	Hazard float64
 }
 
 // NewEstimator returns the estimator with a fading half-life, change-point
@@ -31,7 +36,10 @@ type Estimator struct {
 func NewEstimator(halfLife time.Duration, priorRate float64) Estimator {
 	cfg := estimate.DefaultConfig()
 	cfg.HalfLife = halfLife.Seconds()
-	return Estimator{Config: cfg, Prior: estimate.NewPrior(priorRate, 0.5), Trust: estimate.DefaultTrustConfig(), Priors: newPriorSet(priorRate)}
+	return Estimator{
+		Config: cfg, Prior: estimate.NewPrior(priorRate, 0.5), Trust: estimate.DefaultTrustConfig(), Priors: newPriorSet(priorRate),
+		Hazard: 1 / (hazardPriorTime * cfg.HalfLife),
+	}
 }
 
 // EstimateState is what the estimator keeps per URL.
@@ -61,6 +69,11 @@ type fetchObs struct {
 func (e Estimator) observe(st *EstimateState, f fetchObs) float64 {
 	at := secs(f.At)
 	cfg := e.Config
+	if e.Priors != nil {
+		// Change points are found by Learn's Bayesian test, under the
+		// population prior, not by the State's own likelihood ratio.
+		cfg.ChangeThreshold = 0
+	}
 	if !f.Prev.IsZero() {
 		// Fading is in time, but a URL fetched rarely sees few
 		// observations per half-life: keep at least minMemory fetches'
@@ -153,6 +166,37 @@ func (s *EstimateState) UnmarshalBinary(b []byte) error {
 	return nil
 }
 
+// testChange runs the Bayesian change-point test of the URL's newest
+// observations (estimate.GridPrior.TestChange) under the population prior
+// of its host and template, restarts its statistics when a change is more
+// probable than not, and reports whether the test found a change at the
+// prior hazard.
+//
+// Two hazards: whether to restart is decided at the collection's hazard
+// (the scheduler's estimate from the change points found, when it exceeds
+// the prior's), so that during a wave of rate changes across the
+// collection a URL's old data are dropped on weaker evidence; but the
+// change points the hazard is estimated from are those found at the prior
+// hazard, so that a wave does not feed on its own false alarms.
+func (e Estimator) testChange(st *EstimateState, o Observation) bool {
+	prior := e.Priors.load().For(o.Host, PathTemplate(o.URL))
+	ev := prior.ChangeEvidence(&st.State)
+	found := ev.Test(e.Hazard)
+	ct := found
+	if h := e.Priors.hazard(); h > e.Hazard {
+		ct = ev.Test(h)
+	}
+	if ct.Prob > changeProb {
+		st.State.Restart(ct.Newest, e.Config)
+	}
+	return found.Prob > changeProb
+}
+
+// changeProb is the posterior probability of a change of rate at which
+// Learn restarts a URL's statistics: the Bayes decision between keeping
+// and dropping the history when either mistake costs the same.
+const changeProb = 0.5
+
 // Observation is one fetch outcome as the schedule learns from it. The
 // coordinator's fold builds it from a result and the URL's stored record,
 // the virtual benchmark from its simulated fetch; both hand it to Learn.
@@ -205,10 +249,12 @@ func (e Estimator) Learn(st *EstimateState, rate float64, o Observation) Feedbac
 		if o.First {
 			f.Prev = time.Time{}
 		}
-		cps := st.State.ChangePoints()
+		n := st.State.Observations()
 		rate = e.observe(st, f)
+		if e.Priors != nil && st.State.Observations() != n {
+			fb.ChangePoint = e.testChange(st, o)
+		}
 		fb.RateSE = e.RateSE(st)
-		fb.ChangePoint = st.State.ChangePoints() > cps
 		if e.Priors != nil {
 			pr := e.Priors.load()
 			post := pr.For(o.Host, PathTemplate(o.URL)).Posterior(st.State)

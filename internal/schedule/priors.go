@@ -95,7 +95,23 @@ func (p *Priors) revision() uint64 { return p.version }
 // PriorSet holds the current Priors for the estimator, which reads them
 // on every fold, and the scheduler, which replaces them after a refit.
 // Safe for concurrent use.
-type PriorSet struct{ cur atomic.Pointer[Priors] }
+type PriorSet struct {
+	cur atomic.Pointer[Priors]
+	// hazard is the collection's rate of rate changes per URL per second
+	// (math.Float64bits), as the scheduler last estimated it from the
+	// change points found (0: none yet).
+	hazardBits atomic.Uint64
+}
+
+// hazard is the collection's estimated rate of rate changes per URL per
+// second (0 before the scheduler's first estimate).
+func (s *PriorSet) hazard() float64 { return math.Float64frombits(s.hazardBits.Load()) }
+
+func (s *PriorSet) setHazard(h float64) {
+	if h >= 0 && !math.IsInf(h, 1) {
+		s.hazardBits.Store(math.Float64bits(h))
+	}
+}
 
 // newPriorSet starts from the uncommitted prior around priorRate (changes
 // per second).

@@ -736,6 +736,7 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	s.updateHazard(now)
 	j.hazard = (s.changePoints + 1) / (s.urlTime + hazardPriorTime*s.o.HalfLife.Seconds())
 	j.horizon = 1 / j.hazard
+	s.priors.setHazard(j.hazard)
 	j.halfLife = s.o.HalfLife.Seconds()
 	j.priors = s.priors.load()
 	if s.learnt > 0 && (j.priors.revision() == 0 || s.sinceRefit >= max(50, s.learnt/4)) {
@@ -1087,7 +1088,17 @@ type exploreItem struct {
 	score  float64
 	sticky bool    // probed by the previous plan: kept until resolved
 	tau    float64 // a recheck's probe interval, seconds (0: a probe)
+	// fallback is the recheck of a probe whose URL the plan gives up, for
+	// when the probe finds no room: without it the URL would wait for the
+	// longest recheck (f 0: none).
+	fallback exploreItem0
 }
+
+// exploreItem0 is a recheck: frequency and probe interval.
+type exploreItem0 struct{ f, tau float64 }
+
+// isRecheck reports whether it is a recheck (not a probe).
+func (it exploreItem) isRecheck() bool { return it.score == 1 && !it.sticky }
 
 // exploreItems lists the URLs exploration wants at the multipliers of
 // mult (exploreByValue).
@@ -1150,14 +1161,20 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 		if j.probes[i] > 0 && (pKeep >= 1-resolved || pKeep <= resolved) {
 			j.sessionsOver = append(j.sessionsOver, i)
 		}
+		// A URL the plan gives up on is rechecked unless it is probed: a
+		// recheck is two fetches a period, the check and its probe.
+		planned := i < len(mult.Freq) && mult.Freq[i] > 0
+		recheckItem := exploreItem{i: i, f: 2 / recheck(w, mu, tau), score: 1, tau: tau}
 		switch {
 		case pKeep >= 1-resolved || (pKeep > resolved && j.probes[i] >= maxProbes):
 			// Worth fetching (or as resolved as probes make it): the
-			// plan's frequency.
+			// plan's frequency, or a recheck if the plan gives it up.
+			if !planned {
+				items = append(items, recheckItem)
+			}
 			continue
 		case pKeep <= resolved:
-			// A recheck is two fetches a period: the check and its probe.
-			items = append(items, exploreItem{i: i, f: 2 / recheck(w, mu, tau), score: 1, tau: tau})
+			items = append(items, recheckItem)
 		default:
 			k := voiKey{post.Q, w, mu, tau, rho}
 			v, ok := voi[k]
@@ -1171,8 +1188,15 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 				v = probeValue(beliefOf(post, pop, rho), w, mu, tau, math.Min(j.horizon, mem))
 				voi[k] = v
 			}
-			if v > mu {
-				items = append(items, exploreItem{i: i, f: 1 / tau, score: v / mu, sticky: j.probing[i]})
+			switch {
+			case v > mu:
+				it := exploreItem{i: i, f: 1 / tau, score: v / mu, sticky: j.probing[i]}
+				if !planned {
+					it.fallback = exploreItem0{recheckItem.f, recheckItem.tau}
+				}
+				items = append(items, it)
+			case !planned:
+				items = append(items, recheckItem)
 			}
 		}
 	}
@@ -1182,7 +1206,7 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 	// plan interval before the next), then the most valuable.
 	rank := func(it exploreItem) int {
 		switch {
-		case it.score == 1 && !it.sticky:
+		case it.isRecheck():
 			return 0
 		case it.sticky:
 			return 1
@@ -1218,35 +1242,65 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) ([]float64, Plan
 	// and per host), to longer intervals, rather than some dropped: a
 	// URL given up and never rechecked would not see its rate fall (the
 	// drift workload), while a later recheck still does.
+	// The fallback rechecks of probes are counted in, so that a probe
+	// that finds no room still has its recheck.
 	var recheckSum float64
 	recheckHost := make([]float64, len(in.HostCaps))
 	for _, it := range items {
-		if it.score == 1 && !it.sticky {
-			recheckSum += it.f
-			recheckHost[in.Hosts[it.i]] += it.f
+		f := it.fallback.f
+		if it.isRecheck() {
+			f = it.f
 		}
+		recheckSum += f
+		recheckHost[in.Hosts[it.i]] += f
 	}
 	stretch := 1.0
 	if recheckSum > capAll {
 		stretch = capAll / recheckSum
 	}
+	stretched := func(f float64, h int32) float64 {
+		f *= stretch
+		if recheckHost[h]*stretch > hostLeft[h] && recheckHost[h] > 0 {
+			f *= hostLeft[h] / (recheckHost[h] * stretch)
+		}
+		return f * (1 - 1e-9) // rounding: the stretched rechecks fill the cap exactly
+	}
+	// reserved is what the fallback rechecks still to be placed hold back.
+	reserved := 0.0
+	reservedHost := make([]float64, len(in.HostCaps))
+	for _, it := range items {
+		if !it.isRecheck() && it.fallback.f > 0 {
+			f := stretched(it.fallback.f, in.Hosts[it.i])
+			reserved += f
+			reservedHost[in.Hosts[it.i]] += f
+		}
+	}
 	for _, it := range items {
 		h := in.Hosts[it.i]
-		f := it.f
-		if it.score == 1 && !it.sticky {
-			f *= stretch
-			if recheckHost[h]*stretch > hostLeft[h] && recheckHost[h] > 0 {
-				f *= hostLeft[h] / (recheckHost[h] * stretch)
-			}
-			f *= 1 - 1e-9 // rounding: the stretched rechecks fill the cap exactly
+		f, tau := it.f, it.tau
+		isProbe := !it.isRecheck()
+		if !isProbe {
+			f = stretched(f, h)
 		}
-		if f > capAll-spent || f > hostLeft[h] {
+		var fb float64
+		if isProbe && it.fallback.f > 0 {
+			fb = stretched(it.fallback.f, h)
+			reserved -= fb
+			reservedHost[h] -= fb
+		}
+		if isProbe && (f > capAll-spent-reserved || f > hostLeft[h]-reservedHost[h]) {
 			// A probe at a longer interval than its own would not test
-			// the threshold; it waits for room in a later plan.
+			// the threshold; it waits for room in a later plan, and its
+			// URL, if the plan gives it up, is rechecked meanwhile.
+			if fb <= 0 || fb > capAll-spent || fb > hostLeft[h] {
+				continue
+			}
+			f, tau, isProbe = fb, it.fallback.tau, false
+		} else if !isProbe && (f > capAll-spent || f > hostLeft[h]) {
 			continue
 		}
-		freq[it.i], probe[it.i] = f, it.score != 1
-		j.recheckTau[it.i] = it.tau
+		freq[it.i], probe[it.i] = f, isProbe
+		j.recheckTau[it.i] = tau
 		spent += f
 		hostLeft[h] -= f
 		caps[h] -= f
