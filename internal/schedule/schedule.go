@@ -372,9 +372,11 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		// at the full budget from the first second (docs/design.md §3.7,
 		// cold start). The frontier interleaves hosts (each host is
 		// spaced by its gap), and within a host a stable pseudo-random
-		// order, the frac of the URL in the last millisecond, keeps
+		// order, the frac of the URL within one fetch's share of the
+		// budget (a time relative to the budget, not an absolute one,
+		// so that nothing depends on the unit of time), keeps
 		// neighbours of a seed file apart.
-		due = now.Add(time.Duration(float64(time.Millisecond) * frac(u.URL)))
+		due = now.Add(time.Duration(frac(u.URL) / s.o.Budget * float64(time.Second)))
 	}
 	s.mirror(e)
 	s.front.schedule(e, due)
@@ -1193,10 +1195,17 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 		if ra, rb := rank(items[a]), rank(items[b]); ra != rb {
 			return ra < rb
 		}
-		return items[a].score > items[b].score
+		return scoreKey(items[a].score) > scoreKey(items[b].score)
 	})
 	return items
 }
+
+// scoreKey is an exploration score rounded to six significant digits in
+// its logarithm: URLs with the same history score the same up to the
+// rounding of the value-of-information search, which depends on the unit
+// of time, and a tie must fall to the URLs' order, not to that rounding,
+// or a run would depend on the unit of time (TestVirtualUnitFree).
+func scoreKey(score float64) float64 { return math.Round(math.Log(score) * 1e6) }
 
 // planAround gives the items their exploration within ExploreShare of the
 // budget and of each host's cap, and solves the plan over the other URLs
@@ -1434,10 +1443,10 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 			f /= 2
 		}
 		old := e.interval
-		iv := time.Duration(float64(time.Second) / f)
-		if iv < time.Millisecond {
-			iv = time.Millisecond
-		}
+		// f is within the host's cap, so iv is at least the host's gap;
+		// the floor only keeps a rounding from making it zero (which
+		// would unschedule the URL), and is no time scale of its own.
+		iv := max(time.Duration(float64(time.Second)/f), time.Nanosecond)
 		e.interval = iv
 		if e.index >= 0 && old > 0 && !e.nextDue.IsZero() && e.cap == nil && !e.lastOK.IsZero() {
 			// Keep the phase: move the next fetch by the change of
