@@ -213,6 +213,14 @@ func TestExplorationWithinShareAndCaps(t *testing.T) {
 	for i, f := range j.freq {
 		total += f
 		perHost[j.in.Hosts[i]] += f
+		if j.paired[i] {
+			// Kept by the plan and fetched in pairs: the plan's own
+			// frequency, nothing on top of it.
+			if f != j.out.Freq[i] || !(f > 0) {
+				t.Errorf("URL %d paired at %g/s, its plan's frequency is %g/s", i, f, j.out.Freq[i])
+			}
+			continue
+		}
 		if j.probe[i] || j.recheckTau[i] > 0 {
 			explored += f
 			explHost[j.in.Hosts[i]] += f
