@@ -27,7 +27,8 @@ freshness and age after warm-up, fetches, bytes, the 304 share and the ratio to
 the oracle (the optimal allocation with the true rates at the same fetch rate).
 
 --mode virtual drives the coordinator's real Scheduler, estimator and policies
-on a virtual clock (a simulated day is a day; no HTTP, no NATS), so thousands
+on a virtual clock (a simulated day is a day unless --sim-day says otherwise,
+and the figures must not depend on it; no HTTP, no NATS), so thousands
 of simulated days take seconds. --mode live runs the whole system (embedded
 NATS, coordinator, workers, HTTP) against an in-process sim, one policy after
 another with the same seed, budget and duration, for --days × --sim-day of
@@ -50,6 +51,10 @@ one SVG plot of freshness over time per workload into --out.`,
 			}
 			if mode == "live" {
 				lo.Log = slog.New(slog.DiscardHandler)
+				lo.Day = o.Day
+				if lo.Day <= 0 {
+					lo.Day = time.Second
+				}
 			}
 			w := cmd.OutOrStdout()
 			var all []bench.Result
@@ -110,9 +115,9 @@ one SVG plot of freshness over time per workload into --out.`,
 	f.BoolVar(&o.TrueRates, "true-rates", false, "diagnostic (virtual mode): feed the scheduler the true rates instead of its estimates")
 	f.Float64Var(&o.Explore, "explore", o.Explore, "coordinator option: exploration share for URLs the optimum gives up on")
 	f.Float64Var(&o.ReplanDays, "replan", o.ReplanDays, "coordinator option: longest time between plans, in simulated days")
-	f.DurationVar(&o.Latency, "latency", o.Latency, "virtual mode: duration of one fetch")
+	f.DurationVar(&o.Latency, "latency", o.Latency, "virtual mode: duration of one fetch (0: 200ms for a 24h day, scaled with --sim-day)")
 	f.IntVar(&o.ColdStartPages, "coldstart-pages", o.ColdStartPages, "virtual mode: URLs seeded at once in the coldstart workload")
-	f.DurationVar(&lo.Day, "sim-day", time.Second, "live mode: real duration of one simulated day")
+	f.DurationVar(&o.Day, "sim-day", 0, "duration of one simulated day: real time in live mode (0: 1s), virtual time in virtual mode (0: 24h)")
 	f.IntVar(&lo.Workers, "workers", 2, "live mode: in-process workers")
 	f.IntVar(&lo.Concurrency, "concurrency", 8, "live mode: fetches at once per worker")
 	return cmd

@@ -39,7 +39,14 @@ type Options struct {
 	// estimates: a diagnostic that separates the loss due to estimation
 	// from the loss due to scheduling and dispatch.
 	TrueRates bool
-	// Latency is the virtual duration of one fetch (virtual mode).
+	// Day is the length of a simulated day on the virtual clock (virtual
+	// mode; 0: 24 h, so that every constant of the coordinator and of the
+	// peers applies unscaled). Nothing the scheduler or the estimator
+	// decides may depend on it: a run with a day of 0.5 s is the run with
+	// a day of 24 h, time scaled (TestVirtualUnitFree).
+	Day time.Duration
+	// Latency is the virtual duration of one fetch (virtual mode; 0:
+	// defaultLatency for a 24 h day, scaled with Day).
 	Latency time.Duration
 	// Steps is the number of points of the freshness series.
 	Steps int
@@ -57,7 +64,7 @@ func DefaultOptions() Options {
 	return Options{
 		Pages: 1000, Hosts: 10, Seed: 1, Days: 2000, Warmup: 500,
 		PriorRate: c.PriorRate.PerSecond() * day, HalfLifeDays: c.HalfLife.Seconds() / day, Explore: c.Explore, ReplanDays: 1,
-		Latency: 200 * time.Millisecond, Steps: 200, ColdStartPages: coldStartPages,
+		Steps: 200, ColdStartPages: coldStartPages,
 	}
 }
 
@@ -104,8 +111,11 @@ func (o Options) withDefaults() (Options, error) {
 	if o.ReplanDays <= 0 {
 		o.ReplanDays = d.ReplanDays
 	}
+	if o.Day <= 0 {
+		o.Day = virtualDay
+	}
 	if o.Latency <= 0 {
-		o.Latency = d.Latency
+		o.Latency = scaleDay(defaultLatency, o.Day)
 	}
 	if o.Steps <= 0 {
 		o.Steps = d.Steps
@@ -113,10 +123,20 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// virtualDay is the length of a simulated day on the virtual clock: a real
-// day, so every constant of the coordinator and of the peers applies
-// unscaled.
+// virtualDay is the default length of a simulated day on the virtual
+// clock: a real day, so every constant of the coordinator and of the peers
+// applies unscaled.
 const virtualDay = 24 * time.Hour
+
+// defaultLatency is how long a fetch takes on the virtual clock when the
+// simulated day is a real one.
+const defaultLatency = 200 * time.Millisecond
+
+// scaleDay is d, a duration meant for a 24 h day, on a clock whose
+// simulated day lasts day.
+func scaleDay(d, day time.Duration) time.Duration {
+	return time.Duration(float64(d) * (float64(day) / float64(virtualDay)))
+}
 
 // virtualEpoch is the virtual clock's time zero (any fixed instant works;
 // a fixed one keeps runs reproducible).
@@ -234,30 +254,34 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 		return Result{}, err
 	}
 	wall := time.Now()
-	end := time.Duration(o.Days * float64(virtualDay))
-	ts, err := buildTruth(w, o, virtualDay, end)
+	end := time.Duration(o.Days * float64(o.Day))
+	ts, err := buildTruth(w, o, o.Day, end)
 	if err != nil {
 		return Result{}, err
 	}
-	pol, err := newPolicy(policy, virtualDay)
+	pol, err := newPolicy(policy, o.Day)
 	if err != nil {
 		return Result{}, err
 	}
-	daySec := virtualDay.Seconds()
+	daySec := o.Day.Seconds()
 	budget := o.Budget / daySec // fetches per second
 	// The estimator the coordinator folds results with (schedule.Estimator).
-	halfLife := time.Duration(o.HalfLifeDays * float64(virtualDay))
+	halfLife := time.Duration(o.HalfLifeDays * float64(o.Day))
 	est := schedule.NewEstimator(halfLife, o.PriorRate/daySec)
+	// The Last-Modified trust check's clock skew is a minute of a 24 h
+	// day, as the live mode scales it, and never under the second HTTP
+	// dates are rounded to.
+	est.Trust.ClockSkew = max(1, scaleDay(time.Duration(est.Trust.ClockSkew*float64(time.Second)), o.Day).Seconds())
 	sched := schedule.NewScheduler(schedule.SchedulerOptions{
 		Budget: budget, HostRate: o.HostRate / daySec, Policy: pol,
-		ExploreShare: o.Explore, Replan: time.Duration(o.ReplanDays * float64(virtualDay)),
+		ExploreShare: o.Explore, Replan: time.Duration(o.ReplanDays * float64(o.Day)),
 		Priors: est.Priors, HalfLife: halfLife,
 	})
 
 	gaps := make([]time.Duration, o.Hosts) // Crawl-delay per host
 	for h := range gaps {
 		if d := w.crawlDelayDays(h, o.Hosts, o.Budget); d > 0 {
-			gaps[h] = time.Duration(d * float64(virtualDay))
+			gaps[h] = time.Duration(d * float64(o.Day))
 		}
 	}
 	pages := make([]vpage, o.Pages)
@@ -303,7 +327,7 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 	}
 
 	maxInFlight := config.Default().MaxInFlight // what a crawler runs with
-	replanEvery := time.Duration(o.ReplanDays * float64(virtualDay))
+	replanEvery := time.Duration(o.ReplanDays * float64(o.Day))
 	now := virtualEpoch()
 	stop := virtualEpoch().Add(end)
 	tokenAt := virtualEpoch()
@@ -314,7 +338,7 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 	var lastErr error
 	// The model's freshness (what status shows), sampled every simulated
 	// day after warm-up and averaged like the truth.
-	warmEnd := virtualEpoch().Add(time.Duration(o.Warmup * float64(virtualDay)))
+	warmEnd := virtualEpoch().Add(time.Duration(o.Warmup * float64(o.Day)))
 	nextSample := warmEnd
 	var modelSum float64
 	var modelN int
@@ -325,7 +349,7 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 		for !nextSample.After(now) && nextSample.Before(stop) {
 			modelSum += sched.ModelFreshness(nextSample)
 			modelN++
-			nextSample = nextSample.Add(virtualDay)
+			nextSample = nextSample.Add(o.Day)
 		}
 		for len(pending) > 0 && !pending[0].end.After(now) {
 			if err := complete(pending[0]); err != nil {
@@ -341,7 +365,9 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 				lastErr = err
 			}
 			lastPlan = now
-			nextCheck = now.Add(coordinator.MaintainEvery)
+			// The coordinator's tick, as a share of a 24 h day: the
+			// virtual clock scales everything of its own with the day.
+			nextCheck = now.Add(scaleDay(coordinator.MaintainEvery, o.Day))
 		}
 		var next time.Time
 		if len(pending) < maxInFlight {
@@ -374,7 +400,7 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 			wake = pending[0].end
 		}
 		if !wake.After(now) {
-			wake = now.Add(time.Millisecond)
+			wake = now.Add(max(scaleDay(time.Millisecond, o.Day), time.Nanosecond))
 		}
 		now = wake
 	}
@@ -393,7 +419,7 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 // the result then holds the truth without it.
 func measure(w Workload, ts *truthSet, pages []vpage, o Options, end time.Duration) (Result, error) {
 	var res Result
-	from := time.Duration(o.Warmup * float64(virtualDay))
+	from := time.Duration(o.Warmup * float64(o.Day))
 	series := sim.NewSeriesSum(end/time.Duration(o.Steps), end)
 	var fresh, age, wsum float64
 	for i := range pages {
@@ -423,13 +449,13 @@ func measure(w Workload, ts *truthSet, pages []vpage, o Options, end time.Durati
 	}
 	window := (end - from).Seconds()
 	res.Freshness = fresh / wsum / window
-	res.AgeDays = age / wsum / window / virtualDay.Seconds()
+	res.AgeDays = age / wsum / window / o.Day.Seconds()
 	// Series: unweighted fraction fresh per step (the plot's shape), as the
 	// live mode plots it.
 	for _, p := range series.Points(virtualEpoch(), len(pages)) {
-		res.Series = append(res.Series, Point{Day: p.Time.Sub(virtualEpoch()).Seconds() / virtualDay.Seconds(), Freshness: p.Freshness})
+		res.Series = append(res.Series, Point{Day: p.Time.Sub(virtualEpoch()).Seconds() / o.Day.Seconds(), Freshness: p.Freshness})
 	}
-	res.FetchesPerDay = float64(res.Fetches) / (window / virtualDay.Seconds())
+	res.FetchesPerDay = float64(res.Fetches) / (window / o.Day.Seconds())
 	orc, err := SolveOracle(ts.oracleInput(w, o, from, end, res.FetchesPerDay))
 	if err != nil {
 		return res, fmt.Errorf("bench: workload %s: %w", w.Name, err)
@@ -458,7 +484,7 @@ func measure(w Workload, ts *truthSet, pages []vpage, o Options, end time.Durati
 		firstPass = max(firstPass, pages[i].fetches[0].At)
 	}
 	if firstPass >= 0 && firstPass < end {
-		res.FirstPassDays = firstPass.Seconds() / virtualDay.Seconds()
+		res.FirstPassDays = firstPass.Seconds() / o.Day.Seconds()
 		var f, ws float64
 		for i := range pages {
 			pt := sim.IntegratePage(ts.pages[i].changes, pages[i].fetches, firstPass, end, nil)
@@ -474,7 +500,7 @@ func measure(w Workload, ts *truthSet, pages []vpage, o Options, end time.Durati
 // rate segments that overlap it, by their length there, with rates per
 // simulated day, at perDay fetches a simulated day.
 func (t *truthSet) oracleInput(w Workload, o Options, from, end time.Duration, perDay float64) OracleInput {
-	daySec := virtualDay.Seconds()
+	daySec := o.Day.Seconds()
 	in := OracleInput{Weights: w.Weights, Hosts: make([]int32, len(t.pages)), HostCaps: hostCapsPerDay(w, o), Fetches: perDay}
 	for i, h := range t.hosts {
 		in.Hosts[i] = int32(h)

@@ -532,10 +532,22 @@ func mergeIgnore(def, own proto.IgnoreRules) proto.IgnoreRules {
 // checks for a due plan on the same period.
 const MaintainEvery = 2 * time.Second
 
+// maintainPeriod is the maintenance loop's period: MaintainEvery, or half
+// the re-plan period when that is shorter, so that a plan due every
+// Replan is not made only every MaintainEvery (with a simulated day of
+// half a second, a re-plan a day would otherwise wait four days). The
+// other chores of the loop only get done more often.
+func maintainPeriod(replan time.Duration) time.Duration {
+	if replan > 0 && replan/2 < MaintainEvery {
+		return max(replan/2, time.Millisecond)
+	}
+	return MaintainEvery
+}
+
 // maintainLoop re-plans, watches the queue, forgets stale workers and
 // releases tasks that are lost for good.
 func (c *Coordinator) maintainLoop(ctx context.Context) error {
-	tick := time.NewTicker(MaintainEvery)
+	tick := time.NewTicker(maintainPeriod(c.opts.Replan))
 	defer tick.Stop()
 	prune := time.NewTicker(foldMarkPruneEvery)
 	defer prune.Stop()

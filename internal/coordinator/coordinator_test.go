@@ -339,3 +339,19 @@ func TestFoldsCompleteDuringReplan(t *testing.T) {
 		return at.After(firstPlan)
 	})
 }
+
+// TestMaintainPeriod: the maintenance loop checks for a due plan at least
+// twice per re-plan period, and never more often than it must.
+func TestMaintainPeriod(t *testing.T) {
+	for _, tc := range []struct{ replan, want time.Duration }{
+		{30 * time.Second, MaintainEvery},
+		{0, MaintainEvery},
+		{time.Second, 500 * time.Millisecond},
+		{4 * time.Second, MaintainEvery},
+		{time.Microsecond, time.Millisecond},
+	} {
+		if got := maintainPeriod(tc.replan); got != tc.want {
+			t.Errorf("maintainPeriod(%s) = %s, want %s", tc.replan, got, tc.want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/alloc"
+	"github.com/freshcrawl/freshcrawl/estimate"
 )
 
 // randomBelief is a belief of a few atoms at random rates (per second,
@@ -213,6 +214,14 @@ func TestExplorationWithinShareAndCaps(t *testing.T) {
 	for i, f := range j.freq {
 		total += f
 		perHost[j.in.Hosts[i]] += f
+		if j.paired[i] {
+			// Kept by the plan and fetched in pairs: the plan's own
+			// frequency, nothing on top of it.
+			if f != j.out.Freq[i] || !(f > 0) {
+				t.Errorf("URL %d paired at %g/s, its plan's frequency is %g/s", i, f, j.out.Freq[i])
+			}
+			continue
+		}
 		if j.probe[i] || j.recheckTau[i] > 0 {
 			explored += f
 			explHost[j.in.Hosts[i]] += f
@@ -242,5 +251,61 @@ func TestExplorationWithinShareAndCaps(t *testing.T) {
 		if p && j.freq[i] > 0 && 1/j.freq[i] >= (30*day).Seconds() {
 			t.Errorf("URL %d probed every %s, not shorter than the interval that saw only changes", i, time.Duration(float64(time.Second)/j.freq[i]))
 		}
+	}
+}
+
+// TestGivenUpAfterProbesStaysResolved: a URL whose probes just showed it
+// far above the give-up threshold is given up and rechecked, not probed
+// again, however long its recheck interval: the chance that its rate was
+// redrawn is counted over the intervals its data were taken at, not the
+// plan's. Counted over the plan's (eight years of rechecks at this
+// hazard), the prior's share below the threshold made it unresolved at
+// once, and it was probed again at every plan.
+func TestGivenUpAfterProbesStaysResolved(t *testing.T) {
+	day := 86400.0
+	prior := 0.25 / day
+	popPost := newPriors(prior).population().Posterior(estimate.State{})
+	pop := popPost.Summary()
+	w, mu := 1.0, 5*day // give-up threshold λ* = w/μ = 0.2 a day
+	fast := estimate.Summary{Mean: 2 / day, Harmonic: 1.5 / day}
+	for k := range fast.Q {
+		fast.Q[k] = float32(math.Log((1 + 0.25*float64(k)) / day))
+	}
+	tau := math.Ln2 * mu / w
+	for _, tc := range []struct {
+		name   string
+		lastIv float64
+		probe  bool
+	}{
+		{"last fetched at its probe interval", tau, false},
+		{"no interval seen yet", 0, false},
+	} {
+		j := &PlanJob{
+			in:       PlanInput{Budget: 1, Rates: []float64{fast.Harmonic}, Weights: []float64{w}, Hosts: []int32{0}, HostCaps: []float64{1}},
+			blocked:  []bool{false},
+			posts:    []estimate.Summary{fast},
+			lastOK:   []int64{1},
+			lastIv:   []float64{tc.lastIv},
+			probing:  []bool{false},
+			probes:   []uint8{0},
+			halfLife: 90 * day,
+			hazard:   1 / (20 * 365 * day), // a rate change every twenty years
+		}
+		j.horizon = 1 / j.hazard
+		items := j.exploreItems(j.in, PlanOutput{Mu: mu}, &pop)
+		if len(items) != 1 {
+			t.Fatalf("%s: %d exploration items, want the recheck", tc.name, len(items))
+		}
+		if it := items[0]; it.score != 1 || it.tau != tau || it.pairOnly {
+			t.Errorf("%s: item %+v, want a recheck (score 1) with its probe %gs after", tc.name, it, tau)
+		}
+	}
+	// The rule that counted the plan's interval: with a year's recheck
+	// as the last interval, the redraw chance alone unresolves the URL.
+	j := &PlanJob{halfLife: 90 * day, hazard: 1 / (20 * 365 * day)}
+	span := math.Max(j.halfLife, minMemory*365*day) / math.Ln2
+	rho := -math.Expm1(-j.hazard * span)
+	if p := keepProbability(&fast, &pop, rho, w, mu); !(p > resolved) {
+		t.Fatalf("with eight years of memory P(keep) = %.3f: the case no longer tells the rules apart", p)
 	}
 }

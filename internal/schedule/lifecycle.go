@@ -206,11 +206,13 @@ func (s *Scheduler) Remove(urls []string) int {
 		list, hosts = append(list, e), append(hosts, s.hosts[i])
 		s.rates[k], s.rateSEs[k], s.weights[k], s.blocked[k], s.freqs[k], s.fixed[k] = s.rates[i], s.rateSEs[i], s.weights[i], s.blocked[i], s.freqs[i], s.fixed[i]
 		s.posts[k], s.lastOK[k], s.probing[k], s.probes[k] = s.posts[i], s.lastOK[i], s.probing[i], s.probes[i]
+		s.lastIv[k] = s.lastIv[i]
 		k++
 	}
 	s.list, s.hosts = list, hosts
 	s.rates, s.rateSEs, s.weights, s.blocked, s.freqs, s.fixed = s.rates[:k], s.rateSEs[:k], s.weights[:k], s.blocked[:k], s.freqs[:k], s.fixed[:k]
 	s.posts, s.lastOK, s.probing, s.probes = s.posts[:k], s.lastOK[:k], s.probing[:k], s.probes[:k]
+	s.lastIv = s.lastIv[:k]
 	for e := range gone {
 		if e.disallowed {
 			s.disallowed--

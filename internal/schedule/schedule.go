@@ -1,9 +1,11 @@
 package schedule
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -175,8 +177,9 @@ type Scheduler struct {
 	// for exploration.
 	posts   []estimate.Summary
 	lastOK  []int64
-	probing []bool  // explored by the last plan
-	probes  []uint8 // fetches in the URL's current probe session
+	lastIv  []float64 // seconds between the last two successful fetches (0: fewer than two)
+	probing []bool    // explored by the last plan
+	probes  []uint8   // fetches in the URL's current probe session
 
 	disallowed int                 // URLs disallowed now
 	captures   map[*entry]struct{} // capture URLs
@@ -248,9 +251,12 @@ func (s *Scheduler) mirror(e *entry) {
 	}
 	s.rates[e.pos], s.rateSEs[e.pos], s.weights[e.pos], s.blocked[e.pos], s.freqs[e.pos], s.fixed[e.pos] = e.rate, e.rateSE, w, off, f, fx
 	s.posts[e.pos] = e.post
-	s.lastOK[e.pos] = 0
+	s.lastOK[e.pos], s.lastIv[e.pos] = 0, 0
 	if !e.lastOK.IsZero() {
 		s.lastOK[e.pos] = e.lastOK.UnixNano()
+		if !e.prevOK.IsZero() && e.lastOK.After(e.prevOK) {
+			s.lastIv[e.pos] = e.lastOK.Sub(e.prevOK).Seconds()
+		}
 	}
 }
 
@@ -352,6 +358,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	s.rates, s.rateSEs, s.weights, s.blocked, s.freqs = append(s.rates, 0), append(s.rateSEs, 0), append(s.weights, 0), append(s.blocked, false), append(s.freqs, 0)
 	s.fixed = append(s.fixed, 0)
 	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, estimate.Summary{}), append(s.lastOK, 0), append(s.probing, false), append(s.probes, 0)
+	s.lastIv = append(s.lastIv, 0)
 	s.setCapture(e, u)
 	s.moved++
 	s.setDisallowed(e, u.Disallowed)
@@ -372,9 +379,11 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		// at the full budget from the first second (docs/design.md §3.7,
 		// cold start). The frontier interleaves hosts (each host is
 		// spaced by its gap), and within a host a stable pseudo-random
-		// order, the frac of the URL in the last millisecond, keeps
+		// order, the frac of the URL within one fetch's share of the
+		// budget (a time relative to the budget, not an absolute one,
+		// so that nothing depends on the unit of time), keeps
 		// neighbours of a seed file apart.
-		due = now.Add(time.Duration(float64(time.Millisecond) * frac(u.URL)))
+		due = now.Add(time.Duration(frac(u.URL) / s.o.Budget * float64(time.Second)))
 	}
 	s.mirror(e)
 	s.front.schedule(e, due)
@@ -647,7 +656,7 @@ type PlanJob struct {
 	lastOK   []int64
 	probing  []bool    // explored by the previous plan
 	probes   []uint8   // fetches in each URL's probe session
-	prevFreq []float64 // each URL's frequency now (the last plan's)
+	lastIv   []float64 // each URL's last interval between successful fetches, seconds (0: none)
 	horizon  float64   // seconds a rate is expected to last (1/hazard)
 	halfLife float64   // the estimator's half-life, seconds
 	hazard   float64   // rate changes per URL per second
@@ -667,7 +676,8 @@ type PlanJob struct {
 	out          PlanOutput
 	band         freshnessBand
 	freq         []float64 // per element, exploration included
-	recheckTau   []float64 // per element: a recheck's probe interval (0: none)
+	recheckTau   []float64 // per element: a recheck's probe interval, or a pair's (0: none)
+	paired       []bool    // per element: kept by the plan, fetched in pairs (planAround)
 	probe        []bool    // per element: probed for what it teaches
 	sessionsOver []int     // elements whose probe session ended: resolved
 	sat          []bool    // per host: the plan gives it all it can take
@@ -724,7 +734,7 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	j.lastOK = append([]int64(nil), s.lastOK...)
 	j.probing = append([]bool(nil), s.probing...)
 	j.probes = append([]uint8(nil), s.probes...)
-	j.prevFreq = append([]float64(nil), s.freqs...)
+	j.lastIv = append([]float64(nil), s.lastIv...)
 	for i, h := range s.planHosts {
 		// The cap is what the host can take given its gap (host rate,
 		// Crawl-delay) and how long its requests last.
@@ -912,6 +922,12 @@ func (j *PlanJob) Solve() error {
 				j.probe[keep[k]] = p
 			}
 		}
+		if ej.paired != nil {
+			j.paired = make([]bool, n)
+			for k, p := range ej.paired {
+				j.paired[keep[k]] = p
+			}
+		}
 		for _, k := range ej.sessionsOver {
 			j.sessionsOver = append(j.sessionsOver, keep[k])
 		}
@@ -947,12 +963,12 @@ func (j *PlanJob) restricted(keep []int) *PlanJob {
 	r.lastOK = make([]int64, len(keep))
 	r.probing = make([]bool, len(keep))
 	r.probes = make([]uint8, len(keep))
-	r.prevFreq = make([]float64, len(keep))
+	r.lastIv = make([]float64, len(keep))
 	for k, i := range keep {
 		r.blocked[k], r.posts[k], r.lastOK[k] = j.blocked[i], j.posts[i], j.lastOK[i]
-		r.probing[k], r.probes[k], r.prevFreq[k] = j.probing[i], j.probes[i], j.prevFreq[i]
+		r.probing[k], r.probes[k], r.lastIv[k] = j.probing[i], j.probes[i], j.lastIv[i]
 	}
-	r.recheckTau, r.probe, r.sessionsOver = nil, nil, nil
+	r.recheckTau, r.probe, r.paired, r.sessionsOver = nil, nil, nil, nil
 	return &r
 }
 
@@ -1036,16 +1052,16 @@ func (j *PlanJob) exploreByValue(in PlanInput, out PlanOutput) ([]float64, PlanO
 	// root is bracketed and found by bisection in ln μ; the upper end is
 	// used, so that exploration errs on the side of the plan.
 	type result struct {
-		freq  []float64
-		plan  PlanOutput
-		probe []bool
+		freq, tau     []float64
+		plan          PlanOutput
+		probe, paired []bool
 	}
 	at := func(mu float64) (result, error) {
 		mult := out
 		mult.Mu = mu
 		items := j.exploreItems(in, mult, &pop)
-		freq, plan, probe, err := j.planAround(in, items)
-		return result{freq, plan, probe}, err
+		freq, tau, plan, probe, paired, err := j.planAround(in, items)
+		return result{freq, tau, plan, probe, paired}, err
 	}
 	lo := out.Mu
 	r, err := at(lo)
@@ -1076,7 +1092,7 @@ func (j *PlanJob) exploreByValue(in PlanInput, out PlanOutput) ([]float64, PlanO
 		r = rHi
 	}
 	freq, plan, probe := r.freq, r.plan, r.probe
-	j.probe = probe
+	j.probe, j.recheckTau, j.paired = probe, r.tau, r.paired
 	return freq, plan, nil
 }
 
@@ -1092,6 +1108,15 @@ type exploreItem struct {
 	// when the probe finds no room: without it the URL would wait for the
 	// longest recheck (f 0: none).
 	fallback exploreItem0
+	// pairTau is the probe interval of a URL whose rate is not resolved
+	// (0: resolved): if it gets no probe of its own, its planned fetches
+	// come in pairs that far apart (planAround). pairOnly: a URL not
+	// worth a probe of its own, listed only for its pairs.
+	pairTau  float64
+	pairOnly bool
+	// rank and key order the items (exploreItems).
+	rank int
+	key  float64
 }
 
 // exploreItem0 is a recheck: frequency and probe interval.
@@ -1149,10 +1174,14 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 		// The data behind the posterior span about the estimator's memory
 		// (at least eight of the URL's intervals); at hazard ĥ the rate
 		// was redrawn since with probability 1 − e^{−ĥ·span}, and is then
-		// a draw from the prior (docs/design.md §3.7).
+		// a draw from the prior (docs/design.md §3.7). The intervals are
+		// those the URL was last fetched at, not the plan's: a URL just
+		// probed and given up has fresh data, though its plan now waits
+		// a year (counting that year would unresolve it at once, and it
+		// would be probed again and again).
 		span := j.halfLife / math.Ln2
-		if j.prevFreq != nil && j.prevFreq[i] > 0 {
-			span = math.Max(j.halfLife, minMemory/j.prevFreq[i]) / math.Ln2
+		if j.lastIv != nil && j.lastIv[i] > 0 {
+			span = math.Max(j.halfLife, minMemory*j.lastIv[i]) / math.Ln2
 		}
 		rho := -math.Expm1(-j.hazard * span)
 		pKeep := keepProbability(post, pop, rho, w, mu)
@@ -1166,13 +1195,22 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 		planned := i < len(mult.Freq) && mult.Freq[i] > 0
 		recheckItem := exploreItem{i: i, f: 2 / recheck(w, mu, tau), score: 1, tau: tau}
 		switch {
-		case pKeep >= 1-resolved || (pKeep > resolved && j.probes[i] >= maxProbes):
-			// Worth fetching (or as resolved as probes make it): the
-			// plan's frequency, or a recheck if the plan gives it up.
+		case pKeep >= 1-resolved:
+			// Worth fetching: the plan's frequency, or a recheck if the
+			// plan gives it up.
 			if !planned {
 				items = append(items, recheckItem)
 			}
 			continue
+		case pKeep > resolved && j.probes[i] >= maxProbes:
+			// As resolved as probes make it: the plan's frequency, its
+			// fetches in pairs that go on testing the threshold, or a
+			// recheck if the plan gives it up.
+			if !planned {
+				items = append(items, recheckItem)
+			} else {
+				items = append(items, exploreItem{i: i, pairTau: tau, pairOnly: true})
+			}
 		case pKeep <= resolved:
 			items = append(items, recheckItem)
 		default:
@@ -1190,13 +1228,15 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 			}
 			switch {
 			case v > mu:
-				it := exploreItem{i: i, f: 1 / tau, score: v / mu, sticky: j.probing[i]}
+				it := exploreItem{i: i, f: 1 / tau, score: v / mu, sticky: j.probing[i], pairTau: tau}
 				if !planned {
 					it.fallback = exploreItem0{recheckItem.f, recheckItem.tau}
 				}
 				items = append(items, it)
 			case !planned:
 				items = append(items, recheckItem)
+			default:
+				items = append(items, exploreItem{i: i, pairTau: tau, pairOnly: true})
 			}
 		}
 	}
@@ -1206,6 +1246,8 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 	// plan interval before the next), then the most valuable.
 	rank := func(it exploreItem) int {
 		switch {
+		case it.pairOnly:
+			return 3
 		case it.isRecheck():
 			return 0
 		case it.sticky:
@@ -1213,28 +1255,47 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 		}
 		return 2
 	}
-	sort.SliceStable(items, func(a, b int) bool {
-		if ra, rb := rank(items[a]), rank(items[b]); ra != rb {
-			return ra < rb
+	// The sort keys are computed once: a re-plan of a large collection
+	// sorts hundreds of thousands of items several times (the
+	// multiplier's bisection), and a logarithm per comparison showed in
+	// the cold start's profile.
+	for k := range items {
+		items[k].rank = rank(items[k])
+		items[k].key = scoreKey(items[k].score)
+	}
+	slices.SortStableFunc(items, func(a, b exploreItem) int {
+		if a.rank != b.rank {
+			return cmp.Compare(a.rank, b.rank)
 		}
-		return items[a].score > items[b].score
+		return cmp.Compare(b.key, a.key)
 	})
 	return items
 }
 
+// scoreKey is an exploration score rounded to six significant digits in
+// its logarithm: URLs with the same history score the same up to the
+// rounding of the value-of-information search, which depends on the unit
+// of time, and a tie must fall to the URLs' order, not to that rounding,
+// or a run would depend on the unit of time (TestVirtualUnitFree).
+func scoreKey(score float64) float64 { return math.Round(math.Log(score) * 1e6) }
+
 // planAround gives the items their exploration within ExploreShare of the
 // budget and of each host's cap, and solves the plan over the other URLs
-// with what is left.
-func (j *PlanJob) planAround(in PlanInput, items []exploreItem) ([]float64, PlanOutput, []bool, error) {
+// with what is left. It returns every URL's frequency, the probe interval
+// of those fetched in pairs (rechecks, and unresolved URLs that got no
+// probe of their own: see below), the plan, and which URLs are probed.
+func (j *PlanJob) planAround(in PlanInput, items []exploreItem) (freq, tauOf []float64, plan PlanOutput, probe, paired []bool, err error) {
 	n := len(in.Rates)
 	capAll := j.explore * in.Budget
 	hostLeft := make([]float64, len(in.HostCaps))
 	for h, c := range in.HostCaps {
 		hostLeft[h] = j.explore * c
 	}
-	freq := make([]float64, n)
-	probe := make([]bool, n)
-	j.recheckTau = make([]float64, n)
+	freq = make([]float64, n)
+	probe = make([]bool, n)
+	paired = make([]bool, n)
+	tauOf = make([]float64, n)
+	pairTau := make([]float64, n)
 	spent := 0.0
 	caps := append([]float64(nil), in.HostCaps...)
 	weights := append([]float64(nil), in.Weights...)
@@ -1277,6 +1338,10 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) ([]float64, Plan
 	}
 	for _, it := range items {
 		h := in.Hosts[it.i]
+		if it.pairOnly {
+			pairTau[it.i] = it.pairTau
+			continue
+		}
 		f, tau := it.f, it.tau
 		isProbe := !it.isRecheck()
 		if !isProbe {
@@ -1290,9 +1355,11 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) ([]float64, Plan
 		}
 		if isProbe && (f > capAll-spent-reserved || f > hostLeft[h]-reservedHost[h]) {
 			// A probe at a longer interval than its own would not test
-			// the threshold; it waits for room in a later plan, and its
-			// URL, if the plan gives it up, is rechecked meanwhile.
+			// the threshold; it waits for room in a later plan. Its URL,
+			// if the plan gives it up, is rechecked meanwhile; if the
+			// plan keeps it, its planned fetches come in pairs.
 			if fb <= 0 || fb > capAll-spent || fb > hostLeft[h] {
+				pairTau[it.i] = it.pairTau
 				continue
 			}
 			f, tau, isProbe = fb, it.fallback.tau, false
@@ -1300,7 +1367,7 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) ([]float64, Plan
 			continue
 		}
 		freq[it.i], probe[it.i] = f, isProbe
-		j.recheckTau[it.i] = tau
+		tauOf[it.i] = tau
 		spent += f
 		hostLeft[h] -= f
 		caps[h] -= f
@@ -1310,9 +1377,9 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) ([]float64, Plan
 	again.Budget = in.Budget - spent
 	again.HostCaps = caps
 	again.Weights = weights
-	plan, err := j.policy.Plan(again)
+	plan, err = j.policy.Plan(again)
 	if err != nil {
-		return nil, PlanOutput{}, nil, err
+		return nil, nil, PlanOutput{}, nil, nil, err
 	}
 	for i := range freq {
 		if j.blocked[i] {
@@ -1321,10 +1388,22 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) ([]float64, Plan
 		}
 		if freq[i] == 0 {
 			freq[i] = plan.Freq[i]
+			// An unresolved URL the plan keeps, with no probe of its
+			// own (the exploration share is spent, or probing it is
+			// worth less than it costs): its fetches come in pairs,
+			// the second pairTau after the first, at the planned rate.
+			// That costs nothing beyond the plan, and each pair is an
+			// observation at the interval that tests the threshold:
+			// kept at a long interval, a URL that changes at every
+			// fetch teaches only that its rate is not small, and its
+			// estimate stays where the prior's tail puts it.
+			if t := pairTau[i]; t > 0 && freq[i] > 0 && 1/freq[i] > 2*t {
+				tauOf[i], paired[i] = t, true
+			}
 		}
 	}
 	plan.GivenUp = givenUp(freq, in.Weights)
-	return freq, plan, probe, nil
+	return freq, tauOf, plan, probe, paired, nil
 }
 
 // maxProbes ends a probe session that has not resolved its URL: after
@@ -1488,10 +1567,10 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 			f /= 2
 		}
 		old := e.interval
-		iv := time.Duration(float64(time.Second) / f)
-		if iv < time.Millisecond {
-			iv = time.Millisecond
-		}
+		// f is within the host's cap, so iv is at least the host's gap;
+		// the floor only keeps a rounding from making it zero (which
+		// would unschedule the URL), and is no time scale of its own.
+		iv := max(time.Duration(float64(time.Second)/f), time.Nanosecond)
 		e.interval = iv
 		if e.index >= 0 && old > 0 && !e.nextDue.IsZero() && e.cap == nil && !e.lastOK.IsZero() {
 			// Keep the phase: move the next fetch by the change of
