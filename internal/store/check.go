@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -158,7 +157,7 @@ func checkRecord(bucket, k, v []byte) error {
 	if v == nil {
 		return fmt.Errorf("bucket %s: key %q is a bucket, want a record", bucket, k)
 	}
-	if err := json.Unmarshal(v, dst); err != nil {
+	if err := decodeRecord(k, v, dst); err != nil {
 		return fmt.Errorf("bucket %s: record %q does not decode: %w", bucket, k, err)
 	}
 	return nil

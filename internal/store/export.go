@@ -46,7 +46,7 @@ func (db *DB) Export(w io.Writer) (int, error) {
 			}
 			for ; k != nil && len(lines) < exportChunk; k, v = c.Next() {
 				var l Line
-				if err := json.Unmarshal(v, &l.URL); err != nil {
+				if err := decodeURL(k, v, &l.URL); err != nil {
 					return fmt.Errorf("decode url %q: %w", k, err)
 				}
 				l.Content = string(tx.Bucket(bucketContent).Get(k))

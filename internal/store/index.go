@@ -285,7 +285,7 @@ func (db *DB) ensureIndexes() error {
 	}
 	if err := db.chunked(bucketURLs, func(tx *bolt.Tx, k, v []byte) error {
 		var u URL
-		if err := json.Unmarshal(v, &u); err != nil {
+		if err := decodeURL(k, v, &u); err != nil {
 			return fmt.Errorf("decode url %q: %w", k, err)
 		}
 		cur := ixOf(&u)

@@ -103,7 +103,7 @@ func (db *DB) ForEach(fn func(URL) error) error {
 			}
 			for ; k != nil && len(batch) < scanChunk; k, v = c.Next() {
 				var u URL
-				if err := json.Unmarshal(v, &u); err != nil {
+				if err := decodeURL(k, v, &u); err != nil {
 					return fmt.Errorf("%w: decode url %q: %w", ErrCorrupt, k, err)
 				}
 				batch = append(batch, u)
@@ -376,7 +376,7 @@ func (db *DB) Hosts() ([]Host, error) {
 	err := db.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketHosts).ForEach(func(k, v []byte) error {
 			var h Host
-			if err := json.Unmarshal(v, &h); err != nil {
+			if err := decodeHost(k, v, &h); err != nil {
 				return fmt.Errorf("%w: decode host %q: %w", ErrCorrupt, k, err)
 			}
 			out = append(out, h)

@@ -14,7 +14,6 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -230,9 +229,9 @@ func getJSON(b *bolt.Bucket, key []byte, v any) (bool, error) {
 	if raw == nil {
 		return false, nil
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		// Every record was written as JSON by this package: one that does
-		// not decode is a damaged store, not bad input.
+	if err := decodeRecord(key, raw, v); err != nil {
+		// Every record was written by this package: one that does not
+		// decode is a damaged store, not bad input.
 		return true, fmt.Errorf("%w: decode record %q: %w", ErrCorrupt, key, err)
 	}
 	return true, nil
@@ -259,7 +258,7 @@ func (db *DB) update(fn func(*bolt.Tx) error) error {
 }
 
 func putJSON(b *bolt.Bucket, key []byte, v any) error {
-	raw, err := json.Marshal(v)
+	raw, err := encodeRecord(v)
 	if err != nil {
 		return fmt.Errorf("encode %q: %w", key, err)
 	}
