@@ -85,7 +85,8 @@ func Check(path string) (*Report, error) {
 	return r, nil
 }
 
-// checkInto runs bbolt's consistency check and decodes every record.
+// checkInto runs bbolt's consistency check, decodes every record and
+// checks the texts' reference counts.
 // bbolt's check reads the free list, which a concurrent writer changes, so
 // it is only run on a file no one writes (Check opens it read-only, under
 // the shared lock).
@@ -124,6 +125,9 @@ func (db *DB) checkInto(r *Report) {
 				r.add(fmt.Errorf("bucket %s: %w", name, err))
 			}
 			r.Records[string(name)] = n
+		}
+		if tx.Bucket(bucketURLs) != nil && tx.Bucket(bucketDeleted) != nil && tx.Bucket(bucketTexts) != nil && tx.Bucket(bucketTextRefs) != nil {
+			checkTexts(tx, r)
 		}
 		return nil
 	})

@@ -57,8 +57,33 @@ func hostPart(url string) string {
 	return rest
 }
 
+// recMeta is what a binary URL record holds besides the URL: the URL's
+// id in the secondary indexes (0 for a record not in them: a deleted
+// URL's) and the key of its latest text in the texts bucket (nil: none, or
+// a store written before texts were shared).
+type recMeta struct {
+	id      uint64
+	content []byte
+}
+
+// metaOf reads the recMeta of a stored URL record (zero for a JSON one).
+func metaOf(v []byte) recMeta {
+	if len(v) == 0 || v[0] != recordV1 {
+		return recMeta{}
+	}
+	r := &reader{b: v[1:]}
+	m := recMeta{id: r.uvarint()}
+	if c := r.bytes(); len(c) > 0 {
+		m.content = c
+	}
+	if r.err != nil {
+		return recMeta{}
+	}
+	return m
+}
+
 // appendURL appends the binary record of u (without its URL, the key).
-func appendURL(b []byte, u *URL) []byte {
+func appendURL(b []byte, u *URL, m recMeta) []byte {
 	var flags uint64
 	if u.KeepRaw {
 		flags |= flagKeepRaw
@@ -90,6 +115,8 @@ func appendURL(b []byte, u *URL) []byte {
 		ignore, _ = json.Marshal(u.Ignore) // strings and a float: cannot fail
 	}
 	b = append(b, recordV1)
+	b = binary.AppendUvarint(b, m.id)
+	b = appendBytes(b, m.content)
 	b = binary.AppendUvarint(b, flags)
 	if flags&flagHostOfURL == 0 {
 		b = appendString(b, u.Host)
@@ -161,6 +188,8 @@ func decodeURL(key, v []byte, u *URL) error {
 }
 
 func readURL(r *reader, u *URL) error {
+	r.uvarint() // recMeta: metaOf
+	r.bytes()
 	flags := r.uvarint()
 	if flags&flagHostOfURL != 0 {
 		u.Host = hostPart(u.URL)
@@ -267,9 +296,9 @@ func decodeRecord(key, v []byte, dst any) error {
 func encodeRecord(v any) ([]byte, error) {
 	switch r := v.(type) {
 	case URL:
-		return appendURL(make([]byte, 0, 256), &r), nil
+		return appendURL(make([]byte, 0, 256), &r, recMeta{}), nil
 	case *URL:
-		return appendURL(make([]byte, 0, 256), r), nil
+		return appendURL(make([]byte, 0, 256), r, recMeta{}), nil
 	case Host:
 		return appendHost(make([]byte, 0, 32), &r), nil
 	case *Host:

@@ -49,7 +49,7 @@ func oddURL() URL {
 
 func TestURLRecordRoundTrip(t *testing.T) {
 	for _, u := range []URL{fetchedURL(7), oddURL(), {URL: "x"}} {
-		b := appendURL(nil, &u)
+		b := appendURL(nil, &u, recMeta{id: 12345, content: make([]byte, 32)})
 		if b[0] == '{' {
 			t.Fatal("a binary record starts like JSON")
 		}
@@ -95,7 +95,7 @@ func TestURLRecordReadsJSON(t *testing.T) {
 func TestURLRecordDamage(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, u := range []URL{fetchedURL(1), oddURL()} {
-		good := appendURL(nil, &u)
+		good := appendURL(nil, &u, recMeta{id: 12345, content: make([]byte, 32)})
 		for cut := 1; cut < len(good); cut++ {
 			var got URL
 			if err := decodeURL([]byte(u.URL), good[:cut], &got); err == nil {
@@ -164,12 +164,12 @@ func rawRecord(t *testing.T, db *DB, bucket []byte, key string) []byte {
 func BenchmarkURLRecord(b *testing.B) {
 	u := fetchedURL(42)
 	js, _ := json.Marshal(u)
-	bin := appendURL(nil, &u)
+	bin := appendURL(nil, &u, recMeta{id: 12345, content: make([]byte, 32)})
 	b.Run(fmt.Sprintf("encode/binary-%dB", len(bin)), func(b *testing.B) {
 		b.ReportAllocs()
 		buf := make([]byte, 0, 512)
 		for b.Loop() {
-			buf = appendURL(buf[:0], &u)
+			buf = appendURL(buf[:0], &u, recMeta{id: 12345, content: make([]byte, 32)})
 		}
 	})
 	b.Run(fmt.Sprintf("encode/json-%dB", len(js)), func(b *testing.B) {

@@ -49,7 +49,7 @@ func (db *DB) Export(w io.Writer) (int, error) {
 				if err := decodeURL(k, v, &l.URL); err != nil {
 					return fmt.Errorf("decode url %q: %w", k, err)
 				}
-				l.Content = string(tx.Bucket(bucketContent).Get(k))
+				l.Content = string(textOf(tx, k, v))
 				if raw := get(tx, bucketRaw, k); raw != nil {
 					r, err := openRawEnvelope(raw, true)
 					if err != nil {
@@ -138,11 +138,11 @@ func (db *DB) Import(r io.Reader, file string, check func(*Line) error, bad func
 				if err := putURL(tx, nil, l.URL); err != nil {
 					return err
 				}
-				if err := tx.Bucket(bucketDeleted).Delete(key); err != nil {
+				if err := dropDeleted(tx, key); err != nil {
 					return err
 				}
 				if l.Content != "" {
-					if err := tx.Bucket(bucketContent).Put(key, []byte(l.Content)); err != nil {
+					if err := setText(tx, bucketURLs, key, l.Content); err != nil {
 						return err
 					}
 				}

@@ -32,7 +32,7 @@ func (db *DB) Upsert(recs []URL) (added int, err error) {
 				}
 				cur = r
 				// A deleted URL added again starts over; its history stays.
-				if err := tx.Bucket(bucketDeleted).Delete(key); err != nil {
+				if err := dropDeleted(tx, key); err != nil {
 					return err
 				}
 			} else {
@@ -69,11 +69,16 @@ func (db *DB) Get(url string) (URL, error) {
 	return u, err
 }
 
-// Content returns the latest extracted text of url ("" if none yet).
+// Content returns the latest extracted text of url, live or deleted with
+// its history kept ("" if none yet).
 func (db *DB) Content(url string) (string, error) {
 	var text string
 	err := db.view(func(tx *bolt.Tx) error {
-		text = string(tx.Bucket(bucketContent).Get([]byte(url)))
+		rec := tx.Bucket(bucketURLs).Get([]byte(url))
+		if rec == nil {
+			rec = tx.Bucket(bucketDeleted).Get([]byte(url))
+		}
+		text = string(textOf(tx, []byte(url), rec))
 		return nil
 	})
 	return text, err
@@ -165,13 +170,15 @@ func (t *Tx) Put(u URL) error {
 }
 
 // SetContent stores the latest extracted text of url.
+// It is shared with every URL whose latest text is the same (texts.go);
+// the record must be stored first (its later Put keeps the reference).
 func (t *Tx) SetContent(url, text string) error {
-	return t.tx.Bucket(bucketContent).Put([]byte(url), []byte(text))
+	return setText(t.tx, bucketURLs, []byte(url), text)
 }
 
 // Content returns the latest extracted text of url.
 func (t *Tx) Content(url string) string {
-	return string(t.tx.Bucket(bucketContent).Get([]byte(url)))
+	return string(textOf(t.tx, []byte(url), t.tx.Bucket(bucketURLs).Get([]byte(url))))
 }
 
 // AddVersion appends a version of a capture URL; Seq is assigned.
