@@ -135,7 +135,7 @@ func (db *DB) Import(r io.Reader, file string, check func(*Line) error, bad func
 					continue
 				}
 				l.URL.DeletedAt = time.Time{}
-				if err := putURL(tx, nil, l.URL); err != nil {
+				if err := putURL(tx, nil, l.URL, true); err != nil {
 					return err
 				}
 				if err := dropDeleted(tx, key); err != nil {

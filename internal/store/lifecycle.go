@@ -70,7 +70,7 @@ func (db *DB) updateURLs(urls []string, fn func(*bolt.Tx, *URL) (bool, error)) (
 			if !changed {
 				continue
 			}
-			if err := putURL(tx, &old, u); err != nil {
+			if err := putURL(tx, &old, u, true); err != nil {
 				return err
 			}
 			out = append(out, u)
