@@ -150,6 +150,73 @@ func (db *DB) ForEach(fn func(URL) error) error {
 	}
 }
 
+// ForEachBatch calls fn with every URL record in key order, scanChunk at
+// a time. The next batch is read and decoded on another goroutine while
+// fn runs: a coordinator's restart adds ten million URLs to its schedule
+// on one core while the other decodes. fn must not keep the slice.
+func (db *DB) ForEachBatch(fn func([]URL) error) error {
+	type chunk struct {
+		urls []URL
+		err  error
+	}
+	// Unbuffered: a batch is handed over only when fn is done with the
+	// one before, so the two buffers are never both in use by fn.
+	ch := make(chan chunk)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		defer close(ch)
+		var after []byte
+		// Two buffers: one fn works on, one being filled.
+		bufs := [2][]URL{make([]URL, 0, scanChunk), make([]URL, 0, scanChunk)}
+		for i := 0; ; i++ {
+			batch := bufs[i%2][:0]
+			err := db.view(func(tx *bolt.Tx) error {
+				c := tx.Bucket(bucketURLs).Cursor()
+				var k, v []byte
+				if after == nil {
+					k, v = c.First()
+				} else {
+					k, v = c.Seek(after)
+					if k != nil && bytes.Equal(k, after) {
+						k, v = c.Next()
+					}
+				}
+				for ; k != nil && len(batch) < scanChunk; k, v = c.Next() {
+					batch = append(batch, URL{})
+					if err := decodeURL(k, v, &batch[len(batch)-1]); err != nil {
+						return fmt.Errorf("%w: decode url %q: %w", ErrCorrupt, k, err)
+					}
+				}
+				return nil
+			})
+			if err == nil && len(batch) == 0 {
+				return
+			}
+			if len(batch) > 0 {
+				after = []byte(batch[len(batch)-1].URL)
+			}
+			select {
+			case ch <- chunk{batch, err}:
+			case <-stop:
+				return
+			}
+			if err != nil || len(batch) < scanChunk {
+				return
+			}
+		}
+	}()
+	for c := range ch {
+		if c.err != nil {
+			return c.err
+		}
+		if err := fn(c.urls); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // count returns the number of URL records.
 func (db *DB) count() (int, error) {
 	n := 0
