@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"os"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -37,4 +38,27 @@ func (db *DB) Sizes() ([]BucketSize, error) {
 		return nil, fmt.Errorf("bucket sizes: %w", err)
 	}
 	return out, nil
+}
+
+// CompactTo writes a compacted copy of the store to the file path (which
+// must not exist): every bucket rewritten in key order into full pages,
+// what the file would take after `bbolt compact`. It returns the copy's
+// size.
+func (db *DB) CompactTo(path string) (int64, error) {
+	dst, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		return 0, fmt.Errorf("compact to %s: %w", path, err)
+	}
+	if err := bolt.Compact(dst, db.bolt, 64<<20); err != nil {
+		dst.Close()
+		return 0, fmt.Errorf("compact to %s: %w", path, err)
+	}
+	if err := dst.Close(); err != nil {
+		return 0, fmt.Errorf("compact to %s: %w", path, err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, fmt.Errorf("compact to %s: %w", path, err)
+	}
+	return st.Size(), nil
 }
