@@ -79,9 +79,9 @@ type ScaleResult struct {
 	// Restart is a coordinator start on the data directory: open the
 	// store, load every URL into the schedule (coordinator.LoadScheduler),
 	// first plan.
-	OpenSeconds      float64 `json:"open_s"`
-	LoadSeconds      float64 `json:"load_s"`
-	LoadCPUSeconds   float64 `json:"load_cpu_s"`
+	OpenSeconds         float64 `json:"open_s"`
+	LoadSeconds         float64 `json:"load_s"`
+	LoadCPUSeconds      float64 `json:"load_cpu_s"`
 	FirstPlanSeconds    float64 `json:"first_plan_s"`
 	FirstPlanCPUSeconds float64 `json:"first_plan_cpu_s"`
 	RestartSeconds      float64 `json:"restart_s"`
