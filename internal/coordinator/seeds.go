@@ -31,15 +31,13 @@ const seedBatch = 1000
 // each touched page once (10 M lines are a hundred commits).
 const BulkSeedBatch = 100_000
 
-// IngestSeeds streams seeds from r into db in batches of seedBatch. onBad
+// IngestSeedsBatch streams seeds from r into db in batches of n lines:
+// only one batch is held at a time, whatever the size of the file. onBad
 // sees every bad line (with file and line); onBatch, if set, sees every
-// stored batch (the running coordinator adds them to its schedule).
-func IngestSeeds(db *store.DB, r io.Reader, file string, onBad func(*seed.LineError), onBatch func([]store.URL)) (SeedSummary, error) {
-	return IngestSeedsBatch(db, r, file, seedBatch, onBad, onBatch)
-}
-
-// IngestSeedsBatch is IngestSeeds with batches of n lines: only one batch
-// is held at a time, whatever the size of the file.
+// stored batch (the running coordinator adds them to its schedule, in
+// batches of seedBatch so its folds do not wait behind a long
+// transaction; `freshcrawl seed` into a store no coordinator runs on uses
+// BulkSeedBatch).
 func IngestSeedsBatch(db *store.DB, r io.Reader, file string, n int, onBad func(*seed.LineError), onBatch func([]store.URL)) (SeedSummary, error) {
 	var sum SeedSummary
 	n = max(n, 1)
@@ -89,7 +87,7 @@ func IngestSeedsBatch(db *store.DB, r io.Reader, file string, n int, onBad func(
 // AddSeeds ingests seeds into the store and the live schedule, a batch
 // at a time.
 func (c *Coordinator) AddSeeds(r io.Reader, file string) (SeedSummary, error) {
-	return IngestSeeds(c.db, r, file, nil, func(batch []store.URL) {
+	return IngestSeedsBatch(c.db, r, file, seedBatch, nil, func(batch []store.URL) {
 		now := time.Now()
 		var n int
 		c.disp.Do(func(s *schedule.Scheduler) {
