@@ -91,6 +91,11 @@ func printScale(w io.Writer, r bench.ScaleReport) {
 	}
 	tw.Flush()
 	for _, s := range r.Sizes {
+		if s.ReplanError != "" {
+			fmt.Fprintf(w, "%d URLs: the re-plan failed: %s\n", s.URLs, s.ReplanError)
+		}
+	}
+	for _, s := range r.Sizes {
 		fmt.Fprintf(w, "\n%d URLs, bytes per URL by bucket (pages / in use):", s.URLs)
 		for _, b := range s.Buckets {
 			if b.Keys > 0 && b.Bytes*100 >= int64(s.URLs) {
