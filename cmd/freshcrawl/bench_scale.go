@@ -84,7 +84,7 @@ func printScale(w io.Writer, r bench.ScaleReport) {
 	m := r.Machine
 	fmt.Fprintf(w, "%s %s/%s, %d CPUs, load %s, %s\n\n", m.GoVersion, m.OS, m.Arch, m.CPUs, m.LoadAvg, m.Date.Format(time.RFC3339))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "URLs\tfetched\tseed s\t(CPU s)\tfile B/URL\tcompact B/URL\topen s\tload s\t(CPU s)\tfirst plan s\trestart s\tschedule B/URL\tre-plan s\t(CPU s)\t")
+	fmt.Fprintln(tw, "URLs\tfetched\tseed s\t(CPU s)\tfile B/URL\tcompact B/URL\topen s\tload s\t(CPU s)\tfirst plan s\t(CPU s)\trestart s\t(CPU s)\tschedule B/URL\tre-plan s\t(CPU s)\t")
 	for _, s := range r.Sizes {
 		fmt.Fprintf(tw, "%d\t%d\t%.1f\t%.1f\t%.0f\t%.0f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.1f\t%.1f\t\n", s.URLs, s.Fetched, s.SeedSeconds, s.SeedCPUSeconds,
 			s.FileBytesPerURL, s.CompactBytesPerURL, s.OpenSeconds, s.LoadSeconds, s.LoadCPUSeconds, s.FirstPlanSeconds, s.FirstPlanCPUSeconds, s.RestartSeconds, s.RestartCPUSeconds, s.SchedulerBytesPerURL, s.ReplanSeconds, s.ReplanCPUSeconds)
