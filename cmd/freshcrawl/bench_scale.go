@@ -91,8 +91,8 @@ func printScale(w io.Writer, r bench.ScaleReport) {
 	}
 	tw.Flush()
 	for _, s := range r.Sizes {
-		if s.ReplanError != "" {
-			fmt.Fprintf(w, "%d URLs: the re-plan failed: %s\n", s.URLs, s.ReplanError)
+		if s.PlanError != "" {
+			fmt.Fprintf(w, "%d URLs: planning failed: %s\n", s.URLs, s.PlanError)
 		}
 	}
 	for _, s := range r.Sizes {

@@ -91,9 +91,10 @@ type ScaleResult struct {
 	// ReplanSeconds is a second plan of the loaded schedule (no folds run).
 	ReplanSeconds    float64 `json:"replan_s"`
 	ReplanCPUSeconds float64 `json:"replan_cpu_s"`
-	// ReplanError is a re-plan that failed: the size's other figures
-	// stand, and the failure is reported rather than losing them.
-	ReplanError string `json:"replan_error,omitempty"`
+	// PlanError is a plan that failed (first or second): the size's
+	// other figures stand, and the failure is reported rather than losing
+	// them.
+	PlanError string `json:"plan_error,omitempty"`
 }
 
 // ScaleReport is what RunScale measured.
@@ -120,7 +121,7 @@ func RunScale(ctx context.Context, o ScaleOptions) (ScaleReport, error) {
 		// Each size as it is done: a long run stopped later keeps it.
 		o.Progress("scale %d: seed %.1f s (%.1f CPU s), file %.0f B/URL, compacted %.0f B/URL, restart %.1f s (%.1f CPU s: open %.2f s, load %.1f s, first plan %.1f s), schedule %.0f B/URL, re-plan %.1f s (%.1f CPU s) %s",
 			n, r.SeedSeconds, r.SeedCPUSeconds, r.FileBytesPerURL, r.CompactBytesPerURL, r.RestartSeconds, r.RestartCPUSeconds, r.OpenSeconds, r.LoadSeconds, r.FirstPlanSeconds,
-			r.SchedulerBytesPerURL, r.ReplanSeconds, r.ReplanCPUSeconds, r.ReplanError)
+			r.SchedulerBytesPerURL, r.ReplanSeconds, r.ReplanCPUSeconds, r.PlanError)
 		rep.Sizes = append(rep.Sizes, r)
 	}
 	rep.MaxRSS = selfUsage().MaxRSS
@@ -255,7 +256,7 @@ func scaleAt(ctx context.Context, n int, o ScaleOptions) (ScaleResult, error) {
 	now := time.Now()
 	t4, c4 := time.Now(), selfUsage().CPU
 	if _, err := sched.Replan(now); err != nil {
-		return r, fmt.Errorf("first plan: %w", err)
+		r.PlanError = "first plan: " + err.Error()
 	}
 	r.FirstPlanSeconds, r.FirstPlanCPUSeconds = time.Since(t4).Seconds(), (selfUsage().CPU - c4).Seconds()
 	r.RestartSeconds, r.RestartCPUSeconds = time.Since(t2).Seconds(), (selfUsage().CPU - c2).Seconds()
@@ -263,7 +264,7 @@ func scaleAt(ctx context.Context, n int, o ScaleOptions) (ScaleResult, error) {
 	o.Progress("scale %d: re-plan", n)
 	t5, c5 := time.Now(), selfUsage().CPU
 	if _, err := sched.Replan(now.Add(time.Minute)); err != nil {
-		r.ReplanError = err.Error()
+		r.PlanError += " re-plan: " + err.Error()
 	}
 	r.ReplanSeconds, r.ReplanCPUSeconds = time.Since(t5).Seconds(), (selfUsage().CPU - c5).Seconds()
 	runtime.KeepAlive(sched)
