@@ -136,11 +136,17 @@ func scaleURL(rng *rand.Rand, h, i int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "https://www.site-%d.example.com/%s/2026/%02d/", h, sections[rng.IntN(len(sections))], 1+rng.IntN(12))
 	fmt.Fprintf(&b, "%d-%s", i, words[rng.IntN(len(words))])
-	for b.Len() < 60 || (b.Len() < 95 && rng.IntN(2) == 0) {
-		b.WriteString("-" + words[rng.IntN(len(words))])
+	for b.Len() < 60 || rng.IntN(2) == 0 {
+		w := words[rng.IntN(len(words))]
+		if b.Len()+1+len(w) > 100 {
+			break
+		}
+		b.WriteString("-" + w)
 	}
 	return b.String()
 }
+
+func newScaleRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 17)) }
 
 // scaleHost draws a host: a few large hosts, many small ones.
 func scaleHost(rng *rand.Rand, hosts int) int {
@@ -154,7 +160,7 @@ func writeSeedFile(path string, n int, o ScaleOptions) (meanLen float64, err err
 		return 0, err
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	rng := rand.New(rand.NewPCG(o.Seed, 17))
+	rng := newScaleRand(o.Seed)
 	var total int64
 	for i := range n {
 		u := scaleURL(rng, scaleHost(rng, o.Hosts), i)
