@@ -14,7 +14,7 @@ scheduler scale, change recall of capture mode, and content freshness of
 keyword probes.
 docs/benchmarks.md holds the latest figures and the exact commands.`,
 	}
-	cmd.AddCommand(benchPoliciesCmd(), benchThroughputCmd(), benchScheduleCmd(), benchCaptureCmd(), benchProbesCmd(), benchSoakCmd(),
+	cmd.AddCommand(benchPoliciesCmd(), benchThroughputCmd(), benchScheduleCmd(), benchScaleCmd(), benchCaptureCmd(), benchProbesCmd(), benchSoakCmd(),
 		benchCeilingCmd(), benchScaleOutCmd(), benchFaultsCmd())
 	return cmd
 }

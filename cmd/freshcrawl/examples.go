@@ -59,7 +59,9 @@ var examples = map[string]string{
 	"freshcrawl bench policies": `  freshcrawl bench policies --days 30 --budget 2`,
 	"freshcrawl bench probes":   `  freshcrawl bench probes --papers 2000 --k 10`,
 	"freshcrawl bench schedule": `  freshcrawl bench schedule --sizes 10000,100000`,
-	"freshcrawl bench capture":  `  freshcrawl bench capture --pages 200`,
+	"freshcrawl bench scale": `  freshcrawl bench scale --sizes 1000000,3000000,10000000 --svg docs/scale.svg
+  freshcrawl bench scale --sizes 100000 --no-compact --json`,
+	"freshcrawl bench capture": `  freshcrawl bench capture --pages 200`,
 	"freshcrawl backup": `  freshcrawl backup /backups/freshcrawl-$(date +%F).db
   # From a coordinator elsewhere that requires a token
   FRESHCRAWL_API_READ_TOKEN=... freshcrawl backup --api https://crawler.example:8443 copy.db`,

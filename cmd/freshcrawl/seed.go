@@ -48,6 +48,9 @@ coordinator holds it, the seeds are streamed to its API (--api, default http://<
 	return cmd
 }
 
+// progressEvery is how often a seed run without a terminal reports.
+const progressEvery = 10 * time.Second
+
 // countingReader counts bytes for the progress bar.
 type countingReader struct {
 	r   io.Reader
@@ -97,12 +100,26 @@ func seedOffline(cmd *cobra.Command, cfg config.Config, path string) error {
 	case err != nil:
 	case !viaAPI:
 		defer db.Close()
-		sum, err = coordinator.IngestSeeds(db, in, name, func(e *seed.LineError) {
+		// Without a terminal (a log, a pipe), a long run says where it is
+		// every progressEvery instead of drawing a bar.
+		var progress func([]store.URL)
+		if bar == nil {
+			start, last, lines := time.Now(), time.Now(), 0
+			progress = func(batch []store.URL) {
+				lines += len(batch)
+				if time.Since(last) >= progressEvery {
+					last = time.Now()
+					el := time.Since(start)
+					fmt.Fprintf(stderr, "seeding %s: %d URLs stored in %s (%.0f/s)\n", name, lines, el.Round(time.Second), float64(lines)/el.Seconds())
+				}
+			}
+		}
+		sum, err = coordinator.IngestSeedsBatch(db, in, name, coordinator.BulkSeedBatch, func(e *seed.LineError) {
 			if bar != nil {
 				_ = bar.Clear()
 			}
 			fmt.Fprintln(stderr, e.Error())
-		}, nil)
+		}, progress)
 	default:
 		// A coordinator holds the store (or --api names one): stream the
 		// file to its API.

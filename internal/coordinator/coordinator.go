@@ -260,9 +260,7 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 		return nil, err
 	}
 	c := &Coordinator{opts: opts, db: db, nc: nc, js: js, log: opts.Log.With("role", "coordinator")}
-	est := schedule.NewEstimator(opts.HalfLife, opts.PriorRate)
-	sched := schedule.NewScheduler(schedule.SchedulerOptions{Budget: opts.Budget, HostRate: opts.HostRate, Policy: opts.Policy, ExploreShare: opts.ExploreShare, Replan: opts.Replan, CaptureUniform: opts.CaptureUniform,
-		Priors: est.Priors, HalfLife: opts.HalfLife})
+	est, sched := newSchedule(opts)
 	c.opts.Policy = sched.Policy()
 	est.Trust.ClockSkew = opts.LMSkew.Seconds()
 	c.disp = dispatch.New(js, sched, dispatch.Options{Budget: opts.Budget, MaxInFlight: opts.MaxInFlight, Prepare: c.prepare, Log: c.log})
@@ -322,33 +320,77 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 
 // load rebuilds the in-memory schedule from the store.
 func (c *Coordinator) load() error {
-	now := time.Now()
-	n := 0
-	err := c.db.ForEach(func(u store.URL) error {
-		u = c.withPrior(u)
-		var vs []store.Version
-		if u.Mode == string(seed.ModeCapture) {
-			// Capture URLs relearn their rhythm from the stored versions.
-			var err error
-			if vs, err = c.db.Versions(u.URL); err != nil {
-				return err
-			}
-		}
-		c.disp.Do(func(s *schedule.Scheduler) {
-			s.Add(info(u), now)
-			for _, v := range vs {
-				s.ObserveVersion(u.URL, v.After, v.Before, v.Exact, v.CapturedAt)
-			}
-		})
-		n++
-		return nil
-	})
+	n, err := c.loadInto(c.disp.Do)
 	if err != nil {
-		return fmt.Errorf("load schedule from store: %w", err)
+		return err
 	}
 	c.m.urls.Set(float64(n))
 	c.log.Info("schedule loaded from store", "urls", n)
 	return nil
+}
+
+// loadInto adds every stored URL to the schedule do gives access to, a
+// batch at a time: the store decodes the next batch while this one is
+// added (store.DB.ForEachBatch), and the schedule is locked once a batch.
+func (c *Coordinator) loadInto(do func(func(*schedule.Scheduler))) (int, error) {
+	now := time.Now()
+	n := 0
+	var infos []schedule.URLInfo
+	err := c.db.ForEachBatch(func(batch []store.URL) error {
+		infos = infos[:0]
+		var capture map[string][]store.Version
+		for _, u := range batch {
+			u = c.withPrior(u)
+			if u.Mode == string(seed.ModeCapture) {
+				// Capture URLs relearn their rhythm from the stored versions.
+				vs, err := c.db.Versions(u.URL)
+				if err != nil {
+					return err
+				}
+				if capture == nil {
+					capture = map[string][]store.Version{}
+				}
+				capture[u.URL] = vs
+			}
+			infos = append(infos, info(u))
+		}
+		do(func(s *schedule.Scheduler) {
+			for i := range infos {
+				s.Add(infos[i], now)
+				for _, v := range capture[infos[i].URL] {
+					s.ObserveVersion(infos[i].URL, v.After, v.Before, v.Exact, v.CapturedAt)
+				}
+			}
+		})
+		n += len(batch)
+		return nil
+	})
+	if err != nil {
+		return n, fmt.Errorf("load schedule from store: %w", err)
+	}
+	return n, nil
+}
+
+// LoadScheduler builds the schedule a coordinator with opts starts from
+// on db, the way Run does before it plans, without NATS: the restart
+// benchmark (freshcrawl bench scale) measures it.
+func LoadScheduler(db *store.DB, opts Options) (*schedule.Scheduler, int, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, 0, err
+	}
+	est, sched := newSchedule(opts)
+	c := &Coordinator{opts: opts, db: db, est: est}
+	n, err := c.loadInto(func(fn func(*schedule.Scheduler)) { fn(sched) })
+	return sched, n, err
+}
+
+// newSchedule builds the estimator and the scheduler of opts.
+func newSchedule(opts Options) (schedule.Estimator, *schedule.Scheduler) {
+	est := schedule.NewEstimator(opts.HalfLife, opts.PriorRate)
+	sched := schedule.NewScheduler(schedule.SchedulerOptions{Budget: opts.Budget, HostRate: opts.HostRate, Policy: opts.Policy, ExploreShare: opts.ExploreShare, Replan: opts.Replan, CaptureUniform: opts.CaptureUniform,
+		Priors: est.Priors, HalfLife: opts.HalfLife})
+	return est, sched
 }
 
 // info is what the scheduler needs of a stored URL.

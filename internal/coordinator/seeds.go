@@ -26,12 +26,22 @@ const maxSeedErrors = 1000
 // flat.
 const seedBatch = 1000
 
-// IngestSeeds streams seeds from r into db in batches. onBad sees every bad
-// line (with file and line); onBatch, if set, sees every stored batch (the
-// running coordinator adds them to its schedule).
-func IngestSeeds(db *store.DB, r io.Reader, file string, onBad func(*seed.LineError), onBatch func([]store.URL)) (SeedSummary, error) {
+// BulkSeedBatch is the batch for seeding a store no coordinator runs on:
+// nothing waits behind its transactions, and a large sorted batch writes
+// each touched page once (10 M lines are a hundred commits).
+const BulkSeedBatch = 100_000
+
+// IngestSeedsBatch streams seeds from r into db in batches of n lines:
+// only one batch is held at a time, whatever the size of the file. onBad
+// sees every bad line (with file and line); onBatch, if set, sees every
+// stored batch (the running coordinator adds them to its schedule, in
+// batches of seedBatch so its folds do not wait behind a long
+// transaction; `freshcrawl seed` into a store no coordinator runs on uses
+// BulkSeedBatch).
+func IngestSeedsBatch(db *store.DB, r io.Reader, file string, n int, onBad func(*seed.LineError), onBatch func([]store.URL)) (SeedSummary, error) {
 	var sum SeedSummary
-	batch := make([]store.URL, 0, seedBatch)
+	n = max(n, 1)
+	batch := make([]store.URL, 0, n)
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -51,7 +61,7 @@ func IngestSeeds(db *store.DB, r io.Reader, file string, onBad func(*seed.LineEr
 	now := time.Now()
 	good, bad, err := seed.Parse(r, file, func(s seed.Seed) error {
 		batch = append(batch, store.URL{URL: s.URL, Host: s.Host, Weight: s.Weight, Selector: s.Selector, Mode: string(s.Mode), Ignore: s.Ignore, Period: s.Period, Polls: s.Polls, KeepRaw: s.KeepRaw, Webhook: s.Webhook, AddedAt: now})
-		if len(batch) == seedBatch {
+		if len(batch) == n {
 			return flush()
 		}
 		return nil
@@ -77,7 +87,7 @@ func IngestSeeds(db *store.DB, r io.Reader, file string, onBad func(*seed.LineEr
 // AddSeeds ingests seeds into the store and the live schedule, a batch
 // at a time.
 func (c *Coordinator) AddSeeds(r io.Reader, file string) (SeedSummary, error) {
-	return IngestSeeds(c.db, r, file, nil, func(batch []store.URL) {
+	return IngestSeedsBatch(c.db, r, file, seedBatch, nil, func(batch []store.URL) {
 		now := time.Now()
 		var n int
 		c.disp.Do(func(s *schedule.Scheduler) {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -86,7 +85,8 @@ func Check(path string) (*Report, error) {
 	return r, nil
 }
 
-// checkInto runs bbolt's consistency check and decodes every record.
+// checkInto runs bbolt's consistency check, decodes every record and
+// checks the texts' reference counts.
 // bbolt's check reads the free list, which a concurrent writer changes, so
 // it is only run on a file no one writes (Check opens it read-only, under
 // the shared lock).
@@ -126,6 +126,9 @@ func (db *DB) checkInto(r *Report) {
 			}
 			r.Records[string(name)] = n
 		}
+		if tx.Bucket(bucketURLs) != nil && tx.Bucket(bucketDeleted) != nil && tx.Bucket(bucketTexts) != nil && tx.Bucket(bucketTextRefs) != nil {
+			checkTexts(tx, r)
+		}
 		return nil
 	})
 	if err != nil {
@@ -158,7 +161,7 @@ func checkRecord(bucket, k, v []byte) error {
 	if v == nil {
 		return fmt.Errorf("bucket %s: key %q is a bucket, want a record", bucket, k)
 	}
-	if err := json.Unmarshal(v, dst); err != nil {
+	if err := decodeRecord(k, v, dst); err != nil {
 		return fmt.Errorf("bucket %s: record %q does not decode: %w", bucket, k, err)
 	}
 	return nil

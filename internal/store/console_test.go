@@ -71,6 +71,15 @@ func bruteForce(t *testing.T, db *DB, q Query) []string {
 	if err := db.ForEach(func(u URL) error { all = append(all, u); return nil }); err != nil {
 		t.Fatal(err)
 	}
+	ids := map[string]uint64{}
+	if err := db.bolt.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketURLs).ForEach(func(k, v []byte) error {
+			ids[string(k)] = metaOf(v).id
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	var out []URL
 	for _, u := range all {
 		st := RecordState(&u)
@@ -101,7 +110,8 @@ func bruteForce(t *testing.T, db *DB, q Query) []string {
 		case SortHost:
 			return 0, u.Host + "\x00" + u.URL
 		}
-		return v.sorts[slices.Index(sortOrder[:], q.Sort)], u.URL
+		// Equal values: in the order the URLs were added (their ids).
+		return v.sorts[slices.Index(sortOrder[:], q.Sort)], fmt.Sprintf("%020d", ids[u.URL])
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, as := key(out[i])

@@ -259,7 +259,7 @@ func (db *DB) Deleted(url string) (URL, error) {
 		if raw == nil {
 			return fmt.Errorf("deleted url %s: %w", url, ErrNotFound)
 		}
-		if err := json.Unmarshal(raw, &u); err != nil {
+		if err := decodeURL([]byte(url), raw, &u); err != nil {
 			return fmt.Errorf("decode deleted url %s: %w", url, err)
 		}
 		return nil

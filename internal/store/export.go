@@ -46,10 +46,10 @@ func (db *DB) Export(w io.Writer) (int, error) {
 			}
 			for ; k != nil && len(lines) < exportChunk; k, v = c.Next() {
 				var l Line
-				if err := json.Unmarshal(v, &l.URL); err != nil {
+				if err := decodeURL(k, v, &l.URL); err != nil {
 					return fmt.Errorf("decode url %q: %w", k, err)
 				}
-				l.Content = string(tx.Bucket(bucketContent).Get(k))
+				l.Content = string(textOf(tx, k, v))
 				if raw := get(tx, bucketRaw, k); raw != nil {
 					r, err := openRawEnvelope(raw, true)
 					if err != nil {
@@ -135,14 +135,14 @@ func (db *DB) Import(r io.Reader, file string, check func(*Line) error, bad func
 					continue
 				}
 				l.URL.DeletedAt = time.Time{}
-				if err := putURL(tx, nil, l.URL); err != nil {
+				if err := putURL(tx, nil, l.URL, true); err != nil {
 					return err
 				}
-				if err := tx.Bucket(bucketDeleted).Delete(key); err != nil {
+				if err := dropDeleted(tx, key); err != nil {
 					return err
 				}
 				if l.Content != "" {
-					if err := tx.Bucket(bucketContent).Put(key, []byte(l.Content)); err != nil {
+					if err := setText(tx, bucketURLs, key, l.Content); err != nil {
 						return err
 					}
 				}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -117,11 +118,15 @@ func filterPrefix(kind byte, value string) []byte {
 	return append(k, 0)
 }
 
-func sortKey(id byte, v uint64, url string) []byte {
-	k := make([]byte, 0, 9+len(url))
-	k = append(k, id)
+// sortKey is an ix_sort key: the URL is named by its id (the url_ids
+// bucket) rather than spelled out, which keeps six keys a URL at 17 bytes
+// each instead of 9 plus the URL. URLs with equal values are listed in
+// the order they were added.
+func sortKey(sort byte, v, id uint64) []byte {
+	k := make([]byte, 0, 17)
+	k = append(k, sort)
 	k = binary.BigEndian.AppendUint64(k, v)
-	return append(k, url...)
+	return binary.BigEndian.AppendUint64(k, id)
 }
 
 // urlOfFilterKey returns the URL of an ix_filter key.
@@ -132,17 +137,82 @@ func urlOfFilterKey(k []byte) []byte {
 	return nil
 }
 
-// urlOfSortKey returns the URL of an ix_sort key.
-func urlOfSortKey(k []byte) []byte {
-	if len(k) < 9 {
+// urlOfSortKey returns the URL of an ix_sort key, through ids (the
+// url_ids bucket).
+func urlOfSortKey(ids *bolt.Bucket, k []byte) []byte {
+	if len(k) != 17 {
 		return nil
 	}
-	return k[9:]
+	return ids.Get(k[9:])
 }
 
-// index moves url's index keys from old (nil: none) to cur (nil: none).
-func index(tx *bolt.Tx, url string, old, cur *ixVals) error {
-	f, s := tx.Bucket(bucketIxFilter), tx.Bucket(bucketIxSort)
+// ixWriter writes index keys: at once, or (batched) at flush, sorted.
+// bbolt splits pages only at commit, so within one transaction a leaf
+// takes every key inserted into it, and each insert moves the keys after
+// it: a batch of 100 000 URLs writing their six sort keys in URL order
+// moves each other's keys quadratically. In key order, each insert lands
+// at the end of what was inserted before.
+type ixWriter struct {
+	tx      *bolt.Tx
+	batched bool
+	ops     []ixOp
+}
+
+type ixOp struct {
+	bucket []byte
+	key    []byte
+	del    bool
+}
+
+func (w *ixWriter) put(bucket, key []byte) error {
+	if w.batched {
+		w.ops = append(w.ops, ixOp{bucket: bucket, key: key})
+		return nil
+	}
+	return w.tx.Bucket(bucket).Put(key, nil)
+}
+
+func (w *ixWriter) del(bucket, key []byte) error {
+	if w.batched {
+		w.ops = append(w.ops, ixOp{bucket: bucket, key: key, del: true})
+		return nil
+	}
+	return w.tx.Bucket(bucket).Delete(key)
+}
+
+// flush applies the batched writes in key order; writes to one key keep
+// their order (a stable sort), so the last one wins as it would have.
+func (w *ixWriter) flush() error {
+	slices.SortStableFunc(w.ops, func(a, b ixOp) int {
+		if c := bytes.Compare(a.bucket, b.bucket); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.key, b.key)
+	})
+	for _, op := range w.ops {
+		b := w.tx.Bucket(op.bucket)
+		var err error
+		if op.del {
+			err = b.Delete(op.key)
+		} else {
+			err = b.Put(op.key, nil)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	w.ops = w.ops[:0]
+	return nil
+}
+
+// index moves the index keys of url, whose id is id, from old (nil: none)
+// to cur (nil: none).
+func index(tx *bolt.Tx, url string, id uint64, old, cur *ixVals) error {
+	return indexTo(&ixWriter{tx: tx}, url, id, old, cur)
+}
+
+func indexTo(w *ixWriter, url string, id uint64, old, cur *ixVals) error {
+	f, s := bucketIxFilter, bucketIxSort
 	hasOld, hasCur := old != nil, cur != nil
 	var was, now ixVals
 	if hasOld {
@@ -160,28 +230,28 @@ func index(tx *bolt.Tx, url string, old, cur *ixVals) error {
 			continue
 		}
 		if hasOld && fl.was != "" {
-			if err := f.Delete(filterKey(fl.kind, fl.was, url)); err != nil {
+			if err := w.del(f, filterKey(fl.kind, fl.was, url)); err != nil {
 				return err
 			}
 		}
 		if hasCur && fl.now != "" {
-			if err := f.Put(filterKey(fl.kind, fl.now, url), nil); err != nil {
+			if err := w.put(f, filterKey(fl.kind, fl.now, url)); err != nil {
 				return err
 			}
 		}
 	}
 	for i, name := range sortOrder {
-		id := sortIDs[name]
+		sid := sortIDs[name]
 		if hasOld && hasCur && was.sorts[i] == now.sorts[i] {
 			continue
 		}
 		if hasOld {
-			if err := s.Delete(sortKey(id, was.sorts[i], url)); err != nil {
+			if err := w.del(s, sortKey(sid, was.sorts[i], id)); err != nil {
 				return err
 			}
 		}
 		if hasCur {
-			if err := s.Put(sortKey(id, now.sorts[i], url), nil); err != nil {
+			if err := w.put(s, sortKey(sid, now.sorts[i], id)); err != nil {
 				return err
 			}
 		}
@@ -190,35 +260,76 @@ func index(tx *bolt.Tx, url string, old, cur *ixVals) error {
 }
 
 // putURL writes u and moves its index keys; old is the record it replaces
-// (nil if new).
-func putURL(tx *bolt.Tx, old *URL, u URL) error {
+// (nil if new). A new URL gets the next id, and is counted unless count
+// is false (the caller counts a batch at once). w, when not nil, takes
+// the index writes (batched).
+func putURL(tx *bolt.Tx, old *URL, u URL, count bool, w ...*ixWriter) error {
+	iw := &ixWriter{tx: tx}
+	if len(w) > 0 {
+		iw = w[0]
+	}
+	urls := tx.Bucket(bucketURLs)
+	key := []byte(u.URL)
 	cur := ixOf(&u)
 	var was *ixVals
+	var m recMeta
 	if old != nil {
 		v := ixOf(old)
 		was = &v
+		m = metaOf(urls.Get(key))
 	}
-	if err := index(tx, u.URL, was, &cur); err != nil {
+	if m.id == 0 {
+		// A new URL, or (in a store indexed before ids) one without.
+		id, err := newURLID(tx, key)
+		if err != nil {
+			return fmt.Errorf("index %s: %w", u.URL, err)
+		}
+		m.id, was = id, nil
+	} else {
+		// The texts key is aliased from the page being rewritten.
+		m.content = bytes.Clone(m.content)
+	}
+	if err := indexTo(iw, u.URL, m.id, was, &cur); err != nil {
 		return fmt.Errorf("index %s: %w", u.URL, err)
 	}
-	if old == nil {
+	if old == nil && count {
 		if err := addCount(tx, 1); err != nil {
 			return err
 		}
 	}
-	return putJSON(tx.Bucket(bucketURLs), []byte(u.URL), u)
+	return urls.Put(key, appendURL(make([]byte, 0, 256), &u, m))
 }
 
-// deleteURL removes the record of url and its index keys.
-func deleteURL(tx *bolt.Tx, old *URL) error {
-	v := ixOf(old)
-	if err := index(tx, old.URL, &v, nil); err != nil {
-		return fmt.Errorf("unindex %s: %w", old.URL, err)
+// newURLID assigns the next id to the URL key and records it in url_ids.
+func newURLID(tx *bolt.Tx, key []byte) (uint64, error) {
+	ids := tx.Bucket(bucketURLIDs)
+	id, err := ids.NextSequence()
+	if err != nil {
+		return 0, err
+	}
+	return id, ids.Put(u64(id), key)
+}
+
+// deleteURL removes the record of old and its index keys, and returns the
+// record's texts key (nil: none) for the caller to keep or release.
+func deleteURL(tx *bolt.Tx, old *URL) ([]byte, error) {
+	urls := tx.Bucket(bucketURLs)
+	key := []byte(old.URL)
+	m := metaOf(urls.Get(key))
+	content := bytes.Clone(m.content)
+	if m.id != 0 {
+		v := ixOf(old)
+		if err := index(tx, old.URL, m.id, &v, nil); err != nil {
+			return nil, fmt.Errorf("unindex %s: %w", old.URL, err)
+		}
+		if err := tx.Bucket(bucketURLIDs).Delete(u64(m.id)); err != nil {
+			return nil, err
+		}
 	}
 	if err := addCount(tx, -1); err != nil {
-		return err
+		return nil, err
 	}
-	return tx.Bucket(bucketURLs).Delete([]byte(old.URL))
+	return content, urls.Delete(key)
 }
 
 func changeIndexKey(url string, seq uint64) []byte { return versionKey(url, seq) }
@@ -252,8 +363,10 @@ func countTx(tx *bolt.Tx) int {
 }
 
 // indexVersion is bumped when the index layout changes: a store built with
-// another version is re-indexed on open.
-const indexVersion = 1
+// another version is re-indexed on open. Version 2 names URLs in ix_sort
+// by an id (url_ids) and rewrites every URL record in binary with its id:
+// the one-time migration of a store written by an older binary.
+const indexVersion = 2
 
 // ensureIndexes builds the secondary indexes of a store written before
 // they existed (or whose build was interrupted), in chunks of short
@@ -270,7 +383,7 @@ func (db *DB) ensureIndexes() error {
 		return nil
 	}
 	err := db.update(func(tx *bolt.Tx) error {
-		for _, name := range indexBuckets {
+		for _, name := range append([][]byte{bucketURLIDs}, indexBuckets...) {
 			if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 				return err
 			}
@@ -283,17 +396,7 @@ func (db *DB) ensureIndexes() error {
 	if err != nil {
 		return fmt.Errorf("reset indexes: %w", err)
 	}
-	if err := db.chunked(bucketURLs, func(tx *bolt.Tx, k, v []byte) error {
-		var u URL
-		if err := json.Unmarshal(v, &u); err != nil {
-			return fmt.Errorf("decode url %q: %w", k, err)
-		}
-		cur := ixOf(&u)
-		if err := addCount(tx, 1); err != nil {
-			return err
-		}
-		return index(tx, u.URL, nil, &cur)
-	}); err != nil {
+	if err := db.reindexURLs(); err != nil {
 		return fmt.Errorf("index URLs: %w", err)
 	}
 	if err := db.chunked(bucketChanges, func(tx *bolt.Tx, k, v []byte) error {
@@ -308,6 +411,65 @@ func (db *DB) ensureIndexes() error {
 	return db.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketMeta).Put(metaIndexed, u64(indexVersion))
 	})
+}
+
+// reindexURLs gives every URL record an id and its index keys, and
+// rewrites it in binary, in chunks of short transactions (a cursor is not
+// moved over a bucket it writes: each chunk is read, then written).
+func (db *DB) reindexURLs() error {
+	var after []byte
+	for {
+		n := 0
+		err := db.update(func(tx *bolt.Tx) error {
+			urls := tx.Bucket(bucketURLs)
+			c := urls.Cursor()
+			k, v := c.First()
+			if after != nil {
+				k, v = c.Seek(after)
+				if k != nil && bytes.Equal(k, after) {
+					k, v = c.Next()
+				}
+			}
+			type rec struct {
+				u       URL
+				content []byte
+			}
+			var recs []rec
+			for ; k != nil && len(recs) < scanChunk; k, v = c.Next() {
+				var u URL
+				if err := decodeURL(k, v, &u); err != nil {
+					return fmt.Errorf("%w: decode url %q: %w", ErrCorrupt, k, err)
+				}
+				recs = append(recs, rec{u, bytes.Clone(metaOf(v).content)})
+				after = append(after[:0], k...)
+			}
+			n = len(recs)
+			for _, r := range recs {
+				key := []byte(r.u.URL)
+				id, err := newURLID(tx, key)
+				if err != nil {
+					return err
+				}
+				cur := ixOf(&r.u)
+				if err := index(tx, r.u.URL, id, nil, &cur); err != nil {
+					return err
+				}
+				if err := addCount(tx, 1); err != nil {
+					return err
+				}
+				if err := urls.Put(key, appendURL(nil, &r.u, recMeta{id: id, content: r.content})); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if n < scanChunk {
+			return nil
+		}
+	}
 }
 
 // chunked calls fn for every key of bucket in write transactions of

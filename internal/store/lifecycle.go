@@ -70,7 +70,7 @@ func (db *DB) updateURLs(urls []string, fn func(*bolt.Tx, *URL) (bool, error)) (
 			if !changed {
 				continue
 			}
-			if err := putURL(tx, &old, u); err != nil {
+			if err := putURL(tx, &old, u, true); err != nil {
 				return err
 			}
 			out = append(out, u)
@@ -142,14 +142,19 @@ func (db *DB) Delete(urls []string, purge bool, at time.Time) ([]string, error) 
 				return err
 			}
 			if found {
-				if err := deleteURL(tx, &u); err != nil {
+				content, err := deleteURL(tx, &u)
+				if err != nil {
 					return err
 				}
 				if !purge {
+					// The record keeps its texts key: the latest copy
+					// stays with the history.
 					u.DeletedAt = at
-					if err := putJSON(tx.Bucket(bucketDeleted), key, u); err != nil {
+					if err := tx.Bucket(bucketDeleted).Put(key, appendURL(nil, &u, recMeta{content: content})); err != nil {
 						return err
 					}
+				} else if err := releaseText(tx, content); err != nil {
+					return err
 				}
 			}
 			if !purge {
@@ -179,7 +184,13 @@ func (db *DB) Delete(urls []string, purge bool, at time.Time) ([]string, error) 
 func purgeHistory(tx *bolt.Tx, url string) (bool, error) {
 	key := []byte(url)
 	had := false
-	for _, name := range [][]byte{bucketDeleted, bucketContent, bucketRaw, bucketFetchLog} {
+	if tx.Bucket(bucketDeleted).Get(key) != nil {
+		had = true
+		if err := dropDeleted(tx, key); err != nil {
+			return had, err
+		}
+	}
+	for _, name := range [][]byte{bucketContent, bucketRaw, bucketFetchLog} {
 		b := tx.Bucket(name)
 		if b.Get(key) != nil {
 			had = true

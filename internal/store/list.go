@@ -64,7 +64,7 @@ type driver struct {
 	host, mode, state, prefixF bool
 }
 
-func (db *DB) plan(q *Query) (driver, error) {
+func (db *DB) plan(tx *bolt.Tx, q *Query) (driver, error) {
 	d := driver{bucket: bucketURLs, url: func(k []byte) []byte { return k }}
 	filter := func(kind byte, value string) driver {
 		return driver{bucket: bucketIxFilter, prefix: filterPrefix(kind, value), url: urlOfFilterKey}
@@ -97,7 +97,8 @@ func (db *DB) plan(q *Query) (driver, error) {
 		if !ok {
 			return d, fmt.Errorf("%w: unknown sort %q (want one of %s)", ErrBadQuery, q.Sort, strings.Join(Sorts, ", "))
 		}
-		d = driver{bucket: bucketIxSort, prefix: []byte{id}, url: urlOfSortKey}
+		ids := tx.Bucket(bucketURLIDs)
+		d = driver{bucket: bucketIxSort, prefix: []byte{id}, url: func(k []byte) []byte { return urlOfSortKey(ids, k) }}
 	}
 	return d, nil
 }
@@ -177,7 +178,7 @@ func (db *DB) walk(tx *bolt.Tx, q *Query, after []byte, fn func(key, url []byte)
 	if q.State != "" && q.State != StateActive && !slices.Contains(recordStates, q.State) {
 		return fmt.Errorf("%w: unknown state %q", ErrBadQuery, q.State)
 	}
-	d, err := db.plan(q)
+	d, err := db.plan(tx, q)
 	if err != nil {
 		return err
 	}

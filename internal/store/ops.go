@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -13,11 +15,23 @@ import (
 // Upsert inserts new URL records and updates the seed fields (weight,
 // selector, mode, ignore rules, period, polls) of known ones, in one
 // transaction, leaving their history alone. It returns how many were added.
+//
+// The records are written in URL order (a stable sort, so of two records
+// for one URL the later still wins): bbolt then touches each page once,
+// which is what makes a batch of 100 000 seeds cheap.
 func (db *DB) Upsert(recs []URL) (added int, err error) {
+	sorted := slices.Clone(recs)
+	slices.SortStableFunc(sorted, func(a, b URL) int { return strings.Compare(a.URL, b.URL) })
 	err = db.update(func(tx *bolt.Tx) error {
 		added = 0
 		b := tx.Bucket(bucketURLs)
-		for _, r := range recs {
+		// New URLs take ids in order, and start with the same sort values
+		// (no rate, no changes): their url_ids and ix_sort keys are
+		// appended, and full pages keep those trees small.
+		tx.Bucket(bucketURLIDs).FillPercent = 1
+		tx.Bucket(bucketIxSort).FillPercent = 0.9
+		iw := &ixWriter{tx: tx, batched: true}
+		for _, r := range sorted {
 			key := []byte(r.URL)
 			var cur URL
 			found, err := getJSON(b, key, &cur)
@@ -32,7 +46,7 @@ func (db *DB) Upsert(recs []URL) (added int, err error) {
 				}
 				cur = r
 				// A deleted URL added again starts over; its history stays.
-				if err := tx.Bucket(bucketDeleted).Delete(key); err != nil {
+				if err := dropDeleted(tx, key); err != nil {
 					return err
 				}
 			} else {
@@ -41,11 +55,14 @@ func (db *DB) Upsert(recs []URL) (added int, err error) {
 				cur.Weight, cur.Selector, cur.Mode, cur.Ignore = r.Weight, r.Selector, r.Mode, r.Ignore
 				cur.Period, cur.Polls, cur.KeepRaw, cur.Webhook = r.Period, r.Polls, r.KeepRaw, r.Webhook
 			}
-			if err := putURL(tx, prev, cur); err != nil {
+			if err := putURL(tx, prev, cur, false, iw); err != nil {
 				return err
 			}
 		}
-		return nil
+		if err := iw.flush(); err != nil {
+			return err
+		}
+		return addCount(tx, int64(added))
 	})
 	if err != nil {
 		return 0, fmt.Errorf("upsert %d URLs: %w", len(recs), err)
@@ -69,11 +86,16 @@ func (db *DB) Get(url string) (URL, error) {
 	return u, err
 }
 
-// Content returns the latest extracted text of url ("" if none yet).
+// Content returns the latest extracted text of url, live or deleted with
+// its history kept ("" if none yet).
 func (db *DB) Content(url string) (string, error) {
 	var text string
 	err := db.view(func(tx *bolt.Tx) error {
-		text = string(tx.Bucket(bucketContent).Get([]byte(url)))
+		rec := tx.Bucket(bucketURLs).Get([]byte(url))
+		if rec == nil {
+			rec = tx.Bucket(bucketDeleted).Get([]byte(url))
+		}
+		text = string(textOf(tx, []byte(url), rec))
 		return nil
 	})
 	return text, err
@@ -103,7 +125,7 @@ func (db *DB) ForEach(fn func(URL) error) error {
 			}
 			for ; k != nil && len(batch) < scanChunk; k, v = c.Next() {
 				var u URL
-				if err := json.Unmarshal(v, &u); err != nil {
+				if err := decodeURL(k, v, &u); err != nil {
 					return fmt.Errorf("%w: decode url %q: %w", ErrCorrupt, k, err)
 				}
 				batch = append(batch, u)
@@ -126,6 +148,73 @@ func (db *DB) ForEach(fn func(URL) error) error {
 			return nil
 		}
 	}
+}
+
+// ForEachBatch calls fn with every URL record in key order, scanChunk at
+// a time. The next batch is read and decoded on another goroutine while
+// fn runs: a coordinator's restart adds ten million URLs to its schedule
+// on one core while the other decodes. fn must not keep the slice.
+func (db *DB) ForEachBatch(fn func([]URL) error) error {
+	type chunk struct {
+		urls []URL
+		err  error
+	}
+	// Unbuffered: a batch is handed over only when fn is done with the
+	// one before, so the two buffers are never both in use by fn.
+	ch := make(chan chunk)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		defer close(ch)
+		var after []byte
+		// Two buffers: one fn works on, one being filled.
+		bufs := [2][]URL{make([]URL, 0, scanChunk), make([]URL, 0, scanChunk)}
+		for i := 0; ; i++ {
+			batch := bufs[i%2][:0]
+			err := db.view(func(tx *bolt.Tx) error {
+				c := tx.Bucket(bucketURLs).Cursor()
+				var k, v []byte
+				if after == nil {
+					k, v = c.First()
+				} else {
+					k, v = c.Seek(after)
+					if k != nil && bytes.Equal(k, after) {
+						k, v = c.Next()
+					}
+				}
+				for ; k != nil && len(batch) < scanChunk; k, v = c.Next() {
+					batch = append(batch, URL{})
+					if err := decodeURL(k, v, &batch[len(batch)-1]); err != nil {
+						return fmt.Errorf("%w: decode url %q: %w", ErrCorrupt, k, err)
+					}
+				}
+				return nil
+			})
+			if err == nil && len(batch) == 0 {
+				return
+			}
+			if len(batch) > 0 {
+				after = []byte(batch[len(batch)-1].URL)
+			}
+			select {
+			case ch <- chunk{batch, err}:
+			case <-stop:
+				return
+			}
+			if err != nil || len(batch) < scanChunk {
+				return
+			}
+		}
+	}()
+	for c := range ch {
+		if c.err != nil {
+			return c.err
+		}
+		if err := fn(c.urls); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // count returns the number of URL records.
@@ -159,19 +248,21 @@ func (t *Tx) Put(u URL) error {
 		return err
 	}
 	if !found {
-		return putURL(t.tx, nil, u)
+		return putURL(t.tx, nil, u, true)
 	}
-	return putURL(t.tx, &old, u)
+	return putURL(t.tx, &old, u, true)
 }
 
 // SetContent stores the latest extracted text of url.
+// It is shared with every URL whose latest text is the same (texts.go);
+// the record must be stored first (its later Put keeps the reference).
 func (t *Tx) SetContent(url, text string) error {
-	return t.tx.Bucket(bucketContent).Put([]byte(url), []byte(text))
+	return setText(t.tx, bucketURLs, []byte(url), text)
 }
 
 // Content returns the latest extracted text of url.
 func (t *Tx) Content(url string) string {
-	return string(t.tx.Bucket(bucketContent).Get([]byte(url)))
+	return string(textOf(t.tx, []byte(url), t.tx.Bucket(bucketURLs).Get([]byte(url))))
 }
 
 // AddVersion appends a version of a capture URL; Seq is assigned.
@@ -376,7 +467,7 @@ func (db *DB) Hosts() ([]Host, error) {
 	err := db.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketHosts).ForEach(func(k, v []byte) error {
 			var h Host
-			if err := json.Unmarshal(v, &h); err != nil {
+			if err := decodeHost(k, v, &h); err != nil {
 				return fmt.Errorf("%w: decode host %q: %w", ErrCorrupt, k, err)
 			}
 			out = append(out, h)

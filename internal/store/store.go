@@ -14,7 +14,6 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -28,24 +27,27 @@ import (
 
 // Bucket names. Keys are documented per bucket.
 var (
-	bucketURLs     = []byte("urls")     // url → URL (JSON)
-	bucketContent  = []byte("content")  // url → latest extracted text
-	bucketVersions = []byte("versions") // url 0x00 seq(8) → Version (JSON); capture URLs only
-	bucketChanges  = []byte("changes")  // seq(8) → Change (JSON)
-	bucketFolded   = []byte("folded")   // task id → fold time (8, unix nanos)
-	bucketHosts    = []byte("hosts")    // host → Host (JSON)
-	bucketMeta     = []byte("meta")     // schema version, counters
-	bucketItems    = []byte("items")    // source 0x00 item id → Item (JSON)
-	bucketDeleted  = []byte("deleted")  // url → URL (JSON) of a deleted URL whose history is kept
-	bucketRaw      = []byte("raw")      // url → raw body of the latest version (rawEnvelope)
-	bucketFetchLog = []byte("fetchlog") // url → the last fetchLogLen fetches (encodeFetchLog)
+	bucketURLs     = []byte("urls")      // url → URL (JSON)
+	bucketContent  = []byte("content")   // url → latest extracted text, in stores written before texts (texts.go)
+	bucketTexts    = []byte("texts")     // sha256(text) → text: the latest texts, shared (texts.go)
+	bucketTextRefs = []byte("text_refs") // sha256(text) → uvarint number of records naming it
+	bucketVersions = []byte("versions")  // url 0x00 seq(8) → Version (JSON); capture URLs only
+	bucketChanges  = []byte("changes")   // seq(8) → Change (JSON)
+	bucketFolded   = []byte("folded")    // task id → fold time (8, unix nanos)
+	bucketHosts    = []byte("hosts")     // host → Host (JSON)
+	bucketMeta     = []byte("meta")      // schema version, counters
+	bucketItems    = []byte("items")     // source 0x00 item id → Item (JSON)
+	bucketDeleted  = []byte("deleted")   // url → URL (JSON) of a deleted URL whose history is kept
+	bucketRaw      = []byte("raw")       // url → raw body of the latest version (rawEnvelope)
+	bucketFetchLog = []byte("fetchlog")  // url → the last fetchLogLen fetches (encodeFetchLog)
+	bucketURLIDs   = []byte("url_ids")   // id(8) → url: the URLs ix_sort names by id
 	// Secondary indexes, maintained in the transaction that writes the
 	// record (index.go).
 	bucketIxFilter  = []byte("ix_filter")  // kind(1) value 0x00 url → nil: host, mode, record state
-	bucketIxSort    = []byte("ix_sort")    // sort id(1) ordered value(8) url → nil
+	bucketIxSort    = []byte("ix_sort")    // sort id(1) ordered value(8) url id(8) → nil
 	bucketIxChanges = []byte("ix_changes") // url 0x00 seq(8) → nil: the change log by URL
 	allBuckets      = [][]byte{bucketURLs, bucketContent, bucketVersions, bucketChanges, bucketFolded, bucketHosts, bucketMeta, bucketItems,
-		bucketDeleted, bucketRaw, bucketFetchLog, bucketIxFilter, bucketIxSort, bucketIxChanges, bucketHookQueue, bucketHookDead}
+		bucketDeleted, bucketRaw, bucketFetchLog, bucketURLIDs, bucketTexts, bucketTextRefs, bucketIxFilter, bucketIxSort, bucketIxChanges, bucketHookQueue, bucketHookDead}
 	indexBuckets = [][]byte{bucketIxFilter, bucketIxSort, bucketIxChanges}
 )
 
@@ -230,9 +232,9 @@ func getJSON(b *bolt.Bucket, key []byte, v any) (bool, error) {
 	if raw == nil {
 		return false, nil
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		// Every record was written as JSON by this package: one that does
-		// not decode is a damaged store, not bad input.
+	if err := decodeRecord(key, raw, v); err != nil {
+		// Every record was written by this package: one that does not
+		// decode is a damaged store, not bad input.
 		return true, fmt.Errorf("%w: decode record %q: %w", ErrCorrupt, key, err)
 	}
 	return true, nil
@@ -259,7 +261,7 @@ func (db *DB) update(fn func(*bolt.Tx) error) error {
 }
 
 func putJSON(b *bolt.Bucket, key []byte, v any) error {
-	raw, err := json.Marshal(v)
+	raw, err := encodeRecord(v)
 	if err != nil {
 		return fmt.Errorf("encode %q: %w", key, err)
 	}

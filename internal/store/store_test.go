@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -192,5 +193,43 @@ func TestForEachVisitsAllInChunks(t *testing.T) {
 	}
 	if len(seen) != n {
 		t.Errorf("ForEach saw %d of %d", len(seen), n)
+	}
+}
+
+// TestForEachBatchSeesEveryRecordOnce: the pipelined scan hands over every
+// record once, in key order, across chunk boundaries, and stops at fn's
+// error.
+func TestForEachBatchSeesEveryRecordOnce(t *testing.T) {
+	db := open(t, t.TempDir())
+	defer db.Close()
+	var recs []URL
+	n := 2*scanChunk + 17
+	for i := range n {
+		recs = append(recs, URL{URL: fmt.Sprintf("http://h%d.example/%06d", i%7, i), Host: fmt.Sprintf("h%d.example", i%7), Weight: 1, Mode: "freshness"})
+	}
+	if _, err := db.Upsert(recs); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := db.ForEachBatch(func(b []URL) error {
+		for _, u := range b {
+			got = append(got, u.URL)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]string, 0, n)
+	for _, r := range recs {
+		want = append(want, r.URL)
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("%d URLs seen, want %d (in key order)", len(got), len(want))
+	}
+	stop := errors.New("stop")
+	calls := 0
+	if err := db.ForEachBatch(func([]URL) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
+		t.Errorf("fn's error: %v after %d calls", err, calls)
 	}
 }

@@ -1,0 +1,361 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/freshcrawl/freshcrawl/internal/coordinator"
+	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/internal/store"
+)
+
+// ScaleOptions configure RunScale.
+type ScaleOptions struct {
+	// Sizes are the URL counts (default 1 M, 3 M, 10 M).
+	Sizes []int
+	// Hosts is the number of hosts the URLs spread over (default 10 000).
+	Hosts int
+	// FetchedShare of the URLs get a fetched state after seeding (default
+	// 0.5; negative: none).
+	FetchedShare float64
+	// Compact also writes a compacted copy to measure its size (default
+	// on; it needs as much disk again).
+	NoCompact bool
+	Seed      uint64
+	// TempDir holds the seed file and the data directory, removed after
+	// each size (default os.TempDir()).
+	TempDir  string
+	Progress func(format string, args ...any)
+}
+
+func (o ScaleOptions) withDefaults() ScaleOptions {
+	if len(o.Sizes) == 0 {
+		o.Sizes = []int{1_000_000, 3_000_000, 10_000_000}
+	}
+	if o.Hosts <= 0 {
+		o.Hosts = 10_000
+	}
+	if o.FetchedShare == 0 {
+		o.FetchedShare = 0.5
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	if o.Progress == nil {
+		o.Progress = func(string, ...any) {}
+	}
+	return o
+}
+
+// ScaleResult is one size of RunScale.
+type ScaleResult struct {
+	URLs    int `json:"urls"`
+	Fetched int `json:"fetched"`
+	// MeanURLBytes is the mean length of the seeded URLs.
+	MeanURLBytes float64 `json:"mean_url_bytes"`
+	// Seed is `freshcrawl seed FILE` into a fresh data directory
+	// (coordinator.IngestSeedsBatch with the bulk batch).
+	SeedSeconds    float64 `json:"seed_s"`
+	SeedCPUSeconds float64 `json:"seed_cpu_s"`
+	// FetchedSeconds is writing the fetched state of Fetched URLs, as
+	// folds do (Tx.Put in FoldMany transactions of 10 000).
+	FetchedSeconds float64 `json:"fetched_s"`
+	// FileBytesPerURL is the store file as written; CompactBytesPerURL a
+	// compacted copy; Buckets where the bytes go.
+	FileBytesPerURL    float64            `json:"file_bytes_per_url"`
+	CompactBytesPerURL float64            `json:"compact_bytes_per_url,omitempty"`
+	Buckets            []store.BucketSize `json:"buckets"`
+	// Restart is a coordinator start on the data directory: open the
+	// store, load every URL into the schedule (coordinator.LoadScheduler),
+	// first plan.
+	OpenSeconds         float64 `json:"open_s"`
+	LoadSeconds         float64 `json:"load_s"`
+	LoadCPUSeconds      float64 `json:"load_cpu_s"`
+	FirstPlanSeconds    float64 `json:"first_plan_s"`
+	FirstPlanCPUSeconds float64 `json:"first_plan_cpu_s"`
+	RestartSeconds      float64 `json:"restart_s"`
+	RestartCPUSeconds   float64 `json:"restart_cpu_s"`
+	// SchedulerBytesPerURL is the live heap the loaded schedule holds.
+	SchedulerBytesPerURL float64 `json:"scheduler_bytes_per_url"`
+	// ReplanSeconds is a second plan of the loaded schedule (no folds run).
+	ReplanSeconds    float64 `json:"replan_s"`
+	ReplanCPUSeconds float64 `json:"replan_cpu_s"`
+	// PlanError is a plan that failed (first or second): the size's
+	// other figures stand, and the failure is reported rather than losing
+	// them.
+	PlanError string `json:"plan_error,omitempty"`
+}
+
+// ScaleReport is what RunScale measured.
+type ScaleReport struct {
+	Machine Machine       `json:"machine"`
+	Sizes   []ScaleResult `json:"sizes"`
+	MaxRSS  int64         `json:"max_rss_bytes"`
+}
+
+// RunScale measures, for each size, seeding a file of that many URLs into
+// a fresh store, the store's bytes per URL, and a coordinator restart on
+// it (load and first plan), with the schedule's memory and a re-plan.
+func RunScale(ctx context.Context, o ScaleOptions) (ScaleReport, error) {
+	o = o.withDefaults()
+	rep := ScaleReport{Machine: thisMachine()}
+	for _, n := range o.Sizes {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		r, err := scaleAt(ctx, n, o)
+		if err != nil {
+			return rep, fmt.Errorf("scale %d URLs: %w", n, err)
+		}
+		// Each size as it is done: a long run stopped later keeps it.
+		o.Progress("scale %d: seed %.1f s (%.1f CPU s), file %.0f B/URL, compacted %.0f B/URL, restart %.1f s (%.1f CPU s: open %.2f s, load %.1f s, first plan %.1f s), schedule %.0f B/URL, re-plan %.1f s (%.1f CPU s) %s",
+			n, r.SeedSeconds, r.SeedCPUSeconds, r.FileBytesPerURL, r.CompactBytesPerURL, r.RestartSeconds, r.RestartCPUSeconds, r.OpenSeconds, r.LoadSeconds, r.FirstPlanSeconds,
+			r.SchedulerBytesPerURL, r.ReplanSeconds, r.ReplanCPUSeconds, r.PlanError)
+		rep.Sizes = append(rep.Sizes, r)
+	}
+	rep.MaxRSS = selfUsage().MaxRSS
+	return rep, nil
+}
+
+// scaleURL is a realistic URL of host h, 60 to 100 bytes: a host name,
+// a section, a date and a slug.
+func scaleURL(rng *rand.Rand, h, i int) string {
+	sections := [...]string{"news", "articles", "blog", "products", "category/shoes", "world/europe", "tech/reviews", "docs/guides"}
+	words := [...]string{"market", "update", "review", "guide", "launch", "season", "report", "analysis", "city", "team"}
+	var b strings.Builder
+	fmt.Fprintf(&b, "https://www.site-%d.example.com/%s/2026/%02d/", h, sections[rng.IntN(len(sections))], 1+rng.IntN(12))
+	fmt.Fprintf(&b, "%d-%s", i, words[rng.IntN(len(words))])
+	for b.Len() < 60 || rng.IntN(2) == 0 {
+		w := words[rng.IntN(len(words))]
+		if b.Len()+1+len(w) > 100 {
+			break
+		}
+		b.WriteString("-" + w)
+	}
+	return b.String()
+}
+
+func newScaleRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 17)) }
+
+// scaleHost draws a host: a few large hosts, many small ones.
+func scaleHost(rng *rand.Rand, hosts int) int {
+	return int(float64(hosts) * math.Pow(rng.Float64(), 2))
+}
+
+// writeSeedFile writes n URL lines to path, streamed.
+func writeSeedFile(path string, n int, o ScaleOptions) (meanLen float64, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	rng := newScaleRand(o.Seed)
+	var total int64
+	for i := range n {
+		u := scaleURL(rng, scaleHost(rng, o.Hosts), i)
+		total += int64(len(u))
+		if _, err := io.WriteString(w, u+"\n"); err != nil {
+			f.Close()
+			return 0, err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return 0, err
+	}
+	return float64(total) / float64(n), f.Close()
+}
+
+func scaleAt(ctx context.Context, n int, o ScaleOptions) (ScaleResult, error) {
+	r := ScaleResult{URLs: n}
+	dir, err := os.MkdirTemp(o.TempDir, "freshcrawl-scale-*")
+	if err != nil {
+		return r, err
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "seeds.txt")
+	o.Progress("scale %d: writing the seed file", n)
+	if r.MeanURLBytes, err = writeSeedFile(file, n, o); err != nil {
+		return r, fmt.Errorf("seed file: %w", err)
+	}
+	data := filepath.Join(dir, "data")
+	db, err := store.OpenDir(data, store.Options{})
+	if err != nil {
+		return r, err
+	}
+	defer func() { db.Close() }()
+
+	o.Progress("scale %d: seeding", n)
+	in, err := os.Open(file)
+	if err != nil {
+		return r, err
+	}
+	t0, c0 := time.Now(), selfUsage().CPU
+	sum, err := coordinator.IngestSeedsBatch(db, bufio.NewReaderSize(in, 256<<10), file, coordinator.BulkSeedBatch, nil, nil)
+	in.Close()
+	if err != nil {
+		return r, fmt.Errorf("seed: %w", err)
+	}
+	if sum.Added != n {
+		return r, fmt.Errorf("seed: %d URLs added of %d lines (%d bad)", sum.Added, n, sum.Bad)
+	}
+	r.SeedSeconds, r.SeedCPUSeconds = time.Since(t0).Seconds(), (selfUsage().CPU - c0).Seconds()
+	os.Remove(file)
+
+	if o.FetchedShare > 0 {
+		o.Progress("scale %d: writing the fetched state of %.0f%%", n, 100*o.FetchedShare)
+		t1 := time.Now()
+		if r.Fetched, err = writeFetched(ctx, db, o); err != nil {
+			return r, err
+		}
+		r.FetchedSeconds = time.Since(t1).Seconds()
+	}
+	if r.Buckets, err = db.Sizes(); err != nil {
+		return r, err
+	}
+	if !o.NoCompact {
+		o.Progress("scale %d: compacting a copy", n)
+		cp := filepath.Join(dir, "compact.db")
+		size, err := db.CompactTo(cp)
+		if err != nil {
+			return r, err
+		}
+		os.Remove(cp)
+		r.CompactBytesPerURL = float64(size) / float64(n)
+	}
+	if err := db.Close(); err != nil {
+		return r, err
+	}
+	fi, err := os.Stat(filepath.Join(data, store.FileName))
+	if err != nil {
+		return r, err
+	}
+	r.FileBytesPerURL = float64(fi.Size()) / float64(n)
+
+	o.Progress("scale %d: restart (open, load, first plan)", n)
+	h0 := heapNow()
+	t2, c2 := time.Now(), selfUsage().CPU
+	if db, err = store.OpenDir(data, store.Options{}); err != nil {
+		return r, err
+	}
+	r.OpenSeconds = time.Since(t2).Seconds()
+	t3 := time.Now()
+	sched, loaded, err := coordinator.LoadScheduler(db, coordinator.Options{Budget: float64(n) / (30 * 86400), HostRate: 1})
+	if err != nil {
+		return r, err
+	}
+	if loaded != n {
+		return r, fmt.Errorf("restart: %d URLs loaded of %d", loaded, n)
+	}
+	r.LoadSeconds, r.LoadCPUSeconds = time.Since(t3).Seconds(), (selfUsage().CPU - c2).Seconds()
+	now := time.Now()
+	t4, c4 := time.Now(), selfUsage().CPU
+	if _, err := sched.Replan(now); err != nil {
+		r.PlanError = "first plan: " + err.Error()
+	}
+	r.FirstPlanSeconds, r.FirstPlanCPUSeconds = time.Since(t4).Seconds(), (selfUsage().CPU - c4).Seconds()
+	r.RestartSeconds, r.RestartCPUSeconds = time.Since(t2).Seconds(), (selfUsage().CPU - c2).Seconds()
+	r.SchedulerBytesPerURL = float64(int64(heapNow())-int64(h0)) / float64(n)
+	o.Progress("scale %d: re-plan", n)
+	t5, c5 := time.Now(), selfUsage().CPU
+	if _, err := sched.Replan(now.Add(time.Minute)); err != nil {
+		r.PlanError += " re-plan: " + err.Error()
+	}
+	r.ReplanSeconds, r.ReplanCPUSeconds = time.Since(t5).Seconds(), (selfUsage().CPU - c5).Seconds()
+	runtime.KeepAlive(sched)
+	return r, nil
+}
+
+// writeFetched gives o.FetchedShare of the stored URLs the state folds
+// leave: counters, validators, a content hash, the estimator's state
+// after a few fetches (as schedule.Estimator writes it), a rate, an
+// interval and a next due time. It writes through FoldMany and Tx.Put, as
+// the fold does, 10 000 URLs a transaction.
+func writeFetched(ctx context.Context, db *store.DB, o ScaleOptions) (int, error) {
+	rng := rand.New(rand.NewPCG(o.Seed, 19))
+	est := schedule.NewEstimator(7*24*time.Hour, 1.0/86400)
+	now := time.Now()
+	var urls []string
+	n := 0
+	flush := func() error {
+		if len(urls) == 0 {
+			return nil
+		}
+		// Task ids as the dispatcher makes them: short and unique.
+		ids := make([]string, len(urls))
+		for i := range urls {
+			ids[i] = fmt.Sprintf("%016x", rng.Uint64())
+		}
+		_, err := db.FoldMany(ids, func(i int, tx *store.Tx) error {
+			u, found, err := tx.Get(urls[i])
+			if err != nil || !found {
+				return err
+			}
+			fetchedState(rng, est, &u, now)
+			return tx.Put(u)
+		})
+		n += len(urls)
+		urls = urls[:0]
+		return err
+	}
+	err := db.ForEachBatch(func(batch []store.URL) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		for _, u := range batch {
+			if rng.Float64() < o.FetchedShare {
+				urls = append(urls, u.URL)
+			}
+		}
+		if len(urls) >= 10_000 {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return n, fmt.Errorf("fetched state: %w", err)
+	}
+	return n, nil
+}
+
+func fetchedState(rng *rand.Rand, est schedule.Estimator, u *store.URL, now time.Time) {
+	var st schedule.EstimateState
+	iv := time.Duration(1+rng.Int64N(14*24)) * time.Hour
+	fetches := 2 + rng.IntN(20)
+	at := now.Add(-time.Duration(fetches) * iv)
+	var prev time.Time
+	rate := 1.0 / 86400
+	for range fetches {
+		changed := rng.IntN(3) == 0
+		fb := est.Learn(&st, rate, schedule.Observation{URL: u.URL, Host: u.Host, Start: at, End: at.Add(300 * time.Millisecond), OK: true, First: prev.IsZero(), Prev: prev, Changed: changed})
+		if changed {
+			u.Changes++
+			u.LastChange = at
+		}
+		rate, u.RateSE = fb.Rate, fb.RateSE
+		prev = at
+		at = at.Add(iv)
+	}
+	sum := sha256.Sum256([]byte(u.URL))
+	u.Fetches, u.NotModified = int64(fetches), int64(rng.IntN(fetches))
+	u.LastFetch, u.LastOK, u.LastStatus = prev, prev, 200
+	u.ETag = fmt.Sprintf(`"%x-%x"`, rng.Uint32(), rng.Uint32())
+	u.LastMod = prev.Add(-time.Hour).UTC().Format("Mon, 02 Jan 2006 15:04:05 GMT")
+	u.Hash = hex.EncodeToString(sum[:])
+	u.Estimate, _ = st.MarshalBinary()
+	u.Rate, u.Interval, u.NextDue = rate, iv, prev.Add(iv)
+}

@@ -1,0 +1,202 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/freshcrawl/freshcrawl/internal/proto"
+	bolt "go.etcd.io/bbolt"
+)
+
+// fetchedURL is a record as a fold leaves it: counters, validators, a
+// content hash, an estimator state, a rate and a schedule.
+func fetchedURL(i int) URL {
+	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second)
+	est := make([]byte, 126)
+	for j := range est {
+		est[j] = byte(i*7 + j)
+	}
+	return URL{
+		URL: fmt.Sprintf("https://www.example-%d.com/articles/2026/11/%08d/some-longer-slug-for-the-page", i%1000, i), Host: fmt.Sprintf("www.example-%d.com", i%1000),
+		Weight: 1.5, Mode: "freshness", AddedAt: at.Add(-time.Hour),
+		Fetches: 12, Changes: 3, NotModified: 4, Versions: 0,
+		LastFetch: at, LastOK: at, LastChange: at.Add(-10 * time.Minute), LastStatus: 200,
+		ETag: `"5e1a-61c3b2a4f1e80"`, LastMod: "Sun, 22 Nov 2026 09:50:00 GMT",
+		Hash:     "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+		Estimate: est, Rate: 1.2e-5, RateSE: 3e-6, Interval: 36 * time.Hour, NextDue: at.Add(36 * time.Hour),
+	}
+}
+
+// oddURL exercises every field and every fallback of the binary form: a
+// host that is not the URL's authority, an unknown mode, ignore rules, a
+// non-hex hash, a Last-Modified that is not in HTTP form, error kinds and
+// times outside the nanosecond range.
+func oddURL() URL {
+	return URL{
+		URL: "http://a.example:8080/x?q=1", Host: "a.example", Weight: -2, Selector: "div.main", Mode: "future-mode",
+		Ignore: proto.IgnoreRules{Selectors: []string{".ad"}, Patterns: []string{`\d+`}, MinChange: 0.1},
+		Period: "weekly", Polls: -3, KeepRaw: true, Webhook: "http://127.0.0.1/hook",
+		AddedAt: time.Date(1200, 1, 2, 3, 4, 5, 6, time.UTC), Paused: true, PausedAt: time.Date(3000, 1, 1, 0, 0, 0, 7, time.UTC),
+		DeletedAt: time.Unix(1, 2).UTC(), Fetches: -1, Errors: 1 << 40, Failed: 2, Versions: 9,
+		ErrorKinds: map[string]int64{"timeout": 3, "dns": 1}, LastErrKind: "timeout", LastErr: "i/o timeout",
+		LastMod: "yesterday", Hash: "ABCDEF", Disallowed: true, Rate: 1e300, RateSE: 0.5, Interval: -time.Second,
+	}
+}
+
+func TestURLRecordRoundTrip(t *testing.T) {
+	for _, u := range []URL{fetchedURL(7), oddURL(), {URL: "x"}} {
+		b := appendURL(nil, &u, recMeta{id: 12345, content: make([]byte, 32)})
+		if b[0] == '{' {
+			t.Fatal("a binary record starts like JSON")
+		}
+		var got URL
+		if err := decodeURL([]byte(u.URL), b, &got); err != nil {
+			t.Fatalf("%s: %v", u.URL, err)
+		}
+		if !reflect.DeepEqual(got, u) {
+			t.Errorf("round trip of %s:\n got %+v\nwant %+v", u.URL, got, u)
+		}
+	}
+}
+
+// TestURLRecordReadsJSON: a record written by an older binary (JSON) is
+// read as it was written.
+func TestURLRecordReadsJSON(t *testing.T) {
+	u := fetchedURL(3)
+	raw, err := json.Marshal(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got URL
+	if err := decodeURL([]byte(u.URL), raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, u) {
+		t.Errorf("JSON record:\n got %+v\nwant %+v", got, u)
+	}
+	h := Host{Host: "a", CrawlDelay: time.Second, BackoffTill: time.Unix(100, 0).UTC(), Backoff: 2 * time.Second, ServerErrs: 2, LastFetch: time.Unix(50, 1).UTC(), Fetches: 9, Errors: 3}
+	raw, _ = json.Marshal(h)
+	var gh Host
+	if err := decodeHost([]byte("a"), raw, &gh); err != nil || gh != h {
+		t.Errorf("JSON host %+v, %v", gh, err)
+	}
+	var bh Host
+	if err := decodeHost([]byte("a"), appendHost(nil, &h), &bh); err != nil || bh != h {
+		t.Errorf("binary host %+v, %v", bh, err)
+	}
+}
+
+// TestURLRecordDamage: every cut or flipped byte of a record decodes to an
+// error or to some record, never a panic; a cut one is always an error.
+func TestURLRecordDamage(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, u := range []URL{fetchedURL(1), oddURL()} {
+		good := appendURL(nil, &u, recMeta{id: 12345, content: make([]byte, 32)})
+		for cut := 1; cut < len(good); cut++ {
+			var got URL
+			if err := decodeURL([]byte(u.URL), good[:cut], &got); err == nil {
+				t.Fatalf("record cut at %d of %d decoded", cut, len(good))
+			}
+		}
+		for range 2000 {
+			bad := append([]byte(nil), good...)
+			bad[1+rng.IntN(len(bad)-1)] ^= byte(1 + rng.IntN(255))
+			var got URL
+			_ = decodeURL([]byte(u.URL), bad, &got)
+		}
+		var got URL
+		if err := decodeURL([]byte(u.URL), append(good, 0), &got); err == nil {
+			t.Error("a record with a trailing byte decoded")
+		}
+	}
+}
+
+// TestStoreRecordsAreBinary: records are written in binary and a store
+// holding JSON records (as an older binary wrote them) reads them, and
+// rewrites them in binary when they are written.
+func TestStoreRecordsAreBinary(t *testing.T) {
+	db := open(t, t.TempDir())
+	defer db.Close()
+	u := fetchedURL(5)
+	if _, err := db.Upsert([]URL{u}); err != nil {
+		t.Fatal(err)
+	}
+	raw := rawRecord(t, db, bucketURLs, u.URL)
+	if raw[0] != recordV1 {
+		t.Fatalf("record written as %q", raw[:1])
+	}
+	old := fetchedURL(6)
+	js, _ := json.Marshal(old)
+	if err := db.bolt.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketURLs).Put([]byte(old.URL), js) }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Get(old.URL)
+	if err != nil || !reflect.DeepEqual(got, old) {
+		t.Fatalf("JSON record read as %+v, %v", got, err)
+	}
+	if _, err := db.Fold("t1", func(tx *Tx) error {
+		got.Fetches++
+		return tx.Put(got)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if raw := rawRecord(t, db, bucketURLs, old.URL); raw[0] != recordV1 {
+		t.Fatalf("rewritten record is %q", raw[:1])
+	}
+}
+
+func rawRecord(t *testing.T, db *DB, bucket []byte, key string) []byte {
+	t.Helper()
+	var raw []byte
+	if err := db.bolt.View(func(tx *bolt.Tx) error {
+		raw = append(raw, tx.Bucket(bucket).Get([]byte(key))...)
+		return nil
+	}); err != nil || len(raw) == 0 {
+		t.Fatalf("no record %s: %v", key, err)
+	}
+	return raw
+}
+
+func BenchmarkURLRecord(b *testing.B) {
+	u := fetchedURL(42)
+	js, _ := json.Marshal(u)
+	bin := appendURL(nil, &u, recMeta{id: 12345, content: make([]byte, 32)})
+	b.Run(fmt.Sprintf("encode/binary-%dB", len(bin)), func(b *testing.B) {
+		b.ReportAllocs()
+		buf := make([]byte, 0, 512)
+		for b.Loop() {
+			buf = appendURL(buf[:0], &u, recMeta{id: 12345, content: make([]byte, 32)})
+		}
+	})
+	b.Run(fmt.Sprintf("encode/json-%dB", len(js)), func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := json.Marshal(u); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	key := []byte(u.URL)
+	b.Run("decode/binary", func(b *testing.B) {
+		b.ReportAllocs()
+		var got URL
+		for b.Loop() {
+			if err := decodeURL(key, bin, &got); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode/json", func(b *testing.B) {
+		b.ReportAllocs()
+		var got URL
+		for b.Loop() {
+			if err := decodeURL(key, js, &got); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
