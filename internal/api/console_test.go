@@ -399,10 +399,13 @@ func TestConsoleLifecycle(t *testing.T) {
 	var ser api.SeriesAnswer
 	// The model's freshness is the last plan's: wait for a sample after a
 	// re-plan that saw fetches (the first maintenance tick after them),
-	// which a fast pipeline reaches after this point.
-	waitFor(t, 10*time.Second, "samples after a plan that saw fetches", func() bool {
+	// which a fast pipeline reaches after this point. The worker is
+	// listed from its first heartbeat the coordinator hears, which can be
+	// the second (every 5 s) when the first went out before the
+	// coordinator subscribed: a fast pipeline gets here before that too.
+	waitFor(t, 20*time.Second, "samples after a plan that saw fetches, with the worker heard", func() bool {
 		c.get("/api/series", &ser)
-		return len(ser.Points) >= 2 && ser.Points[len(ser.Points)-1].Freshness > 0
+		return len(ser.Points) >= 2 && ser.Points[len(ser.Points)-1].Freshness > 0 && ser.Points[len(ser.Points)-1].Workers > 0
 	})
 	last := ser.Points[len(ser.Points)-1]
 	if last.Workers != 1 || last.Budget != 40 || last.Freshness <= 0 || last.FreshnessLo > last.Freshness || last.FreshnessHi < last.Freshness {
