@@ -1,6 +1,12 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+)
 
 func benchCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -17,4 +23,12 @@ docs/benchmarks.md holds the latest figures and the exact commands.`,
 	cmd.AddCommand(benchPoliciesCmd(), benchThroughputCmd(), benchScheduleCmd(), benchScaleCmd(), benchCaptureCmd(), benchProbesCmd(), benchSoakCmd(),
 		benchCeilingCmd(), benchScaleOutCmd(), benchFaultsCmd())
 	return cmd
+}
+
+// progressTo is the progress callback of the long benches: a line on w,
+// stamped with the time of day.
+func progressTo(w io.Writer) func(format string, args ...any) {
+	return func(format string, args ...any) {
+		fmt.Fprintf(w, "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+	}
 }

@@ -62,9 +62,7 @@ so the pipeline's ceiling is at most about half the queue's.`,
 			if len(args) > 0 {
 				return fmt.Errorf("unexpected argument %q", args[0])
 			}
-			o.Progress = func(format string, args ...any) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-			}
+			o.Progress = progressTo(cmd.ErrOrStderr())
 			tmp, err := os.MkdirTemp("", "freshcrawl-bench-*")
 			if err != nil {
 				return fmt.Errorf("temporary directory: %w", err)

@@ -48,9 +48,7 @@ The directory is removed after each size. 10 M URLs need about 15 GB of disk.`,
 				}
 				o.Sizes = append(o.Sizes, n)
 			}
-			o.Progress = func(format string, args ...any) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-			}
+			o.Progress = progressTo(cmd.ErrOrStderr())
 			res, err := bench.RunScale(cmd.Context(), o)
 			if err != nil {
 				return err

@@ -46,9 +46,7 @@ saturates: compare the cores used with the cores there are.`,
 				return fmt.Errorf("--log-level %q: %w", logLevel, err)
 			}
 			o.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
-			o.Progress = func(format string, args ...any) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-			}
+			o.Progress = progressTo(cmd.ErrOrStderr())
 			tmp, err := os.MkdirTemp("", "freshcrawl-bench-*")
 			if err != nil {
 				return fmt.Errorf("temporary directory: %w", err)

@@ -46,9 +46,7 @@ its live heap per URL and one re-plan with the optimal policy.`,
 				o.Sizes = append(o.Sizes, n)
 			}
 			o.Resolve = !noWarm
-			o.Progress = func(format string, args ...any) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-			}
+			o.Progress = progressTo(cmd.ErrOrStderr())
 			res, err := bench.RunSchedule(cmd.Context(), o)
 			if err != nil {
 				return err

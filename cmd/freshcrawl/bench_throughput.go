@@ -62,9 +62,7 @@ hosts as concurrent fetches.`,
 			o.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
 			o.Budget, o.HostRate = budget.PerSecond(), hostRate.PerSecond()
 			o.Site = site
-			o.Progress = func(format string, args ...any) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-			}
+			o.Progress = progressTo(cmd.ErrOrStderr())
 			tmp, err := os.MkdirTemp("", "freshcrawl-bench-*")
 			if err != nil {
 				return fmt.Errorf("temporary directory: %w", err)
