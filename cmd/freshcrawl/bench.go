@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,4 +32,14 @@ func progressTo(w io.Writer) func(format string, args ...any) {
 	return func(format string, args ...any) {
 		fmt.Fprintf(w, "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 	}
+}
+
+// createProfile creates the file a bench's --cpuprofile or --allocprofile
+// names; the error names the flag.
+func createProfile(flag, path string) (*os.File, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", flag, err)
+	}
+	return f, nil
 }

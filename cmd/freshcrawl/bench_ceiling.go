@@ -77,9 +77,9 @@ so the pipeline's ceiling is at most about half the queue's.`,
 				o.Responder = []string{self, "bench", "ceiling", "--noop-responder", "--responders", strconv.Itoa(o.Responders), "--log-level", logLevel}
 			}
 			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
+				f, err := createProfile("cpuprofile", cpuProfile)
 				if err != nil {
-					return fmt.Errorf("--cpuprofile: %w", err)
+					return err
 				}
 				defer f.Close()
 				o.CPUProfile = f

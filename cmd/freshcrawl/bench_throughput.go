@@ -99,17 +99,17 @@ hosts as concurrent fetches.`,
 				o.Pages, o.ServerPID = pp.URLs, pp.PID
 			}
 			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
+				f, err := createProfile("cpuprofile", cpuProfile)
 				if err != nil {
-					return fmt.Errorf("--cpuprofile: %w", err)
+					return err
 				}
 				defer f.Close()
 				o.CPUProfile = f
 			}
 			if allocProfile != "" {
-				f, err := os.Create(allocProfile)
+				f, err := createProfile("allocprofile", allocProfile)
 				if err != nil {
-					return fmt.Errorf("--allocprofile: %w", err)
+					return err
 				}
 				defer f.Close()
 				o.AllocProfile = f
