@@ -421,6 +421,19 @@ func (c *Coordinator) runCtx() context.Context {
 // reconciles the tasks in the stream anew.
 func (c *Coordinator) Run(ctx context.Context) error {
 	c.ctx.Store(&ctx)
+	// Heartbeats are heard from the start: loading a large store and the
+	// first plan take seconds, and a worker's first heartbeat sent in
+	// that time would otherwise be lost, leaving it unlisted until its
+	// next one.
+	hb, err := c.nc.Subscribe(proto.HeartbeatSubject, func(m *nats.Msg) {
+		if h, err := decodeHeartbeat(m.Data); err == nil {
+			c.sawWorkers(time.Now(), h.WorkerID)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("subscribe heartbeats: %w", err)
+	}
+	defer hb.Unsubscribe()
 	if !c.loaded.Load() {
 		if err := c.load(); err != nil {
 			return err
@@ -437,17 +450,6 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}
 	c.replan()
 
-	hb, err := c.nc.Subscribe(proto.HeartbeatSubject, func(m *nats.Msg) {
-		if h, err := decodeHeartbeat(m.Data); err == nil {
-			c.workers.Lock()
-			c.workers.seen[h.WorkerID] = time.Now()
-			c.workers.Unlock()
-		}
-	})
-	if err != nil {
-		return fmt.Errorf("subscribe heartbeats: %w", err)
-	}
-	defer hb.Unsubscribe()
 	content, err := c.nc.QueueSubscribe(proto.ContentSubject, "coordinator", c.serveContent)
 	if err != nil {
 		return fmt.Errorf("subscribe content requests: %w", err)
@@ -489,6 +491,17 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	wg.Wait()
 	c.log.Info("coordinator stopped")
 	return runErr
+}
+
+// sawWorkers records that the named workers were alive at t.
+func (c *Coordinator) sawWorkers(t time.Time, ids ...string) {
+	c.workers.Lock()
+	defer c.workers.Unlock()
+	for _, id := range ids {
+		if id != "" {
+			c.workers.seen[id] = t
+		}
+	}
 }
 
 func decodeHeartbeat(b []byte) (proto.Heartbeat, error) {

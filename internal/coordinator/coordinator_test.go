@@ -110,6 +110,28 @@ func TestDuplicateResultAppliedOnce(t *testing.T) {
 	}
 }
 
+// A worker whose heartbeat the coordinator missed (sent while it loaded
+// its store) is listed from its first result.
+func TestWorkerListedFromItsResults(t *testing.T) {
+	e := newEnv(t, testSettings())
+	c := e.coordinator(t, Options{Budget: 2, HostRate: 20})
+	addSeeds(t, c, testURL)
+	run(t, c)
+
+	task, m := e.takeTask(t, 10*time.Second)
+	_ = m.Ack()
+	if got := c.Status().Workers; len(got) != 0 {
+		t.Fatalf("workers %q before any heartbeat or result", got)
+	}
+	r := ok(task, "h1")
+	r.WorkerID = "w-silent"
+	e.sendResult(t, r)
+	waitFor(t, 10*time.Second, "the result folded", func() bool { return c.fetches() == 1 })
+	if got := c.Status().Workers; len(got) != 1 || got[0] != "w-silent" {
+		t.Errorf("workers %q, want [w-silent]", got)
+	}
+}
+
 // A task that runs out of deliveries is recorded as failed, deleted from
 // the work queue, and its URL dispatched again.
 func TestMaxDeliveriesRecordedFailed(t *testing.T) {

@@ -66,7 +66,7 @@ func newMetrics(d inFlighter) *metrics {
 	m.bytes = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "fetched_bytes_total", Help: "Bytes of response bodies."})
 	m.inFlight = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "tasks_in_flight", Help: "Tasks dispatched and not yet folded."}, func() float64 { return float64(d.InFlight()) })
 	m.urls = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "urls", Help: "URLs known."})
-	m.workers = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "workers_seen", Help: "Workers that sent a heartbeat in the last minute."})
+	m.workers = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "workers_seen", Help: "Workers heard from (a heartbeat or a result) in the last minute."})
 	m.queue = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "queue_depth", Help: "Task queue depth by state (pending, ack_pending, redelivered) and results awaiting fold (results)."}, []string{"state"})
 	m.fresh = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "model_freshness", Help: "The model's expected weighted freshness of the stored copies as of the last plan: E[exp(-rate*age)] under each URL's posterior, a URL never fetched counting as stale."})
 	m.planFresh = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "plan_freshness", Help: "The weighted freshness the plan's frequencies are expected to hold in the steady state, under each URL's posterior."})

@@ -242,6 +242,14 @@ func (c *Coordinator) afterFold(results []proto.Result, out []fold.Outcome) {
 		}
 	}
 	gone := c.disp.Finish(done)
+	// A result is as good as a heartbeat: its worker was alive.
+	var last string
+	for i := range results {
+		if id := results[i].WorkerID; id != last {
+			c.sawWorkers(now, id)
+			last = id
+		}
+	}
 
 	c.probes.Lock()
 	for i := range results {
