@@ -5,14 +5,6 @@ import (
 	"math"
 )
 
-// flatNats is how close to its maximum (in log-likelihood) a URL's
-// likelihood must stay, at every rate from some rate up to the grid's
-// top, for its data to count as silent about how fast it changes above
-// that rate: a likelihood ratio under e, evidence "not worth more than a
-// bare mention" on Jeffreys's scale. A page that changed at every one of
-// its monthly fetches is the case: daily and weekly fit it alike.
-const flatNats = 1.0
-
 // FitGridPrior fits a population prior to what a collection of URLs
 // showed: empirical Bayes (docs/design.md §3.3, "Priors from the
 // collection"). The prior is a mixture over the nodes of parent's grid,
@@ -40,18 +32,6 @@ const flatNats = 1.0
 // once over neighbouring nodes (¼, ½, ¼) so that the prior of a rate
 // between two populated nodes is not zero. It returns the prior and the
 // number of URLs that informed it.
-//
-// Where a URL's likelihood is flat (within flatNats of its maximum from
-// some rate up to the top of the grid: a page that changed at every
-// fetch), its E-step spreads its mass there in the shape of parent, not
-// of the current fit. Plain EM keeps whatever shape the fit has in a
-// direction the data cannot see, and the weekly pages' rare unchanged
-// fetch pulls that shape to the slowest rate the data allow, so that
-// every page seen changed at each monthly fetch was believed to change
-// about weekly and its copies were modelled fresher than they were (a
-// model 0.03–0.04 above the truth for a crawler that fetches monthly).
-// The fit then no longer maximises the objective above exactly: it
-// extrapolates nothing where the data are silent.
 func FitGridPrior(parent, start GridPrior, states []State, kappa float64, iters int) (GridPrior, int, error) {
 	if !parent.Valid() {
 		return GridPrior{}, 0, fmt.Errorf("estimate.FitGridPrior: %w: parent prior not built by a constructor", ErrInvalid)
@@ -62,7 +42,6 @@ func FitGridPrior(parent, start GridPrior, states []State, kappa float64, iters 
 	g := parent.grid
 	n := g.N
 	var lik []float64
-	var flatFrom []int
 	used := 0
 	for i := range states {
 		s := &states[i]
@@ -79,25 +58,13 @@ func FitGridPrior(parent, start GridPrior, states []State, kappa float64, iters 
 		if math.IsInf(top, -1) || math.IsNaN(top) {
 			continue
 		}
-		ff := n
-		for k := n - 1; k >= 0 && row[k] >= top-flatNats; k-- {
-			ff = k
-		}
 		for k := range row {
 			row[k] = math.Exp(row[k] - top)
 		}
 		lik = append(lik, row...)
-		flatFrom = append(flatFrom, ff)
 		used++
 	}
 	pi := parent.Weights()
-	// piAbove[k] is the parent's mass at nodes k and above, wAbove the
-	// current fit's.
-	piAbove := make([]float64, n+1)
-	wAbove := make([]float64, n+1)
-	for k := n - 1; k >= 0; k-- {
-		piAbove[k] = piAbove[k+1] + pi[k]
-	}
 	w := append([]float64(nil), pi...) // EM updates w in place; pi stays the Dirichlet centre
 	if start.Valid() && start.grid == g {
 		w = start.Weights()
@@ -111,34 +78,17 @@ func FitGridPrior(parent, start GridPrior, states []State, kappa float64, iters 
 		for k := range num {
 			num[k] = kappa * pi[k]
 		}
-		for k := n - 1; k >= 0; k-- {
-			wAbove[k] = wAbove[k+1] + w[k]
-		}
 		for i := range used {
 			row := lik[i*n : (i+1)*n]
-			// Where the URL's likelihood is flat (nodes ff and above),
-			// its data say nothing about how the mass there is shaped,
-			// so it is shaped as the parent's, not as the current fit's.
-			ff := flatFrom[i]
-			scale := 0.0
-			if ff < n && piAbove[ff] > 0 {
-				scale = wAbove[ff] / piAbove[ff]
-			}
-			at := func(k int) float64 {
-				if k >= ff {
-					return scale * pi[k]
-				}
-				return w[k]
-			}
 			d := 0.0
 			for k, v := range row {
-				d += at(k) * v
+				d += w[k] * v
 			}
 			if !(d > 0) {
 				continue
 			}
 			for k, v := range row {
-				num[k] += at(k) * v / d
+				num[k] += w[k] * v / d
 			}
 		}
 		total := 0.0
