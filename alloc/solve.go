@@ -332,18 +332,7 @@ func (c *core) solve(budget float64, warm *warmStart) (Solution, error) {
 	}
 	mu := math.Exp(rf.t)
 	if rf.fill {
-		for k := range hostMul {
-			hostMul[k] = mu
-		}
-		c.pass(mu, hostMul, true, false, fullAcc)
-		S := c.tot.s
-		for k := range nCap {
-			S += min(c.tot.hs[k], c.caps[k])
-			if c.tot.hs[k] > c.caps[k] {
-				hostMul[k] = -1 // binding: its elements are redone below
-			}
-		}
-		c.trimRamp(mu, hostMul, S-budget)
+		c.fillBetween(mu, math.Exp(rf.hi), hostMul, budget)
 	}
 	sol.Mu = mu
 
@@ -513,9 +502,10 @@ type rootFinder struct {
 	tPrev  float64 // previous evaluation, for the secant
 	phPrev float64
 	newton bool // the step to t was a Newton step
+	creep  int  // unbracketed steps too small to move t (observe)
 	n      int  // evaluations so far
 	done   bool
-	fill   bool // done, but S(t) > target must be trimmed (see observe)
+	fill   bool // done, but S(t) > target: blend with S(hi) (see observe)
 }
 
 func newRootFinder(target, t0 float64) rootFinder {
@@ -553,9 +543,11 @@ func (rf *rootFinder) observe(S, D, up, down float64) {
 	}
 	width := rf.hi - rf.lo
 	if width <= 1e-15*max(1, math.Abs(t)) {
-		// S jumps across one ulp of μ: elements on their give-up ramp
-		// closer to the threshold than float64 resolves. The caller
-		// evaluates at lo and trims those elements (trimRamp).
+		// S jumps across a few ulps of μ: many elements close to their
+		// give-up threshold, where f falls to 0 within a relative 1e−9 of
+		// μ, so that no representable μ matches the target to rootTol.
+		// Every μ in the bracket is the multiplier to float64 precision:
+		// the caller blends the allocations at its ends (fillBetween).
 		rf.done, rf.fill, rf.t = true, true, rf.lo
 		return
 	}
@@ -582,6 +574,17 @@ func (rf *rootFinder) observe(S, D, up, down float64) {
 			step *= 4
 		}
 		next = t + min(max(step, -16), 16)
+		if next == t {
+			// The step is below the resolution of t: S is steeper here
+			// than one ulp of μ can follow (many elements on one give-up
+			// ramp, where S falls by the ramp's whole share of the budget
+			// within a relative 1e−9 of μ), so no representable μ matches
+			// the target to rootTol. Step out by a doubling number of ulps
+			// until the root is bracketed; the bracket then closes to an
+			// ulp and the ramp is trimmed (fill).
+			rf.creep++
+			next = t + math.Copysign(ulp(t)*math.Ldexp(1, min(rf.creep, 60)), phi)
+		}
 	}
 	if next <= tMin || next >= tMax {
 		next = min(max(next, tMin), tMax)
@@ -593,6 +596,11 @@ func (rf *rootFinder) observe(S, D, up, down float64) {
 	// Newton's next residual is about φ²; solve the elements 100× better
 	// than that, and fully once close.
 	rf.acc = min(max(1e-2*phi*phi, fullAcc), 1e-6)
+}
+
+// ulp is the spacing of float64 values at t.
+func ulp(t float64) float64 {
+	return math.Nextafter(math.Abs(t), math.Inf(1)) - math.Abs(t)
 }
 
 // fallback picks the next point inside a finite bracket when Newton is
@@ -619,7 +627,7 @@ func (rf *rootFinder) fallback(slow bool) float64 {
 	// Regula falsi on φ usually beats the midpoint; keep it only well
 	// inside the bracket unless the bracket is a ramp.
 	x := lo + width*rf.philo/(rf.philo-rf.phihi)
-	if x > lo+0.1*width && x < hi-0.1*width || rf.loUp < hi && rf.loUp == rf.hiDown {
+	if x > lo+0.1*width && x < hi-0.1*width || rf.loUp < hi && rf.loUp == rf.hiDown && x > lo && x < hi {
 		return x
 	}
 	return mid
