@@ -176,6 +176,17 @@ func (s *Solver) SetWeight(i int, w float64) { s.p.Elements[i].Weight = w }
 // SetBudget sets the budget for the next Solve.
 func (s *Solver) SetBudget(b float64) { s.p.Budget = b }
 
+// SetHostCaps sets every host's cap for the next Solve (the number of
+// hosts is fixed; it panics if caps has another length). A caller that
+// takes part of the budget and of each host's capacity for other fetches
+// re-solves warm: the previous μ and μ_h* stay good starting points.
+func (s *Solver) SetHostCaps(caps []float64) {
+	if len(caps) != len(s.p.HostCaps) {
+		panic(fmt.Sprintf("alloc: SetHostCaps: %d caps for %d hosts", len(caps), len(s.p.HostCaps)))
+	}
+	copy(s.p.HostCaps, caps)
+}
+
 // Solve solves the current problem, warm-started from the previous
 // successful Solve if there was one. The returned Freq is a fresh slice
 // owned by the caller.
