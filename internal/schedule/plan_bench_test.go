@@ -97,5 +97,5 @@ func BenchmarkPlanJob(b *testing.B) {
 		for !s.Apply(j, now, 4096) {
 		}
 	}
-	b.ReportMetric((cpuTime() - c0).Seconds()/float64(b.N), "cpu-s/op")
+	b.ReportMetric((cpuTime()-c0).Seconds()/float64(b.N), "cpu-s/op")
 }
