@@ -513,7 +513,7 @@ type rootFinder struct {
 	tPrev  float64 // previous evaluation, for the secant
 	phPrev float64
 	newton bool // the step to t was a Newton step
-	creep  int  // unbracketed steps too small to move t (observe)
+	creep  int  // steps below the resolution of t so far (observe)
 	n      int  // evaluations so far
 	done   bool
 	fill   bool // done, but S(t) > target: blend with S(hi) (see observe)
@@ -571,7 +571,22 @@ func (rf *rootFinder) observe(S, D, up, down float64) {
 	rf.tPrev, rf.phPrev = t, phi
 	next := t + phi/slope // NaN or ±Inf when the slope is unusable
 	rf.newton = true
-	if !math.IsInf(width, 1) {
+	if d := 4 * ulp(t) * math.Ldexp(1, min(rf.creep, 60)); math.Abs(next-t) < d {
+		// The step is below what float64 resolves of ln μ: S is steeper
+		// here than a few ulps of μ can follow (many elements near one
+		// give-up threshold, where S falls by their whole share of the
+		// budget within a relative 1e−9 of μ), so no representable μ
+		// matches the target to rootTol, and Newton would crawl or
+		// stall. Step past the root by a few ulps (doubling while that
+		// does not bracket it): the bracket is then narrow enough to
+		// settle by blending (fill).
+		rf.creep++
+		next = t + math.Copysign(d, phi)
+		if !math.IsInf(width, 1) && !(next > rf.lo && next < rf.hi) {
+			next = rf.lo + 0.5*width
+			rf.newton = false
+		}
+	} else if !math.IsInf(width, 1) {
 		if slow || !(next > rf.lo && next < rf.hi) {
 			next = rf.fallback(slow)
 			rf.newton = false
@@ -585,17 +600,6 @@ func (rf *rootFinder) observe(S, D, up, down float64) {
 			step *= 4
 		}
 		next = t + min(max(step, -16), 16)
-		if next == t {
-			// The step is below the resolution of t: S is steeper here
-			// than one ulp of μ can follow (many elements on one give-up
-			// ramp, where S falls by the ramp's whole share of the budget
-			// within a relative 1e−9 of μ), so no representable μ matches
-			// the target to rootTol. Step out by a doubling number of ulps
-			// until the root is bracketed; the bracket then closes to an
-			// ulp and the ramp is trimmed (fill).
-			rf.creep++
-			next = t + math.Copysign(ulp(t)*math.Ldexp(1, min(rf.creep, 60)), phi)
-		}
 	}
 	if next <= tMin || next >= tMax {
 		next = min(max(next, tMin), tMax)
