@@ -151,11 +151,38 @@ func Solve(p Problem) (Solution, error) {
 // 7, about 60% of the time, after changing 1% of the rates). A Solver is
 // not safe for concurrent use.
 type Solver struct {
-	p      Problem   // private copy: callers' slices are not modified
-	freq   []float64 // previous frequencies: the warm start
+	p    Problem   // private copy: callers' slices are not modified
+	freq []float64 // previous frequencies: the warm start
+	// The multipliers of the last two solves, each with its budget: a
+	// caller that alternates between two budgets (a plan with and
+	// without the share exploration takes) starts each solve from the
+	// multipliers of the one nearest in budget. Near a give-up
+	// threshold that many elements share, S(μ) is so steep that the
+	// other budget's μ would cost several extra passes.
+	last [2]warmRecord
+}
+
+// warmRecord is one successful solve's multipliers.
+type warmRecord struct {
+	budget float64
 	mu     float64
-	hostMu []float64 // previous μ + ν_h per host
-	warm   bool
+	hostMu []float64 // μ + ν_h per host (0: the cap did not bind)
+	ok     bool
+}
+
+// nearest returns the index of the record whose budget is nearest to b
+// (relatively), or −1 if there is none.
+func (s *Solver) nearest(b float64) int {
+	best, dist := -1, math.Inf(1)
+	for k, r := range s.last {
+		if !r.ok {
+			continue
+		}
+		if d := math.Abs(math.Log(b / r.budget)); d < dist || best < 0 {
+			best, dist = k, d
+		}
+	}
+	return best
 }
 
 // NewSolver returns a Solver for p. It copies p.Elements and p.HostCaps,
@@ -196,23 +223,36 @@ func (s *Solver) Solve() (Solution, error) {
 		return Solution{}, err
 	}
 	var w *warmStart
-	if s.warm {
-		w = &warmStart{mu: s.mu, hostMu: s.hostMu}
+	if k := s.nearest(s.p.Budget); k >= 0 {
+		r := s.last[k]
+		w = &warmStart{mu: r.mu, hostMu: r.hostMu, budgetMoved: math.Abs(s.p.Budget/r.budget-1) > 1e-3}
 	}
 	sol, err := c.solve(s.p.Budget, w)
 	if err != nil {
-		s.warm = false
+		s.last = [2]warmRecord{}
 		clear(s.freq)
 		return Solution{}, err
 	}
-	s.mu = sol.Mu
-	s.hostMu = make([]float64, len(sol.HostNu))
-	for h, nu := range sol.HostNu {
-		if nu > 0 {
-			s.hostMu[h] = sol.Mu + nu
+	if sol.Mu > 0 && !math.IsInf(sol.Mu, 1) {
+		// Replace the record nearest in budget (the same caller's last
+		// solve), or the empty one.
+		k := s.nearest(s.p.Budget)
+		if k < 0 || !s.last[1-k].ok {
+			k = min(k+1, 1)
+			if !s.last[0].ok {
+				k = 0
+			}
+		}
+		r := &s.last[k]
+		r.budget, r.mu, r.ok = s.p.Budget, sol.Mu, true
+		r.hostMu = slices.Grow(r.hostMu[:0], len(sol.HostNu))[:len(sol.HostNu)]
+		for h, nu := range sol.HostNu {
+			r.hostMu[h] = 0
+			if nu > 0 {
+				r.hostMu[h] = sol.Mu + nu
+			}
 		}
 	}
-	s.warm = sol.Mu > 0 && !math.IsInf(sol.Mu, 1)
 	sol.Freq = slices.Clone(s.freq)
 	return sol, nil
 }
@@ -220,6 +260,9 @@ func (s *Solver) Solve() (Solution, error) {
 type warmStart struct {
 	mu     float64
 	hostMu []float64 // by host index; 0 = unknown
+	// budgetMoved: the budget differs from the one mu was solved for by
+	// more than 0.1%, so mu may be several passes away (initialGuess).
+	budgetMoved bool
 }
 
 // validate checks p and returns an error naming the first offending value.
@@ -307,12 +350,7 @@ func (c *core) solve(budget float64, warm *warmStart) (Solution, error) {
 	}
 
 	// Outer search for μ on S̃(μ) = U(μ) + Σ_h min(S_h(μ), c_h).
-	var t0 float64
-	if warm != nil {
-		t0 = math.Log(warm.mu)
-	} else {
-		t0 = c.initialGuess(budget)
-	}
+	t0 := c.initialGuess(budget, warm)
 	rf := newRootFinder(budget, t0)
 	if c.obj == Freshness {
 		// Above the largest w/λ every element is given up: S̃ = 0.
@@ -394,13 +432,21 @@ func (c *core) finishHosts(sol *Solution, rfs []rootFinder) {
 	}
 }
 
-// initialGuess returns a starting ln μ for a cold solve. For large inputs
-// it solves a strided sample of 2^16 elements with the budget and caps
-// scaled down; its μ is within about 1/√(2^16) of the full one, which
-// leaves two or three full Newton passes. Smaller inputs use heuristic.
-func (c *core) initialGuess(budget float64) float64 {
+// initialGuess returns a starting ln μ. For large inputs it solves a
+// strided sample of 2^16 elements with the budget and caps scaled down;
+// its μ is within about 1/√(2^16) of the full one, which leaves two or
+// three full Newton passes. It does so on a warm solve too when the
+// budget moved, started from the warm multipliers and frequencies: the
+// previous μ can then be several Newton passes away where many elements
+// share a give-up threshold, and the sample costs under half a pass.
+// Otherwise a warm solve starts from the warm μ, and a small cold one
+// from heuristic.
+func (c *core) initialGuess(budget float64, warm *warmStart) float64 {
 	const sample = 1 << 16
 	n := len(c.elems)
+	if warm != nil && (n <= 4*sample || !warm.budgetMoved) {
+		return math.Log(warm.mu)
+	}
 	if n <= 4*sample {
 		return c.heuristic(budget)
 	}
@@ -413,20 +459,25 @@ func (c *core) initialGuess(budget float64) float64 {
 		HostCaps:  make([]float64, len(c.capOf)),
 		Objective: c.obj,
 	}
+	subFreq := make([]float64, m)
 	for j := range m {
 		sub.Elements[j] = c.elems[j*stride+stride/2]
+		subFreq[j] = c.freq[j*stride+stride/2]
 	}
 	for h, k := range c.capOf {
 		if k >= 0 {
 			sub.HostCaps[h] = c.caps[k] * scale
 		}
 	}
-	sc, err := newCore(sub, make([]float64, m))
+	sc, err := newCore(sub, subFreq)
 	if err == nil {
 		sc.workers = c.workers
-		if sol, err := sc.solve(sub.Budget, nil); err == nil && sol.Mu > 0 && !math.IsInf(sol.Mu, 1) {
+		if sol, err := sc.solve(sub.Budget, warm); err == nil && sol.Mu > 0 && !math.IsInf(sol.Mu, 1) {
 			return math.Log(sol.Mu)
 		}
+	}
+	if warm != nil {
+		return math.Log(warm.mu)
 	}
 	return c.heuristic(budget)
 }
