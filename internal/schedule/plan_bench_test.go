@@ -76,18 +76,33 @@ func scaleSchedule(tb testing.TB, n int) (*Scheduler, time.Time) {
 // historyPool is the number of distinct histories of scaleSchedule.
 const historyPool = 20_000
 
+// countingPolicy counts the allocations a plan solves.
+type countingPolicy struct {
+	Policy
+	solves int
+}
+
+func (p *countingPolicy) Plan(in PlanInput) (PlanOutput, error) {
+	p.solves++
+	return p.Policy.Plan(in)
+}
+
 // BenchmarkPlanJob is one re-plan of a loaded schedule as the coordinator
 // makes it (Snapshot, Solve, Apply in chunks), after a first plan. Run
 // with -plan-urls 1000000 for the issue-16 figure; cpu-s/op is the
-// process's CPU per plan (the solve's passes run on every core).
+// process's CPU per plan (the solve's passes run on every core), solves/op
+// the allocations a plan solves (exploration's multiplier search).
 func BenchmarkPlanJob(b *testing.B) {
 	s, now := scaleSchedule(b, *planURLs)
+	policy := &countingPolicy{Policy: s.o.Policy}
+	s.o.Policy = policy
 	if _, err := s.Replan(now); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	c0 := cpuTime()
+	policy.solves = 0
 	for b.Loop() {
 		now = now.Add(time.Minute)
 		j := s.Snapshot(now)
@@ -98,4 +113,5 @@ func BenchmarkPlanJob(b *testing.B) {
 		}
 	}
 	b.ReportMetric((cpuTime()-c0).Seconds()/float64(b.N), "cpu-s/op")
+	b.ReportMetric(float64(policy.solves)/float64(b.N), "solves/op")
 }
