@@ -107,8 +107,8 @@ type Solution struct {
 // needs a secant. Each inner solve is warm-started from the element's
 // frequency in the previous pass and asked only for the accuracy the outer
 // iteration can use, so most passes take one Halley step (one exp) per
-// element. A cold start on large inputs first solves a strided sample to
-// get μ within ~1%. Passes are spread over GOMAXPROCS goroutines in fixed
+// element. A cold start on large inputs, or a warm one whose budget
+// moved, first solves a strided sample to get μ within ~1%. Passes are spread over GOMAXPROCS goroutines in fixed
 // interleaved chunks (deterministic sums; all goroutines are joined before
 // a pass returns). Memory: the 8-byte Freq per element plus 28 bytes per
 // element of a binding host (solveHosts) and O(hosts).
@@ -144,8 +144,9 @@ func Solve(p Problem) (Solution, error) {
 }
 
 // Solver keeps the state of a solved Problem so that it can be re-solved
-// cheaply after the change-rate or weight estimates move: the next Solve
-// starts from the previous multipliers μ and μ_h* and from each element's
+// cheaply after the change-rate or weight estimates (or the budget and
+// caps) move: the next Solve starts from the multipliers μ and μ_h* of the
+// one of the last two solves nearest in budget and from each element's
 // previous frequency, so a small change costs a few passes of one Halley
 // step each instead of a cold solve (BenchmarkResolve1M: 5 passes against
 // 7, about 60% of the time, after changing 1% of the rates). A Solver is
