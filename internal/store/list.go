@@ -66,8 +66,10 @@ type driver struct {
 
 func (db *DB) plan(tx *bolt.Tx, q *Query) (driver, error) {
 	d := driver{bucket: bucketURLs, url: func(k []byte) []byte { return k }}
+	ids := tx.Bucket(bucketURLIDs)
+	byID := func(k []byte) []byte { return urlOfFilterKey(ids, k) }
 	filter := func(kind byte, value string) driver {
-		return driver{bucket: bucketIxFilter, prefix: filterPrefix(kind, value), url: urlOfFilterKey}
+		return driver{bucket: bucketIxFilter, prefix: filterPrefix(kind, value), url: byID}
 	}
 	recordState := q.State != "" && q.State != StateActive
 	switch q.Sort {
@@ -90,14 +92,13 @@ func (db *DB) plan(tx *bolt.Tx, q *Query) (driver, error) {
 			d = filter(ixHost, q.Host)
 			d.host = true
 		} else {
-			d = driver{bucket: bucketIxFilter, prefix: []byte{ixHost}, url: urlOfFilterKey}
+			d = driver{bucket: bucketIxFilter, prefix: []byte{ixHost}, url: byID}
 		}
 	default:
 		id, ok := sortIDs[q.Sort]
 		if !ok {
 			return d, fmt.Errorf("%w: unknown sort %q (want one of %s)", ErrBadQuery, q.Sort, strings.Join(Sorts, ", "))
 		}
-		ids := tx.Bucket(bucketURLIDs)
 		d = driver{bucket: bucketIxSort, prefix: []byte{id}, url: func(k []byte) []byte { return urlOfSortKey(ids, k) }}
 	}
 	return d, nil
@@ -191,12 +192,21 @@ func (db *DB) walk(tx *bolt.Tx, q *Query, after []byte, fn func(key, url []byte)
 	if (!bytes.Equal(d.bucket, bucketURLs) || q.Host != "" || q.Mode != "" || q.State != "") && !indexedTx(tx) {
 		return errNotIndexed
 	}
-	f := tx.Bucket(bucketIxFilter)
+	f, urls := tx.Bucket(bucketIxFilter), tx.Bucket(bucketURLs)
 	search := strings.ToLower(q.Search)
+	// The filter keys name a URL by its id, which its record holds: read
+	// once per candidate, and only when a filter needs it.
+	var id uint64
 	has := func(kind byte, value string, url []byte) bool {
-		return f.Get(filterKey(kind, value, string(url))) != nil
+		if id == 0 {
+			if id = metaOf(urls.Get(url)).id; id == 0 {
+				return false
+			}
+		}
+		return f.Get(filterKey(kind, value, id)) != nil
 	}
 	match := func(url []byte) bool {
+		id = 0
 		if q.Prefix != "" && !d.prefixF && !bytes.HasPrefix(url, []byte(q.Prefix)) {
 			return false
 		}

@@ -43,7 +43,7 @@ var (
 	bucketURLIDs   = []byte("url_ids")   // id(8) → url: the URLs ix_sort names by id
 	// Secondary indexes, maintained in the transaction that writes the
 	// record (index.go).
-	bucketIxFilter  = []byte("ix_filter")  // kind(1) value 0x00 url → nil: host, mode, record state
+	bucketIxFilter  = []byte("ix_filter")  // kind(1) value 0x00 url id(8) → nil: host, mode, record state
 	bucketIxSort    = []byte("ix_sort")    // sort id(1) ordered value(8) url id(8) → nil
 	bucketIxChanges = []byte("ix_changes") // url 0x00 seq(8) → nil: the change log by URL
 	allBuckets      = [][]byte{bucketURLs, bucketContent, bucketVersions, bucketChanges, bucketFolded, bucketHosts, bucketMeta, bucketItems,
@@ -75,12 +75,17 @@ type Options struct {
 	// coordinator may hold the write lock... bbolt's lock is exclusive for
 	// writers and shared for readers.
 	ReadOnly bool
+	// fullCheck walks every page at open even after a clean close (Check).
+	fullCheck bool
 }
 
 // DB is an open store.
 type DB struct {
 	bolt *bolt.DB
 	path string
+	// writable: Close marks a clean close (clean.go).
+	writable bool
+	closed   atomic.Bool
 	// fence is the lease revision this process writes under (TakeFence);
 	// 0 until a coordinator takes the store.
 	fence atomic.Uint64
@@ -117,8 +122,13 @@ func Open(path string, opt Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	// bbolt maps the file and trusts what it finds: check it first.
-	err = verifyFile(path)
+	// bbolt maps the file and trusts what it finds: check it first, every
+	// page unless it was closed cleanly and is unchanged since (clean.go).
+	err = verifyFile(path, opt.fullCheck || !closedCleanly(path))
+	if err == nil && !opt.ReadOnly {
+		// Whatever happens from here on, only a clean Close marks it again.
+		err = unmarkClean(path)
+	}
 	// bbolt takes its own lock on its own descriptor, which ours would
 	// block: a writer that slips in between makes bbolt wait, then fail
 	// with ErrLocked, and whatever it wrote was written under the lock.
@@ -154,7 +164,7 @@ func Open(path string, opt Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	db := &DB{bolt: b, path: path}
+	db := &DB{bolt: b, path: path, writable: !opt.ReadOnly}
 	if !opt.ReadOnly {
 		err = db.init()
 	} else {
@@ -206,8 +216,31 @@ func (db *DB) checkSchema() error {
 	})
 }
 
-// Close closes the file.
-func (db *DB) Close() error { return db.bolt.Close() }
+// Close closes the file, and after a writable open marks it closed
+// cleanly, so the next open need not walk every page (clean.go).
+func (db *DB) Close() error {
+	if db.closed.Swap(true) {
+		return nil
+	}
+	if err := db.bolt.Close(); err != nil {
+		return err
+	}
+	if !db.writable {
+		return nil
+	}
+	// bbolt released its lock: take ours while the marker is written, so
+	// that it stamps the file as this process left it. If another process
+	// has the store already, it marks its own close.
+	lock, err := lockFile(db.path, Options{Timeout: time.Nanosecond})
+	if err != nil {
+		return nil
+	}
+	defer lock.release()
+	if err := markClean(db.path); err != nil {
+		return fmt.Errorf("close store %s: mark the clean close: %w", db.path, err)
+	}
+	return nil
+}
 
 // Path is the file's path.
 func (db *DB) Path() string { return db.path }
