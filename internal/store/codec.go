@@ -35,7 +35,8 @@ const (
 	flagHostOfURL // Host is hostPart(URL): not stored
 	flagHashHex   // Hash is 64 lower-case hex digits, stored as 32 bytes
 	flagLastModHTTP
-	flagIgnore // the ignore rules follow, as JSON
+	flagIgnore         // the ignore rules follow, as JSON
+	flagEstimatePacked // the estimator state is stored zero-packed (packZeros)
 )
 
 // modeCodes are the modes stored as one byte; any other mode is stored as
@@ -83,7 +84,11 @@ func metaOf(v []byte) recMeta {
 }
 
 // appendURL appends the binary record of u (without its URL, the key).
-func appendURL(b []byte, u *URL, m recMeta) []byte {
+func appendURL(b []byte, u *URL, m recMeta) []byte { return appendURLPacked(b, u, m, true) }
+
+// appendURLPacked is appendURL, with the estimator state zero-packed
+// when pack is set (an older binary wrote it unpacked: still read).
+func appendURLPacked(b []byte, u *URL, m recMeta, pack bool) []byte {
 	var flags uint64
 	if u.KeepRaw {
 		flags |= flagKeepRaw
@@ -108,6 +113,9 @@ func appendURL(b []byte, u *URL, m recMeta) []byte {
 			flags |= flagLastModHTTP
 			lastMod = t
 		}
+	}
+	if pack && len(u.Estimate) >= minPacked {
+		flags |= flagEstimatePacked
 	}
 	var ignore []byte
 	if !u.Ignore.IsZero() {
@@ -154,8 +162,8 @@ func appendURL(b []byte, u *URL, m recMeta) []byte {
 		}
 	}
 	b = appendTime(b, u.LastFetch)
-	b = appendTime(b, u.LastOK)
-	b = appendTime(b, u.LastChange)
+	b = appendTimeRef(b, u.LastOK, u.LastFetch)
+	b = appendTimeRef(b, u.LastChange, u.LastFetch)
 	b = binary.AppendVarint(b, int64(u.LastStatus))
 	b = appendString(b, u.LastErrKind)
 	b = appendString(b, u.LastErr)
@@ -170,7 +178,11 @@ func appendURL(b []byte, u *URL, m recMeta) []byte {
 	} else {
 		b = appendString(b, u.Hash)
 	}
-	b = appendBytes(b, u.Estimate)
+	if flags&flagEstimatePacked != 0 {
+		b = packZeros(b, u.Estimate)
+	} else {
+		b = appendBytes(b, u.Estimate)
+	}
 	b = appendFloat(b, u.Rate)
 	b = appendFloat(b, u.RateSE)
 	b = binary.AppendVarint(b, int64(u.Interval))
@@ -228,7 +240,8 @@ func readURL(r *reader, u *URL) error {
 			}
 		}
 	}
-	u.LastFetch, u.LastOK, u.LastChange = r.time(), r.time(), r.time()
+	u.LastFetch = r.time()
+	u.LastOK, u.LastChange = r.timeRef(u.LastFetch), r.timeRef(u.LastFetch)
 	u.LastStatus = int(r.varint())
 	u.LastErrKind, u.LastErr, u.ETag = r.string(), r.string(), r.string()
 	if flags&flagLastModHTTP != 0 {
@@ -241,7 +254,9 @@ func readURL(r *reader, u *URL) error {
 	} else {
 		u.Hash = r.string()
 	}
-	if e := r.bytes(); len(e) > 0 {
+	if flags&flagEstimatePacked != 0 {
+		u.Estimate = r.unpackZeros()
+	} else if e := r.bytes(); len(e) > 0 {
 		u.Estimate = append([]byte(nil), e...)
 	}
 	u.Rate, u.RateSE = r.float(), r.float()
@@ -325,6 +340,55 @@ func appendString(b []byte, s string) []byte {
 func appendBytes(b, s []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
+}
+
+// The estimator's state is opaque here (schedule.EstimateState encodes
+// it: fixed-width fields, most of them small counts or float32s of an
+// empty bucket), and about 60 % of its bytes are zero. packZeros stores
+// its length, a bitmap of its non-zero bytes, then those bytes: 126
+// bytes become about 64, whatever the layout of the fields.
+func packZeros(b, s []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	at := len(b)
+	b = append(b, make([]byte, (len(s)+7)/8)...)
+	for i, c := range s {
+		if c != 0 {
+			b[at+i/8] |= 1 << (i % 8)
+			b = append(b, c)
+		}
+	}
+	return b
+}
+
+// minPacked is the shortest estimator state worth packing (below it the
+// bitmap costs more than the zeros save, for the states seen so far).
+const minPacked = 16
+
+// maxPackedLen bounds the length a packed field may claim, so a damaged
+// record cannot make the reader allocate gigabytes.
+const maxPackedLen = 1 << 16
+
+// unpackZeros reads a field written by packZeros.
+func (r *reader) unpackZeros() []byte {
+	n := r.uvarint()
+	if n > maxPackedLen {
+		r.fail("packed field of %d bytes", n)
+		return nil
+	}
+	bitmap := r.fixed(int((n + 7) / 8))
+	if r.err != nil {
+		return nil
+	}
+	out := make([]byte, n)
+	for i := range out {
+		if bitmap[i/8]&(1<<(i%8)) != 0 {
+			out[i] = r.byte()
+		}
+	}
+	if r.err != nil {
+		return nil
+	}
+	return out
 }
 
 func appendFloat(b []byte, f float64) []byte {
@@ -419,6 +483,24 @@ func (r *reader) bytes() []byte {
 func (r *reader) string() string { return string(r.bytes()) }
 
 func (r *reader) float() float64 { return math.Float64frombits(binary.LittleEndian.Uint64(r.fixed(8))) }
+
+// appendTimeRef is appendTime, with a time equal to ref (not zero) as the
+// single tag 3: a successful fetch's LastOK is its LastFetch.
+func appendTimeRef(b []byte, t, ref time.Time) []byte {
+	if !t.IsZero() && t.Equal(ref) {
+		return append(b, 3)
+	}
+	return appendTime(b, t)
+}
+
+// timeRef reads a time written by appendTimeRef.
+func (r *reader) timeRef(ref time.Time) time.Time {
+	if len(r.b) > 0 && r.b[0] == 3 {
+		r.b = r.b[1:]
+		return ref
+	}
+	return r.time()
+}
 
 func (r *reader) time() time.Time {
 	switch c := r.byte(); c {

@@ -40,11 +40,11 @@ var (
 	bucketDeleted  = []byte("deleted")   // url → URL (JSON) of a deleted URL whose history is kept
 	bucketRaw      = []byte("raw")       // url → raw body of the latest version (rawEnvelope)
 	bucketFetchLog = []byte("fetchlog")  // url → the last fetchLogLen fetches (encodeFetchLog)
-	bucketURLIDs   = []byte("url_ids")   // id(8) → url: the URLs ix_sort names by id
+	bucketURLIDs   = []byte("url_ids")   // id (appendOrdered) → url: the URLs the indexes name by id
 	// Secondary indexes, maintained in the transaction that writes the
 	// record (index.go).
-	bucketIxFilter  = []byte("ix_filter")  // kind(1) value 0x00 url id(8) → nil: host, mode, record state
-	bucketIxSort    = []byte("ix_sort")    // sort id(1) ordered value(8) url id(8) → nil
+	bucketIxFilter  = []byte("ix_filter")  // kind(1) value 0x00 url id → nil: host, mode, record state
+	bucketIxSort    = []byte("ix_sort")    // sort id(1) value url id (appendOrdered) → nil
 	bucketIxChanges = []byte("ix_changes") // url 0x00 seq(8) → nil: the change log by URL
 	allBuckets      = [][]byte{bucketURLs, bucketContent, bucketVersions, bucketChanges, bucketFolded, bucketHosts, bucketMeta, bucketItems,
 		bucketDeleted, bucketRaw, bucketFetchLog, bucketURLIDs, bucketTexts, bucketTextRefs, bucketIxFilter, bucketIxSort, bucketIxChanges, bucketHookQueue, bucketHookDead}
@@ -54,7 +54,9 @@ var (
 // schemaVersion is written to the meta bucket; Open refuses a newer one.
 // Version 2 added the secondary indexes: a binary that knows only version 1
 // would write records without updating them, so it must refuse the file.
-const schemaVersion = 2
+// Version 3 packs the estimator state and names LastOK by LastFetch in
+// URL records (codec.go), which a version-2 binary would misread.
+const schemaVersion = 3
 
 // Errors callers can test for with errors.Is; bbolt's own errors stay
 // wrapped behind them.
