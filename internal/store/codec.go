@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"net/http"
 	"slices"
 	"strings"
@@ -37,6 +38,9 @@ const (
 	flagLastModHTTP
 	flagIgnore         // the ignore rules follow, as JSON
 	flagEstimatePacked // the estimator state is stored zero-packed (packZeros)
+	flagWeightShort    // Weight, Rate, RateSE: stored short (appendShortFloat)
+	flagRateShort
+	flagRateSEShort
 )
 
 // modeCodes are the modes stored as one byte; any other mode is stored as
@@ -117,6 +121,16 @@ func appendURLPacked(b []byte, u *URL, m recMeta, pack bool) []byte {
 	if pack && len(u.Estimate) >= minPacked {
 		flags |= flagEstimatePacked
 	}
+	if pack {
+		for _, f := range [...]struct {
+			v    float64
+			flag uint64
+		}{{u.Weight, flagWeightShort}, {u.Rate, flagRateShort}, {u.RateSE, flagRateSEShort}} {
+			if shortFloatLen(f.v) < 8 {
+				flags |= f.flag
+			}
+		}
+	}
 	var ignore []byte
 	if !u.Ignore.IsZero() {
 		flags |= flagIgnore
@@ -129,7 +143,7 @@ func appendURLPacked(b []byte, u *URL, m recMeta, pack bool) []byte {
 	if flags&flagHostOfURL == 0 {
 		b = appendString(b, u.Host)
 	}
-	b = appendFloat(b, u.Weight)
+	b = appendFloatAs(b, u.Weight, flags&flagWeightShort != 0)
 	b = appendString(b, u.Selector)
 	if i := slices.Index(modeCodes[:], u.Mode); i > 0 {
 		b = append(b, byte(i))
@@ -183,8 +197,8 @@ func appendURLPacked(b []byte, u *URL, m recMeta, pack bool) []byte {
 	} else {
 		b = appendBytes(b, u.Estimate)
 	}
-	b = appendFloat(b, u.Rate)
-	b = appendFloat(b, u.RateSE)
+	b = appendFloatAs(b, u.Rate, flags&flagRateShort != 0)
+	b = appendFloatAs(b, u.RateSE, flags&flagRateSEShort != 0)
 	b = binary.AppendVarint(b, int64(u.Interval))
 	return appendTime(b, u.NextDue)
 }
@@ -209,7 +223,7 @@ func readURL(r *reader, u *URL) error {
 		u.Host = r.string()
 	}
 	u.KeepRaw, u.Paused, u.Disallowed = flags&flagKeepRaw != 0, flags&flagPaused != 0, flags&flagDisallowed != 0
-	u.Weight = r.float()
+	u.Weight = r.floatAs(flags&flagWeightShort != 0)
 	u.Selector = r.string()
 	if c := r.byte(); c == 0 {
 		u.Mode = r.string()
@@ -259,7 +273,7 @@ func readURL(r *reader, u *URL) error {
 	} else if e := r.bytes(); len(e) > 0 {
 		u.Estimate = append([]byte(nil), e...)
 	}
-	u.Rate, u.RateSE = r.float(), r.float()
+	u.Rate, u.RateSE = r.floatAs(flags&flagRateShort != 0), r.floatAs(flags&flagRateSEShort != 0)
 	u.Interval = time.Duration(r.varint())
 	u.NextDue = r.time()
 	return r.done()
@@ -389,6 +403,31 @@ func (r *reader) unpackZeros() []byte {
 		return nil
 	}
 	return out
+}
+
+// A short float is the uvarint of its bits with the bytes reversed: the
+// low mantissa bytes of a round number (a weight of 1, a rate of 0) are
+// zero, so it takes one to three bytes. A record flag says which floats
+// are short; the others stay 8 bytes.
+func shortFloat(f float64) uint64 { return bits.ReverseBytes64(math.Float64bits(f)) }
+
+func shortFloatLen(f float64) int {
+	var buf [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(buf[:], shortFloat(f))
+}
+
+func appendFloatAs(b []byte, f float64, short bool) []byte {
+	if short {
+		return binary.AppendUvarint(b, shortFloat(f))
+	}
+	return appendFloat(b, f)
+}
+
+func (r *reader) floatAs(short bool) float64 {
+	if short {
+		return math.Float64frombits(bits.ReverseBytes64(r.uvarint()))
+	}
+	return r.float()
 }
 
 func appendFloat(b []byte, f float64) []byte {

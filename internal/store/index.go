@@ -80,9 +80,20 @@ type ixVals struct {
 }
 
 func ixOf(u *URL) ixVals {
-	v := ixVals{host: u.Host, mode: u.Mode, state: RecordState(u)}
+	v := ixVals{host: u.Host, mode: indexedMode(u.Mode), state: RecordState(u)}
 	v.sorts = [numSorts]uint64{orderedFloat(u.Rate), orderedTime(u.NextDue), uint64(max(u.Changes, 0)), orderedTime(u.LastChange), uint64(max(u.Errors, 0)), orderedFloat(u.Weight)}
 	return v
+}
+
+// indexedMode is the mode a URL's mode filter key names: none for the
+// default mode (freshness, or "" in old records), which nearly every URL
+// has, so that index is not a key per URL (20 bytes and bbolt's 16 of
+// each); a listing by the default mode reads the records instead.
+func indexedMode(mode string) string {
+	if mode == "freshness" {
+		return ""
+	}
+	return mode
 }
 
 // orderedFloat maps a float64 to a uint64 with the same order.

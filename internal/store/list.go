@@ -83,7 +83,7 @@ func (db *DB) plan(tx *bolt.Tx, q *Query) (driver, error) {
 			d.host = true
 		case q.Prefix != "":
 			d.prefix, d.prefixF = []byte(q.Prefix), true
-		case q.Mode != "":
+		case indexedMode(q.Mode) != "":
 			d = filter(ixMode, q.Mode)
 			d.mode = true
 		}
@@ -216,8 +216,15 @@ func (db *DB) walk(tx *bolt.Tx, q *Query, after []byte, fn func(key, url []byte)
 		if q.Host != "" && !d.host && !has(ixHost, q.Host, url) {
 			return false
 		}
-		if q.Mode != "" && !d.mode && !has(ixMode, q.Mode, url) {
-			return false
+		if q.Mode != "" && !d.mode {
+			if indexedMode(q.Mode) != "" && !has(ixMode, q.Mode, url) {
+				return false
+			}
+			// The default mode has no index: the record says.
+			var u URL
+			if indexedMode(q.Mode) == "" && (decodeURL(url, urls.Get(url), &u) != nil || u.Mode != q.Mode) {
+				return false
+			}
 		}
 		switch {
 		case q.State == StateActive:
@@ -376,6 +383,9 @@ func (db *DB) total(tx *bolt.Tx, q *Query) int {
 	case q.Host != "":
 		prefix = filterPrefix(ixHost, q.Host)
 	case q.Mode != "":
+		if indexedMode(q.Mode) == "" {
+			return -1 // not indexed (indexedMode)
+		}
 		prefix = filterPrefix(ixMode, q.Mode)
 	case q.Prefix != "":
 		bucket, prefix = bucketURLs, []byte(q.Prefix)
