@@ -66,7 +66,7 @@ type ScaleResult struct {
 	// MeanURLBytes is the mean length of the seeded URLs.
 	MeanURLBytes float64 `json:"mean_url_bytes"`
 	// Seed is `freshcrawl seed FILE` into a fresh data directory
-	// (coordinator.IngestSeedsBatch with the bulk batch).
+	// (coordinator.IngestSeedsSorted).
 	SeedSeconds    float64 `json:"seed_s"`
 	SeedCPUSeconds float64 `json:"seed_cpu_s"`
 	// FetchedSeconds is writing the fetched state of Fetched URLs, as
@@ -203,7 +203,7 @@ func scaleAt(ctx context.Context, n int, o ScaleOptions) (ScaleResult, error) {
 		return r, err
 	}
 	t0, c0 := time.Now(), selfUsage().CPU
-	sum, err := coordinator.IngestSeedsBatch(db, bufio.NewReaderSize(in, 256<<10), file, coordinator.BulkSeedBatch, nil, nil)
+	sum, err := coordinator.IngestSeedsSorted(ctx, db, bufio.NewReaderSize(in, 256<<10), file, coordinator.SortedSeedOptions{TempDir: dir})
 	in.Close()
 	if err != nil {
 		return r, fmt.Errorf("seed: %w", err)
