@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -77,18 +78,20 @@ func IngestSeedsSorted(ctx context.Context, db *store.DB, r io.Reader, file stri
 		sum.note(e, o.OnBad)
 	})
 	sum.Good, sum.Bad = good, bad
-	if err == nil {
-		err = ctx.Err()
-	}
-	if err != nil {
+	if ctx.Err() != nil {
+		if err == nil {
+			err = ctx.Err()
+		}
 		return sum, err
 	}
-	stored, added, err := l.Load(ctx, BulkSeedBatch, o.OnBatch)
+	// A read that failed (a line longer than seed.MaxLine) still stores
+	// the good lines before it, as streaming does.
+	stored, added, lerr := l.Load(ctx, BulkSeedBatch, o.OnBatch)
 	sum.Added, sum.Updated = added, stored-added
-	if err != nil {
-		return sum, fmt.Errorf("store the seeds of %s: %w", file, err)
+	if lerr != nil {
+		return sum, errors.Join(err, fmt.Errorf("store the seeds of %s: %w", file, lerr))
 	}
-	return sum, nil
+	return sum, err
 }
 
 func seedRecord(s seed.Seed, now time.Time) store.URL {

@@ -104,6 +104,17 @@ func TestSeedingStops(t *testing.T) {
 	if n := len(storedURLs(t, db2)); n != 0 {
 		t.Errorf("%d URLs stored by a seeding stopped while reading", n)
 	}
+
+	// A read that fails (a line too long) keeps the good lines before it.
+	db3 := openStore(t)
+	long := seedLines(30, nil) + "https://a.example/" + strings.Repeat("x", seed.MaxLine) + "\n" + seedLines(5, nil)
+	sum, err = IngestSeedsSorted(context.Background(), db3, strings.NewReader(long), "long.txt", SortedSeedOptions{TempDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "long.txt:31") {
+		t.Fatalf("a line too long: %v, want an error naming long.txt:31", err)
+	}
+	if n := len(storedURLs(t, db3)); n == 0 || n != sum.Added || sum.Good != 30 {
+		t.Errorf("%d URLs stored, summary %+v; want the 30 good lines before the long one", n, sum)
+	}
 }
 
 func openStore(t *testing.T) *store.DB {

@@ -31,7 +31,11 @@ type Query struct {
 	Only  []string
 	Match func(url string) bool
 
-	Sort string // one of Sorts; default url
+	// Sort is one of Sorts; default url. With a host or state filter, or
+	// a mode other than freshness, and no prefix, the url order is the
+	// order the URLs were added (the filter index names URLs by id; a bulk
+	// seed adds them in URL order).
+	Sort string
 	Desc bool
 	// After is the cursor of the previous page (Page.Next).
 	After string
