@@ -29,17 +29,17 @@ const maxSeedErrors = 1000
 // flat.
 const seedBatch = 1000
 
-// BulkSeedBatch is the batch for seeding a store no coordinator runs on:
+// bulkSeedBatch is the batch for seeding a store no coordinator runs on:
 // nothing waits behind its transactions, and a large sorted batch writes
 // each touched page once (10 M lines are a hundred commits).
-const BulkSeedBatch = 100_000
+const bulkSeedBatch = 100_000
 
 // SortedSeedOptions configure IngestSeedsSorted.
 type SortedSeedOptions struct {
 	// TempDir holds the sorted runs ("": the system's temporary directory).
 	TempDir string
 	// RunBytes bounds the encoded seeds sorted in memory at a time (0:
-	// store.DefaultBulkRun).
+	// 64 MiB).
 	RunBytes int
 	// OnBad sees every bad line, with file and line.
 	OnBad func(*seed.LineError)
@@ -53,7 +53,7 @@ type SortedSeedOptions struct {
 // whole of r (reporting bad lines as it goes), sorts the seeds by URL in
 // bounded memory (store.BulkLoader: sorted runs of o.RunBytes, spilled to
 // o.TempDir and merged), then stores them in URL order in batches of
-// BulkSeedBatch. In URL order each batch is written at the end of every
+// bulkSeedBatch. In URL order each batch is written at the end of every
 // tree instead of all over it, so the cost per URL does not grow with the
 // store. Nothing is stored until the whole file is read. A cancelled ctx
 // stops it between lines or batches; what was committed stays, and the
@@ -86,7 +86,7 @@ func IngestSeedsSorted(ctx context.Context, db *store.DB, r io.Reader, file stri
 	}
 	// A read that failed (a line longer than seed.MaxLine) still stores
 	// the good lines before it, as streaming does.
-	stored, added, lerr := l.Load(ctx, BulkSeedBatch, o.OnBatch)
+	stored, added, lerr := l.Load(ctx, bulkSeedBatch, o.OnBatch)
 	sum.Added, sum.Updated = added, stored-added
 	if lerr != nil {
 		return sum, errors.Join(err, fmt.Errorf("store the seeds of %s: %w", file, lerr))
@@ -109,7 +109,7 @@ func (sum *SeedSummary) note(e *seed.LineError, onBad func(*seed.LineError)) {
 	}
 }
 
-// IngestSeedsBatch streams seeds from r into db in batches of n lines:
+// ingestSeedsBatch streams seeds from r into db in batches of n lines:
 // only one batch is held at a time, whatever the size of the file. onBad
 // sees every bad line (with file and line); onBatch, if set, sees every
 // stored batch (the running coordinator adds them to its schedule, in
@@ -117,7 +117,7 @@ func (sum *SeedSummary) note(e *seed.LineError, onBad func(*seed.LineError)) {
 // transaction; `freshcrawl seed` into a store no coordinator runs on uses
 // IngestSeedsSorted). A cancelled ctx stops it before the next batch;
 // what was committed stays, and the summary counts it.
-func IngestSeedsBatch(ctx context.Context, db *store.DB, r io.Reader, file string, n int, onBad func(*seed.LineError), onBatch func([]store.URL)) (SeedSummary, error) {
+func ingestSeedsBatch(ctx context.Context, db *store.DB, r io.Reader, file string, n int, onBad func(*seed.LineError), onBatch func([]store.URL)) (SeedSummary, error) {
 	var sum SeedSummary
 	n = max(n, 1)
 	batch := make([]store.URL, 0, n)
@@ -168,7 +168,7 @@ func IngestSeedsBatch(ctx context.Context, db *store.DB, r io.Reader, file strin
 // AddSeeds ingests seeds into the store and the live schedule, a batch
 // at a time.
 func (c *Coordinator) AddSeeds(r io.Reader, file string) (SeedSummary, error) {
-	return IngestSeedsBatch(context.Background(), c.db, r, file, seedBatch, nil, func(batch []store.URL) {
+	return ingestSeedsBatch(context.Background(), c.db, r, file, seedBatch, nil, func(batch []store.URL) {
 		now := time.Now()
 		var n int
 		c.disp.Do(func(s *schedule.Scheduler) {

@@ -56,7 +56,7 @@ func TestIngestSeedsSorted(t *testing.T) {
 	if len(bad) != 2 || !strings.HasPrefix(bad[0], "seeds.txt:17:") || !strings.HasPrefix(bad[1], "seeds.txt:2500:") || sum.Bad != 2 {
 		t.Errorf("bad lines %q (%d counted), want seeds.txt:17 and seeds.txt:2500", bad, sum.Bad)
 	}
-	want, err := IngestSeedsBatch(context.Background(), streamed, strings.NewReader(text), "seeds.txt", 100, nil, nil)
+	want, err := ingestSeedsBatch(context.Background(), streamed, strings.NewReader(text), "seeds.txt", 100, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestSeedingStops(t *testing.T) {
 	db := openStore(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	batches := 0
-	sum, err := IngestSeedsBatch(ctx, db, strings.NewReader(text), "seeds.txt", 50, nil, func([]store.URL) {
+	sum, err := ingestSeedsBatch(ctx, db, strings.NewReader(text), "seeds.txt", 50, nil, func([]store.URL) {
 		if batches++; batches == 2 {
 			cancel()
 		}

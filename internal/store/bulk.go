@@ -37,20 +37,19 @@ type BulkLoader struct {
 	arena []byte
 	offs  []uint32
 	runs  []string
-	added int
 	rec   []byte
 }
 
-// DefaultBulkRun is the bytes of encoded records a BulkLoader sorts in
+// defaultBulkRun is the bytes of encoded records a BulkLoader sorts in
 // memory at a time (about 400 000 new URLs).
-const DefaultBulkRun = 64 << 20
+const defaultBulkRun = 64 << 20
 
 // NewBulkLoader returns a loader spilling runs of about runBytes bytes
-// (<= 0: DefaultBulkRun) to temporary files in dir ("" for os.TempDir()).
+// (<= 0: defaultBulkRun) to temporary files in dir ("" for os.TempDir()).
 // Close removes them.
 func (db *DB) NewBulkLoader(dir string, runBytes int) *BulkLoader {
 	if runBytes <= 0 {
-		runBytes = DefaultBulkRun
+		runBytes = defaultBulkRun
 	}
 	runBytes = min(runBytes, math.MaxUint32)
 	return &BulkLoader{db: db, dir: dir, runBytes: runBytes}
@@ -66,15 +65,11 @@ func (l *BulkLoader) Add(u URL) error {
 	l.arena = appendString(l.arena, u.URL)
 	l.rec = appendURL(l.rec[:0], &u, recMeta{})
 	l.arena = appendBytes(l.arena, l.rec)
-	l.added++
 	if len(l.arena) < l.runBytes {
 		return nil
 	}
 	return l.spill()
 }
-
-// Len is the number of records added so far.
-func (l *BulkLoader) Len() int { return l.added }
 
 // entry returns the URL and record at offset off of the arena, and the
 // whole entry.
