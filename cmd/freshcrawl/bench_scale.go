@@ -38,7 +38,7 @@ func benchScaleCmd() *cobra.Command {
     schedule (as Run does) and plans once; reports each step, the schedule's
     live heap per URL, and the time of a second plan.
 
-The directory is removed after each size. 10 M URLs need about 12 GB of disk.`,
+The directory is removed after each size. 10 M URLs need about 15 GB of disk.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, s := range strings.Split(sizes, ",") {
