@@ -192,7 +192,8 @@ type Scheduler struct {
 	// observations since the priors were last fitted.
 	changePoints, urlTime float64
 	hazardAt              time.Time
-	learnt                int // URLs with an estimate
+	learnt                int     // URLs with an estimate
+	exploreLift           float64 // the last plan's PlanJob.lift
 	sinceRefit            int
 	resumFrom             int // where the next re-summary batch starts
 	// planList is the list the last plan was made over: plan.Freq[i]
@@ -683,6 +684,10 @@ type PlanJob struct {
 	sat          []bool    // per host: the plan gives it all it can take
 	inUse        float64
 	next         int // elements applied so far
+	// liftGuess is the previous plan's lift, the ratio of exploration's
+	// multiplier to the full plan's (exploreByValue's warm start; 0:
+	// none), and lift this plan's (0: exploration did not move it).
+	liftGuess, lift float64
 }
 
 // resummary is one URL's posterior to recompute under the priors.
@@ -717,7 +722,7 @@ func (j *PlanJob) Output() PlanOutput { return j.out }
 func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	n := len(s.list)
 	_, adaptive := s.o.Policy.(adaptivePolicy)
-	j := &PlanJob{at: now, policy: s.o.Policy, adaptive: adaptive, explore: s.o.ExploreShare, moved: s.moved, list: s.list[:n:n]}
+	j := &PlanJob{at: now, policy: s.o.Policy, adaptive: adaptive, explore: s.o.ExploreShare, moved: s.moved, list: s.list[:n:n], liftGuess: s.exploreLift}
 	j.in = PlanInput{
 		Budget:  s.o.Budget,
 		Rates:   append([]float64(nil), s.rates...),
@@ -1036,7 +1041,8 @@ func (j *PlanJob) exploreGivenUp(in PlanInput, out PlanOutput) ([]float64, PlanO
 // other URLs with what exploration leaves. Exploration raises the plan's
 // multiplier (the plan has less budget), so a probe must be worth the
 // multiplier of the plan it leaves: the multiplier is the fixed point of
-// the two, found by bisection.
+// the two, found by bisection, started from the previous plan's (a
+// re-plan then usually solves the allocation once or twice, not six times).
 func (j *PlanJob) exploreByValue(in PlanInput, out PlanOutput) ([]float64, PlanOutput, error) {
 	// The collection's prior, for the value of rechecks.
 	pr := j.priors
@@ -1063,17 +1069,42 @@ func (j *PlanJob) exploreByValue(in PlanInput, out PlanOutput) ([]float64, PlanO
 		freq, tau, plan, probe, paired, err := j.planAround(in, items)
 		return result{freq, tau, plan, probe, paired}, err
 	}
-	lo := out.Mu
-	r, err := at(lo)
-	if err != nil {
-		return nil, out, err
-	}
-	if r.plan.Mu > lo*1.02 && r.plan.Mu > 0 && !math.IsInf(r.plan.Mu, 1) {
-		hi := r.plan.Mu
-		rHi, err := at(hi)
+	valid := func(mu float64) bool { return mu > 0 && !math.IsInf(mu, 1) }
+	// Warm start: the previous plan's lift of the multiplier, a little
+	// above it, so that one evaluation usually brackets the root within
+	// the tolerance. M is decreasing, so an evaluation at g gives both
+	// ends: if M(g) ≤ g, the root lies in [M(g), g], else in [g, M(g)].
+	lo, hi := out.Mu, 0.0
+	var r, rHi result
+	if g := out.Mu * j.liftGuess * 1.01; j.liftGuess > 1.02 {
+		rg, err := at(g)
 		if err != nil {
 			return nil, out, err
 		}
+		switch m := rg.plan.Mu; {
+		case !valid(m):
+		case m <= g:
+			lo, hi, rHi = max(lo, m), g, rg
+		default:
+			lo, hi = g, m
+			if rHi, err = at(hi); err != nil {
+				return nil, out, err
+			}
+		}
+	}
+	if hi == 0 {
+		var err error
+		if r, err = at(lo); err != nil {
+			return nil, out, err
+		}
+		if r.plan.Mu > lo*1.02 && valid(r.plan.Mu) {
+			hi = r.plan.Mu
+			if rHi, err = at(hi); err != nil {
+				return nil, out, err
+			}
+		}
+	}
+	if hi > 0 {
 		for range 4 {
 			if hi <= lo*1.03 {
 				break
@@ -1090,6 +1121,7 @@ func (j *PlanJob) exploreByValue(in PlanInput, out PlanOutput) ([]float64, PlanO
 			}
 		}
 		r = rHi
+		j.lift = math.Sqrt(lo*hi) / out.Mu
 	}
 	freq, plan, probe := r.freq, r.plan, r.probe
 	j.probe, j.recheckTau, j.paired = probe, r.tau, r.paired
@@ -1110,10 +1142,13 @@ type exploreItem struct {
 	fallback exploreItem0
 	// pairTau is the probe interval of a URL whose rate is not resolved
 	// (0: resolved): if it gets no probe of its own, its planned fetches
-	// come in pairs that far apart (planAround). pairOnly: a URL not
-	// worth a probe of its own, listed only for its pairs.
-	pairTau  float64
-	pairOnly bool
+	// may come in pairs that far apart (planAround). pairOnly: a URL not
+	// worth a probe of its own, listed only for its pairs. pairValue is
+	// the value of what one probe teaches (probeValue), which a pair
+	// must be worth (pairLoss).
+	pairTau   float64
+	pairOnly  bool
+	pairValue float64
 	// rank and key order the items (exploreItems).
 	rank int
 	key  float64
@@ -1160,6 +1195,21 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 		w, mu, tau, rho float64
 	}
 	voi := map[voiKey]float64{}
+	probeWorth := func(post *estimate.Summary, w, mu, tau, rho float64) float64 {
+		k := voiKey{post.Q, w, mu, tau, rho}
+		v, ok := voi[k]
+		if !ok {
+			// What probes teach is used for as long as the estimator
+			// keeps it: its mean memory, which for a URL given up is
+			// at least eight of its recheck intervals (the fading
+			// floor of Estimator.Observe); and no longer than the rate
+			// is expected to last.
+			mem := math.Max(j.halfLife, minMemory*recheck(w, mu, tau)) / math.Ln2
+			v = probeValue(beliefOf(post, pop, rho), w, mu, tau, math.Min(j.horizon, mem))
+			voi[k] = v
+		}
+		return v
+	}
 	var items []exploreItem
 	for i := range in.Rates {
 		w := in.Weights[i]
@@ -1209,26 +1259,15 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 			if !planned {
 				items = append(items, recheckItem)
 			} else {
-				items = append(items, exploreItem{i: i, pairTau: tau, pairOnly: true})
+				items = append(items, exploreItem{i: i, pairTau: tau, pairOnly: true, pairValue: probeWorth(post, w, mu, tau, rho)})
 			}
 		case pKeep <= resolved:
 			items = append(items, recheckItem)
 		default:
-			k := voiKey{post.Q, w, mu, tau, rho}
-			v, ok := voi[k]
-			if !ok {
-				// What probes teach is used for as long as the estimator
-				// keeps it: its mean memory, which for a URL given up is
-				// at least eight of its recheck intervals (the fading
-				// floor of Estimator.Observe); and no longer than the rate
-				// is expected to last.
-				mem := math.Max(j.halfLife, minMemory*recheck(w, mu, tau)) / math.Ln2
-				v = probeValue(beliefOf(post, pop, rho), w, mu, tau, math.Min(j.horizon, mem))
-				voi[k] = v
-			}
+			v := probeWorth(post, w, mu, tau, rho)
 			switch {
 			case v > mu:
-				it := exploreItem{i: i, f: 1 / tau, score: v / mu, sticky: j.probing[i], pairTau: tau}
+				it := exploreItem{i: i, f: 1 / tau, score: v / mu, sticky: j.probing[i], pairTau: tau, pairValue: v}
 				if !planned {
 					it.fallback = exploreItem0{recheckItem.f, recheckItem.tau}
 				}
@@ -1236,7 +1275,7 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 			case !planned:
 				items = append(items, recheckItem)
 			default:
-				items = append(items, exploreItem{i: i, pairTau: tau, pairOnly: true})
+				items = append(items, exploreItem{i: i, pairTau: tau, pairOnly: true, pairValue: v})
 			}
 		}
 	}
@@ -1296,6 +1335,7 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) (freq, tauOf []f
 	paired = make([]bool, n)
 	tauOf = make([]float64, n)
 	pairTau := make([]float64, n)
+	pairValue := make([]float64, n)
 	spent := 0.0
 	caps := append([]float64(nil), in.HostCaps...)
 	weights := append([]float64(nil), in.Weights...)
@@ -1339,7 +1379,7 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) (freq, tauOf []f
 	for _, it := range items {
 		h := in.Hosts[it.i]
 		if it.pairOnly {
-			pairTau[it.i] = it.pairTau
+			pairTau[it.i], pairValue[it.i] = it.pairTau, it.pairValue
 			continue
 		}
 		f, tau := it.f, it.tau
@@ -1359,7 +1399,7 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) (freq, tauOf []f
 			// if the plan gives it up, is rechecked meanwhile; if the
 			// plan keeps it, its planned fetches come in pairs.
 			if fb <= 0 || fb > capAll-spent || fb > hostLeft[h] {
-				pairTau[it.i] = it.pairTau
+				pairTau[it.i], pairValue[it.i] = it.pairTau, it.pairValue
 				continue
 			}
 			f, tau, isProbe = fb, it.fallback.tau, false
@@ -1390,14 +1430,17 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) (freq, tauOf []f
 			freq[i] = plan.Freq[i]
 			// An unresolved URL the plan keeps, with no probe of its
 			// own (the exploration share is spent, or probing it is
-			// worth less than it costs): its fetches come in pairs,
-			// the second pairTau after the first, at the planned rate.
-			// That costs nothing beyond the plan, and each pair is an
-			// observation at the interval that tests the threshold:
-			// kept at a long interval, a URL that changes at every
-			// fetch teaches only that its rate is not small, and its
-			// estimate stays where the prior's tail puts it.
-			if t := pairTau[i]; t > 0 && freq[i] > 0 && 1/freq[i] > 2*t {
+			// worth less than it costs): its fetches may come in
+			// pairs, the second pairTau after the first, at the planned
+			// rate. Each pair is an observation at the interval that
+			// tests the threshold (kept at a long interval, a URL that
+			// changes at every fetch teaches only that its rate is not
+			// small), but a pair is not free: two fetches close together
+			// keep the copy fresh for less of the period than two spread
+			// evenly, which near the threshold halves the URL's
+			// freshness. A pair is made only where what its probe
+			// teaches is worth more than the freshness it costs.
+			if t := pairTau[i]; t > 0 && freq[i] > 0 && 1/freq[i] > 2*t && pairValue[i] > pairLoss(&j.posts[i], in.Weights[i], freq[i], t) {
 				tauOf[i], paired[i] = t, true
 			}
 		}
@@ -1496,6 +1539,7 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		if j.newPrior != nil {
 			s.priors.store(j.newPrior)
 		}
+		s.exploreLift = j.lift
 		ver := s.priors.load().revision()
 		for _, r := range j.resum {
 			e := j.list[r.i]
