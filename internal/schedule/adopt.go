@@ -24,7 +24,7 @@ func (f *frontier) adopt(e *entry) {
 	}
 	h := e.host
 	if e.index >= 0 {
-		heap.Remove(&h.urls, e.index)
+		heap.Remove(&h.urls, int(e.index))
 	}
 	e.inFlight = true
 	h.inFlight++

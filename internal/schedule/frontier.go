@@ -7,51 +7,74 @@ import (
 	"github.com/freshcrawl/freshcrawl/estimate"
 )
 
-// entry is the in-memory schedule state of one URL.
+// entry is the in-memory schedule state of one URL. It is held for every
+// URL of the collection, so its layout is kept small: times are Unix
+// nanoseconds (0: none; time.Time takes 24 bytes), heap and list
+// positions are int32, the path template is an index into the
+// scheduler's interned templates, and the posterior's summary lives only
+// in Scheduler.posts.
 type entry struct {
-	url      string
-	host     *hostQueue
+	url  string
+	host *hostQueue
+	cap  *captureState // capture URLs only
+	st   estimate.State
+
 	weight   float64
 	rate     float64       // estimated changes per second
+	rateSE   float64       // standard error of rate
 	interval time.Duration // 1/f from the plan; 0 = not scheduled (given up, disallowed)
-	nextDue  time.Time
-	inFlight bool
-	index    int  // in its host's heap (urls or polls), -1 when not queued
-	strict   bool // queued in host.polls: never handed out before due
-	capture  bool
-	cap      *captureState // capture URLs only
-	oneShot  bool          // a one-off request (a probe): forgotten once done
-	pos      int           // in Scheduler.list, -1 for a one-off request or a removed URL
-	// disallowed by robots.txt (or robots.txt unreachable): no share of
-	// the budget, rechecked every DisallowRetry against the cached
-	// robots.txt so that a host that allows it again gets it back.
-	disallowed bool
-
-	// What the estimator learnt (docs/design.md §3.3): its state, the
-	// posterior's summary under the priors of version priorVer (stale:
-	// to be recomputed under the current ones), the number of updates
-	// (seq, so that a recomputation from an older state is dropped), and
-	// the last successful fetch (zero: never).
-	tmpl     string
-	st       estimate.State
-	post     estimate.Summary
-	priorVer uint64
-	stale    bool
-	seq      uint32
-	lastOK   time.Time
-	prevOK   time.Time // the successful fetch before lastOK
-	// An adaptive policy's own state (adaptiveState).
-	adModified time.Time
-	adReset    bool
 	// recheckTau is the probe interval of a URL given up and rechecked
 	// (0: none): each check is followed by a probe that long after it;
 	// rechecked is set between the two.
 	recheckTau time.Duration
+	nextDue    int64 // Unix ns
+	// What the estimator learnt (docs/design.md §3.3): its state (st),
+	// the version of the priors its posterior's summary was computed
+	// under (priorVer; stale: to be recomputed under the current ones),
+	// the number of updates (seq, so that a recomputation from an older
+	// state is dropped), and the last two successful fetches (Unix ns,
+	// 0: never).
+	priorVer uint64
+	lastOK   int64
+	prevOK   int64 // the successful fetch before lastOK
+	// An adaptive policy's own state (adaptiveState): Modified, Unix ns.
+	adModified int64
+	index      int32  // in its host's heap (urls or polls), -1 when not queued
+	pos        int32  // in Scheduler.list, -1 for a one-off request or a removed URL
+	tmpl       uint32 // path template: index into Scheduler.tmplNames
+	seq        uint32
+
+	inFlight bool
+	strict   bool // queued in host.polls: never handed out before due
+	capture  bool
+	oneShot  bool // a one-off request (a probe): forgotten once done
+	// disallowed by robots.txt (or robots.txt unreachable): no share of
+	// the budget, rechecked every DisallowRetry against the cached
+	// robots.txt so that a host that allows it again gets it back.
+	disallowed bool
+	stale      bool
+	adReset    bool
 	rechecked  bool
 	// paused by the operator: never queued, no share of the budget
 	// (lifecycle.go).
 	paused bool
-	rateSE float64 // standard error of rate
+}
+
+// nanos is t in Unix nanoseconds, 0 for the zero time (which is how an
+// entry says "none").
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// fromNanos is the time of nanos(t): the zero time for 0.
+func fromNanos(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 // hostQueue holds one host's URLs ordered by due time and the host's
@@ -100,7 +123,7 @@ func (h *hostQueue) urlsKey() (time.Time, bool) {
 	if len(h.urls) == 0 {
 		return time.Time{}, false
 	}
-	due := h.urls[0].nextDue
+	due := fromNanos(h.urls[0].nextDue)
 	if h.nextFree.After(due) || h.saturated {
 		return h.nextFree, true
 	}
@@ -111,7 +134,7 @@ func (h *hostQueue) pollsKey() (time.Time, bool) {
 	if len(h.polls) == 0 {
 		return time.Time{}, false
 	}
-	return latest(h.polls[0].nextDue, h.nextFree), true
+	return latest(fromNanos(h.polls[0].nextDue), h.nextFree), true
 }
 
 // queued is how many URLs the host holds in its heaps.
@@ -177,19 +200,19 @@ func (f *frontier) add(url, host string, gap time.Duration) (*entry, bool) {
 // capture URL is queued with the host's polls, any other with its URLs.
 func (f *frontier) schedule(e *entry, due time.Time) {
 	h := e.host
-	e.nextDue = due
+	e.nextDue = nanos(due)
 	if e.inFlight {
 		return // requeued when its result comes back
 	}
 	strict := e.cap != nil
 	off := e.interval <= 0 || e.paused
 	if e.index >= 0 && (e.strict != strict || off) {
-		heap.Remove(h.heap(e.strict), e.index)
+		heap.Remove(h.heap(e.strict), int(e.index))
 	}
 	switch {
 	case off:
 	case e.index >= 0:
-		heap.Fix(h.heap(e.strict), e.index)
+		heap.Fix(h.heap(e.strict), int(e.index))
 	default:
 		e.strict = strict
 		heap.Push(h.heap(strict), e)
@@ -298,7 +321,7 @@ func (f *frontier) finish(e *entry, fetchedAt time.Time) {
 	h := e.host
 	f.release(e, fetchedAt)
 	if e.index >= 0 {
-		heap.Remove(h.heap(e.strict), e.index)
+		heap.Remove(h.heap(e.strict), int(e.index))
 	}
 	delete(f.urls, e.url)
 	f.fixHost(h)
@@ -316,9 +339,12 @@ func (f *frontier) setGap(h *hostQueue, gap time.Duration, notBefore time.Time) 
 type entryHeap []*entry
 
 func (q entryHeap) Len() int           { return len(q) }
-func (q entryHeap) Less(i, j int) bool { return q[i].nextDue.Before(q[j].nextDue) }
-func (q entryHeap) Swap(i, j int)      { q[i], q[j] = q[j], q[i]; q[i].index = i; q[j].index = j }
-func (q *entryHeap) Push(x any)        { e := x.(*entry); e.index = len(*q); *q = append(*q, e) }
+func (q entryHeap) Less(i, j int) bool { return q[i].nextDue < q[j].nextDue }
+func (q entryHeap) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index, q[j].index = int32(i), int32(j)
+}
+func (q *entryHeap) Push(x any) { e := x.(*entry); e.index = int32(len(*q)); *q = append(*q, e) }
 func (q *entryHeap) Pop() any {
 	old := *q
 	e := old[len(old)-1]

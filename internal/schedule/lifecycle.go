@@ -58,7 +58,7 @@ func (s *Scheduler) View(url string, now time.Time) (URLView, bool) {
 	if !ok || e.oneShot {
 		return URLView{}, false
 	}
-	v := URLView{Interval: e.interval, NextDue: e.nextDue, InFlight: e.inFlight, Paused: e.paused, Disallowed: e.disallowed,
+	v := URLView{Interval: e.interval, NextDue: fromNanos(e.nextDue), InFlight: e.inFlight, Paused: e.paused, Disallowed: e.disallowed,
 		Weight: e.weight, Capture: e.capture, Rate: e.rate, RateSE: e.rateSE}
 	v.GivenUp = s.givenUpSet(e)
 	v.Due = s.due(e, now)
@@ -74,7 +74,7 @@ func (s *Scheduler) View(url string, now time.Time) (URLView, bool) {
 }
 
 func (s *Scheduler) due(e *entry, now time.Time) bool {
-	return e.index >= 0 && !e.inFlight && !e.paused && !e.nextDue.After(now)
+	return e.index >= 0 && !e.inFlight && !e.paused && e.nextDue <= nanos(now)
 }
 
 // givenUpSet reports whether the current plan gives e f = 0.
@@ -130,7 +130,7 @@ func (s *Scheduler) Pause(urls []string) int {
 			continue
 		}
 		e.paused = true
-		s.front.schedule(e, e.nextDue) // takes it off its host's queue
+		s.front.schedule(e, fromNanos(e.nextDue)) // takes it off its host's queue
 		s.mirror(e)                    // and out of the plan's input
 		s.moved++
 		n++
@@ -151,7 +151,7 @@ func (s *Scheduler) Resume(urls []string, now time.Time) int {
 		if e.interval <= 0 {
 			e.interval = time.Duration(float64(s.Len()) / s.o.Budget * float64(time.Second))
 		}
-		due := e.nextDue
+		due := fromNanos(e.nextDue)
 		if due.Before(now) {
 			due = now
 		}
@@ -175,7 +175,7 @@ func (s *Scheduler) Remove(urls []string) int {
 		}
 		h := e.host
 		if e.index >= 0 {
-			heap.Remove(h.heap(e.strict), e.index)
+			heap.Remove(h.heap(e.strict), int(e.index))
 		}
 		if e.inFlight {
 			if s.life.orphans == nil {
@@ -202,7 +202,7 @@ func (s *Scheduler) Remove(urls []string) int {
 			e.pos = -1
 			continue
 		}
-		e.pos = k
+		e.pos = int32(k)
 		list, hosts = append(list, e), append(hosts, s.hosts[i])
 		s.rates[k], s.rateSEs[k], s.weights[k], s.blocked[k], s.freqs[k], s.fixed[k] = s.rates[i], s.rateSEs[i], s.weights[i], s.blocked[i], s.freqs[i], s.fixed[i]
 		s.posts[k], s.lastOK[k], s.probing[k], s.probes[k] = s.posts[i], s.lastOK[i], s.probing[i], s.probes[i]

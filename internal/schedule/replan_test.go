@@ -31,13 +31,13 @@ func checkInvariants(t *testing.T, s *Scheduler) {
 		for k, q := range []entryHeap{h.urls, h.polls} {
 			strict := k == 1
 			for i, e := range q {
-				if e.index != i || e.host != h {
+				if int(e.index) != i || e.host != h {
 					t.Fatalf("host %s: entry %s at %d has index %d", h.name, e.url, i, e.index)
 				}
 				if e.strict != strict || strict != (e.cap != nil) {
 					t.Fatalf("host %s: entry %s (capture %v) in the wrong heap", h.name, e.url, e.cap != nil)
 				}
-				if p := (i - 1) / 2; i > 0 && q[i].nextDue.Before(q[p].nextDue) {
+				if p := (i - 1) / 2; i > 0 && q[i].nextDue < q[p].nextDue {
 					t.Fatalf("host %s: URL heap out of order at %d", h.name, i)
 				}
 			}
@@ -65,7 +65,7 @@ func checkInvariants(t *testing.T, s *Scheduler) {
 		if off {
 			w = 0
 		}
-		if e.pos != i || s.rates[i] != e.rate || s.rateSEs[i] != e.rateSE || s.weights[i] != w || s.blocked[i] != off || s.planHosts[s.hosts[i]] != e.host {
+		if int(e.pos) != i || s.rates[i] != e.rate || s.rateSEs[i] != e.rateSE || s.weights[i] != w || s.blocked[i] != off || s.planHosts[s.hosts[i]] != e.host {
 			t.Fatalf("mirror of %s (pos %d) disagrees with the entry", e.url, i)
 		}
 		if e.interval > 0 && !off && s.fixed[i] == 0 && s.freqs[i] != float64(time.Second)/float64(e.interval) {
@@ -112,7 +112,7 @@ func TestReplanInStepsEqualsReplan(t *testing.T) {
 			}
 			for i, ea := range a.list {
 				eb := b.list[i]
-				if ea.interval != eb.interval || !ea.nextDue.Equal(eb.nextDue) {
+				if ea.interval != eb.interval || ea.nextDue != eb.nextDue {
 					t.Fatalf("%s: interval %v due %v in one step, %v %v in steps", ea.url, ea.interval, ea.nextDue, eb.interval, eb.nextDue)
 				}
 			}
@@ -280,7 +280,7 @@ func TestReplanInStepsWithPausedURLs(t *testing.T) {
 			}
 			for i, ea := range a.list {
 				eb := b.list[i]
-				if ea.interval != eb.interval || !ea.nextDue.Equal(eb.nextDue) {
+				if ea.interval != eb.interval || ea.nextDue != eb.nextDue {
 					t.Fatalf("%s: interval %v due %v in one step, %v %v in steps", ea.url, ea.interval, ea.nextDue, eb.interval, eb.nextDue)
 				}
 				if ea.paused {

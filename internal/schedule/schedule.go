@@ -185,7 +185,9 @@ type Scheduler struct {
 	captures   map[*entry]struct{} // capture URLs
 
 	priors *PriorSet
-	tmpls  map[string]string // interned path templates
+	// Interned path templates: an entry holds the index in tmplNames.
+	tmpls     map[string]uint32
+	tmplNames []string
 	// What the exploration rule and the refits need to know of the
 	// collection: change points seen and the time the observations
 	// covered, both faded (the hazard of a rate change), and new
@@ -227,7 +229,7 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 	if o.Priors == nil {
 		o.Priors = newPriorSet(o.PriorRate)
 	}
-	return &Scheduler{o: o, front: newFrontier(), captures: map[*entry]struct{}{}, priors: o.Priors, tmpls: map[string]string{}}
+	return &Scheduler{o: o, front: newFrontier(), captures: map[*entry]struct{}{}, priors: o.Priors, tmpls: map[string]uint32{}}
 }
 
 // mirror copies e's plan input into the scheduler's arrays; every change
@@ -250,12 +252,11 @@ func (s *Scheduler) mirror(e *entry) {
 		}
 	}
 	s.rates[e.pos], s.rateSEs[e.pos], s.weights[e.pos], s.blocked[e.pos], s.freqs[e.pos], s.fixed[e.pos] = e.rate, e.rateSE, w, off, f, fx
-	s.posts[e.pos] = e.post
 	s.lastOK[e.pos], s.lastIv[e.pos] = 0, 0
-	if !e.lastOK.IsZero() {
-		s.lastOK[e.pos] = e.lastOK.UnixNano()
-		if !e.prevOK.IsZero() && e.lastOK.After(e.prevOK) {
-			s.lastIv[e.pos] = e.lastOK.Sub(e.prevOK).Seconds()
+	if e.lastOK != 0 {
+		s.lastOK[e.pos] = e.lastOK
+		if e.prevOK != 0 && e.lastOK > e.prevOK {
+			s.lastIv[e.pos] = time.Duration(e.lastOK - e.prevOK).Seconds()
 		}
 	}
 }
@@ -326,14 +327,14 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		s.setCapture(e, u)
 		s.mirror(e)
 		if e.index >= 0 && e.strict != (e.cap != nil) {
-			s.front.schedule(e, e.nextDue) // into the heap of its new mode
+			s.front.schedule(e, fromNanos(e.nextDue)) // into the heap of its new mode
 		}
 		return false
 	}
 	e, _ := s.front.add(u.URL, u.Host, s.baseGap())
 	e.weight, e.capture, e.rate = u.Weight, u.Capture, u.Rate
 	e.tmpl = s.template(u.URL)
-	e.lastOK = u.LastOK
+	e.lastOK = nanos(u.LastOK)
 	if len(u.Estimate) > 0 {
 		var st EstimateState
 		if st.UnmarshalBinary(u.Estimate) == nil {
@@ -346,9 +347,9 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	// The posterior is recomputed under the current priors by the next
 	// plans (a batch each, in PlanJob.Solve); until then the rate stands
 	// for it.
-	e.post, e.priorVer = pointSummary(u.Rate), 0
+	e.priorVer = 0
 	e.stale = true
-	e.pos = len(s.list)
+	e.pos = int32(len(s.list))
 	s.list = append(s.list, e)
 	if e.host.plan < 0 {
 		e.host.plan = int32(len(s.planHosts))
@@ -357,7 +358,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	s.hosts = append(s.hosts, e.host.plan)
 	s.rates, s.rateSEs, s.weights, s.blocked, s.freqs = append(s.rates, 0), append(s.rateSEs, 0), append(s.weights, 0), append(s.blocked, false), append(s.freqs, 0)
 	s.fixed = append(s.fixed, 0)
-	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, estimate.Summary{}), append(s.lastOK, 0), append(s.probing, false), append(s.probes, 0)
+	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, pointSummary(u.Rate)), append(s.lastOK, 0), append(s.probing, false), append(s.probes, 0)
 	s.lastIv = append(s.lastIv, 0)
 	s.setCapture(e, u)
 	s.moved++
@@ -439,14 +440,16 @@ func (s *Scheduler) CaptureStatus(limit int) []CaptureStatus {
 	return out
 }
 
-// template interns the path template of url.
-func (s *Scheduler) template(url string) string {
+// template interns the path template of url: its index in tmplNames.
+func (s *Scheduler) template(url string) uint32 {
 	t := PathTemplate(url)
 	if v, ok := s.tmpls[t]; ok {
 		return v
 	}
-	s.tmpls[t] = t
-	return t
+	v := uint32(len(s.tmplNames))
+	s.tmpls[t] = v
+	s.tmplNames = append(s.tmplNames, t)
+	return v
 }
 
 // frac is a stable pseudo-random number in [0,1) from s, to spread phases
@@ -463,7 +466,7 @@ func (s *Scheduler) Next(now time.Time) (Dispatch, bool, time.Time) {
 	if e == nil {
 		return Dispatch{}, false, next
 	}
-	return Dispatch{URL: e.url, Host: e.host.name, Capture: e.capture, Gap: e.host.gap, Due: e.nextDue}, true, time.Time{}
+	return Dispatch{URL: e.url, Host: e.host.name, Capture: e.capture, Gap: e.host.gap, Due: fromNanos(e.nextDue)}, true, time.Time{}
 }
 
 // Done folds a fetch's outcome into the schedule: the host's spacing, the
@@ -496,13 +499,16 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		s.moved++
 	}
 	if fb.OK {
-		e.prevOK, e.lastOK = e.lastOK, fb.Start
+		e.prevOK, e.lastOK = e.lastOK, nanos(fb.Start)
 	}
 	if fb.Learnt {
 		if e.st.Observations() <= 0 && fb.State.Observations() > 0 {
 			s.learnt++
 		}
-		e.st, e.post, e.priorVer, e.stale = fb.State, fb.Posterior, fb.PriorVersion, false
+		e.st, e.priorVer, e.stale = fb.State, fb.PriorVersion, false
+		if e.pos >= 0 {
+			s.posts[e.pos] = fb.Posterior
+		}
 		e.seq++
 		s.sinceRefit++
 	}
@@ -510,8 +516,8 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		// The time this observation covered, for the hazard of a rate
 		// change per unit of observed time.
 		s.updateHazard(fb.Start)
-		if !e.lastOK.IsZero() && fb.Start.After(e.prevOK) && !e.prevOK.IsZero() {
-			s.urlTime += fb.Start.Sub(e.prevOK).Seconds()
+		if e.lastOK != 0 && nanos(fb.Start) > e.prevOK && e.prevOK != 0 {
+			s.urlTime += fb.Start.Sub(fromNanos(e.prevOK)).Seconds()
 		}
 	}
 	if fb.ChangePoint {
@@ -545,7 +551,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		// The check of a URL given up is followed by its probe.
 		e.rechecked = true
 		due = fb.Start.Add(e.recheckTau)
-	} else if d := e.nextDue.Add(e.interval); !e.nextDue.IsZero() && !e.nextDue.After(fb.Start) && d.Before(due) {
+	} else if d := fromNanos(e.nextDue).Add(e.interval); e.nextDue != 0 && e.nextDue <= nanos(fb.Start) && d.Before(due) {
 		due = d
 		if half := fb.Start.Add(e.interval / 2); due.Before(half) {
 			due = half
@@ -568,11 +574,11 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		// After the poll just made, and after the phase it was due at:
 		// a poll handed out early (a retry) must not be due again at
 		// the same phase, where it would get the same task id.
-		due = e.cap.next(e.url, latest(fb.Start, e.nextDue), e.interval)
+		due = e.cap.next(e.url, latest(fb.Start, fromNanos(e.nextDue)), e.interval)
 	case adaptive && e.interval > 0:
 		var st adaptiveState
-		st, due = a.Next(adaptiveState{Interval: e.interval, Modified: e.adModified, Reset: e.adReset}, fb)
-		e.interval, e.adModified, e.adReset = st.Interval, st.Modified, st.Reset
+		st, due = a.Next(adaptiveState{Interval: e.interval, Modified: fromNanos(e.adModified), Reset: e.adReset}, fb)
+		e.interval, e.adModified, e.adReset = st.Interval, nanos(st.Modified), st.Reset
 	}
 	s.mirror(e)
 	s.front.done(e, end, due)
@@ -800,7 +806,7 @@ func (s *Scheduler) sampleStates() *refitInput {
 		}
 		in.states = append(in.states, e.st)
 		in.hosts = append(in.hosts, e.host.name)
-		in.tmpls = append(in.tmpls, e.tmpl)
+		in.tmpls = append(in.tmpls, s.tmplNames[e.tmpl])
 	}
 	return in
 }
@@ -827,7 +833,7 @@ func (s *Scheduler) pickResummaries(j *PlanJob) {
 		if e.disallowed || (!e.stale && e.priorVer >= ver) || (ver == 0 && e.st.Observations() <= 0) {
 			continue
 		}
-		j.resum = append(j.resum, resummary{i: i, seq: e.seq, st: e.st, host: e.host.name, tmpl: e.tmpl})
+		j.resum = append(j.resum, resummary{i: i, seq: e.seq, st: e.st, host: e.host.name, tmpl: s.tmplNames[e.tmpl]})
 		s.resumFrom = i + 1
 	}
 }
@@ -1502,7 +1508,7 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 			if e.pos < 0 || e.seq != r.seq {
 				continue // fetched meanwhile: its own posterior is newer
 			}
-			e.post, e.priorVer, e.stale = r.post, ver, false
+			s.posts[e.pos], e.priorVer, e.stale = r.post, ver, false
 			if r.post.Harmonic > 0 && r.post.Harmonic != e.rate {
 				e.rate = r.post.Harmonic
 			}
@@ -1572,12 +1578,12 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		// would unschedule the URL), and is no time scale of its own.
 		iv := max(time.Duration(float64(time.Second)/f), time.Nanosecond)
 		e.interval = iv
-		if e.index >= 0 && old > 0 && !e.nextDue.IsZero() && e.cap == nil && !e.lastOK.IsZero() {
+		if e.index >= 0 && old > 0 && e.nextDue != 0 && e.cap == nil && e.lastOK != 0 {
 			// Keep the phase: move the next fetch by the change of
 			// interval, but never further than one new interval away.
 			// A URL never fetched keeps its due time: the first pass
 			// is not pushed back by a plan.
-			due := e.nextDue.Add(iv - old)
+			due := fromNanos(e.nextDue).Add(iv - old)
 			if due.After(now.Add(iv)) {
 				due = now.Add(time.Duration(float64(iv) * frac(e.url)))
 			}
