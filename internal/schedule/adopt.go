@@ -8,7 +8,7 @@ import "container/heap"
 // reports whether the URL is known. A URL is in flight once, however many
 // of its tasks are adopted.
 func (s *Scheduler) Adopt(url string) bool {
-	e, ok := s.front.urls[url]
+	e, ok := s.front.urls.get(url)
 	if !ok {
 		return false
 	}

@@ -162,7 +162,7 @@ func latest(a, b time.Time) time.Time {
 // whatever the number of URLs, and a host with a thousand due URLs cannot
 // starve the others or be fetched faster than its gap.
 type frontier struct {
-	urls  map[string]*entry
+	urls  urlIndex
 	hosts map[string]*hostQueue
 	// Hosts with queued URLs and no fetch in flight, in two heaps: those
 	// the plan saturates (see hostQueue.saturated), and the rest. A
@@ -173,7 +173,7 @@ type frontier struct {
 }
 
 func newFrontier() *frontier {
-	return &frontier{urls: map[string]*entry{}, hosts: map[string]*hostQueue{}}
+	return &frontier{urls: newURLIndex(), hosts: map[string]*hostQueue{}}
 }
 
 func (f *frontier) host(name string, gap time.Duration) *hostQueue {
@@ -187,12 +187,12 @@ func (f *frontier) host(name string, gap time.Duration) *hostQueue {
 
 // add inserts or returns the entry of url.
 func (f *frontier) add(url, host string, gap time.Duration) (*entry, bool) {
-	if e, ok := f.urls[url]; ok {
+	if e, ok := f.urls.get(url); ok {
 		return e, false
 	}
 	h := f.host(host, gap)
 	e := &entry{url: url, host: h, index: -1, pos: -1, weight: 1}
-	f.urls[url] = e
+	f.urls.put(e)
 	return e, true
 }
 
@@ -323,7 +323,7 @@ func (f *frontier) finish(e *entry, fetchedAt time.Time) {
 	if e.index >= 0 {
 		heap.Remove(h.heap(e.strict), int(e.index))
 	}
-	delete(f.urls, e.url)
+	f.urls.remove(e.url)
 	f.fixHost(h)
 }
 

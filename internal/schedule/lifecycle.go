@@ -54,7 +54,7 @@ type URLView struct {
 
 // View returns what the scheduler knows of url (false if it is unknown).
 func (s *Scheduler) View(url string, now time.Time) (URLView, bool) {
-	e, ok := s.front.urls[url]
+	e, ok := s.front.urls.get(url)
 	if !ok || e.oneShot {
 		return URLView{}, false
 	}
@@ -125,13 +125,13 @@ func (s *Scheduler) URLsIn(state string, now time.Time) []string {
 func (s *Scheduler) Pause(urls []string) int {
 	n := 0
 	for _, url := range urls {
-		e, ok := s.front.urls[url]
+		e, ok := s.front.urls.get(url)
 		if !ok || e.oneShot || e.paused {
 			continue
 		}
 		e.paused = true
 		s.front.schedule(e, fromNanos(e.nextDue)) // takes it off its host's queue
-		s.mirror(e)                    // and out of the plan's input
+		s.mirror(e)                               // and out of the plan's input
 		s.moved++
 		n++
 	}
@@ -143,7 +143,7 @@ func (s *Scheduler) Pause(urls []string) int {
 func (s *Scheduler) Resume(urls []string, now time.Time) int {
 	n := 0
 	for _, url := range urls {
-		e, ok := s.front.urls[url]
+		e, ok := s.front.urls.get(url)
 		if !ok || !e.paused {
 			continue
 		}
@@ -169,7 +169,7 @@ func (s *Scheduler) Resume(urls []string, now time.Time) int {
 func (s *Scheduler) Remove(urls []string) int {
 	gone := map[*entry]bool{}
 	for _, url := range urls {
-		e, ok := s.front.urls[url]
+		e, ok := s.front.urls.get(url)
 		if !ok || e.oneShot {
 			continue
 		}
@@ -183,7 +183,7 @@ func (s *Scheduler) Remove(urls []string) int {
 			}
 			s.life.orphans[url] = h
 		}
-		delete(s.front.urls, url)
+		s.front.urls.remove(url)
 		s.front.fixHost(h)
 		gone[e] = true
 	}

@@ -293,14 +293,14 @@ func (s *Scheduler) baseGap() time.Duration {
 }
 
 // Len is the number of URLs (one-off requests not counted).
-func (s *Scheduler) Len() int { return len(s.front.urls) - s.shots }
+func (s *Scheduler) Len() int { return s.front.urls.len() - s.shots }
 
 // Enqueue adds a one-off request (a keyword-search probe, a fetch of an
 // item by id) due at `at`. It is dispatched under the same host politeness
 // as every URL and forgotten once Done. It returns false if url is already
 // known.
 func (s *Scheduler) Enqueue(url, host string, at time.Time) bool {
-	if _, ok := s.front.urls[url]; ok {
+	if _, ok := s.front.urls.get(url); ok {
 		return false
 	}
 	e, _ := s.front.add(url, host, s.baseGap())
@@ -314,12 +314,12 @@ func (s *Scheduler) Enqueue(url, host string, at time.Time) bool {
 func (s *Scheduler) Hosts() int { return len(s.front.hosts) }
 
 // Has reports whether url is known.
-func (s *Scheduler) Has(url string) bool { _, ok := s.front.urls[url]; return ok }
+func (s *Scheduler) Has(url string) bool { _, ok := s.front.urls.get(url); return ok }
 
 // Add adds a URL, or for a known one updates its weight and mode only (it
 // keeps its estimate and schedule).
 func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
-	if e, ok := s.front.urls[u.URL]; ok {
+	if e, ok := s.front.urls.get(u.URL); ok {
 		if e.weight != u.Weight {
 			s.moved++
 		}
@@ -411,7 +411,7 @@ func (s *Scheduler) setCapture(e *entry, u URLInfo) {
 // observeCapture records an update a poll of a capture URL saw: exactly at
 // `to` (trustworthy Last-Modified) or somewhere in (from, to].
 func (s *Scheduler) observeCapture(url string, from, to time.Time, exact bool) {
-	e, ok := s.front.urls[url]
+	e, ok := s.front.urls.get(url)
 	if !ok || e.cap == nil {
 		return
 	}
@@ -475,7 +475,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	if s.releaseOrphan(url, fb.End) {
 		return
 	}
-	e, ok := s.front.urls[url]
+	e, ok := s.front.urls.get(url)
 	if !ok {
 		return
 	}
@@ -590,14 +590,14 @@ func (s *Scheduler) Abort(url string, at, due time.Time) {
 	if s.releaseOrphan(url, at) {
 		return
 	}
-	if e, ok := s.front.urls[url]; ok {
+	if e, ok := s.front.urls.get(url); ok {
 		s.front.done(e, at, due)
 	}
 }
 
 // Interval is the URL's current interval (0 if unknown or unscheduled).
 func (s *Scheduler) Interval(url string) time.Duration {
-	if e, ok := s.front.urls[url]; ok {
+	if e, ok := s.front.urls.get(url); ok {
 		return e.interval
 	}
 	return 0
@@ -605,7 +605,7 @@ func (s *Scheduler) Interval(url string) time.Duration {
 
 // Rate is the URL's current estimated rate.
 func (s *Scheduler) Rate(url string) float64 {
-	if e, ok := s.front.urls[url]; ok {
+	if e, ok := s.front.urls.get(url); ok {
 		return e.rate
 	}
 	return 0
