@@ -12,16 +12,18 @@ import (
 // nanoseconds (0: none; time.Time takes 24 bytes), heap and list
 // positions are int32, the path template is an index into the
 // scheduler's interned templates, and the posterior's summary lives only
-// in Scheduler.posts.
+// in Scheduler.posts and the rate's standard error in Scheduler.rateSEs.
 type entry struct {
 	url  string
 	host *hostQueue
 	cap  *captureState // capture URLs only
-	st   estimate.State
+	// st is the estimator's state (docs/design.md §3.3), nil while it
+	// is the zero state: most URLs of a new collection have none, and
+	// it is the largest part of an entry (112 bytes).
+	st *estimate.State
 
 	weight   float64
 	rate     float64       // estimated changes per second
-	rateSE   float64       // standard error of rate
 	interval time.Duration // 1/f from the plan; 0 = not scheduled (given up, disallowed)
 	// recheckTau is the probe interval of a URL given up and rechecked
 	// (0: none): each check is followed by a probe that long after it;
@@ -58,6 +60,32 @@ type entry struct {
 	// paused by the operator: never queued, no share of the budget
 	// (lifecycle.go).
 	paused bool
+}
+
+// state is e's estimator state.
+func (e *entry) state() estimate.State {
+	if e.st == nil {
+		return estimate.State{}
+	}
+	return *e.st
+}
+
+// setState sets e's estimator state.
+func (e *entry) setState(st estimate.State) {
+	switch {
+	case e.st != nil:
+		*e.st = st
+	case st != estimate.State{}:
+		e.st = &st
+	}
+}
+
+// observations is the number of observations e's estimate holds.
+func (e *entry) observations() float64 {
+	if e.st == nil {
+		return 0
+	}
+	return e.st.Observations()
 }
 
 // nanos is t in Unix nanoseconds, 0 for the zero time (which is how an

@@ -59,7 +59,7 @@ func (s *Scheduler) View(url string, now time.Time) (URLView, bool) {
 		return URLView{}, false
 	}
 	v := URLView{Interval: e.interval, NextDue: fromNanos(e.nextDue), InFlight: e.inFlight, Paused: e.paused, Disallowed: e.disallowed,
-		Weight: e.weight, Capture: e.capture, Rate: e.rate, RateSE: e.rateSE}
+		Weight: e.weight, Capture: e.capture, Rate: e.rate, RateSE: s.rateSEs[e.pos]}
 	v.GivenUp = s.givenUpSet(e)
 	v.Due = s.due(e, now)
 	switch {
@@ -217,7 +217,7 @@ func (s *Scheduler) Remove(urls []string) int {
 		if e.disallowed {
 			s.disallowed--
 		}
-		if e.st.Observations() > 0 {
+		if e.observations() > 0 {
 			s.learnt--
 		}
 		delete(s.captures, e)

@@ -65,7 +65,7 @@ func checkInvariants(t *testing.T, s *Scheduler) {
 		if off {
 			w = 0
 		}
-		if int(e.pos) != i || s.rates[i] != e.rate || s.rateSEs[i] != e.rateSE || s.weights[i] != w || s.blocked[i] != off || s.planHosts[s.hosts[i]] != e.host {
+		if int(e.pos) != i || s.rates[i] != e.rate || s.weights[i] != w || s.blocked[i] != off || s.planHosts[s.hosts[i]] != e.host {
 			t.Fatalf("mirror of %s (pos %d) disagrees with the entry", e.url, i)
 		}
 		if e.interval > 0 && !off && s.fixed[i] == 0 && s.freqs[i] != float64(time.Second)/float64(e.interval) {

@@ -251,7 +251,7 @@ func (s *Scheduler) mirror(e *entry) {
 			f = fx
 		}
 	}
-	s.rates[e.pos], s.rateSEs[e.pos], s.weights[e.pos], s.blocked[e.pos], s.freqs[e.pos], s.fixed[e.pos] = e.rate, e.rateSE, w, off, f, fx
+	s.rates[e.pos], s.weights[e.pos], s.blocked[e.pos], s.freqs[e.pos], s.fixed[e.pos] = e.rate, w, off, f, fx
 	s.lastOK[e.pos], s.lastIv[e.pos] = 0, 0
 	if e.lastOK != 0 {
 		s.lastOK[e.pos] = e.lastOK
@@ -338,8 +338,8 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	if len(u.Estimate) > 0 {
 		var st EstimateState
 		if st.UnmarshalBinary(u.Estimate) == nil {
-			e.st = st.State
-			if e.st.Observations() > 0 {
+			e.setState(st.State)
+			if e.observations() > 0 {
 				s.learnt++
 			}
 		}
@@ -356,14 +356,14 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		s.planHosts = append(s.planHosts, e.host)
 	}
 	s.hosts = append(s.hosts, e.host.plan)
-	s.rates, s.rateSEs, s.weights, s.blocked, s.freqs = append(s.rates, 0), append(s.rateSEs, 0), append(s.weights, 0), append(s.blocked, false), append(s.freqs, 0)
+	s.rates, s.rateSEs, s.weights, s.blocked, s.freqs = append(s.rates, 0), append(s.rateSEs, u.RateSE), append(s.weights, 0), append(s.blocked, false), append(s.freqs, 0)
 	s.fixed = append(s.fixed, 0)
 	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, pointSummary(u.Rate)), append(s.lastOK, 0), append(s.probing, false), append(s.probes, 0)
 	s.lastIv = append(s.lastIv, 0)
 	s.setCapture(e, u)
 	s.moved++
 	s.setDisallowed(e, u.Disallowed)
-	e.paused, e.rateSE = u.Paused, u.RateSE
+	e.paused = u.Paused
 	e.interval = u.Interval
 	if e.interval <= 0 {
 		if a, ok := s.o.Policy.(adaptivePolicy); ok {
@@ -495,17 +495,21 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		return
 	}
 	if fb.Rate > 0 && fb.Rate != e.rate {
-		e.rate, e.rateSE = fb.Rate, fb.RateSE
+		e.rate = fb.Rate
+		if e.pos >= 0 {
+			s.rateSEs[e.pos] = fb.RateSE
+		}
 		s.moved++
 	}
 	if fb.OK {
 		e.prevOK, e.lastOK = e.lastOK, nanos(fb.Start)
 	}
 	if fb.Learnt {
-		if e.st.Observations() <= 0 && fb.State.Observations() > 0 {
+		if e.observations() <= 0 && fb.State.Observations() > 0 {
 			s.learnt++
 		}
-		e.st, e.priorVer, e.stale = fb.State, fb.PriorVersion, false
+		e.setState(fb.State)
+		e.priorVer, e.stale = fb.PriorVersion, false
 		if e.pos >= 0 {
 			s.posts[e.pos] = fb.Posterior
 		}
@@ -798,13 +802,13 @@ func (s *Scheduler) sampleStates() *refitInput {
 	stride := max(1, s.learnt/refitSample)
 	k := 0
 	for _, e := range s.list {
-		if e.st.Observations() <= 0 || e.disallowed {
+		if e.observations() <= 0 || e.disallowed {
 			continue
 		}
 		if k++; k%stride != 0 {
 			continue
 		}
-		in.states = append(in.states, e.st)
+		in.states = append(in.states, *e.st)
 		in.hosts = append(in.hosts, e.host.name)
 		in.tmpls = append(in.tmpls, s.tmplNames[e.tmpl])
 	}
@@ -830,10 +834,10 @@ func (s *Scheduler) pickResummaries(j *PlanJob) {
 		// A URL never observed keeps the rate it was added with until the
 		// priors have been fitted to the collection (version > 0): before
 		// that, the configured prior rate is all there is.
-		if e.disallowed || (!e.stale && e.priorVer >= ver) || (ver == 0 && e.st.Observations() <= 0) {
+		if e.disallowed || (!e.stale && e.priorVer >= ver) || (ver == 0 && e.observations() <= 0) {
 			continue
 		}
-		j.resum = append(j.resum, resummary{i: i, seq: e.seq, st: e.st, host: e.host.name, tmpl: s.tmplNames[e.tmpl]})
+		j.resum = append(j.resum, resummary{i: i, seq: e.seq, st: e.state(), host: e.host.name, tmpl: s.tmplNames[e.tmpl]})
 		s.resumFrom = i + 1
 	}
 }
