@@ -14,7 +14,8 @@ import (
 // scheduler's interned templates, and the posterior's summary lives only
 // in Scheduler.posts and the rate's standard error in Scheduler.rateSEs.
 type entry struct {
-	url  string
+	// The URL is urlIndex.origins[origin] + path (urlIndex.url).
+	path string
 	host *hostQueue
 	cap  *captureState // capture URLs only
 	// st is the estimator's state (docs/design.md §3.3), nil while it
@@ -44,6 +45,7 @@ type entry struct {
 	index      int32  // in its host's heap (urls or polls), -1 when not queued
 	pos        int32  // in Scheduler.list, -1 for a one-off request or a removed URL
 	tmpl       uint32 // path template: index into Scheduler.tmplNames
+	origin     uint32
 	seq        uint32
 
 	inFlight bool
@@ -213,14 +215,17 @@ func (f *frontier) host(name string, gap time.Duration) *hostQueue {
 	return h
 }
 
+// url is e's URL.
+func (f *frontier) url(e *entry) string { return f.urls.url(e) }
+
 // add inserts or returns the entry of url.
 func (f *frontier) add(url, host string, gap time.Duration) (*entry, bool) {
 	if e, ok := f.urls.get(url); ok {
 		return e, false
 	}
 	h := f.host(host, gap)
-	e := &entry{url: url, host: h, index: -1, pos: -1, weight: 1}
-	f.urls.put(e)
+	e := &entry{host: h, index: -1, pos: -1, weight: 1}
+	f.urls.put(e, url)
 	return e, true
 }
 
@@ -351,7 +356,7 @@ func (f *frontier) finish(e *entry, fetchedAt time.Time) {
 	if e.index >= 0 {
 		heap.Remove(h.heap(e.strict), int(e.index))
 	}
-	f.urls.remove(e.url)
+	f.urls.remove(e)
 	f.fixHost(h)
 }
 

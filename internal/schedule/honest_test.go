@@ -45,7 +45,7 @@ func TestModelFreshnessHonest(t *testing.T) {
 	var fastP, slowP float64
 	for i, e := range j.list {
 		p := j.posts[i].ExpectFresh(now.Sub(fromNanos(e.lastOK)).Seconds())
-		switch e.url {
+		switch s.front.url(e) {
 		case "http://a/fast":
 			fastP = p
 		case "http://a/slow":

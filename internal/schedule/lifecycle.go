@@ -114,7 +114,7 @@ func (s *Scheduler) URLsIn(state string, now time.Time) []string {
 			st = StateScheduled
 		}
 		if st == state {
-			out = append(out, e.url)
+			out = append(out, s.front.url(e))
 		}
 	}
 	return out
@@ -183,7 +183,7 @@ func (s *Scheduler) Remove(urls []string) int {
 			}
 			s.life.orphans[url] = h
 		}
-		s.front.urls.remove(url)
+		s.front.urls.remove(e)
 		s.front.fixHost(h)
 		gone[e] = true
 	}

@@ -430,7 +430,7 @@ func (s *Scheduler) CaptureStatus(limit int) []CaptureStatus {
 	var out []CaptureStatus
 	for e := range s.captures {
 		if e.cap != nil {
-			out = append(out, e.cap.status(e.url, e.interval))
+			out = append(out, e.cap.status(s.front.url(e), e.interval))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].URL < out[j].URL })
@@ -466,7 +466,7 @@ func (s *Scheduler) Next(now time.Time) (Dispatch, bool, time.Time) {
 	if e == nil {
 		return Dispatch{}, false, next
 	}
-	return Dispatch{URL: e.url, Host: e.host.name, Capture: e.capture, Gap: e.host.gap, Due: fromNanos(e.nextDue)}, true, time.Time{}
+	return Dispatch{URL: s.front.url(e), Host: e.host.name, Capture: e.capture, Gap: e.host.gap, Due: fromNanos(e.nextDue)}, true, time.Time{}
 }
 
 // Done folds a fetch's outcome into the schedule: the host's spacing, the
@@ -578,7 +578,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		// After the poll just made, and after the phase it was due at:
 		// a poll handed out early (a retry) must not be due again at
 		// the same phase, where it would get the same task id.
-		due = e.cap.next(e.url, latest(fb.Start, fromNanos(e.nextDue)), e.interval)
+		due = e.cap.next(s.front.url(e), latest(fb.Start, fromNanos(e.nextDue)), e.interval)
 	case adaptive && e.interval > 0:
 		var st adaptiveState
 		st, due = a.Next(adaptiveState{Interval: e.interval, Modified: fromNanos(e.adModified), Reset: e.adReset}, fb)
@@ -1589,7 +1589,7 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 			// is not pushed back by a plan.
 			due := fromNanos(e.nextDue).Add(iv - old)
 			if due.After(now.Add(iv)) {
-				due = now.Add(time.Duration(float64(iv) * frac(e.url)))
+				due = now.Add(time.Duration(float64(iv) * frac(s.front.url(e))))
 			}
 			s.front.schedule(e, due)
 		}
