@@ -12,7 +12,9 @@ import (
 // nanoseconds (0: none; time.Time takes 24 bytes), heap and list
 // positions are int32, the path template is an index into the
 // scheduler's interned templates, and the posterior's summary lives only
-// in Scheduler.posts and the rate's standard error in Scheduler.rateSEs.
+// in Scheduler.posts, the estimated rate and its standard error in
+// Scheduler.rates and rateSEs, and an adaptive policy's record of the
+// page's last change in Scheduler.adModified.
 type entry struct {
 	// The URL is urlIndex.origins[origin] + path (urlIndex.url).
 	path string
@@ -24,7 +26,6 @@ type entry struct {
 	st *estimate.State
 
 	weight   float64
-	rate     float64       // estimated changes per second
 	interval time.Duration // 1/f from the plan; 0 = not scheduled (given up, disallowed)
 	// recheckTau is the probe interval of a URL given up and rechecked
 	// (0: none): each check is followed by a probe that long after it;
@@ -39,14 +40,12 @@ type entry struct {
 	// 0: never).
 	priorVer uint64
 	lastOK   int64
-	prevOK   int64 // the successful fetch before lastOK
-	// An adaptive policy's own state (adaptiveState): Modified, Unix ns.
-	adModified int64
-	index      int32  // in its host's heap (urls or polls), -1 when not queued
-	pos        int32  // in Scheduler.list, -1 for a one-off request or a removed URL
-	tmpl       uint32 // path template: index into Scheduler.tmplNames
-	origin     uint32
-	seq        uint32
+	prevOK   int64  // the successful fetch before lastOK
+	index    int32  // in its host's heap (urls or polls), -1 when not queued
+	pos      int32  // in Scheduler.list, -1 for a one-off request or a removed URL
+	tmpl     uint32 // path template: index into Scheduler.tmplNames
+	origin   uint32
+	seq      uint32
 
 	inFlight bool
 	strict   bool // queued in host.polls: never handed out before due

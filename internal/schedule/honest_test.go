@@ -68,7 +68,7 @@ func TestModelFreshnessHonest(t *testing.T) {
 	}
 	// Degenerate estimates never give NaN or a value outside [0, 1].
 	for _, e := range s.list {
-		e.rate = math.NaN()
+		s.rates[e.pos] = math.NaN()
 		s.posts[e.pos].Mean, s.posts[e.pos].Harmonic = math.Inf(1), math.NaN()
 		s.mirror(e)
 	}

@@ -59,7 +59,7 @@ func (s *Scheduler) View(url string, now time.Time) (URLView, bool) {
 		return URLView{}, false
 	}
 	v := URLView{Interval: e.interval, NextDue: fromNanos(e.nextDue), InFlight: e.inFlight, Paused: e.paused, Disallowed: e.disallowed,
-		Weight: e.weight, Capture: e.capture, Rate: e.rate, RateSE: s.rateSEs[e.pos]}
+		Weight: e.weight, Capture: e.capture, Rate: s.rates[e.pos], RateSE: s.rateSEs[e.pos]}
 	v.GivenUp = s.givenUpSet(e)
 	v.Due = s.due(e, now)
 	switch {
@@ -204,13 +204,19 @@ func (s *Scheduler) Remove(urls []string) int {
 		}
 		e.pos = int32(k)
 		list, hosts = append(list, e), append(hosts, s.hosts[i])
-		s.rates[k], s.rateSEs[k], s.weights[k], s.blocked[k], s.freqs[k], s.fixed[k] = s.rates[i], s.rateSEs[i], s.weights[i], s.blocked[i], s.freqs[i], s.fixed[i]
+		s.rates[k], s.rateSEs[k], s.weights[k], s.blocked[k], s.fixed[k] = s.rates[i], s.rateSEs[i], s.weights[i], s.blocked[i], s.fixed[i]
+		if s.adaptive {
+			s.freqs[k], s.adModified[k] = s.freqs[i], s.adModified[i]
+		}
 		s.posts[k], s.lastOK[k], s.probing[k], s.probes[k] = s.posts[i], s.lastOK[i], s.probing[i], s.probes[i]
 		s.lastIv[k] = s.lastIv[i]
 		k++
 	}
 	s.list, s.hosts = list, hosts
-	s.rates, s.rateSEs, s.weights, s.blocked, s.freqs, s.fixed = s.rates[:k], s.rateSEs[:k], s.weights[:k], s.blocked[:k], s.freqs[:k], s.fixed[:k]
+	s.rates, s.rateSEs, s.weights, s.blocked, s.fixed = s.rates[:k], s.rateSEs[:k], s.weights[:k], s.blocked[:k], s.fixed[:k]
+	if s.adaptive {
+		s.freqs, s.adModified = s.freqs[:k], s.adModified[:k]
+	}
 	s.posts, s.lastOK, s.probing, s.probes = s.posts[:k], s.lastOK[:k], s.probing[:k], s.probes[:k]
 	s.lastIv = s.lastIv[:k]
 	for e := range gone {

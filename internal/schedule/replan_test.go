@@ -65,14 +65,14 @@ func checkInvariants(t *testing.T, s *Scheduler) {
 		if off {
 			w = 0
 		}
-		if int(e.pos) != i || s.rates[i] != e.rate || s.weights[i] != w || s.blocked[i] != off || s.planHosts[s.hosts[i]] != e.host {
+		if int(e.pos) != i || s.weights[i] != w || s.blocked[i] != off || s.planHosts[s.hosts[i]] != e.host {
 			t.Fatalf("mirror of %s (pos %d) disagrees with the entry", s.front.url(e), i)
 		}
-		if e.interval > 0 && !off && s.fixed[i] == 0 && s.freqs[i] != float64(time.Second)/float64(e.interval) {
+		if s.adaptive && e.interval > 0 && !off && s.fixed[i] == 0 && s.freqs[i] != float64(time.Second)/float64(e.interval) {
 			t.Fatalf("mirror of %s: frequency %v for interval %v", s.front.url(e), s.freqs[i], e.interval)
 		}
 	}
-	if len(s.rates) != len(s.list) || len(s.rateSEs) != len(s.list) || len(s.weights) != len(s.list) || len(s.blocked) != len(s.list) || len(s.freqs) != len(s.list) || len(s.fixed) != len(s.list) || len(s.hosts) != len(s.list) {
+	if len(s.rates) != len(s.list) || len(s.rateSEs) != len(s.list) || len(s.weights) != len(s.list) || len(s.blocked) != len(s.list) || (s.adaptive && (len(s.freqs) != len(s.list) || len(s.adModified) != len(s.list))) || len(s.fixed) != len(s.list) || len(s.hosts) != len(s.list) {
 		t.Fatalf("mirrors of %d/%d/%d/%d/%d elements for %d URLs", len(s.rates), len(s.weights), len(s.blocked), len(s.freqs), len(s.hosts), len(s.list))
 	}
 	if disallowed != s.Disallowed() {
@@ -172,7 +172,7 @@ func TestReplanStepsInterleavedWithFetches(t *testing.T) {
 	for range 300 {
 		fetch()
 	}
-	s.Done(s.front.url(blocked), Feedback{Start: clock, End: clock, OK: false, Disallowed: true, Rate: blocked.rate})
+	s.Done(s.front.url(blocked), Feedback{Start: clock, End: clock, OK: false, Disallowed: true, Rate: s.rates[blocked.pos]})
 	s.Add(URLInfo{URL: "http://late/x", Host: "late", Weight: 1, Rate: 1.0 / 3600, Interval: 42 * time.Second, NextDue: clock.Add(time.Minute)}, clock)
 	if err := j.Solve(); err != nil {
 		t.Fatal(err)

@@ -160,7 +160,13 @@ type Scheduler struct {
 	rateSEs []float64 // standard errors of rates, for the plan's freshness band
 	weights []float64 // 0 for a disallowed or paused URL: it takes no budget
 	blocked []bool    // disallowed by robots.txt or paused: no fetches, not even exploration
-	freqs   []float64 // the URL's frequency now, 1/interval (0: unscheduled, disallowed or paused): an adaptive policy's plan
+	// Under an adaptive policy only (adaptive; nil otherwise): the URL's
+	// frequency now, 1/interval (0: unscheduled, disallowed or paused),
+	// which is the policy's plan, and the policy's record of the page's
+	// last change (adaptiveState.Modified, Unix ns).
+	adaptive   bool
+	freqs      []float64
+	adModified []int64
 	// fixed is the rate a capture URL polls at whatever the plan says
 	// (its configured or learnt polls per period; 0: planned like any
 	// URL). The plan takes it off the budget and the host's capacity, so
@@ -229,7 +235,8 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 	if o.Priors == nil {
 		o.Priors = newPriorSet(o.PriorRate)
 	}
-	return &Scheduler{o: o, front: newFrontier(), captures: map[*entry]struct{}{}, priors: o.Priors, tmpls: map[string]uint32{}}
+	_, adaptive := o.Policy.(adaptivePolicy)
+	return &Scheduler{o: o, front: newFrontier(), captures: map[*entry]struct{}{}, priors: o.Priors, tmpls: map[string]uint32{}, adaptive: adaptive}
 }
 
 // mirror copies e's plan input into the scheduler's arrays; every change
@@ -251,7 +258,10 @@ func (s *Scheduler) mirror(e *entry) {
 			f = fx
 		}
 	}
-	s.rates[e.pos], s.weights[e.pos], s.blocked[e.pos], s.freqs[e.pos], s.fixed[e.pos] = e.rate, w, off, f, fx
+	s.weights[e.pos], s.blocked[e.pos], s.fixed[e.pos] = w, off, fx
+	if s.adaptive {
+		s.freqs[e.pos] = f
+	}
 	s.lastOK[e.pos], s.lastIv[e.pos] = 0, 0
 	if e.lastOK != 0 {
 		s.lastOK[e.pos] = e.lastOK
@@ -332,7 +342,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		return false
 	}
 	e, _ := s.front.add(u.URL, u.Host, s.baseGap())
-	e.weight, e.capture, e.rate = u.Weight, u.Capture, u.Rate
+	e.weight, e.capture = u.Weight, u.Capture
 	e.tmpl = s.template(u.URL)
 	e.lastOK = nanos(u.LastOK)
 	if len(u.Estimate) > 0 {
@@ -356,7 +366,10 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		s.planHosts = append(s.planHosts, e.host)
 	}
 	s.hosts = append(s.hosts, e.host.plan)
-	s.rates, s.rateSEs, s.weights, s.blocked, s.freqs = append(s.rates, 0), append(s.rateSEs, u.RateSE), append(s.weights, 0), append(s.blocked, false), append(s.freqs, 0)
+	s.rates, s.rateSEs, s.weights, s.blocked = append(s.rates, u.Rate), append(s.rateSEs, u.RateSE), append(s.weights, 0), append(s.blocked, false)
+	if s.adaptive {
+		s.freqs, s.adModified = append(s.freqs, 0), append(s.adModified, 0)
+	}
 	s.fixed = append(s.fixed, 0)
 	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, pointSummary(u.Rate)), append(s.lastOK, 0), append(s.probing, false), append(s.probes, 0)
 	s.lastIv = append(s.lastIv, 0)
@@ -494,11 +507,8 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		s.front.finish(e, end)
 		return
 	}
-	if fb.Rate > 0 && fb.Rate != e.rate {
-		e.rate = fb.Rate
-		if e.pos >= 0 {
-			s.rateSEs[e.pos] = fb.RateSE
-		}
+	if fb.Rate > 0 && fb.Rate != s.rates[e.pos] {
+		s.rates[e.pos], s.rateSEs[e.pos] = fb.Rate, fb.RateSE
 		s.moved++
 	}
 	if fb.OK {
@@ -581,8 +591,8 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		due = e.cap.next(s.front.url(e), latest(fb.Start, fromNanos(e.nextDue)), e.interval)
 	case adaptive && e.interval > 0:
 		var st adaptiveState
-		st, due = a.Next(adaptiveState{Interval: e.interval, Modified: fromNanos(e.adModified), Reset: e.adReset}, fb)
-		e.interval, e.adModified, e.adReset = st.Interval, nanos(st.Modified), st.Reset
+		st, due = a.Next(adaptiveState{Interval: e.interval, Modified: fromNanos(s.adModified[e.pos]), Reset: e.adReset}, fb)
+		e.interval, s.adModified[e.pos], e.adReset = st.Interval, nanos(st.Modified), st.Reset
 	}
 	s.mirror(e)
 	s.front.done(e, end, due)
@@ -609,8 +619,8 @@ func (s *Scheduler) Interval(url string) time.Duration {
 
 // Rate is the URL's current estimated rate.
 func (s *Scheduler) Rate(url string) float64 {
-	if e, ok := s.front.urls.get(url); ok {
-		return e.rate
+	if e, ok := s.front.urls.get(url); ok && e.pos >= 0 {
+		return s.rates[e.pos]
 	}
 	return 0
 }
@@ -1513,8 +1523,8 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 				continue // fetched meanwhile: its own posterior is newer
 			}
 			s.posts[e.pos], e.priorVer, e.stale = r.post, ver, false
-			if r.post.Harmonic > 0 && r.post.Harmonic != e.rate {
-				e.rate = r.post.Harmonic
+			if r.post.Harmonic > 0 && r.post.Harmonic != s.rates[e.pos] {
+				s.rates[e.pos] = r.post.Harmonic
 			}
 			s.mirror(e)
 		}
