@@ -19,14 +19,14 @@ func (s *Scheduler) Adopt(url string) bool {
 // adopt takes e out of its host's queue and counts it in flight on the
 // host, as next does for a dispatch.
 func (f *frontier) adopt(e *entry) {
-	if e.inFlight {
+	if e.is(flagInFlight) {
 		return
 	}
 	h := e.host
 	if e.index >= 0 {
 		heap.Remove(&h.urls, int(e.index))
 	}
-	e.inFlight = true
+	e.set(flagInFlight, true)
 	h.inFlight++
 	f.fixHost(h)
 }

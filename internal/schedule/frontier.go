@@ -36,31 +36,50 @@ type entry struct {
 	// the version of the priors its posterior's summary was computed
 	// under (priorVer; stale: to be recomputed under the current ones),
 	// the number of updates (seq, so that a recomputation from an older
-	// state is dropped), and the last two successful fetches (Unix ns,
-	// 0: never).
+	// state is dropped), and the last successful fetch (Unix ns, 0:
+	// never; the one before it is in Scheduler.prevOK).
 	priorVer uint64
 	lastOK   int64
-	prevOK   int64  // the successful fetch before lastOK
 	index    int32  // in its host's heap (urls or polls), -1 when not queued
 	pos      int32  // in Scheduler.list, -1 for a one-off request or a removed URL
 	tmpl     uint32 // path template: index into Scheduler.tmplNames
 	origin   uint32
 	seq      uint32
+	flags    entryFlags
+}
 
-	inFlight bool
-	strict   bool // queued in host.polls: never handed out before due
-	capture  bool
-	oneShot  bool // a one-off request (a probe): forgotten once done
-	// disallowed by robots.txt (or robots.txt unreachable): no share of
+// entryFlags are an entry's yes/no states, one bit each.
+type entryFlags uint16
+
+const (
+	flagInFlight entryFlags = 1 << iota
+	// flagStrict: queued in host.polls, never handed out before due.
+	flagStrict
+	flagCapture
+	flagOneShot // a one-off request (a probe): forgotten once done
+	// flagDisallowed: disallowed by robots.txt (or robots.txt unreachable): no share of
 	// the budget, rechecked every DisallowRetry against the cached
 	// robots.txt so that a host that allows it again gets it back.
-	disallowed bool
-	stale      bool
-	adReset    bool
-	rechecked  bool
-	// paused by the operator: never queued, no share of the budget
+	flagDisallowed
+	flagStale   // the posterior's summary is to be recomputed under the current priors
+	flagAdReset // adaptiveState.Reset
+	// flagRechecked: between the check of a URL given up and its probe.
+	flagRechecked
+	// flagPaused: paused by the operator: never queued, no share of the budget
 	// (lifecycle.go).
-	paused bool
+	flagPaused
+)
+
+// is reports whether e has flag f.
+func (e *entry) is(f entryFlags) bool { return e.flags&f != 0 }
+
+// set sets or clears flag f of e.
+func (e *entry) set(f entryFlags, v bool) {
+	if v {
+		e.flags |= f
+	} else {
+		e.flags &^= f
+	}
 }
 
 // state is e's estimator state.
@@ -233,20 +252,20 @@ func (f *frontier) add(url, host string, gap time.Duration) (*entry, bool) {
 func (f *frontier) schedule(e *entry, due time.Time) {
 	h := e.host
 	e.nextDue = nanos(due)
-	if e.inFlight {
+	if e.is(flagInFlight) {
 		return // requeued when its result comes back
 	}
 	strict := e.cap != nil
-	off := e.interval <= 0 || e.paused
-	if e.index >= 0 && (e.strict != strict || off) {
-		heap.Remove(h.heap(e.strict), int(e.index))
+	off := e.interval <= 0 || e.is(flagPaused)
+	if e.index >= 0 && (e.is(flagStrict) != strict || off) {
+		heap.Remove(h.heap(e.is(flagStrict)), int(e.index))
 	}
 	switch {
 	case off:
 	case e.index >= 0:
-		heap.Fix(h.heap(e.strict), int(e.index))
+		heap.Fix(h.heap(e.is(flagStrict)), int(e.index))
 	default:
-		e.strict = strict
+		e.set(flagStrict, strict)
 		heap.Push(h.heap(strict), e)
 	}
 	f.fixHost(h)
@@ -305,7 +324,7 @@ func (f *frontier) next(now time.Time) (*entry, time.Time) {
 		q = &h.polls
 	}
 	e := heap.Pop(q).(*entry)
-	e.inFlight = true
+	e.set(flagInFlight, true)
 	h.inFlight++
 	h.lastFetch = now
 	h.nextFree = now.Add(h.gap)
@@ -338,8 +357,8 @@ func (f *frontier) done(e *entry, fetchedAt time.Time, due time.Time) {
 // time when the task waited in the queue.
 func (f *frontier) release(e *entry, fetchedAt time.Time) {
 	h := e.host
-	if e.inFlight {
-		e.inFlight = false
+	if e.is(flagInFlight) {
+		e.set(flagInFlight, false)
 		h.inFlight--
 	}
 	if nf := fetchedAt.Add(h.gap); nf.After(h.nextFree) {
@@ -353,7 +372,7 @@ func (f *frontier) finish(e *entry, fetchedAt time.Time) {
 	h := e.host
 	f.release(e, fetchedAt)
 	if e.index >= 0 {
-		heap.Remove(h.heap(e.strict), int(e.index))
+		heap.Remove(h.heap(e.is(flagStrict)), int(e.index))
 	}
 	f.urls.remove(e)
 	f.fixHost(h)

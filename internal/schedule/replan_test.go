@@ -34,7 +34,7 @@ func checkInvariants(t *testing.T, s *Scheduler) {
 				if int(e.index) != i || e.host != h {
 					t.Fatalf("host %s: entry %s at %d has index %d", h.name, s.front.url(e), i, e.index)
 				}
-				if e.strict != strict || strict != (e.cap != nil) {
+				if e.is(flagStrict) != strict || strict != (e.cap != nil) {
 					t.Fatalf("host %s: entry %s (capture %v) in the wrong heap", h.name, s.front.url(e), e.cap != nil)
 				}
 				if p := (i - 1) / 2; i > 0 && q[i].nextDue < q[p].nextDue {
@@ -58,10 +58,10 @@ func checkInvariants(t *testing.T, s *Scheduler) {
 	disallowed := 0
 	for i, e := range s.list {
 		w := e.weight
-		if e.disallowed {
+		if e.is(flagDisallowed) {
 			disallowed++
 		}
-		off := e.disallowed || e.paused
+		off := e.is(flagDisallowed) || e.is(flagPaused)
 		if off {
 			w = 0
 		}
@@ -149,7 +149,7 @@ func TestReplanStepsInterleavedWithFetches(t *testing.T) {
 	// disallowed; one is added.
 	var blocked *entry
 	for _, e := range s.list {
-		if !e.disallowed {
+		if !e.is(flagDisallowed) {
 			blocked = e
 			break
 		}
@@ -184,8 +184,8 @@ func TestReplanStepsInterleavedWithFetches(t *testing.T) {
 		checkInvariants(t, s)
 	}
 	checkInvariants(t, s)
-	if !blocked.disallowed || blocked.interval != s.o.DisallowRetry {
-		t.Errorf("URL disallowed during the plan: disallowed %v, interval %v, want %v", blocked.disallowed, blocked.interval, s.o.DisallowRetry)
+	if !blocked.is(flagDisallowed) || blocked.interval != s.o.DisallowRetry {
+		t.Errorf("URL disallowed during the plan: disallowed %v, interval %v, want %v", blocked.is(flagDisallowed), blocked.interval, s.o.DisallowRetry)
 	}
 	if iv := s.Interval("http://late/x"); iv != 42*time.Second {
 		t.Errorf("URL added during the plan has interval %v, want its own 42s until the next plan", iv)
@@ -200,7 +200,7 @@ func TestReplanStepsInterleavedWithFetches(t *testing.T) {
 		t.Errorf("%d estimates moved during the plan (of %d URLs), yet no re-plan is due", s.moved, s.Len())
 	}
 	for i, e := range s.list[:j.size()] {
-		if e.disallowed || j.freq[i] <= 0 {
+		if e.is(flagDisallowed) || j.freq[i] <= 0 {
 			continue
 		}
 		want := max(time.Duration(float64(time.Second)/j.freq[i]), time.Millisecond)
@@ -283,7 +283,7 @@ func TestReplanInStepsWithPausedURLs(t *testing.T) {
 				if ea.interval != eb.interval || ea.nextDue != eb.nextDue {
 					t.Fatalf("%s: interval %v due %v in one step, %v %v in steps", a.front.url(ea), ea.interval, ea.nextDue, eb.interval, eb.nextDue)
 				}
-				if ea.paused {
+				if ea.is(flagPaused) {
 					if j.freq[i] != 0 || j.in.Weights[i] != 0 {
 						t.Fatalf("paused %s: plan frequency %v, weight %v; want 0 and 0", a.front.url(ea), j.freq[i], j.in.Weights[i])
 					}
@@ -379,16 +379,16 @@ func TestLifecycleBetweenReplanSteps(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: no view", s.front.url(e))
 		}
-		if e.paused {
+		if e.is(flagPaused) {
 			if e.interval != before[s.front.url(e)] {
 				t.Fatalf("paused %s: interval %v, was %v", s.front.url(e), e.interval, before[s.front.url(e)])
 			}
 			continue
 		}
-		if wantGivenUp := !e.disallowed && j.out.Freq[i] <= 0 && e.weight > 0; v.GivenUp != wantGivenUp {
+		if wantGivenUp := !e.is(flagDisallowed) && j.out.Freq[i] <= 0 && e.weight > 0; v.GivenUp != wantGivenUp {
 			t.Fatalf("%s: given up %v, plan frequency %v", s.front.url(e), v.GivenUp, j.out.Freq[i])
 		}
-		if e.disallowed || j.freq[i] <= 0 {
+		if e.is(flagDisallowed) || j.freq[i] <= 0 {
 			continue
 		}
 		if want := max(time.Duration(float64(time.Second)/j.freq[i]), time.Millisecond); e.interval != want {

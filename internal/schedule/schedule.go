@@ -183,9 +183,9 @@ type Scheduler struct {
 	// for exploration.
 	posts   []estimate.Summary
 	lastOK  []int64
-	lastIv  []float64 // seconds between the last two successful fetches (0: fewer than two)
-	probing []bool    // explored by the last plan
-	probes  []uint8   // fetches in the URL's current probe session
+	prevOK  []int64 // the successful fetch before lastOK (0: fewer than two)
+	probing []bool  // explored by the last plan
+	probes  []uint8 // fetches in the URL's current probe session
 
 	disallowed int                 // URLs disallowed now
 	captures   map[*entry]struct{} // capture URLs
@@ -246,7 +246,7 @@ func (s *Scheduler) mirror(e *entry) {
 	if e.pos < 0 {
 		return
 	}
-	off := e.disallowed || e.paused
+	off := e.is(flagDisallowed) || e.is(flagPaused)
 	w, f, fx := e.weight, 0.0, 0.0
 	if off {
 		w = 0
@@ -262,13 +262,7 @@ func (s *Scheduler) mirror(e *entry) {
 	if s.adaptive {
 		s.freqs[e.pos] = f
 	}
-	s.lastOK[e.pos], s.lastIv[e.pos] = 0, 0
-	if e.lastOK != 0 {
-		s.lastOK[e.pos] = e.lastOK
-		if e.prevOK != 0 && e.lastOK > e.prevOK {
-			s.lastIv[e.pos] = time.Duration(e.lastOK - e.prevOK).Seconds()
-		}
-	}
+	s.lastOK[e.pos] = e.lastOK
 }
 
 // pointSummary is the summary of a rate known exactly: the stand-in until
@@ -284,10 +278,10 @@ func pointSummary(rate float64) estimate.Summary {
 
 // setDisallowed sets e's disallowed flag, keeping the count.
 func (s *Scheduler) setDisallowed(e *entry, v bool) {
-	if e.disallowed == v {
+	if e.is(flagDisallowed) == v {
 		return
 	}
-	e.disallowed = v
+	e.set(flagDisallowed, v)
 	if v {
 		s.disallowed++
 	} else {
@@ -314,7 +308,8 @@ func (s *Scheduler) Enqueue(url, host string, at time.Time) bool {
 		return false
 	}
 	e, _ := s.front.add(url, host, s.baseGap())
-	e.oneShot, e.interval = true, time.Hour // any interval > 0 keeps it queued
+	e.set(flagOneShot, true)
+	e.interval = time.Hour // any interval > 0 keeps it queued
 	s.shots++
 	s.front.schedule(e, at)
 	return true
@@ -333,16 +328,18 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		if e.weight != u.Weight {
 			s.moved++
 		}
-		e.weight, e.capture = u.Weight, u.Capture
+		e.weight = u.Weight
+		e.set(flagCapture, u.Capture)
 		s.setCapture(e, u)
 		s.mirror(e)
-		if e.index >= 0 && e.strict != (e.cap != nil) {
+		if e.index >= 0 && e.is(flagStrict) != (e.cap != nil) {
 			s.front.schedule(e, fromNanos(e.nextDue)) // into the heap of its new mode
 		}
 		return false
 	}
 	e, _ := s.front.add(u.URL, u.Host, s.baseGap())
-	e.weight, e.capture = u.Weight, u.Capture
+	e.weight = u.Weight
+	e.set(flagCapture, u.Capture)
 	e.tmpl = s.template(u.URL)
 	e.lastOK = nanos(u.LastOK)
 	if len(u.Estimate) > 0 {
@@ -358,7 +355,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	// plans (a batch each, in PlanJob.Solve); until then the rate stands
 	// for it.
 	e.priorVer = 0
-	e.stale = true
+	e.set(flagStale, true)
 	e.pos = int32(len(s.list))
 	s.list = append(s.list, e)
 	if e.host.plan < 0 {
@@ -372,11 +369,11 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	}
 	s.fixed = append(s.fixed, 0)
 	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, pointSummary(u.Rate)), append(s.lastOK, 0), append(s.probing, false), append(s.probes, 0)
-	s.lastIv = append(s.lastIv, 0)
+	s.prevOK = append(s.prevOK, 0)
 	s.setCapture(e, u)
 	s.moved++
 	s.setDisallowed(e, u.Disallowed)
-	e.paused = u.Paused
+	e.set(flagPaused, u.Paused)
 	e.interval = u.Interval
 	if e.interval <= 0 {
 		if a, ok := s.o.Policy.(adaptivePolicy); ok {
@@ -479,7 +476,7 @@ func (s *Scheduler) Next(now time.Time) (Dispatch, bool, time.Time) {
 	if e == nil {
 		return Dispatch{}, false, next
 	}
-	return Dispatch{URL: s.front.url(e), Host: e.host.name, Capture: e.capture, Gap: e.host.gap, Due: fromNanos(e.nextDue)}, true, time.Time{}
+	return Dispatch{URL: s.front.url(e), Host: e.host.name, Capture: e.is(flagCapture), Gap: e.host.gap, Due: fromNanos(e.nextDue)}, true, time.Time{}
 }
 
 // Done folds a fetch's outcome into the schedule: the host's spacing, the
@@ -498,7 +495,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	if !fb.End.IsZero() && !fb.Start.IsZero() {
 		h.took(fb.End.Sub(fb.Start))
 	}
-	if e.oneShot {
+	if e.is(flagOneShot) {
 		end := fb.End
 		if end.Before(fb.Start) {
 			end = fb.Start
@@ -512,14 +509,15 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		s.moved++
 	}
 	if fb.OK {
-		e.prevOK, e.lastOK = e.lastOK, nanos(fb.Start)
+		s.prevOK[e.pos], e.lastOK = e.lastOK, nanos(fb.Start)
 	}
 	if fb.Learnt {
 		if e.observations() <= 0 && fb.State.Observations() > 0 {
 			s.learnt++
 		}
 		e.setState(fb.State)
-		e.priorVer, e.stale = fb.PriorVersion, false
+		e.priorVer = fb.PriorVersion
+		e.set(flagStale, false)
 		if e.pos >= 0 {
 			s.posts[e.pos] = fb.Posterior
 		}
@@ -530,8 +528,8 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		// The time this observation covered, for the hazard of a rate
 		// change per unit of observed time.
 		s.updateHazard(fb.Start)
-		if e.lastOK != 0 && nanos(fb.Start) > e.prevOK && e.prevOK != 0 {
-			s.urlTime += fb.Start.Sub(fromNanos(e.prevOK)).Seconds()
+		if prev := s.prevOK[e.pos]; e.lastOK != 0 && nanos(fb.Start) > prev && prev != 0 {
+			s.urlTime += fb.Start.Sub(fromNanos(prev)).Seconds()
 		}
 	}
 	if fb.ChangePoint {
@@ -542,7 +540,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	if fb.OK && e.pos >= 0 && s.probing[e.pos] && s.probes[e.pos] < math.MaxUint8 {
 		s.probes[e.pos]++
 	}
-	if e.disallowed != fb.Disallowed {
+	if e.is(flagDisallowed) != fb.Disallowed {
 		s.setDisallowed(e, fb.Disallowed)
 		s.moved++
 	}
@@ -561,9 +559,9 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	// or a busy host does not stretch every interval and lose fetches.
 	// A fetch later than half an interval starts a new phase.
 	due := fb.Start.Add(e.interval)
-	if e.recheckTau > 0 && fb.OK && !e.rechecked {
+	if e.recheckTau > 0 && fb.OK && !e.is(flagRechecked) {
 		// The check of a URL given up is followed by its probe.
-		e.rechecked = true
+		e.set(flagRechecked, true)
 		due = fb.Start.Add(e.recheckTau)
 	} else if d := fromNanos(e.nextDue).Add(e.interval); e.nextDue != 0 && e.nextDue <= nanos(fb.Start) && d.Before(due) {
 		due = d
@@ -572,10 +570,10 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		}
 	}
 	if e.recheckTau == 0 || !fb.OK || due.Sub(fb.Start) != e.recheckTau {
-		e.rechecked = false
+		e.set(flagRechecked, false)
 	}
 	switch a, adaptive := s.o.Policy.(adaptivePolicy); {
-	case e.disallowed:
+	case e.is(flagDisallowed):
 		due = fb.Start.Add(s.o.DisallowRetry)
 	case e.cap != nil && e.interval > 0:
 		if fb.OK {
@@ -591,8 +589,9 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		due = e.cap.next(s.front.url(e), latest(fb.Start, fromNanos(e.nextDue)), e.interval)
 	case adaptive && e.interval > 0:
 		var st adaptiveState
-		st, due = a.Next(adaptiveState{Interval: e.interval, Modified: fromNanos(s.adModified[e.pos]), Reset: e.adReset}, fb)
-		e.interval, s.adModified[e.pos], e.adReset = st.Interval, nanos(st.Modified), st.Reset
+		st, due = a.Next(adaptiveState{Interval: e.interval, Modified: fromNanos(s.adModified[e.pos]), Reset: e.is(flagAdReset)}, fb)
+		e.interval, s.adModified[e.pos] = st.Interval, nanos(st.Modified)
+		e.set(flagAdReset, st.Reset)
 	}
 	s.mirror(e)
 	s.front.done(e, end, due)
@@ -754,7 +753,12 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	j.lastOK = append([]int64(nil), s.lastOK...)
 	j.probing = append([]bool(nil), s.probing...)
 	j.probes = append([]uint8(nil), s.probes...)
-	j.lastIv = append([]float64(nil), s.lastIv...)
+	j.lastIv = make([]float64, n)
+	for i, last := range s.lastOK {
+		if prev := s.prevOK[i]; last != 0 && prev != 0 && last > prev {
+			j.lastIv[i] = time.Duration(last - prev).Seconds()
+		}
+	}
 	for i, h := range s.planHosts {
 		// The cap is what the host can take given its gap (host rate,
 		// Crawl-delay) and how long its requests last.
@@ -812,7 +816,7 @@ func (s *Scheduler) sampleStates() *refitInput {
 	stride := max(1, s.learnt/refitSample)
 	k := 0
 	for _, e := range s.list {
-		if e.observations() <= 0 || e.disallowed {
+		if e.observations() <= 0 || e.is(flagDisallowed) {
 			continue
 		}
 		if k++; k%stride != 0 {
@@ -844,7 +848,7 @@ func (s *Scheduler) pickResummaries(j *PlanJob) {
 		// A URL never observed keeps the rate it was added with until the
 		// priors have been fitted to the collection (version > 0): before
 		// that, the configured prior rate is all there is.
-		if e.disallowed || (!e.stale && e.priorVer >= ver) || (ver == 0 && e.observations() <= 0) {
+		if e.is(flagDisallowed) || (!e.is(flagStale) && e.priorVer >= ver) || (ver == 0 && e.observations() <= 0) {
 			continue
 		}
 		j.resum = append(j.resum, resummary{i: i, seq: e.seq, st: e.state(), host: e.host.name, tmpl: s.tmplNames[e.tmpl]})
@@ -1522,7 +1526,8 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 			if e.pos < 0 || e.seq != r.seq {
 				continue // fetched meanwhile: its own posterior is newer
 			}
-			s.posts[e.pos], e.priorVer, e.stale = r.post, ver, false
+			s.posts[e.pos], e.priorVer = r.post, ver
+			e.set(flagStale, false)
 			if r.post.Harmonic > 0 && r.post.Harmonic != s.rates[e.pos] {
 				s.rates[e.pos] = r.post.Harmonic
 			}
@@ -1559,12 +1564,12 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 	}
 	for i := j.next; i < end; i++ {
 		e := j.list[i]
-		if e.pos < 0 || e.paused {
+		if e.pos < 0 || e.is(flagPaused) {
 			// Removed since the snapshot, or paused: a paused URL keeps
 			// its interval for when it is resumed.
 			continue
 		}
-		if e.disallowed {
+		if e.is(flagDisallowed) {
 			e.interval = s.o.DisallowRetry
 			s.mirror(e)
 			continue
