@@ -204,7 +204,10 @@ func (s *Scheduler) Remove(urls []string) int {
 		}
 		e.pos = int32(k)
 		list, hosts = append(list, e), append(hosts, s.hosts[i])
-		s.rates[k], s.rateSEs[k], s.weights[k], s.blocked[k], s.fixed[k] = s.rates[i], s.rateSEs[i], s.weights[i], s.blocked[i], s.fixed[i]
+		s.rates[k], s.rateSEs[k], s.weights[k], s.blocked[k] = s.rates[i], s.rateSEs[i], s.weights[i], s.blocked[i]
+		if s.fixed != nil {
+			s.fixed[k] = s.fixed[i]
+		}
 		if s.adaptive {
 			s.freqs[k], s.adModified[k] = s.freqs[i], s.adModified[i]
 		}
@@ -213,7 +216,10 @@ func (s *Scheduler) Remove(urls []string) int {
 		k++
 	}
 	s.list, s.hosts = list, hosts
-	s.rates, s.rateSEs, s.weights, s.blocked, s.fixed = s.rates[:k], s.rateSEs[:k], s.weights[:k], s.blocked[:k], s.fixed[:k]
+	s.rates, s.rateSEs, s.weights, s.blocked = s.rates[:k], s.rateSEs[:k], s.weights[:k], s.blocked[:k]
+	if s.fixed != nil {
+		s.fixed = s.fixed[:k]
+	}
 	if s.adaptive {
 		s.freqs, s.adModified = s.freqs[:k], s.adModified[:k]
 	}

@@ -68,11 +68,11 @@ func checkInvariants(t *testing.T, s *Scheduler) {
 		if int(e.pos) != i || s.weights[i] != w || s.blocked[i] != off || s.planHosts[s.hosts[i]] != e.host {
 			t.Fatalf("mirror of %s (pos %d) disagrees with the entry", s.front.url(e), i)
 		}
-		if s.adaptive && e.interval > 0 && !off && s.fixed[i] == 0 && s.freqs[i] != float64(time.Second)/float64(e.interval) {
+		if s.adaptive && e.interval > 0 && !off && (s.fixed == nil || s.fixed[i] == 0) && s.freqs[i] != float64(time.Second)/float64(e.interval) {
 			t.Fatalf("mirror of %s: frequency %v for interval %v", s.front.url(e), s.freqs[i], e.interval)
 		}
 	}
-	if len(s.rates) != len(s.list) || len(s.rateSEs) != len(s.list) || len(s.weights) != len(s.list) || len(s.blocked) != len(s.list) || (s.adaptive && (len(s.freqs) != len(s.list) || len(s.adModified) != len(s.list))) || len(s.fixed) != len(s.list) || len(s.hosts) != len(s.list) {
+	if len(s.rates) != len(s.list) || len(s.rateSEs) != len(s.list) || len(s.weights) != len(s.list) || len(s.blocked) != len(s.list) || (s.adaptive && (len(s.freqs) != len(s.list) || len(s.adModified) != len(s.list))) || (s.fixed != nil && len(s.fixed) != len(s.list)) || len(s.hosts) != len(s.list) {
 		t.Fatalf("mirrors of %d/%d/%d/%d/%d elements for %d URLs", len(s.rates), len(s.weights), len(s.blocked), len(s.freqs), len(s.hosts), len(s.list))
 	}
 	if disallowed != s.Disallowed() {

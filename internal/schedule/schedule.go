@@ -170,7 +170,8 @@ type Scheduler struct {
 	// fixed is the rate a capture URL polls at whatever the plan says
 	// (its configured or learnt polls per period; 0: planned like any
 	// URL). The plan takes it off the budget and the host's capacity, so
-	// that the budget in use is what is really dispatched.
+	// that the budget in use is what is really dispatched. Nil until a
+	// URL has a fixed rate: most collections have no capture URL.
 	fixed []float64
 	// hosts[i] indexes planHosts, in order of first appearance in list.
 	// Appends never touch its first elements, so a snapshot may share
@@ -258,7 +259,13 @@ func (s *Scheduler) mirror(e *entry) {
 			f = fx
 		}
 	}
-	s.weights[e.pos], s.blocked[e.pos], s.fixed[e.pos] = w, off, fx
+	s.weights[e.pos], s.blocked[e.pos] = w, off
+	if s.fixed == nil && fx != 0 {
+		s.fixed = make([]float64, len(s.list))
+	}
+	if s.fixed != nil {
+		s.fixed[e.pos] = fx
+	}
 	if s.adaptive {
 		s.freqs[e.pos] = f
 	}
@@ -367,7 +374,9 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	if s.adaptive {
 		s.freqs, s.adModified = append(s.freqs, 0), append(s.adModified, 0)
 	}
-	s.fixed = append(s.fixed, 0)
+	if s.fixed != nil {
+		s.fixed = append(s.fixed, 0)
+	}
 	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, pointSummary(u.Rate)), append(s.lastOK, 0), append(s.probing, false), append(s.probes, 0)
 	s.prevOK = append(s.prevOK, 0)
 	s.setCapture(e, u)
@@ -747,7 +756,8 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 		HostCaps: make([]float64, len(s.planHosts)),
 	}
 	j.blocked = append([]bool(nil), s.blocked...)
-	j.fixed = append([]float64(nil), s.fixed...)
+	j.fixed = make([]float64, n)
+	copy(j.fixed, s.fixed)
 	j.rateSE = append([]float64(nil), s.rateSEs...)
 	j.posts = append([]estimate.Summary(nil), s.posts...)
 	j.lastOK = append([]int64(nil), s.lastOK...)
