@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -59,6 +60,8 @@ func memoryURLs(n int, now time.Time) []URLInfo {
 	return out
 }
 
+var memoryURLCount = flag.Int("memory-urls", 1_000_000, "BenchmarkSchedulerMemory: URLs in the schedule")
+
 func liveHeap() uint64 {
 	runtime.GC()
 	runtime.GC()
@@ -68,12 +71,12 @@ func liveHeap() uint64 {
 }
 
 // BenchmarkSchedulerMemory reports the live heap the schedule holds per
-// URL (B/URL) after loading a million URLs and planning once, as a
-// coordinator restart does. The URL strings are copied before the
+// URL (B/URL) after loading -memory-urls URLs (a million) and planning
+// once, as a coordinator restart does. The URL strings are copied before the
 // measurement starts so that they count, as they do when the store
 // decodes them. Run it with -benchtime=1x.
 func BenchmarkSchedulerMemory(b *testing.B) {
-	for _, n := range []int{1_000_000} {
+	for _, n := range []int{*memoryURLCount} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			now := time.Unix(1_800_000_000, 0)
 			infos := memoryURLs(n, now)
