@@ -1144,10 +1144,13 @@ type exploreItem struct {
 	fallback exploreItem0
 	// pairTau is the probe interval of a URL whose rate is not resolved
 	// (0: resolved): if it gets no probe of its own, its planned fetches
-	// come in pairs that far apart (planAround). pairOnly: a URL not
-	// worth a probe of its own, listed only for its pairs.
-	pairTau  float64
-	pairOnly bool
+	// may come in pairs that far apart (planAround). pairOnly: a URL not
+	// worth a probe of its own, listed only for its pairs. pairValue is
+	// the value of what one probe teaches (probeValue), which a pair
+	// must be worth (pairLoss).
+	pairTau   float64
+	pairOnly  bool
+	pairValue float64
 	// rank and key order the items (exploreItems).
 	rank int
 	key  float64
@@ -1194,6 +1197,21 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 		w, mu, tau, rho float64
 	}
 	voi := map[voiKey]float64{}
+	probeWorth := func(post *estimate.Summary, w, mu, tau, rho float64) float64 {
+		k := voiKey{post.Q, w, mu, tau, rho}
+		v, ok := voi[k]
+		if !ok {
+			// What probes teach is used for as long as the estimator
+			// keeps it: its mean memory, which for a URL given up is
+			// at least eight of its recheck intervals (the fading
+			// floor of Estimator.Observe); and no longer than the rate
+			// is expected to last.
+			mem := math.Max(j.halfLife, minMemory*recheck(w, mu, tau)) / math.Ln2
+			v = probeValue(beliefOf(post, pop, rho), w, mu, tau, math.Min(j.horizon, mem))
+			voi[k] = v
+		}
+		return v
+	}
 	var items []exploreItem
 	for i := range in.Rates {
 		w := in.Weights[i]
@@ -1243,26 +1261,15 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 			if !planned {
 				items = append(items, recheckItem)
 			} else {
-				items = append(items, exploreItem{i: i, pairTau: tau, pairOnly: true})
+				items = append(items, exploreItem{i: i, pairTau: tau, pairOnly: true, pairValue: probeWorth(post, w, mu, tau, rho)})
 			}
 		case pKeep <= resolved:
 			items = append(items, recheckItem)
 		default:
-			k := voiKey{post.Q, w, mu, tau, rho}
-			v, ok := voi[k]
-			if !ok {
-				// What probes teach is used for as long as the estimator
-				// keeps it: its mean memory, which for a URL given up is
-				// at least eight of its recheck intervals (the fading
-				// floor of Estimator.Observe); and no longer than the rate
-				// is expected to last.
-				mem := math.Max(j.halfLife, minMemory*recheck(w, mu, tau)) / math.Ln2
-				v = probeValue(beliefOf(post, pop, rho), w, mu, tau, math.Min(j.horizon, mem))
-				voi[k] = v
-			}
+			v := probeWorth(post, w, mu, tau, rho)
 			switch {
 			case v > mu:
-				it := exploreItem{i: i, f: 1 / tau, score: v / mu, sticky: j.probing[i], pairTau: tau}
+				it := exploreItem{i: i, f: 1 / tau, score: v / mu, sticky: j.probing[i], pairTau: tau, pairValue: v}
 				if !planned {
 					it.fallback = exploreItem0{recheckItem.f, recheckItem.tau}
 				}
@@ -1270,7 +1277,7 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 			case !planned:
 				items = append(items, recheckItem)
 			default:
-				items = append(items, exploreItem{i: i, pairTau: tau, pairOnly: true})
+				items = append(items, exploreItem{i: i, pairTau: tau, pairOnly: true, pairValue: v})
 			}
 		}
 	}
@@ -1330,6 +1337,7 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) (freq, tauOf []f
 	paired = make([]bool, n)
 	tauOf = make([]float64, n)
 	pairTau := make([]float64, n)
+	pairValue := make([]float64, n)
 	spent := 0.0
 	caps := append([]float64(nil), in.HostCaps...)
 	weights := append([]float64(nil), in.Weights...)
@@ -1373,7 +1381,7 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) (freq, tauOf []f
 	for _, it := range items {
 		h := in.Hosts[it.i]
 		if it.pairOnly {
-			pairTau[it.i] = it.pairTau
+			pairTau[it.i], pairValue[it.i] = it.pairTau, it.pairValue
 			continue
 		}
 		f, tau := it.f, it.tau
@@ -1393,7 +1401,7 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) (freq, tauOf []f
 			// if the plan gives it up, is rechecked meanwhile; if the
 			// plan keeps it, its planned fetches come in pairs.
 			if fb <= 0 || fb > capAll-spent || fb > hostLeft[h] {
-				pairTau[it.i] = it.pairTau
+				pairTau[it.i], pairValue[it.i] = it.pairTau, it.pairValue
 				continue
 			}
 			f, tau, isProbe = fb, it.fallback.tau, false
@@ -1424,14 +1432,17 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) (freq, tauOf []f
 			freq[i] = plan.Freq[i]
 			// An unresolved URL the plan keeps, with no probe of its
 			// own (the exploration share is spent, or probing it is
-			// worth less than it costs): its fetches come in pairs,
-			// the second pairTau after the first, at the planned rate.
-			// That costs nothing beyond the plan, and each pair is an
-			// observation at the interval that tests the threshold:
-			// kept at a long interval, a URL that changes at every
-			// fetch teaches only that its rate is not small, and its
-			// estimate stays where the prior's tail puts it.
-			if t := pairTau[i]; t > 0 && freq[i] > 0 && 1/freq[i] > 2*t {
+			// worth less than it costs): its fetches may come in
+			// pairs, the second pairTau after the first, at the planned
+			// rate. Each pair is an observation at the interval that
+			// tests the threshold (kept at a long interval, a URL that
+			// changes at every fetch teaches only that its rate is not
+			// small), but a pair is not free: two fetches close together
+			// keep the copy fresh for less of the period than two spread
+			// evenly, which near the threshold halves the URL's
+			// freshness. A pair is made only where what its probe
+			// teaches is worth more than the freshness it costs.
+			if t := pairTau[i]; t > 0 && freq[i] > 0 && 1/freq[i] > 2*t && pairValue[i] > pairLoss(&j.posts[i], in.Weights[i], freq[i], t) {
 				tauOf[i], paired[i] = t, true
 			}
 		}
