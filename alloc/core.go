@@ -3,6 +3,7 @@ package alloc
 import (
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -274,41 +275,67 @@ func (c *core) metrics(sol *Solution) {
 	}
 }
 
-// trimRamp removes excess from Σ f by shrinking, in proportion, the
-// frequencies of the elements that lie on their give-up ramp at multiplier
-// mu (uncapped elements, and those of capped host k with hostMul[k] ≥ 0).
-// Within float64 resolution of μ their marginal value equals μ whatever
-// their frequency between 0 and the ramp's top, so any split is optimal.
-func (c *core) trimRamp(mu float64, hostMul []float64, excess float64) {
-	onRamp := func(i int) bool {
-		e := c.elems[i]
-		if e.Rate == 0 || e.Weight == 0 || c.freq[i] == 0 {
-			return false
-		}
-		m := mu
-		if e.Host >= 0 {
-			if k := c.capOf[e.Host]; k >= 0 {
-				m = hostMul[k]
-				if m < 0 {
-					return false
-				}
-			}
-		}
-		return 1-m*e.Rate/e.Weight <= rampWidth
+// fillBetween settles a bracket [muLo, muHi] of the multiplier that
+// float64 cannot narrow (rootFinder's fill): S(muLo) > budget > S(muHi)
+// while the two are a few ulps apart, because many elements sit so near
+// their give-up threshold (identical elements, such as URLs that all
+// have the prior's rate) that their frequencies fall steeply there. Every
+// μ in the bracket is the multiplier to float64 precision, so any
+// allocation between the two ends is optimal to that precision; the one
+// that spends the budget exactly is f = f(muLo) − θ·(f(muLo) − f(muHi)) for
+// a single θ, which keeps identical elements identical (a mix of
+// elements fetched and given up would be as good, but arbitrary).
+//
+// Hosts whose cap binds at muLo are left to the per-host searches that
+// follow (hostMul[k] = −1); θ is taken over the other elements, against
+// what the binding hosts' caps leave of the budget. On return c.freq and
+// c.tot hold the pass at muLo except for the blend of the free elements,
+// as the host searches expect.
+func (c *core) fillBetween(muLo, muHi float64, hostMul []float64, budget float64) {
+	nCap := len(c.caps)
+	for k := range hostMul {
+		hostMul[k] = muHi
 	}
-	ramp := 0.0
-	for i := range c.elems {
-		if onRamp(i) {
-			ramp += c.freq[i]
-		}
+	c.pass(muHi, hostMul, true, false, fullAcc)
+	sHi := c.tot.s
+	hsHi := slices.Clone(c.tot.hs)
+	for k := range hostMul {
+		hostMul[k] = muLo
 	}
-	if !(excess > 0 && ramp > 0) {
+	c.pass(muLo, hostMul, true, false, fullAcc)
+	sLo, target := c.tot.s, budget
+	for k := range nCap {
+		if c.tot.hs[k] > c.caps[k] {
+			hostMul[k] = -1 // binding: its elements are redone by solveHosts
+			target -= c.caps[k]
+			continue
+		}
+		sLo += c.tot.hs[k]
+		sHi += hsHi[k]
+	}
+	if !(sLo > sHi) {
 		return
 	}
-	scale := max(ramp-excess, 0) / ramp
-	for i := range c.elems {
-		if onRamp(i) {
-			c.freq[i] *= scale
+	theta := min(max((sLo-target)/(sLo-sHi), 0), 1)
+	tol := tolFor(fullAcc)
+	c.parallel(func(_, lo, hi int) {
+		for i, e := range c.elems[lo:hi] {
+			f := &c.freq[lo+i]
+			if e.Rate == 0 || e.Weight == 0 || *f == 0 {
+				continue // f(muHi) ≤ f(muLo) = 0
+			}
+			if e.Host >= 0 {
+				if k := c.capOf[e.Host]; k >= 0 && hostMul[k] < 0 {
+					continue
+				}
+			}
+			var fHi float64
+			if c.obj == Freshness {
+				fHi, _ = freshFreq(e.Rate, e.Weight, muHi, *f, tol)
+			} else {
+				fHi, _ = ageFreq(e.Rate, e.Weight, muHi, *f, tol)
+			}
+			*f -= theta * (*f - fHi)
 		}
-	}
+	})
 }

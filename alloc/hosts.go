@@ -82,9 +82,7 @@ func (c *core) solveHosts(rfs []rootFinder) error {
 				rf.observe(S, D, math.Log(up), math.Log(down))
 			}
 			if rf.fill {
-				m := math.Exp(rf.t)
-				S, _, _, _ := evalGroup(c.obj, lam[lo:hi], w[lo:hi], f[lo:hi], m, fullAcc)
-				trimGroupRamp(lam[lo:hi], w[lo:hi], f[lo:hi], m, S-rf.target)
+				fillGroup(c.obj, lam[lo:hi], w[lo:hi], f[lo:hi], math.Exp(rf.t), math.Exp(rf.hi), rf.target)
 			}
 		}
 	}
@@ -127,21 +125,17 @@ func evalGroup(obj Objective, lam, w, f []float64, m, acc float64) (S, D, up, do
 	return S, D, up, down
 }
 
-// trimGroupRamp is trimRamp for a gathered group.
-func trimGroupRamp(lam, w, f []float64, m, excess float64) {
-	ramp := 0.0
-	for i := range f {
-		if f[i] > 0 && 1-m*lam[i]/w[i] <= rampWidth {
-			ramp += f[i]
-		}
-	}
-	if !(excess > 0 && ramp > 0) {
+// fillGroup is fillBetween for a gathered group: it leaves f at the
+// blend of the group's allocations at mLo and mHi that sums to target.
+func fillGroup(obj Objective, lam, w, f []float64, mLo, mHi, target float64) {
+	sHi, _, _, _ := evalGroup(obj, lam, w, f, mHi, fullAcc)
+	fHi := slices.Clone(f)
+	sLo, _, _, _ := evalGroup(obj, lam, w, f, mLo, fullAcc)
+	if !(sLo > sHi) {
 		return
 	}
-	scale := max(ramp-excess, 0) / ramp
+	theta := min(max((sLo-target)/(sLo-sHi), 0), 1)
 	for i := range f {
-		if f[i] > 0 && 1-m*lam[i]/w[i] <= rampWidth {
-			f[i] *= scale
-		}
+		f[i] -= theta * (f[i] - fHi[i])
 	}
 }

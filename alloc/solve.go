@@ -107,8 +107,8 @@ type Solution struct {
 // needs a secant. Each inner solve is warm-started from the element's
 // frequency in the previous pass and asked only for the accuracy the outer
 // iteration can use, so most passes take one Halley step (one exp) per
-// element. A cold start on large inputs first solves a strided sample to
-// get μ within ~1%. Passes are spread over GOMAXPROCS goroutines in fixed
+// element. A cold start on large inputs, or a warm one whose budget
+// moved, first solves a strided sample to get μ within ~1%. Passes are spread over GOMAXPROCS goroutines in fixed
 // interleaved chunks (deterministic sums; all goroutines are joined before
 // a pass returns). Memory: the 8-byte Freq per element plus 28 bytes per
 // element of a binding host (solveHosts) and O(hosts).
@@ -144,18 +144,46 @@ func Solve(p Problem) (Solution, error) {
 }
 
 // Solver keeps the state of a solved Problem so that it can be re-solved
-// cheaply after the change-rate or weight estimates move: the next Solve
-// starts from the previous multipliers μ and μ_h* and from each element's
+// cheaply after the change-rate or weight estimates (or the budget and
+// caps) move: the next Solve starts from the multipliers μ and μ_h* of the
+// one of the last two solves nearest in budget and from each element's
 // previous frequency, so a small change costs a few passes of one Halley
 // step each instead of a cold solve (BenchmarkResolve1M: 5 passes against
 // 7, about 60% of the time, after changing 1% of the rates). A Solver is
 // not safe for concurrent use.
 type Solver struct {
-	p      Problem   // private copy: callers' slices are not modified
-	freq   []float64 // previous frequencies: the warm start
+	p    Problem   // private copy: callers' slices are not modified
+	freq []float64 // previous frequencies: the warm start
+	// The multipliers of the last two solves, each with its budget: a
+	// caller that alternates between two budgets (a plan with and
+	// without the share exploration takes) starts each solve from the
+	// multipliers of the one nearest in budget. Near a give-up
+	// threshold that many elements share, S(μ) is so steep that the
+	// other budget's μ would cost several extra passes.
+	last [2]warmRecord
+}
+
+// warmRecord is one successful solve's multipliers.
+type warmRecord struct {
+	budget float64
 	mu     float64
-	hostMu []float64 // previous μ + ν_h per host
-	warm   bool
+	hostMu []float64 // μ + ν_h per host (0: the cap did not bind)
+	ok     bool
+}
+
+// nearest returns the index of the record whose budget is nearest to b
+// (relatively), or −1 if there is none.
+func (s *Solver) nearest(b float64) int {
+	best, dist := -1, math.Inf(1)
+	for k, r := range s.last {
+		if !r.ok {
+			continue
+		}
+		if d := math.Abs(math.Log(b / r.budget)); d < dist || best < 0 {
+			best, dist = k, d
+		}
+	}
+	return best
 }
 
 // NewSolver returns a Solver for p. It copies p.Elements and p.HostCaps,
@@ -176,6 +204,17 @@ func (s *Solver) SetWeight(i int, w float64) { s.p.Elements[i].Weight = w }
 // SetBudget sets the budget for the next Solve.
 func (s *Solver) SetBudget(b float64) { s.p.Budget = b }
 
+// SetHostCaps sets every host's cap for the next Solve (the number of
+// hosts is fixed; it panics if caps has another length). A caller that
+// takes part of the budget and of each host's capacity for other fetches
+// re-solves warm: the previous μ and μ_h* stay good starting points.
+func (s *Solver) SetHostCaps(caps []float64) {
+	if len(caps) != len(s.p.HostCaps) {
+		panic(fmt.Sprintf("alloc: SetHostCaps: %d caps for %d hosts", len(caps), len(s.p.HostCaps)))
+	}
+	copy(s.p.HostCaps, caps)
+}
+
 // Solve solves the current problem, warm-started from the previous
 // successful Solve if there was one. The returned Freq is a fresh slice
 // owned by the caller.
@@ -185,23 +224,36 @@ func (s *Solver) Solve() (Solution, error) {
 		return Solution{}, err
 	}
 	var w *warmStart
-	if s.warm {
-		w = &warmStart{mu: s.mu, hostMu: s.hostMu}
+	if k := s.nearest(s.p.Budget); k >= 0 {
+		r := s.last[k]
+		w = &warmStart{mu: r.mu, hostMu: r.hostMu, budgetMoved: math.Abs(s.p.Budget/r.budget-1) > 1e-3}
 	}
 	sol, err := c.solve(s.p.Budget, w)
 	if err != nil {
-		s.warm = false
+		s.last = [2]warmRecord{}
 		clear(s.freq)
 		return Solution{}, err
 	}
-	s.mu = sol.Mu
-	s.hostMu = make([]float64, len(sol.HostNu))
-	for h, nu := range sol.HostNu {
-		if nu > 0 {
-			s.hostMu[h] = sol.Mu + nu
+	if sol.Mu > 0 && !math.IsInf(sol.Mu, 1) {
+		// Replace the record nearest in budget (the same caller's last
+		// solve), or the empty one.
+		k := s.nearest(s.p.Budget)
+		if k < 0 || !s.last[1-k].ok {
+			k = min(k+1, 1)
+			if !s.last[0].ok {
+				k = 0
+			}
+		}
+		r := &s.last[k]
+		r.budget, r.mu, r.ok = s.p.Budget, sol.Mu, true
+		r.hostMu = slices.Grow(r.hostMu[:0], len(sol.HostNu))[:len(sol.HostNu)]
+		for h, nu := range sol.HostNu {
+			r.hostMu[h] = 0
+			if nu > 0 {
+				r.hostMu[h] = sol.Mu + nu
+			}
 		}
 	}
-	s.warm = sol.Mu > 0 && !math.IsInf(sol.Mu, 1)
 	sol.Freq = slices.Clone(s.freq)
 	return sol, nil
 }
@@ -209,6 +261,9 @@ func (s *Solver) Solve() (Solution, error) {
 type warmStart struct {
 	mu     float64
 	hostMu []float64 // by host index; 0 = unknown
+	// budgetMoved: the budget differs from the one mu was solved for by
+	// more than 0.1%, so mu may be several passes away (initialGuess).
+	budgetMoved bool
 }
 
 // validate checks p and returns an error naming the first offending value.
@@ -296,12 +351,7 @@ func (c *core) solve(budget float64, warm *warmStart) (Solution, error) {
 	}
 
 	// Outer search for μ on S̃(μ) = U(μ) + Σ_h min(S_h(μ), c_h).
-	var t0 float64
-	if warm != nil {
-		t0 = math.Log(warm.mu)
-	} else {
-		t0 = c.initialGuess(budget)
-	}
+	t0 := c.initialGuess(budget, warm)
 	rf := newRootFinder(budget, t0)
 	if c.obj == Freshness {
 		// Above the largest w/λ every element is given up: S̃ = 0.
@@ -332,18 +382,7 @@ func (c *core) solve(budget float64, warm *warmStart) (Solution, error) {
 	}
 	mu := math.Exp(rf.t)
 	if rf.fill {
-		for k := range hostMul {
-			hostMul[k] = mu
-		}
-		c.pass(mu, hostMul, true, false, fullAcc)
-		S := c.tot.s
-		for k := range nCap {
-			S += min(c.tot.hs[k], c.caps[k])
-			if c.tot.hs[k] > c.caps[k] {
-				hostMul[k] = -1 // binding: its elements are redone below
-			}
-		}
-		c.trimRamp(mu, hostMul, S-budget)
+		c.fillBetween(mu, math.Exp(rf.hi), hostMul, budget)
 	}
 	sol.Mu = mu
 
@@ -394,13 +433,21 @@ func (c *core) finishHosts(sol *Solution, rfs []rootFinder) {
 	}
 }
 
-// initialGuess returns a starting ln μ for a cold solve. For large inputs
-// it solves a strided sample of 2^16 elements with the budget and caps
-// scaled down; its μ is within about 1/√(2^16) of the full one, which
-// leaves two or three full Newton passes. Smaller inputs use heuristic.
-func (c *core) initialGuess(budget float64) float64 {
+// initialGuess returns a starting ln μ. For large inputs it solves a
+// strided sample of 2^16 elements with the budget and caps scaled down;
+// its μ is within about 1/√(2^16) of the full one, which leaves two or
+// three full Newton passes. It does so on a warm solve too when the
+// budget moved, started from the warm multipliers and frequencies: the
+// previous μ can then be several Newton passes away where many elements
+// share a give-up threshold, and the sample costs under half a pass.
+// Otherwise a warm solve starts from the warm μ, and a small cold one
+// from heuristic.
+func (c *core) initialGuess(budget float64, warm *warmStart) float64 {
 	const sample = 1 << 16
 	n := len(c.elems)
+	if warm != nil && (n <= 4*sample || !warm.budgetMoved) {
+		return math.Log(warm.mu)
+	}
 	if n <= 4*sample {
 		return c.heuristic(budget)
 	}
@@ -413,20 +460,25 @@ func (c *core) initialGuess(budget float64) float64 {
 		HostCaps:  make([]float64, len(c.capOf)),
 		Objective: c.obj,
 	}
+	subFreq := make([]float64, m)
 	for j := range m {
 		sub.Elements[j] = c.elems[j*stride+stride/2]
+		subFreq[j] = c.freq[j*stride+stride/2]
 	}
 	for h, k := range c.capOf {
 		if k >= 0 {
 			sub.HostCaps[h] = c.caps[k] * scale
 		}
 	}
-	sc, err := newCore(sub, make([]float64, m))
+	sc, err := newCore(sub, subFreq)
 	if err == nil {
 		sc.workers = c.workers
-		if sol, err := sc.solve(sub.Budget, nil); err == nil && sol.Mu > 0 && !math.IsInf(sol.Mu, 1) {
+		if sol, err := sc.solve(sub.Budget, warm); err == nil && sol.Mu > 0 && !math.IsInf(sol.Mu, 1) {
 			return math.Log(sol.Mu)
 		}
+	}
+	if warm != nil {
+		return math.Log(warm.mu)
 	}
 	return c.heuristic(budget)
 }
@@ -513,9 +565,10 @@ type rootFinder struct {
 	tPrev  float64 // previous evaluation, for the secant
 	phPrev float64
 	newton bool // the step to t was a Newton step
+	creep  int  // steps below the resolution of t so far (observe)
 	n      int  // evaluations so far
 	done   bool
-	fill   bool // done, but S(t) > target must be trimmed (see observe)
+	fill   bool // done, but S(t) > target: blend with S(hi) (see observe)
 }
 
 func newRootFinder(target, t0 float64) rootFinder {
@@ -553,9 +606,11 @@ func (rf *rootFinder) observe(S, D, up, down float64) {
 	}
 	width := rf.hi - rf.lo
 	if width <= 1e-15*max(1, math.Abs(t)) {
-		// S jumps across one ulp of μ: elements on their give-up ramp
-		// closer to the threshold than float64 resolves. The caller
-		// evaluates at lo and trims those elements (trimRamp).
+		// S jumps across a few ulps of μ: many elements close to their
+		// give-up threshold, where f falls to 0 within a relative 1e−9 of
+		// μ, so that no representable μ matches the target to rootTol.
+		// Every μ in the bracket is the multiplier to float64 precision:
+		// the caller blends the allocations at its ends (fillBetween).
 		rf.done, rf.fill, rf.t = true, true, rf.lo
 		return
 	}
@@ -568,7 +623,22 @@ func (rf *rootFinder) observe(S, D, up, down float64) {
 	rf.tPrev, rf.phPrev = t, phi
 	next := t + phi/slope // NaN or ±Inf when the slope is unusable
 	rf.newton = true
-	if !math.IsInf(width, 1) {
+	if d := 4 * ulp(t) * math.Ldexp(1, min(rf.creep, 60)); math.Abs(next-t) < d {
+		// The step is below what float64 resolves of ln μ: S is steeper
+		// here than a few ulps of μ can follow (many elements near one
+		// give-up threshold, where S falls by their whole share of the
+		// budget within a relative 1e−9 of μ), so no representable μ
+		// matches the target to rootTol, and Newton would crawl or
+		// stall. Step past the root by a few ulps (doubling while that
+		// does not bracket it): the bracket is then narrow enough to
+		// settle by blending (fill).
+		rf.creep++
+		next = t + math.Copysign(d, phi)
+		if !math.IsInf(width, 1) && !(next > rf.lo && next < rf.hi) {
+			next = rf.lo + 0.5*width
+			rf.newton = false
+		}
+	} else if !math.IsInf(width, 1) {
 		if slow || !(next > rf.lo && next < rf.hi) {
 			next = rf.fallback(slow)
 			rf.newton = false
@@ -595,6 +665,11 @@ func (rf *rootFinder) observe(S, D, up, down float64) {
 	rf.acc = min(max(1e-2*phi*phi, fullAcc), 1e-6)
 }
 
+// ulp is the spacing of float64 values at t.
+func ulp(t float64) float64 {
+	return math.Nextafter(math.Abs(t), math.Inf(1)) - math.Abs(t)
+}
+
 // fallback picks the next point inside a finite bracket when Newton is
 // unusable: the ends of a lone threshold's ramp, regula falsi, or the
 // midpoint.
@@ -619,7 +694,7 @@ func (rf *rootFinder) fallback(slow bool) float64 {
 	// Regula falsi on φ usually beats the midpoint; keep it only well
 	// inside the bracket unless the bracket is a ramp.
 	x := lo + width*rf.philo/(rf.philo-rf.phihi)
-	if x > lo+0.1*width && x < hi-0.1*width || rf.loUp < hi && rf.loUp == rf.hiDown {
+	if x > lo+0.1*width && x < hi-0.1*width || rf.loUp < hi && rf.loUp == rf.hiDown && x > lo && x < hi {
 		return x
 	}
 	return mid

@@ -414,3 +414,56 @@ func TestMinBudgetFor(t *testing.T) {
 		t.Error("NaN target accepted")
 	}
 }
+
+// TestSolverAlternatingBudgetsAndCaps re-solves one Solver as a plan
+// does, alternately with the whole budget and caps and with 90 % of them
+// (exploration's share taken out), while rates move: each warm solve,
+// started from the multipliers of the earlier solve nearest in budget (and,
+// above 2^18 elements, from a warm sample when the budget moved), must
+// match a fresh solve of the same problem.
+func TestSolverAlternatingBudgetsAndCaps(t *testing.T) {
+	for _, n := range []int{20_000, 270_000} {
+		p := benchProblem(n, 6)
+		s := NewSolver(p)
+		rng := rand.New(rand.NewPCG(3, 4))
+		full := append([]float64(nil), p.HostCaps...)
+		for k := range 4 {
+			q := p
+			q.Elements = append([]Element(nil), p.Elements...)
+			for range n / 100 {
+				i := rng.IntN(n)
+				q.Elements[i].Rate *= 0.8 + 0.4*rng.Float64()
+				s.SetRate(i, q.Elements[i].Rate)
+			}
+			p = q
+			q.HostCaps = append([]float64(nil), full...)
+			if k%2 == 1 {
+				q.Budget *= 0.9
+				for h := range q.HostCaps {
+					q.HostCaps[h] *= 0.9
+				}
+			}
+			s.SetBudget(q.Budget)
+			s.SetHostCaps(q.HostCaps)
+			warm, err := s.Solve()
+			if err != nil {
+				t.Fatalf("n %d solve %d: %v", n, k, err)
+			}
+			fresh, err := Solve(q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(warm.Mu/fresh.Mu-1) > 1e-9 {
+				t.Errorf("n %d solve %d: μ warm %v, fresh %v", n, k, warm.Mu, fresh.Mu)
+			}
+			checkKKT(t, q, warm)
+			t.Logf("n %d solve %d: passes warm %d, fresh %d", n, k, warm.Iterations, fresh.Iterations)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("SetHostCaps with the wrong number of caps did not panic")
+		}
+	}()
+	NewSolver(benchProblem(10, 1)).SetHostCaps([]float64{1})
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,7 +18,7 @@ import (
 // compared with the oracle at the same number of fetches (docs/design.md §4).
 func benchPoliciesCmd() *cobra.Command {
 	o := bench.DefaultOptions()
-	var mode, workloads, policies, out string
+	var mode, workloads, policies, out, cpuProfile string
 	var lo bench.LiveOptions
 	cmd := &cobra.Command{
 		Use:   "policies",
@@ -55,6 +56,17 @@ one SVG plot of freshness over time per workload into --out.`,
 				if lo.Day <= 0 {
 					lo.Day = time.Second
 				}
+			}
+			if cpuProfile != "" {
+				f, err := createProfile("cpuprofile", cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
 			}
 			w := cmd.OutOrStdout()
 			var all []bench.Result
@@ -120,5 +132,6 @@ one SVG plot of freshness over time per workload into --out.`,
 	f.DurationVar(&o.Day, "sim-day", 0, "duration of one simulated day: real time in live mode (0: 1s), virtual time in virtual mode (0: 24h)")
 	f.IntVar(&lo.Workers, "workers", 2, "live mode: in-process workers")
 	f.IntVar(&lo.Concurrency, "concurrency", 8, "live mode: fetches at once per worker")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	return cmd
 }

@@ -20,7 +20,7 @@ type allocPolicy struct {
 	solver *alloc.Solver
 	n      int
 	hosts  []int32
-	caps   []float64
+	nCaps  int
 }
 
 func policyFromAlloc(name, objective string) (Policy, error) {
@@ -61,22 +61,25 @@ func (p *allocPolicy) Plan(in PlanInput) (PlanOutput, error) {
 }
 
 // solve reuses the warm solver when the element set and hosts are the same
-// as last time, which is the common case: estimates move, URLs stay.
+// as last time, which is the common case: estimates move, URLs stay. The
+// caps may differ: exploration takes part of each host's capacity, and a
+// plan solves the allocation with and without it.
 func (p *allocPolicy) solve(in PlanInput) (alloc.Solution, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	same := p.solver != nil && p.n == len(in.Rates) && slices.Equal(p.hosts, in.Hosts) && slices.Equal(p.caps, in.HostCaps)
+	same := p.solver != nil && p.n == len(in.Rates) && p.nCaps == len(in.HostCaps) && slices.Equal(p.hosts, in.Hosts)
 	if !same {
 		p.solver = alloc.NewSolver(p.problem(in))
 		p.n = len(in.Rates)
 		p.hosts = append(p.hosts[:0], in.Hosts...)
-		p.caps = append(p.caps[:0], in.HostCaps...)
+		p.nCaps = len(in.HostCaps)
 	} else {
 		for i := range in.Rates {
 			p.solver.SetRate(i, in.Rates[i])
 			p.solver.SetWeight(i, in.Weights[i])
 		}
 		p.solver.SetBudget(in.Budget)
+		p.solver.SetHostCaps(in.HostCaps)
 	}
 	sol, err := p.solver.Solve()
 	if err != nil {

@@ -201,7 +201,8 @@ type Scheduler struct {
 	// observations since the priors were last fitted.
 	changePoints, urlTime float64
 	hazardAt              time.Time
-	learnt                int // URLs with an estimate
+	learnt                int     // URLs with an estimate
+	exploreLift           float64 // the last plan's PlanJob.lift
 	sinceRefit            int
 	resumFrom             int // where the next re-summary batch starts
 	// planList is the list the last plan was made over: plan.Freq[i]
@@ -711,6 +712,10 @@ type PlanJob struct {
 	sat          []bool    // per host: the plan gives it all it can take
 	inUse        float64
 	next         int // elements applied so far
+	// liftGuess is the previous plan's lift, the ratio of exploration's
+	// multiplier to the full plan's (exploreByValue's warm start; 0:
+	// none), and lift this plan's (0: exploration did not move it).
+	liftGuess, lift float64
 }
 
 // resummary is one URL's posterior to recompute under the priors.
@@ -745,7 +750,7 @@ func (j *PlanJob) Output() PlanOutput { return j.out }
 func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	n := len(s.list)
 	_, adaptive := s.o.Policy.(adaptivePolicy)
-	j := &PlanJob{at: now, policy: s.o.Policy, adaptive: adaptive, explore: s.o.ExploreShare, moved: s.moved, list: s.list[:n:n]}
+	j := &PlanJob{at: now, policy: s.o.Policy, adaptive: adaptive, explore: s.o.ExploreShare, moved: s.moved, list: s.list[:n:n], liftGuess: s.exploreLift}
 	j.in = PlanInput{
 		Budget:  s.o.Budget,
 		Rates:   append([]float64(nil), s.rates...),
@@ -1070,7 +1075,8 @@ func (j *PlanJob) exploreGivenUp(in PlanInput, out PlanOutput) ([]float64, PlanO
 // other URLs with what exploration leaves. Exploration raises the plan's
 // multiplier (the plan has less budget), so a probe must be worth the
 // multiplier of the plan it leaves: the multiplier is the fixed point of
-// the two, found by bisection.
+// the two, found by bisection, started from the previous plan's (a
+// re-plan then usually solves the allocation once or twice, not six times).
 func (j *PlanJob) exploreByValue(in PlanInput, out PlanOutput) ([]float64, PlanOutput, error) {
 	// The collection's prior, for the value of rechecks.
 	pr := j.priors
@@ -1097,17 +1103,42 @@ func (j *PlanJob) exploreByValue(in PlanInput, out PlanOutput) ([]float64, PlanO
 		freq, tau, plan, probe, paired, err := j.planAround(in, items)
 		return result{freq, tau, plan, probe, paired}, err
 	}
-	lo := out.Mu
-	r, err := at(lo)
-	if err != nil {
-		return nil, out, err
-	}
-	if r.plan.Mu > lo*1.02 && r.plan.Mu > 0 && !math.IsInf(r.plan.Mu, 1) {
-		hi := r.plan.Mu
-		rHi, err := at(hi)
+	valid := func(mu float64) bool { return mu > 0 && !math.IsInf(mu, 1) }
+	// Warm start: the previous plan's lift of the multiplier, a little
+	// above it, so that one evaluation usually brackets the root within
+	// the tolerance. M is decreasing, so an evaluation at g gives both
+	// ends: if M(g) ≤ g, the root lies in [M(g), g], else in [g, M(g)].
+	lo, hi := out.Mu, 0.0
+	var r, rHi result
+	if g := out.Mu * j.liftGuess * 1.01; j.liftGuess > 1.02 {
+		rg, err := at(g)
 		if err != nil {
 			return nil, out, err
 		}
+		switch m := rg.plan.Mu; {
+		case !valid(m):
+		case m <= g:
+			lo, hi, rHi = max(lo, m), g, rg
+		default:
+			lo, hi = g, m
+			if rHi, err = at(hi); err != nil {
+				return nil, out, err
+			}
+		}
+	}
+	if hi == 0 {
+		var err error
+		if r, err = at(lo); err != nil {
+			return nil, out, err
+		}
+		if r.plan.Mu > lo*1.02 && valid(r.plan.Mu) {
+			hi = r.plan.Mu
+			if rHi, err = at(hi); err != nil {
+				return nil, out, err
+			}
+		}
+	}
+	if hi > 0 {
 		for range 4 {
 			if hi <= lo*1.03 {
 				break
@@ -1124,6 +1155,7 @@ func (j *PlanJob) exploreByValue(in PlanInput, out PlanOutput) ([]float64, PlanO
 			}
 		}
 		r = rHi
+		j.lift = math.Sqrt(lo*hi) / out.Mu
 	}
 	freq, plan, probe := r.freq, r.plan, r.probe
 	j.probe, j.recheckTau, j.paired = probe, r.tau, r.paired
@@ -1541,6 +1573,7 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		if j.newPrior != nil {
 			s.priors.store(j.newPrior)
 		}
+		s.exploreLift = j.lift
 		ver := s.priors.load().revision()
 		for _, r := range j.resum {
 			e := j.list[r.i]
