@@ -101,25 +101,34 @@ func seedOffline(cmd *cobra.Command, cfg config.Config, path string) error {
 	case !viaAPI:
 		defer db.Close()
 		// Without a terminal (a log, a pipe), a long run says where it is
-		// every progressEvery instead of drawing a bar.
-		var progress func([]store.URL)
-		if bar == nil {
-			start, last, lines := time.Now(), time.Now(), 0
-			progress = func(batch []store.URL) {
-				lines += len(batch)
-				if time.Since(last) >= progressEvery {
-					last = time.Now()
-					el := time.Since(start)
-					fmt.Fprintf(stderr, "seeding %s: %d URLs stored in %s (%.0f/s)\n", name, lines, el.Round(time.Second), float64(lines)/el.Seconds())
-				}
-			}
-		}
-		sum, err = coordinator.IngestSeedsBatch(db, in, name, coordinator.BulkSeedBatch, func(e *seed.LineError) {
+		// every progressEvery instead of drawing a bar: lines read while
+		// they are sorted, then URLs stored.
+		o := coordinator.SortedSeedOptions{OnBad: func(e *seed.LineError) {
 			if bar != nil {
 				_ = bar.Clear()
 			}
 			fmt.Fprintln(stderr, e.Error())
-		}, progress)
+		}}
+		if bar == nil {
+			start, last, stored := time.Now(), time.Now(), 0
+			say := func(format string, args ...any) {
+				if time.Since(last) >= progressEvery {
+					last = time.Now()
+					fmt.Fprintf(stderr, "seeding %s: "+format+" in %s\n", append(append([]any{name}, args...), time.Since(start).Round(time.Second))...)
+				}
+			}
+			o.OnRead = func(lines int) { say("%d lines read and sorted", lines) }
+			o.OnBatch = func(batch []store.URL) {
+				stored += len(batch)
+				say("%d URLs stored", stored)
+			}
+		}
+		sum, err = coordinator.IngestSeedsSorted(cmd.Context(), db, in, name, o)
+		if err != nil && cmd.Context().Err() != nil {
+			// Stopped (ctrl-C, SIGTERM): what was committed stays.
+			err = fmt.Errorf("seeding %s stopped: %d good lines read, %d URLs stored (%d new, %d updated); seeding the file again stores the rest: %w",
+				name, sum.Good, sum.Added+sum.Updated, sum.Added, sum.Updated, err)
+		}
 	default:
 		// A coordinator holds the store (or --api names one): stream the
 		// file to its API.

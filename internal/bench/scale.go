@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -65,7 +66,7 @@ type ScaleResult struct {
 	// MeanURLBytes is the mean length of the seeded URLs.
 	MeanURLBytes float64 `json:"mean_url_bytes"`
 	// Seed is `freshcrawl seed FILE` into a fresh data directory
-	// (coordinator.IngestSeedsBatch with the bulk batch).
+	// (coordinator.IngestSeedsSorted).
 	SeedSeconds    float64 `json:"seed_s"`
 	SeedCPUSeconds float64 `json:"seed_cpu_s"`
 	// FetchedSeconds is writing the fetched state of Fetched URLs, as
@@ -202,7 +203,7 @@ func scaleAt(ctx context.Context, n int, o ScaleOptions) (ScaleResult, error) {
 		return r, err
 	}
 	t0, c0 := time.Now(), selfUsage().CPU
-	sum, err := coordinator.IngestSeedsBatch(db, bufio.NewReaderSize(in, 256<<10), file, coordinator.BulkSeedBatch, nil, nil)
+	sum, err := coordinator.IngestSeedsSorted(ctx, db, bufio.NewReaderSize(in, 256<<10), file, coordinator.SortedSeedOptions{TempDir: dir})
 	in.Close()
 	if err != nil {
 		return r, fmt.Errorf("seed: %w", err)
@@ -284,8 +285,8 @@ func scaleAt(ctx context.Context, n int, o ScaleOptions) (ScaleResult, error) {
 // the fold does, 10 000 URLs a transaction.
 func writeFetched(ctx context.Context, db *store.DB, o ScaleOptions) (int, error) {
 	rng := rand.New(rand.NewPCG(o.Seed, 19))
-	est := schedule.NewEstimator(7*24*time.Hour, 1.0/86400)
 	now := time.Now()
+	histories := newFetchHistories(rng, now)
 	var urls []string
 	n := 0
 	flush := func() error {
@@ -302,7 +303,7 @@ func writeFetched(ctx context.Context, db *store.DB, o ScaleOptions) (int, error
 			if err != nil || !found {
 				return err
 			}
-			fetchedState(rng, est, &u, now)
+			histories[rng.IntN(len(histories))].apply(rng, &u)
 			return tx.Put(u)
 		})
 		n += len(urls)
@@ -332,30 +333,70 @@ func writeFetched(ctx context.Context, db *store.DB, o ScaleOptions) (int, error
 	return n, nil
 }
 
-func fetchedState(rng *rand.Rand, est schedule.Estimator, u *store.URL, now time.Time) {
-	var st schedule.EstimateState
-	iv := time.Duration(1+rng.Int64N(14*24)) * time.Hour
-	fetches := 2 + rng.IntN(20)
-	at := now.Add(-time.Duration(fetches) * iv)
-	var prev time.Time
-	rate := 1.0 / 86400
-	for range fetches {
-		changed := rng.IntN(3) == 0
-		fb := est.Learn(&st, rate, schedule.Observation{URL: u.URL, Host: u.Host, Start: at, End: at.Add(300 * time.Millisecond), OK: true, First: prev.IsZero(), Prev: prev, Changed: changed})
-		if changed {
-			u.Changes++
-			u.LastChange = at
+// fetchHistory is the estimator's view of one URL after a few fetches.
+type fetchHistory struct {
+	fetches, changes      int64
+	lastChange, lastFetch time.Time
+	estimate              []byte
+	rate, rateSE          float64
+	interval              time.Duration
+}
+
+// scaleHistories is how many distinct fetch histories writeFetched draws
+// from: the estimator's Learn costs milliseconds a fetch (its change-point
+// test), too slow to run for millions of URLs, and what is measured here is
+// the store, to which a state is bytes of the same size and kind.
+const scaleHistories = 1024
+
+// newFetchHistories runs the estimator over scaleHistories random fetch
+// histories: 2 to 21 fetches at a fixed interval of 1 hour to 14 days,
+// a third of them changed.
+func newFetchHistories(rng *rand.Rand, now time.Time) []fetchHistory {
+	est := schedule.NewEstimator(7*24*time.Hour, 1.0/86400)
+	out := make([]fetchHistory, scaleHistories)
+	for i := range out {
+		h := &out[i]
+		var st schedule.EstimateState
+		h.interval = time.Duration(1+rng.Int64N(14*24)) * time.Hour
+		h.fetches = int64(2 + rng.IntN(20))
+		at := now.Add(-time.Duration(h.fetches) * h.interval)
+		url := fmt.Sprintf("https://www.site-%d.example.com/history/%d", i%100, i)
+		var prev time.Time
+		rate := 1.0 / 86400
+		for range h.fetches {
+			changed := rng.IntN(3) == 0
+			fb := est.Learn(&st, rate, schedule.Observation{URL: url, Host: hostOf(url), Start: at, End: at.Add(300 * time.Millisecond), OK: true, First: prev.IsZero(), Prev: prev, Changed: changed})
+			if changed {
+				h.changes++
+				h.lastChange = at
+			}
+			rate, h.rateSE = fb.Rate, fb.RateSE
+			prev = at
+			at = at.Add(h.interval)
 		}
-		rate, u.RateSE = fb.Rate, fb.RateSE
-		prev = at
-		at = at.Add(iv)
+		h.rate, h.lastFetch = rate, prev
+		h.estimate, _ = st.MarshalBinary()
 	}
+	return out
+}
+
+// apply gives u the history's state, with validators of its own.
+func (h *fetchHistory) apply(rng *rand.Rand, u *store.URL) {
 	sum := sha256.Sum256([]byte(u.URL))
-	u.Fetches, u.NotModified = int64(fetches), int64(rng.IntN(fetches))
-	u.LastFetch, u.LastOK, u.LastStatus = prev, prev, 200
+	u.Fetches, u.Changes, u.NotModified = h.fetches, h.changes, int64(rng.IntN(int(h.fetches)))
+	u.LastChange = h.lastChange
+	u.LastFetch, u.LastOK, u.LastStatus = h.lastFetch, h.lastFetch, 200
 	u.ETag = fmt.Sprintf(`"%x-%x"`, rng.Uint32(), rng.Uint32())
-	u.LastMod = prev.Add(-time.Hour).UTC().Format("Mon, 02 Jan 2006 15:04:05 GMT")
+	u.LastMod = h.lastFetch.Add(-time.Hour).UTC().Format("Mon, 02 Jan 2006 15:04:05 GMT")
 	u.Hash = hex.EncodeToString(sum[:])
-	u.Estimate, _ = st.MarshalBinary()
-	u.Rate, u.Interval, u.NextDue = rate, iv, prev.Add(iv)
+	u.Estimate = slices.Clone(h.estimate)
+	u.Rate, u.RateSE, u.Interval, u.NextDue = h.rate, h.rateSE, h.interval, h.lastFetch.Add(h.interval)
+}
+
+func hostOf(url string) string {
+	rest := strings.TrimPrefix(url, "https://")
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		return rest[:i]
+	}
+	return rest
 }

@@ -8,7 +8,7 @@ import "container/heap"
 // reports whether the URL is known. A URL is in flight once, however many
 // of its tasks are adopted.
 func (s *Scheduler) Adopt(url string) bool {
-	e, ok := s.front.urls[url]
+	e, ok := s.front.urls.get(url)
 	if !ok {
 		return false
 	}
@@ -19,14 +19,14 @@ func (s *Scheduler) Adopt(url string) bool {
 // adopt takes e out of its host's queue and counts it in flight on the
 // host, as next does for a dispatch.
 func (f *frontier) adopt(e *entry) {
-	if e.inFlight {
+	if e.is(flagInFlight) {
 		return
 	}
 	h := e.host
 	if e.index >= 0 {
-		heap.Remove(&h.urls, e.index)
+		heap.Remove(&h.urls, int(e.index))
 	}
-	e.inFlight = true
+	e.set(flagInFlight, true)
 	h.inFlight++
 	f.fixHost(h)
 }

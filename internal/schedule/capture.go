@@ -450,7 +450,7 @@ func (cs *captureState) status(url string, interval time.Duration) CaptureStatus
 // only adds its exact time; on a restart the stored versions rebuild the
 // history: the polls between two versions saw no change.
 func (s *Scheduler) ObserveVersion(url string, after, before time.Time, exact bool, capturedAt time.Time) {
-	e, ok := s.front.urls[url]
+	e, ok := s.front.urls.get(url)
 	if !ok || e.cap == nil {
 		return
 	}
@@ -490,7 +490,7 @@ func (s *Scheduler) captureMoved(e *entry, before float64) {
 // (a feed's item dates): each becomes an exact time of the change of the
 // poll whose interval holds it.
 func (s *Scheduler) ObserveExact(url string, times []time.Time) {
-	e, ok := s.front.urls[url]
+	e, ok := s.front.urls.get(url)
 	if !ok || e.cap == nil {
 		return
 	}

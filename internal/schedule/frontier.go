@@ -7,51 +7,122 @@ import (
 	"github.com/freshcrawl/freshcrawl/estimate"
 )
 
-// entry is the in-memory schedule state of one URL.
+// entry is the in-memory schedule state of one URL. It is held for every
+// URL of the collection, so its layout is kept small: times are Unix
+// nanoseconds (0: none; time.Time takes 24 bytes), heap and list
+// positions are int32, the path template is an index into the
+// scheduler's interned templates, and the posterior's summary lives only
+// in Scheduler.posts, the estimated rate and its standard error in
+// Scheduler.rates and rateSEs, and an adaptive policy's record of the
+// page's last change in Scheduler.adModified.
 type entry struct {
-	url      string
-	host     *hostQueue
-	weight   float64
-	rate     float64       // estimated changes per second
-	interval time.Duration // 1/f from the plan; 0 = not scheduled (given up, disallowed)
-	nextDue  time.Time
-	inFlight bool
-	index    int  // in its host's heap (urls or polls), -1 when not queued
-	strict   bool // queued in host.polls: never handed out before due
-	capture  bool
-	cap      *captureState // capture URLs only
-	oneShot  bool          // a one-off request (a probe): forgotten once done
-	pos      int           // in Scheduler.list, -1 for a one-off request or a removed URL
-	// disallowed by robots.txt (or robots.txt unreachable): no share of
-	// the budget, rechecked every DisallowRetry against the cached
-	// robots.txt so that a host that allows it again gets it back.
-	disallowed bool
+	// The URL is urlIndex.origins[origin] + path (urlIndex.url).
+	path string
+	host *hostQueue
+	cap  *captureState // capture URLs only
+	// st is the estimator's state (docs/design.md §3.3), nil while it
+	// is the zero state: most URLs of a new collection have none, and
+	// it is the largest part of an entry (112 bytes).
+	st *estimate.State
 
-	// What the estimator learnt (docs/design.md §3.3): its state, the
-	// posterior's summary under the priors of version priorVer (stale:
-	// to be recomputed under the current ones), the number of updates
-	// (seq, so that a recomputation from an older state is dropped), and
-	// the last successful fetch (zero: never).
-	tmpl     string
-	st       estimate.State
-	post     estimate.Summary
-	priorVer uint64
-	stale    bool
-	seq      uint32
-	lastOK   time.Time
-	prevOK   time.Time // the successful fetch before lastOK
-	// An adaptive policy's own state (adaptiveState).
-	adModified time.Time
-	adReset    bool
+	weight   float64
+	interval time.Duration // 1/f from the plan; 0 = not scheduled (given up, disallowed)
 	// recheckTau is the probe interval of a URL given up and rechecked
 	// (0: none): each check is followed by a probe that long after it;
 	// rechecked is set between the two.
 	recheckTau time.Duration
-	rechecked  bool
-	// paused by the operator: never queued, no share of the budget
+	nextDue    int64 // Unix ns
+	// What the estimator learnt (docs/design.md §3.3): its state (st),
+	// the version of the priors its posterior's summary was computed
+	// under (priorVer; stale: to be recomputed under the current ones),
+	// the number of updates (seq, so that a recomputation from an older
+	// state is dropped), and the last successful fetch (Unix ns, 0:
+	// never; the one before it is in Scheduler.prevOK).
+	priorVer uint64
+	lastOK   int64
+	index    int32  // in its host's heap (urls or polls), -1 when not queued
+	pos      int32  // in Scheduler.list, -1 for a one-off request or a removed URL
+	tmpl     uint32 // path template: index into Scheduler.tmplNames
+	origin   uint32
+	seq      uint32
+	flags    entryFlags
+}
+
+// entryFlags are an entry's yes/no states, one bit each.
+type entryFlags uint16
+
+const (
+	flagInFlight entryFlags = 1 << iota
+	// flagStrict: queued in host.polls, never handed out before due.
+	flagStrict
+	flagCapture
+	flagOneShot // a one-off request (a probe): forgotten once done
+	// flagDisallowed: disallowed by robots.txt (or robots.txt unreachable): no share of
+	// the budget, rechecked every DisallowRetry against the cached
+	// robots.txt so that a host that allows it again gets it back.
+	flagDisallowed
+	flagStale   // the posterior's summary is to be recomputed under the current priors
+	flagAdReset // adaptiveState.Reset
+	// flagRechecked: between the check of a URL given up and its probe.
+	flagRechecked
+	// flagPaused: paused by the operator: never queued, no share of the budget
 	// (lifecycle.go).
-	paused bool
-	rateSE float64 // standard error of rate
+	flagPaused
+)
+
+// is reports whether e has flag f.
+func (e *entry) is(f entryFlags) bool { return e.flags&f != 0 }
+
+// set sets or clears flag f of e.
+func (e *entry) set(f entryFlags, v bool) {
+	if v {
+		e.flags |= f
+	} else {
+		e.flags &^= f
+	}
+}
+
+// state is e's estimator state.
+func (e *entry) state() estimate.State {
+	if e.st == nil {
+		return estimate.State{}
+	}
+	return *e.st
+}
+
+// setState sets e's estimator state.
+func (e *entry) setState(st estimate.State) {
+	switch {
+	case e.st != nil:
+		*e.st = st
+	case st != estimate.State{}:
+		e.st = &st
+	}
+}
+
+// observations is the number of observations e's estimate holds.
+func (e *entry) observations() float64 {
+	if e.st == nil {
+		return 0
+	}
+	return e.st.Observations()
+}
+
+// nanos is t in Unix nanoseconds, 0 for the zero time (which is how an
+// entry says "none").
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// fromNanos is the time of nanos(t): the zero time for 0.
+func fromNanos(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 // hostQueue holds one host's URLs ordered by due time and the host's
@@ -100,7 +171,7 @@ func (h *hostQueue) urlsKey() (time.Time, bool) {
 	if len(h.urls) == 0 {
 		return time.Time{}, false
 	}
-	due := h.urls[0].nextDue
+	due := fromNanos(h.urls[0].nextDue)
 	if h.nextFree.After(due) || h.saturated {
 		return h.nextFree, true
 	}
@@ -111,7 +182,7 @@ func (h *hostQueue) pollsKey() (time.Time, bool) {
 	if len(h.polls) == 0 {
 		return time.Time{}, false
 	}
-	return latest(h.polls[0].nextDue, h.nextFree), true
+	return latest(fromNanos(h.polls[0].nextDue), h.nextFree), true
 }
 
 // queued is how many URLs the host holds in its heaps.
@@ -139,7 +210,7 @@ func latest(a, b time.Time) time.Time {
 // whatever the number of URLs, and a host with a thousand due URLs cannot
 // starve the others or be fetched faster than its gap.
 type frontier struct {
-	urls  map[string]*entry
+	urls  urlIndex
 	hosts map[string]*hostQueue
 	// Hosts with queued URLs and no fetch in flight, in two heaps: those
 	// the plan saturates (see hostQueue.saturated), and the rest. A
@@ -150,7 +221,7 @@ type frontier struct {
 }
 
 func newFrontier() *frontier {
-	return &frontier{urls: map[string]*entry{}, hosts: map[string]*hostQueue{}}
+	return &frontier{urls: newURLIndex(), hosts: map[string]*hostQueue{}}
 }
 
 func (f *frontier) host(name string, gap time.Duration) *hostQueue {
@@ -162,14 +233,17 @@ func (f *frontier) host(name string, gap time.Duration) *hostQueue {
 	return h
 }
 
+// url is e's URL.
+func (f *frontier) url(e *entry) string { return f.urls.url(e) }
+
 // add inserts or returns the entry of url.
 func (f *frontier) add(url, host string, gap time.Duration) (*entry, bool) {
-	if e, ok := f.urls[url]; ok {
+	if e, ok := f.urls.get(url); ok {
 		return e, false
 	}
 	h := f.host(host, gap)
-	e := &entry{url: url, host: h, index: -1, pos: -1, weight: 1}
-	f.urls[url] = e
+	e := &entry{host: h, index: -1, pos: -1, weight: 1}
+	f.urls.put(e, url)
 	return e, true
 }
 
@@ -177,21 +251,21 @@ func (f *frontier) add(url, host string, gap time.Duration) (*entry, bool) {
 // capture URL is queued with the host's polls, any other with its URLs.
 func (f *frontier) schedule(e *entry, due time.Time) {
 	h := e.host
-	e.nextDue = due
-	if e.inFlight {
+	e.nextDue = nanos(due)
+	if e.is(flagInFlight) {
 		return // requeued when its result comes back
 	}
 	strict := e.cap != nil
-	off := e.interval <= 0 || e.paused
-	if e.index >= 0 && (e.strict != strict || off) {
-		heap.Remove(h.heap(e.strict), e.index)
+	off := e.interval <= 0 || e.is(flagPaused)
+	if e.index >= 0 && (e.is(flagStrict) != strict || off) {
+		heap.Remove(h.heap(e.is(flagStrict)), int(e.index))
 	}
 	switch {
 	case off:
 	case e.index >= 0:
-		heap.Fix(h.heap(e.strict), e.index)
+		heap.Fix(h.heap(e.is(flagStrict)), int(e.index))
 	default:
-		e.strict = strict
+		e.set(flagStrict, strict)
 		heap.Push(h.heap(strict), e)
 	}
 	f.fixHost(h)
@@ -250,7 +324,7 @@ func (f *frontier) next(now time.Time) (*entry, time.Time) {
 		q = &h.polls
 	}
 	e := heap.Pop(q).(*entry)
-	e.inFlight = true
+	e.set(flagInFlight, true)
 	h.inFlight++
 	h.lastFetch = now
 	h.nextFree = now.Add(h.gap)
@@ -283,8 +357,8 @@ func (f *frontier) done(e *entry, fetchedAt time.Time, due time.Time) {
 // time when the task waited in the queue.
 func (f *frontier) release(e *entry, fetchedAt time.Time) {
 	h := e.host
-	if e.inFlight {
-		e.inFlight = false
+	if e.is(flagInFlight) {
+		e.set(flagInFlight, false)
 		h.inFlight--
 	}
 	if nf := fetchedAt.Add(h.gap); nf.After(h.nextFree) {
@@ -298,9 +372,9 @@ func (f *frontier) finish(e *entry, fetchedAt time.Time) {
 	h := e.host
 	f.release(e, fetchedAt)
 	if e.index >= 0 {
-		heap.Remove(h.heap(e.strict), e.index)
+		heap.Remove(h.heap(e.is(flagStrict)), int(e.index))
 	}
-	delete(f.urls, e.url)
+	f.urls.remove(e)
 	f.fixHost(h)
 }
 
@@ -316,9 +390,12 @@ func (f *frontier) setGap(h *hostQueue, gap time.Duration, notBefore time.Time) 
 type entryHeap []*entry
 
 func (q entryHeap) Len() int           { return len(q) }
-func (q entryHeap) Less(i, j int) bool { return q[i].nextDue.Before(q[j].nextDue) }
-func (q entryHeap) Swap(i, j int)      { q[i], q[j] = q[j], q[i]; q[i].index = i; q[j].index = j }
-func (q *entryHeap) Push(x any)        { e := x.(*entry); e.index = len(*q); *q = append(*q, e) }
+func (q entryHeap) Less(i, j int) bool { return q[i].nextDue < q[j].nextDue }
+func (q entryHeap) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index, q[j].index = int32(i), int32(j)
+}
+func (q *entryHeap) Push(x any) { e := x.(*entry); e.index = int32(len(*q)); *q = append(*q, e) }
 func (q *entryHeap) Pop() any {
 	old := *q
 	e := old[len(old)-1]

@@ -44,8 +44,8 @@ func TestModelFreshnessHonest(t *testing.T) {
 	}
 	var fastP, slowP float64
 	for i, e := range j.list {
-		p := j.posts[i].ExpectFresh(now.Sub(e.lastOK).Seconds())
-		switch e.url {
+		p := j.posts[i].ExpectFresh(now.Sub(fromNanos(e.lastOK)).Seconds())
+		switch s.front.url(e) {
 		case "http://a/fast":
 			fastP = p
 		case "http://a/slow":
@@ -68,8 +68,8 @@ func TestModelFreshnessHonest(t *testing.T) {
 	}
 	// Degenerate estimates never give NaN or a value outside [0, 1].
 	for _, e := range s.list {
-		e.rate = math.NaN()
-		e.post.Mean, e.post.Harmonic = math.Inf(1), math.NaN()
+		s.rates[e.pos] = math.NaN()
+		s.posts[e.pos].Mean, s.posts[e.pos].Harmonic = math.Inf(1), math.NaN()
 		s.mirror(e)
 	}
 	if m := s.ModelFreshness(now); !(m >= 0 && m <= 1) {

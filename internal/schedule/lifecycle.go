@@ -54,12 +54,12 @@ type URLView struct {
 
 // View returns what the scheduler knows of url (false if it is unknown).
 func (s *Scheduler) View(url string, now time.Time) (URLView, bool) {
-	e, ok := s.front.urls[url]
-	if !ok || e.oneShot {
+	e, ok := s.front.urls.get(url)
+	if !ok || e.is(flagOneShot) {
 		return URLView{}, false
 	}
-	v := URLView{Interval: e.interval, NextDue: e.nextDue, InFlight: e.inFlight, Paused: e.paused, Disallowed: e.disallowed,
-		Weight: e.weight, Capture: e.capture, Rate: e.rate, RateSE: e.rateSE}
+	v := URLView{Interval: e.interval, NextDue: fromNanos(e.nextDue), InFlight: e.is(flagInFlight), Paused: e.is(flagPaused), Disallowed: e.is(flagDisallowed),
+		Weight: e.weight, Capture: e.is(flagCapture), Rate: s.rates[e.pos], RateSE: s.rateSEs[e.pos]}
 	v.GivenUp = s.givenUpSet(e)
 	v.Due = s.due(e, now)
 	switch {
@@ -74,12 +74,12 @@ func (s *Scheduler) View(url string, now time.Time) (URLView, bool) {
 }
 
 func (s *Scheduler) due(e *entry, now time.Time) bool {
-	return e.index >= 0 && !e.inFlight && !e.paused && !e.nextDue.After(now)
+	return e.index >= 0 && !e.is(flagInFlight) && !e.is(flagPaused) && e.nextDue <= nanos(now)
 }
 
 // givenUpSet reports whether the current plan gives e f = 0.
 func (s *Scheduler) givenUpSet(e *entry) bool {
-	if e.paused || e.disallowed {
+	if e.is(flagPaused) || e.is(flagDisallowed) {
 		return false
 	}
 	if s.life.givenUp == nil || !s.life.givenUpAt.Equal(s.planAt) {
@@ -101,7 +101,7 @@ func (s *Scheduler) givenUpSet(e *entry) bool {
 func (s *Scheduler) URLsIn(state string, now time.Time) []string {
 	var out []string
 	for _, e := range s.list {
-		if e.paused || e.disallowed {
+		if e.is(flagPaused) || e.is(flagDisallowed) {
 			continue
 		}
 		var st string
@@ -114,7 +114,7 @@ func (s *Scheduler) URLsIn(state string, now time.Time) []string {
 			st = StateScheduled
 		}
 		if st == state {
-			out = append(out, e.url)
+			out = append(out, s.front.url(e))
 		}
 	}
 	return out
@@ -125,13 +125,13 @@ func (s *Scheduler) URLsIn(state string, now time.Time) []string {
 func (s *Scheduler) Pause(urls []string) int {
 	n := 0
 	for _, url := range urls {
-		e, ok := s.front.urls[url]
-		if !ok || e.oneShot || e.paused {
+		e, ok := s.front.urls.get(url)
+		if !ok || e.is(flagOneShot) || e.is(flagPaused) {
 			continue
 		}
-		e.paused = true
-		s.front.schedule(e, e.nextDue) // takes it off its host's queue
-		s.mirror(e)                    // and out of the plan's input
+		e.set(flagPaused, true)
+		s.front.schedule(e, fromNanos(e.nextDue)) // takes it off its host's queue
+		s.mirror(e)                               // and out of the plan's input
 		s.moved++
 		n++
 	}
@@ -143,15 +143,15 @@ func (s *Scheduler) Pause(urls []string) int {
 func (s *Scheduler) Resume(urls []string, now time.Time) int {
 	n := 0
 	for _, url := range urls {
-		e, ok := s.front.urls[url]
-		if !ok || !e.paused {
+		e, ok := s.front.urls.get(url)
+		if !ok || !e.is(flagPaused) {
 			continue
 		}
-		e.paused = false
+		e.set(flagPaused, false)
 		if e.interval <= 0 {
 			e.interval = time.Duration(float64(s.Len()) / s.o.Budget * float64(time.Second))
 		}
-		due := e.nextDue
+		due := fromNanos(e.nextDue)
 		if due.Before(now) {
 			due = now
 		}
@@ -169,21 +169,21 @@ func (s *Scheduler) Resume(urls []string, now time.Time) int {
 func (s *Scheduler) Remove(urls []string) int {
 	gone := map[*entry]bool{}
 	for _, url := range urls {
-		e, ok := s.front.urls[url]
-		if !ok || e.oneShot {
+		e, ok := s.front.urls.get(url)
+		if !ok || e.is(flagOneShot) {
 			continue
 		}
 		h := e.host
 		if e.index >= 0 {
-			heap.Remove(h.heap(e.strict), e.index)
+			heap.Remove(h.heap(e.is(flagStrict)), int(e.index))
 		}
-		if e.inFlight {
+		if e.is(flagInFlight) {
 			if s.life.orphans == nil {
 				s.life.orphans = map[string]*hostQueue{}
 			}
 			s.life.orphans[url] = h
 		}
-		delete(s.front.urls, url)
+		s.front.urls.remove(e)
 		s.front.fixHost(h)
 		gone[e] = true
 	}
@@ -202,22 +202,34 @@ func (s *Scheduler) Remove(urls []string) int {
 			e.pos = -1
 			continue
 		}
-		e.pos = k
+		e.pos = int32(k)
 		list, hosts = append(list, e), append(hosts, s.hosts[i])
-		s.rates[k], s.rateSEs[k], s.weights[k], s.blocked[k], s.freqs[k], s.fixed[k] = s.rates[i], s.rateSEs[i], s.weights[i], s.blocked[i], s.freqs[i], s.fixed[i]
+		s.rates[k], s.rateSEs[k], s.weights[k], s.blocked[k] = s.rates[i], s.rateSEs[i], s.weights[i], s.blocked[i]
+		if s.fixed != nil {
+			s.fixed[k] = s.fixed[i]
+		}
+		if s.adaptive {
+			s.freqs[k], s.adModified[k] = s.freqs[i], s.adModified[i]
+		}
 		s.posts[k], s.lastOK[k], s.probing[k], s.probes[k] = s.posts[i], s.lastOK[i], s.probing[i], s.probes[i]
-		s.lastIv[k] = s.lastIv[i]
+		s.prevOK[k] = s.prevOK[i]
 		k++
 	}
 	s.list, s.hosts = list, hosts
-	s.rates, s.rateSEs, s.weights, s.blocked, s.freqs, s.fixed = s.rates[:k], s.rateSEs[:k], s.weights[:k], s.blocked[:k], s.freqs[:k], s.fixed[:k]
+	s.rates, s.rateSEs, s.weights, s.blocked = s.rates[:k], s.rateSEs[:k], s.weights[:k], s.blocked[:k]
+	if s.fixed != nil {
+		s.fixed = s.fixed[:k]
+	}
+	if s.adaptive {
+		s.freqs, s.adModified = s.freqs[:k], s.adModified[:k]
+	}
 	s.posts, s.lastOK, s.probing, s.probes = s.posts[:k], s.lastOK[:k], s.probing[:k], s.probes[:k]
-	s.lastIv = s.lastIv[:k]
+	s.prevOK = s.prevOK[:k]
 	for e := range gone {
-		if e.disallowed {
+		if e.is(flagDisallowed) {
 			s.disallowed--
 		}
-		if e.st.Observations() > 0 {
+		if e.observations() > 0 {
 			s.learnt--
 		}
 		delete(s.captures, e)
@@ -278,9 +290,9 @@ func (s *Scheduler) HostViews() []HostView {
 		v := &out[idx[e.host]]
 		v.URLs++
 		switch {
-		case e.paused:
+		case e.is(flagPaused):
 			v.Paused++
-		case e.disallowed:
+		case e.is(flagDisallowed):
 			v.Disallowed++
 		case e.interval > 0:
 			v.Planned += float64(time.Second) / float64(e.interval)

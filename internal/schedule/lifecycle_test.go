@@ -221,9 +221,8 @@ func TestFreshnessBand(t *testing.T) {
 	if p, _, _ := s.Plan(); math.Abs(p.Freshness-mid) > 1e-6 {
 		t.Errorf("band centre %v, plan's freshness %v", mid, p.Freshness)
 	}
-	for _, e := range s.list {
-		e.rateSE = 0.05
-		s.mirror(e)
+	for i := range s.rateSEs {
+		s.rateSEs[i] = 0.05
 	}
 	s.moved = 100
 	if _, err := s.Replan(t0.Add(time.Second)); err != nil {

@@ -31,13 +31,13 @@ func checkInvariants(t *testing.T, s *Scheduler) {
 		for k, q := range []entryHeap{h.urls, h.polls} {
 			strict := k == 1
 			for i, e := range q {
-				if e.index != i || e.host != h {
-					t.Fatalf("host %s: entry %s at %d has index %d", h.name, e.url, i, e.index)
+				if int(e.index) != i || e.host != h {
+					t.Fatalf("host %s: entry %s at %d has index %d", h.name, s.front.url(e), i, e.index)
 				}
-				if e.strict != strict || strict != (e.cap != nil) {
-					t.Fatalf("host %s: entry %s (capture %v) in the wrong heap", h.name, e.url, e.cap != nil)
+				if e.is(flagStrict) != strict || strict != (e.cap != nil) {
+					t.Fatalf("host %s: entry %s (capture %v) in the wrong heap", h.name, s.front.url(e), e.cap != nil)
 				}
-				if p := (i - 1) / 2; i > 0 && q[i].nextDue.Before(q[p].nextDue) {
+				if p := (i - 1) / 2; i > 0 && q[i].nextDue < q[p].nextDue {
 					t.Fatalf("host %s: URL heap out of order at %d", h.name, i)
 				}
 			}
@@ -58,21 +58,21 @@ func checkInvariants(t *testing.T, s *Scheduler) {
 	disallowed := 0
 	for i, e := range s.list {
 		w := e.weight
-		if e.disallowed {
+		if e.is(flagDisallowed) {
 			disallowed++
 		}
-		off := e.disallowed || e.paused
+		off := e.is(flagDisallowed) || e.is(flagPaused)
 		if off {
 			w = 0
 		}
-		if e.pos != i || s.rates[i] != e.rate || s.rateSEs[i] != e.rateSE || s.weights[i] != w || s.blocked[i] != off || s.planHosts[s.hosts[i]] != e.host {
-			t.Fatalf("mirror of %s (pos %d) disagrees with the entry", e.url, i)
+		if int(e.pos) != i || s.weights[i] != w || s.blocked[i] != off || s.planHosts[s.hosts[i]] != e.host {
+			t.Fatalf("mirror of %s (pos %d) disagrees with the entry", s.front.url(e), i)
 		}
-		if e.interval > 0 && !off && s.fixed[i] == 0 && s.freqs[i] != float64(time.Second)/float64(e.interval) {
-			t.Fatalf("mirror of %s: frequency %v for interval %v", e.url, s.freqs[i], e.interval)
+		if s.adaptive && e.interval > 0 && !off && (s.fixed == nil || s.fixed[i] == 0) && s.freqs[i] != float64(time.Second)/float64(e.interval) {
+			t.Fatalf("mirror of %s: frequency %v for interval %v", s.front.url(e), s.freqs[i], e.interval)
 		}
 	}
-	if len(s.rates) != len(s.list) || len(s.rateSEs) != len(s.list) || len(s.weights) != len(s.list) || len(s.blocked) != len(s.list) || len(s.freqs) != len(s.list) || len(s.fixed) != len(s.list) || len(s.hosts) != len(s.list) {
+	if len(s.rates) != len(s.list) || len(s.rateSEs) != len(s.list) || len(s.weights) != len(s.list) || len(s.blocked) != len(s.list) || (s.adaptive && (len(s.freqs) != len(s.list) || len(s.adModified) != len(s.list))) || (s.fixed != nil && len(s.fixed) != len(s.list)) || len(s.hosts) != len(s.list) {
 		t.Fatalf("mirrors of %d/%d/%d/%d/%d elements for %d URLs", len(s.rates), len(s.weights), len(s.blocked), len(s.freqs), len(s.hosts), len(s.list))
 	}
 	if disallowed != s.Disallowed() {
@@ -112,8 +112,8 @@ func TestReplanInStepsEqualsReplan(t *testing.T) {
 			}
 			for i, ea := range a.list {
 				eb := b.list[i]
-				if ea.interval != eb.interval || !ea.nextDue.Equal(eb.nextDue) {
-					t.Fatalf("%s: interval %v due %v in one step, %v %v in steps", ea.url, ea.interval, ea.nextDue, eb.interval, eb.nextDue)
+				if ea.interval != eb.interval || ea.nextDue != eb.nextDue {
+					t.Fatalf("%s: interval %v due %v in one step, %v %v in steps", a.front.url(ea), ea.interval, ea.nextDue, eb.interval, eb.nextDue)
 				}
 			}
 			planA, atA, useA := a.Plan()
@@ -149,7 +149,7 @@ func TestReplanStepsInterleavedWithFetches(t *testing.T) {
 	// disallowed; one is added.
 	var blocked *entry
 	for _, e := range s.list {
-		if !e.disallowed {
+		if !e.is(flagDisallowed) {
 			blocked = e
 			break
 		}
@@ -163,7 +163,7 @@ func TestReplanStepsInterleavedWithFetches(t *testing.T) {
 			return
 		}
 		fb := Feedback{Start: clock, End: clock.Add(time.Second), OK: true, Rate: s.Rate(d.URL) * 1.5}
-		if d.URL == blocked.url {
+		if d.URL == s.front.url(blocked) {
 			fb.Disallowed = true
 		}
 		s.Done(d.URL, fb)
@@ -172,7 +172,7 @@ func TestReplanStepsInterleavedWithFetches(t *testing.T) {
 	for range 300 {
 		fetch()
 	}
-	s.Done(blocked.url, Feedback{Start: clock, End: clock, OK: false, Disallowed: true, Rate: blocked.rate})
+	s.Done(s.front.url(blocked), Feedback{Start: clock, End: clock, OK: false, Disallowed: true, Rate: s.rates[blocked.pos]})
 	s.Add(URLInfo{URL: "http://late/x", Host: "late", Weight: 1, Rate: 1.0 / 3600, Interval: 42 * time.Second, NextDue: clock.Add(time.Minute)}, clock)
 	if err := j.Solve(); err != nil {
 		t.Fatal(err)
@@ -184,8 +184,8 @@ func TestReplanStepsInterleavedWithFetches(t *testing.T) {
 		checkInvariants(t, s)
 	}
 	checkInvariants(t, s)
-	if !blocked.disallowed || blocked.interval != s.o.DisallowRetry {
-		t.Errorf("URL disallowed during the plan: disallowed %v, interval %v, want %v", blocked.disallowed, blocked.interval, s.o.DisallowRetry)
+	if !blocked.is(flagDisallowed) || blocked.interval != s.o.DisallowRetry {
+		t.Errorf("URL disallowed during the plan: disallowed %v, interval %v, want %v", blocked.is(flagDisallowed), blocked.interval, s.o.DisallowRetry)
 	}
 	if iv := s.Interval("http://late/x"); iv != 42*time.Second {
 		t.Errorf("URL added during the plan has interval %v, want its own 42s until the next plan", iv)
@@ -200,12 +200,12 @@ func TestReplanStepsInterleavedWithFetches(t *testing.T) {
 		t.Errorf("%d estimates moved during the plan (of %d URLs), yet no re-plan is due", s.moved, s.Len())
 	}
 	for i, e := range s.list[:j.size()] {
-		if e.disallowed || j.freq[i] <= 0 {
+		if e.is(flagDisallowed) || j.freq[i] <= 0 {
 			continue
 		}
 		want := max(time.Duration(float64(time.Second)/j.freq[i]), time.Millisecond)
 		if e.interval != want && e.cap == nil {
-			t.Fatalf("%s: interval %v, plan says %v", e.url, e.interval, want)
+			t.Fatalf("%s: interval %v, plan says %v", s.front.url(e), e.interval, want)
 		}
 	}
 }
@@ -216,7 +216,7 @@ func TestSnapshotIsACopy(t *testing.T) {
 	s, now := randomScheduler(t, 100, 5, 1, nil)
 	j := s.Snapshot(now)
 	rate := j.in.Rates[0]
-	s.Done(s.list[0].url, Feedback{Start: now, End: now, OK: true, Rate: rate * 10})
+	s.Done(s.front.url(s.list[0]), Feedback{Start: now, End: now, OK: true, Rate: rate * 10})
 	if j.in.Rates[0] != rate || s.rates[0] != rate*10 {
 		t.Errorf("snapshot rate %v (want %v unchanged), live %v (want %v)", j.in.Rates[0], rate, s.rates[0], rate*10)
 	}
@@ -261,8 +261,8 @@ func TestReplanInStepsWithPausedURLs(t *testing.T) {
 			before := map[string]time.Duration{}
 			for i, e := range a.list {
 				if i%37 == 0 {
-					paused = append(paused, e.url)
-					before[e.url] = e.interval
+					paused = append(paused, a.front.url(e))
+					before[a.front.url(e)] = e.interval
 				}
 			}
 			if a.Pause(paused) != len(paused) || b.Pause(paused) != len(paused) {
@@ -280,15 +280,15 @@ func TestReplanInStepsWithPausedURLs(t *testing.T) {
 			}
 			for i, ea := range a.list {
 				eb := b.list[i]
-				if ea.interval != eb.interval || !ea.nextDue.Equal(eb.nextDue) {
-					t.Fatalf("%s: interval %v due %v in one step, %v %v in steps", ea.url, ea.interval, ea.nextDue, eb.interval, eb.nextDue)
+				if ea.interval != eb.interval || ea.nextDue != eb.nextDue {
+					t.Fatalf("%s: interval %v due %v in one step, %v %v in steps", a.front.url(ea), ea.interval, ea.nextDue, eb.interval, eb.nextDue)
 				}
-				if ea.paused {
+				if ea.is(flagPaused) {
 					if j.freq[i] != 0 || j.in.Weights[i] != 0 {
-						t.Fatalf("paused %s: plan frequency %v, weight %v; want 0 and 0", ea.url, j.freq[i], j.in.Weights[i])
+						t.Fatalf("paused %s: plan frequency %v, weight %v; want 0 and 0", a.front.url(ea), j.freq[i], j.in.Weights[i])
 					}
-					if ea.interval != before[ea.url] || ea.index >= 0 {
-						t.Fatalf("paused %s: interval %v (was %v), queued at %d", ea.url, ea.interval, before[ea.url], ea.index)
+					if ea.interval != before[a.front.url(ea)] || ea.index >= 0 {
+						t.Fatalf("paused %s: interval %v (was %v), queued at %d", a.front.url(ea), ea.interval, before[a.front.url(ea)], ea.index)
 					}
 				}
 			}
@@ -329,7 +329,7 @@ func TestLifecycleBetweenReplanSteps(t *testing.T) {
 	j := s.Snapshot(at)
 	removed := append([]string(nil), inFlight...)
 	for i := 0; i < len(s.list); i += 41 {
-		removed = append(removed, s.list[i].url)
+		removed = append(removed, s.front.url(s.list[i]))
 	}
 	if got := s.Remove(removed); got != len(removed) {
 		t.Fatalf("removed %d of %d", got, len(removed))
@@ -338,8 +338,8 @@ func TestLifecycleBetweenReplanSteps(t *testing.T) {
 	var paused []string
 	before := map[string]time.Duration{}
 	for i := 7; i < len(s.list); i += 53 {
-		paused = append(paused, s.list[i].url)
-		before[s.list[i].url] = s.list[i].interval
+		paused = append(paused, s.front.url(s.list[i]))
+		before[s.front.url(s.list[i])] = s.list[i].interval
 	}
 	s.Pause(paused)
 	s.Add(URLInfo{URL: "http://late/x", Host: "late", Weight: 1, Rate: 1.0 / 3600, Interval: 42 * time.Second, NextDue: at}, at)
@@ -353,7 +353,7 @@ func TestLifecycleBetweenReplanSteps(t *testing.T) {
 	for !s.Apply(j, at, 64) {
 		if steps++; steps == 5 {
 			// Removing during the apply too.
-			s.Remove([]string{s.list[len(s.list)/2].url, s.list[3].url})
+			s.Remove([]string{s.front.url(s.list[len(s.list)/2]), s.front.url(s.list[3])})
 		}
 		checkInvariants(t, s)
 	}
@@ -375,24 +375,24 @@ func TestLifecycleBetweenReplanSteps(t *testing.T) {
 		if e.pos < 0 {
 			continue
 		}
-		v, ok := s.View(e.url, at)
+		v, ok := s.View(s.front.url(e), at)
 		if !ok {
-			t.Fatalf("%s: no view", e.url)
+			t.Fatalf("%s: no view", s.front.url(e))
 		}
-		if e.paused {
-			if e.interval != before[e.url] {
-				t.Fatalf("paused %s: interval %v, was %v", e.url, e.interval, before[e.url])
+		if e.is(flagPaused) {
+			if e.interval != before[s.front.url(e)] {
+				t.Fatalf("paused %s: interval %v, was %v", s.front.url(e), e.interval, before[s.front.url(e)])
 			}
 			continue
 		}
-		if wantGivenUp := !e.disallowed && j.out.Freq[i] <= 0 && e.weight > 0; v.GivenUp != wantGivenUp {
-			t.Fatalf("%s: given up %v, plan frequency %v", e.url, v.GivenUp, j.out.Freq[i])
+		if wantGivenUp := !e.is(flagDisallowed) && j.out.Freq[i] <= 0 && e.weight > 0; v.GivenUp != wantGivenUp {
+			t.Fatalf("%s: given up %v, plan frequency %v", s.front.url(e), v.GivenUp, j.out.Freq[i])
 		}
-		if e.disallowed || j.freq[i] <= 0 {
+		if e.is(flagDisallowed) || j.freq[i] <= 0 {
 			continue
 		}
 		if want := max(time.Duration(float64(time.Second)/j.freq[i]), time.Millisecond); e.interval != want {
-			t.Fatalf("%s: interval %v, plan says %v", e.url, e.interval, want)
+			t.Fatalf("%s: interval %v, plan says %v", s.front.url(e), e.interval, want)
 		}
 	}
 	// The host of a fetch in flight when its URL was removed was released.

@@ -160,11 +160,18 @@ type Scheduler struct {
 	rateSEs []float64 // standard errors of rates, for the plan's freshness band
 	weights []float64 // 0 for a disallowed or paused URL: it takes no budget
 	blocked []bool    // disallowed by robots.txt or paused: no fetches, not even exploration
-	freqs   []float64 // the URL's frequency now, 1/interval (0: unscheduled, disallowed or paused): an adaptive policy's plan
+	// Under an adaptive policy only (adaptive; nil otherwise): the URL's
+	// frequency now, 1/interval (0: unscheduled, disallowed or paused),
+	// which is the policy's plan, and the policy's record of the page's
+	// last change (adaptiveState.Modified, Unix ns).
+	adaptive   bool
+	freqs      []float64
+	adModified []int64
 	// fixed is the rate a capture URL polls at whatever the plan says
 	// (its configured or learnt polls per period; 0: planned like any
 	// URL). The plan takes it off the budget and the host's capacity, so
-	// that the budget in use is what is really dispatched.
+	// that the budget in use is what is really dispatched. Nil until a
+	// URL has a fixed rate: most collections have no capture URL.
 	fixed []float64
 	// hosts[i] indexes planHosts, in order of first appearance in list.
 	// Appends never touch its first elements, so a snapshot may share
@@ -177,15 +184,17 @@ type Scheduler struct {
 	// for exploration.
 	posts   []estimate.Summary
 	lastOK  []int64
-	lastIv  []float64 // seconds between the last two successful fetches (0: fewer than two)
-	probing []bool    // explored by the last plan
-	probes  []uint8   // fetches in the URL's current probe session
+	prevOK  []int64 // the successful fetch before lastOK (0: fewer than two)
+	probing []bool  // explored by the last plan
+	probes  []uint8 // fetches in the URL's current probe session
 
 	disallowed int                 // URLs disallowed now
 	captures   map[*entry]struct{} // capture URLs
 
 	priors *PriorSet
-	tmpls  map[string]string // interned path templates
+	// Interned path templates: an entry holds the index in tmplNames.
+	tmpls     map[string]uint32
+	tmplNames []string
 	// What the exploration rule and the refits need to know of the
 	// collection: change points seen and the time the observations
 	// covered, both faded (the hazard of a rate change), and new
@@ -228,7 +237,8 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 	if o.Priors == nil {
 		o.Priors = newPriorSet(o.PriorRate)
 	}
-	return &Scheduler{o: o, front: newFrontier(), captures: map[*entry]struct{}{}, priors: o.Priors, tmpls: map[string]string{}}
+	_, adaptive := o.Policy.(adaptivePolicy)
+	return &Scheduler{o: o, front: newFrontier(), captures: map[*entry]struct{}{}, priors: o.Priors, tmpls: map[string]uint32{}, adaptive: adaptive}
 }
 
 // mirror copies e's plan input into the scheduler's arrays; every change
@@ -238,7 +248,7 @@ func (s *Scheduler) mirror(e *entry) {
 	if e.pos < 0 {
 		return
 	}
-	off := e.disallowed || e.paused
+	off := e.is(flagDisallowed) || e.is(flagPaused)
 	w, f, fx := e.weight, 0.0, 0.0
 	if off {
 		w = 0
@@ -250,15 +260,17 @@ func (s *Scheduler) mirror(e *entry) {
 			f = fx
 		}
 	}
-	s.rates[e.pos], s.rateSEs[e.pos], s.weights[e.pos], s.blocked[e.pos], s.freqs[e.pos], s.fixed[e.pos] = e.rate, e.rateSE, w, off, f, fx
-	s.posts[e.pos] = e.post
-	s.lastOK[e.pos], s.lastIv[e.pos] = 0, 0
-	if !e.lastOK.IsZero() {
-		s.lastOK[e.pos] = e.lastOK.UnixNano()
-		if !e.prevOK.IsZero() && e.lastOK.After(e.prevOK) {
-			s.lastIv[e.pos] = e.lastOK.Sub(e.prevOK).Seconds()
-		}
+	s.weights[e.pos], s.blocked[e.pos] = w, off
+	if s.fixed == nil && fx != 0 {
+		s.fixed = make([]float64, len(s.list))
 	}
+	if s.fixed != nil {
+		s.fixed[e.pos] = fx
+	}
+	if s.adaptive {
+		s.freqs[e.pos] = f
+	}
+	s.lastOK[e.pos] = e.lastOK
 }
 
 // pointSummary is the summary of a rate known exactly: the stand-in until
@@ -274,10 +286,10 @@ func pointSummary(rate float64) estimate.Summary {
 
 // setDisallowed sets e's disallowed flag, keeping the count.
 func (s *Scheduler) setDisallowed(e *entry, v bool) {
-	if e.disallowed == v {
+	if e.is(flagDisallowed) == v {
 		return
 	}
-	e.disallowed = v
+	e.set(flagDisallowed, v)
 	if v {
 		s.disallowed++
 	} else {
@@ -293,18 +305,19 @@ func (s *Scheduler) baseGap() time.Duration {
 }
 
 // Len is the number of URLs (one-off requests not counted).
-func (s *Scheduler) Len() int { return len(s.front.urls) - s.shots }
+func (s *Scheduler) Len() int { return s.front.urls.len() - s.shots }
 
 // Enqueue adds a one-off request (a keyword-search probe, a fetch of an
 // item by id) due at `at`. It is dispatched under the same host politeness
 // as every URL and forgotten once Done. It returns false if url is already
 // known.
 func (s *Scheduler) Enqueue(url, host string, at time.Time) bool {
-	if _, ok := s.front.urls[url]; ok {
+	if _, ok := s.front.urls.get(url); ok {
 		return false
 	}
 	e, _ := s.front.add(url, host, s.baseGap())
-	e.oneShot, e.interval = true, time.Hour // any interval > 0 keeps it queued
+	e.set(flagOneShot, true)
+	e.interval = time.Hour // any interval > 0 keeps it queued
 	s.shots++
 	s.front.schedule(e, at)
 	return true
@@ -314,32 +327,34 @@ func (s *Scheduler) Enqueue(url, host string, at time.Time) bool {
 func (s *Scheduler) Hosts() int { return len(s.front.hosts) }
 
 // Has reports whether url is known.
-func (s *Scheduler) Has(url string) bool { _, ok := s.front.urls[url]; return ok }
+func (s *Scheduler) Has(url string) bool { _, ok := s.front.urls.get(url); return ok }
 
 // Add adds a URL, or for a known one updates its weight and mode only (it
 // keeps its estimate and schedule).
 func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
-	if e, ok := s.front.urls[u.URL]; ok {
+	if e, ok := s.front.urls.get(u.URL); ok {
 		if e.weight != u.Weight {
 			s.moved++
 		}
-		e.weight, e.capture = u.Weight, u.Capture
+		e.weight = u.Weight
+		e.set(flagCapture, u.Capture)
 		s.setCapture(e, u)
 		s.mirror(e)
-		if e.index >= 0 && e.strict != (e.cap != nil) {
-			s.front.schedule(e, e.nextDue) // into the heap of its new mode
+		if e.index >= 0 && e.is(flagStrict) != (e.cap != nil) {
+			s.front.schedule(e, fromNanos(e.nextDue)) // into the heap of its new mode
 		}
 		return false
 	}
 	e, _ := s.front.add(u.URL, u.Host, s.baseGap())
-	e.weight, e.capture, e.rate = u.Weight, u.Capture, u.Rate
+	e.weight = u.Weight
+	e.set(flagCapture, u.Capture)
 	e.tmpl = s.template(u.URL)
-	e.lastOK = u.LastOK
+	e.lastOK = nanos(u.LastOK)
 	if len(u.Estimate) > 0 {
 		var st EstimateState
 		if st.UnmarshalBinary(u.Estimate) == nil {
-			e.st = st.State
-			if e.st.Observations() > 0 {
+			e.setState(st.State)
+			if e.observations() > 0 {
 				s.learnt++
 			}
 		}
@@ -347,23 +362,28 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	// The posterior is recomputed under the current priors by the next
 	// plans (a batch each, in PlanJob.Solve); until then the rate stands
 	// for it.
-	e.post, e.priorVer = pointSummary(u.Rate), 0
-	e.stale = true
-	e.pos = len(s.list)
+	e.priorVer = 0
+	e.set(flagStale, true)
+	e.pos = int32(len(s.list))
 	s.list = append(s.list, e)
 	if e.host.plan < 0 {
 		e.host.plan = int32(len(s.planHosts))
 		s.planHosts = append(s.planHosts, e.host)
 	}
 	s.hosts = append(s.hosts, e.host.plan)
-	s.rates, s.rateSEs, s.weights, s.blocked, s.freqs = append(s.rates, 0), append(s.rateSEs, 0), append(s.weights, 0), append(s.blocked, false), append(s.freqs, 0)
-	s.fixed = append(s.fixed, 0)
-	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, estimate.Summary{}), append(s.lastOK, 0), append(s.probing, false), append(s.probes, 0)
-	s.lastIv = append(s.lastIv, 0)
+	s.rates, s.rateSEs, s.weights, s.blocked = append(s.rates, u.Rate), append(s.rateSEs, u.RateSE), append(s.weights, 0), append(s.blocked, false)
+	if s.adaptive {
+		s.freqs, s.adModified = append(s.freqs, 0), append(s.adModified, 0)
+	}
+	if s.fixed != nil {
+		s.fixed = append(s.fixed, 0)
+	}
+	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, pointSummary(u.Rate)), append(s.lastOK, 0), append(s.probing, false), append(s.probes, 0)
+	s.prevOK = append(s.prevOK, 0)
 	s.setCapture(e, u)
 	s.moved++
 	s.setDisallowed(e, u.Disallowed)
-	e.paused, e.rateSE = u.Paused, u.RateSE
+	e.set(flagPaused, u.Paused)
 	e.interval = u.Interval
 	if e.interval <= 0 {
 		if a, ok := s.o.Policy.(adaptivePolicy); ok {
@@ -411,7 +431,7 @@ func (s *Scheduler) setCapture(e *entry, u URLInfo) {
 // observeCapture records an update a poll of a capture URL saw: exactly at
 // `to` (trustworthy Last-Modified) or somewhere in (from, to].
 func (s *Scheduler) observeCapture(url string, from, to time.Time, exact bool) {
-	e, ok := s.front.urls[url]
+	e, ok := s.front.urls.get(url)
 	if !ok || e.cap == nil {
 		return
 	}
@@ -430,7 +450,7 @@ func (s *Scheduler) CaptureStatus(limit int) []CaptureStatus {
 	var out []CaptureStatus
 	for e := range s.captures {
 		if e.cap != nil {
-			out = append(out, e.cap.status(e.url, e.interval))
+			out = append(out, e.cap.status(s.front.url(e), e.interval))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].URL < out[j].URL })
@@ -440,14 +460,16 @@ func (s *Scheduler) CaptureStatus(limit int) []CaptureStatus {
 	return out
 }
 
-// template interns the path template of url.
-func (s *Scheduler) template(url string) string {
+// template interns the path template of url: its index in tmplNames.
+func (s *Scheduler) template(url string) uint32 {
 	t := PathTemplate(url)
 	if v, ok := s.tmpls[t]; ok {
 		return v
 	}
-	s.tmpls[t] = t
-	return t
+	v := uint32(len(s.tmplNames))
+	s.tmpls[t] = v
+	s.tmplNames = append(s.tmplNames, t)
+	return v
 }
 
 // frac is a stable pseudo-random number in [0,1) from s, to spread phases
@@ -464,7 +486,7 @@ func (s *Scheduler) Next(now time.Time) (Dispatch, bool, time.Time) {
 	if e == nil {
 		return Dispatch{}, false, next
 	}
-	return Dispatch{URL: e.url, Host: e.host.name, Capture: e.capture, Gap: e.host.gap, Due: e.nextDue}, true, time.Time{}
+	return Dispatch{URL: s.front.url(e), Host: e.host.name, Capture: e.is(flagCapture), Gap: e.host.gap, Due: fromNanos(e.nextDue)}, true, time.Time{}
 }
 
 // Done folds a fetch's outcome into the schedule: the host's spacing, the
@@ -473,7 +495,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	if s.releaseOrphan(url, fb.End) {
 		return
 	}
-	e, ok := s.front.urls[url]
+	e, ok := s.front.urls.get(url)
 	if !ok {
 		return
 	}
@@ -483,7 +505,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	if !fb.End.IsZero() && !fb.Start.IsZero() {
 		h.took(fb.End.Sub(fb.Start))
 	}
-	if e.oneShot {
+	if e.is(flagOneShot) {
 		end := fb.End
 		if end.Before(fb.Start) {
 			end = fb.Start
@@ -492,18 +514,23 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		s.front.finish(e, end)
 		return
 	}
-	if fb.Rate > 0 && fb.Rate != e.rate {
-		e.rate, e.rateSE = fb.Rate, fb.RateSE
+	if fb.Rate > 0 && fb.Rate != s.rates[e.pos] {
+		s.rates[e.pos], s.rateSEs[e.pos] = fb.Rate, fb.RateSE
 		s.moved++
 	}
 	if fb.OK {
-		e.prevOK, e.lastOK = e.lastOK, fb.Start
+		s.prevOK[e.pos], e.lastOK = e.lastOK, nanos(fb.Start)
 	}
 	if fb.Learnt {
-		if e.st.Observations() <= 0 && fb.State.Observations() > 0 {
+		if e.observations() <= 0 && fb.State.Observations() > 0 {
 			s.learnt++
 		}
-		e.st, e.post, e.priorVer, e.stale = fb.State, fb.Posterior, fb.PriorVersion, false
+		e.setState(fb.State)
+		e.priorVer = fb.PriorVersion
+		e.set(flagStale, false)
+		if e.pos >= 0 {
+			s.posts[e.pos] = fb.Posterior
+		}
 		e.seq++
 		s.sinceRefit++
 	}
@@ -511,8 +538,8 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		// The time this observation covered, for the hazard of a rate
 		// change per unit of observed time.
 		s.updateHazard(fb.Start)
-		if !e.lastOK.IsZero() && fb.Start.After(e.prevOK) && !e.prevOK.IsZero() {
-			s.urlTime += fb.Start.Sub(e.prevOK).Seconds()
+		if prev := s.prevOK[e.pos]; e.lastOK != 0 && nanos(fb.Start) > prev && prev != 0 {
+			s.urlTime += fb.Start.Sub(fromNanos(prev)).Seconds()
 		}
 	}
 	if fb.ChangePoint {
@@ -523,7 +550,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	if fb.OK && e.pos >= 0 && s.probing[e.pos] && s.probes[e.pos] < math.MaxUint8 {
 		s.probes[e.pos]++
 	}
-	if e.disallowed != fb.Disallowed {
+	if e.is(flagDisallowed) != fb.Disallowed {
 		s.setDisallowed(e, fb.Disallowed)
 		s.moved++
 	}
@@ -542,21 +569,21 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	// or a busy host does not stretch every interval and lose fetches.
 	// A fetch later than half an interval starts a new phase.
 	due := fb.Start.Add(e.interval)
-	if e.recheckTau > 0 && fb.OK && !e.rechecked {
+	if e.recheckTau > 0 && fb.OK && !e.is(flagRechecked) {
 		// The check of a URL given up is followed by its probe.
-		e.rechecked = true
+		e.set(flagRechecked, true)
 		due = fb.Start.Add(e.recheckTau)
-	} else if d := e.nextDue.Add(e.interval); !e.nextDue.IsZero() && !e.nextDue.After(fb.Start) && d.Before(due) {
+	} else if d := fromNanos(e.nextDue).Add(e.interval); e.nextDue != 0 && e.nextDue <= nanos(fb.Start) && d.Before(due) {
 		due = d
 		if half := fb.Start.Add(e.interval / 2); due.Before(half) {
 			due = half
 		}
 	}
 	if e.recheckTau == 0 || !fb.OK || due.Sub(fb.Start) != e.recheckTau {
-		e.rechecked = false
+		e.set(flagRechecked, false)
 	}
 	switch a, adaptive := s.o.Policy.(adaptivePolicy); {
-	case e.disallowed:
+	case e.is(flagDisallowed):
 		due = fb.Start.Add(s.o.DisallowRetry)
 	case e.cap != nil && e.interval > 0:
 		if fb.OK {
@@ -569,11 +596,12 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		// After the poll just made, and after the phase it was due at:
 		// a poll handed out early (a retry) must not be due again at
 		// the same phase, where it would get the same task id.
-		due = e.cap.next(e.url, latest(fb.Start, e.nextDue), e.interval)
+		due = e.cap.next(s.front.url(e), latest(fb.Start, fromNanos(e.nextDue)), e.interval)
 	case adaptive && e.interval > 0:
 		var st adaptiveState
-		st, due = a.Next(adaptiveState{Interval: e.interval, Modified: e.adModified, Reset: e.adReset}, fb)
-		e.interval, e.adModified, e.adReset = st.Interval, st.Modified, st.Reset
+		st, due = a.Next(adaptiveState{Interval: e.interval, Modified: fromNanos(s.adModified[e.pos]), Reset: e.is(flagAdReset)}, fb)
+		e.interval, s.adModified[e.pos] = st.Interval, nanos(st.Modified)
+		e.set(flagAdReset, st.Reset)
 	}
 	s.mirror(e)
 	s.front.done(e, end, due)
@@ -585,14 +613,14 @@ func (s *Scheduler) Abort(url string, at, due time.Time) {
 	if s.releaseOrphan(url, at) {
 		return
 	}
-	if e, ok := s.front.urls[url]; ok {
+	if e, ok := s.front.urls.get(url); ok {
 		s.front.done(e, at, due)
 	}
 }
 
 // Interval is the URL's current interval (0 if unknown or unscheduled).
 func (s *Scheduler) Interval(url string) time.Duration {
-	if e, ok := s.front.urls[url]; ok {
+	if e, ok := s.front.urls.get(url); ok {
 		return e.interval
 	}
 	return 0
@@ -600,8 +628,8 @@ func (s *Scheduler) Interval(url string) time.Duration {
 
 // Rate is the URL's current estimated rate.
 func (s *Scheduler) Rate(url string) float64 {
-	if e, ok := s.front.urls[url]; ok {
-		return e.rate
+	if e, ok := s.front.urls.get(url); ok && e.pos >= 0 {
+		return s.rates[e.pos]
 	}
 	return 0
 }
@@ -733,13 +761,19 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 		HostCaps: make([]float64, len(s.planHosts)),
 	}
 	j.blocked = append([]bool(nil), s.blocked...)
-	j.fixed = append([]float64(nil), s.fixed...)
+	j.fixed = make([]float64, n)
+	copy(j.fixed, s.fixed)
 	j.rateSE = append([]float64(nil), s.rateSEs...)
 	j.posts = append([]estimate.Summary(nil), s.posts...)
 	j.lastOK = append([]int64(nil), s.lastOK...)
 	j.probing = append([]bool(nil), s.probing...)
 	j.probes = append([]uint8(nil), s.probes...)
-	j.lastIv = append([]float64(nil), s.lastIv...)
+	j.lastIv = make([]float64, n)
+	for i, last := range s.lastOK {
+		if prev := s.prevOK[i]; last != 0 && prev != 0 && last > prev {
+			j.lastIv[i] = time.Duration(last - prev).Seconds()
+		}
+	}
 	for i, h := range s.planHosts {
 		// The cap is what the host can take given its gap (host rate,
 		// Crawl-delay) and how long its requests last.
@@ -797,15 +831,15 @@ func (s *Scheduler) sampleStates() *refitInput {
 	stride := max(1, s.learnt/refitSample)
 	k := 0
 	for _, e := range s.list {
-		if e.st.Observations() <= 0 || e.disallowed {
+		if e.observations() <= 0 || e.is(flagDisallowed) {
 			continue
 		}
 		if k++; k%stride != 0 {
 			continue
 		}
-		in.states = append(in.states, e.st)
+		in.states = append(in.states, *e.st)
 		in.hosts = append(in.hosts, e.host.name)
-		in.tmpls = append(in.tmpls, e.tmpl)
+		in.tmpls = append(in.tmpls, s.tmplNames[e.tmpl])
 	}
 	return in
 }
@@ -829,10 +863,10 @@ func (s *Scheduler) pickResummaries(j *PlanJob) {
 		// A URL never observed keeps the rate it was added with until the
 		// priors have been fitted to the collection (version > 0): before
 		// that, the configured prior rate is all there is.
-		if e.disallowed || (!e.stale && e.priorVer >= ver) || (ver == 0 && e.st.Observations() <= 0) {
+		if e.is(flagDisallowed) || (!e.is(flagStale) && e.priorVer >= ver) || (ver == 0 && e.observations() <= 0) {
 			continue
 		}
-		j.resum = append(j.resum, resummary{i: i, seq: e.seq, st: e.st, host: e.host.name, tmpl: e.tmpl})
+		j.resum = append(j.resum, resummary{i: i, seq: e.seq, st: e.state(), host: e.host.name, tmpl: s.tmplNames[e.tmpl]})
 		s.resumFrom = i + 1
 	}
 }
@@ -1546,9 +1580,10 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 			if e.pos < 0 || e.seq != r.seq {
 				continue // fetched meanwhile: its own posterior is newer
 			}
-			e.post, e.priorVer, e.stale = r.post, ver, false
-			if r.post.Harmonic > 0 && r.post.Harmonic != e.rate {
-				e.rate = r.post.Harmonic
+			s.posts[e.pos], e.priorVer = r.post, ver
+			e.set(flagStale, false)
+			if r.post.Harmonic > 0 && r.post.Harmonic != s.rates[e.pos] {
+				s.rates[e.pos] = r.post.Harmonic
 			}
 			s.mirror(e)
 		}
@@ -1583,12 +1618,12 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 	}
 	for i := j.next; i < end; i++ {
 		e := j.list[i]
-		if e.pos < 0 || e.paused {
+		if e.pos < 0 || e.is(flagPaused) {
 			// Removed since the snapshot, or paused: a paused URL keeps
 			// its interval for when it is resumed.
 			continue
 		}
-		if e.disallowed {
+		if e.is(flagDisallowed) {
 			e.interval = s.o.DisallowRetry
 			s.mirror(e)
 			continue
@@ -1616,14 +1651,14 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		// would unschedule the URL), and is no time scale of its own.
 		iv := max(time.Duration(float64(time.Second)/f), time.Nanosecond)
 		e.interval = iv
-		if e.index >= 0 && old > 0 && !e.nextDue.IsZero() && e.cap == nil && !e.lastOK.IsZero() {
+		if e.index >= 0 && old > 0 && e.nextDue != 0 && e.cap == nil && e.lastOK != 0 {
 			// Keep the phase: move the next fetch by the change of
 			// interval, but never further than one new interval away.
 			// A URL never fetched keeps its due time: the first pass
 			// is not pushed back by a plan.
-			due := e.nextDue.Add(iv - old)
+			due := fromNanos(e.nextDue).Add(iv - old)
 			if due.After(now.Add(iv)) {
-				due = now.Add(time.Duration(float64(iv) * frac(e.url)))
+				due = now.Add(time.Duration(float64(iv) * frac(s.front.url(e))))
 			}
 			s.front.schedule(e, due)
 		}

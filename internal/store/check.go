@@ -68,7 +68,7 @@ func Check(path string) (*Report, error) {
 		}
 		f.Close()
 	}
-	db, err := Open(path, Options{ReadOnly: true, Timeout: 300 * time.Millisecond})
+	db, err := Open(path, Options{ReadOnly: true, Timeout: 300 * time.Millisecond, fullCheck: true})
 	if err != nil {
 		if errors.Is(err, ErrCorrupt) {
 			r.add(err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"net/http"
 	"slices"
 	"strings"
@@ -35,7 +36,11 @@ const (
 	flagHostOfURL // Host is hostPart(URL): not stored
 	flagHashHex   // Hash is 64 lower-case hex digits, stored as 32 bytes
 	flagLastModHTTP
-	flagIgnore // the ignore rules follow, as JSON
+	flagIgnore         // the ignore rules follow, as JSON
+	flagEstimatePacked // the estimator state is stored zero-packed (packZeros)
+	flagWeightShort    // Weight, Rate, RateSE: stored short (appendShortFloat)
+	flagRateShort
+	flagRateSEShort
 )
 
 // modeCodes are the modes stored as one byte; any other mode is stored as
@@ -83,7 +88,11 @@ func metaOf(v []byte) recMeta {
 }
 
 // appendURL appends the binary record of u (without its URL, the key).
-func appendURL(b []byte, u *URL, m recMeta) []byte {
+func appendURL(b []byte, u *URL, m recMeta) []byte { return appendURLPacked(b, u, m, true) }
+
+// appendURLPacked is appendURL, with the estimator state zero-packed
+// when pack is set (an older binary wrote it unpacked: still read).
+func appendURLPacked(b []byte, u *URL, m recMeta, pack bool) []byte {
 	var flags uint64
 	if u.KeepRaw {
 		flags |= flagKeepRaw
@@ -109,6 +118,19 @@ func appendURL(b []byte, u *URL, m recMeta) []byte {
 			lastMod = t
 		}
 	}
+	if pack && len(u.Estimate) >= minPacked {
+		flags |= flagEstimatePacked
+	}
+	if pack {
+		for _, f := range [...]struct {
+			v    float64
+			flag uint64
+		}{{u.Weight, flagWeightShort}, {u.Rate, flagRateShort}, {u.RateSE, flagRateSEShort}} {
+			if shortFloatLen(f.v) < 8 {
+				flags |= f.flag
+			}
+		}
+	}
 	var ignore []byte
 	if !u.Ignore.IsZero() {
 		flags |= flagIgnore
@@ -121,7 +143,7 @@ func appendURL(b []byte, u *URL, m recMeta) []byte {
 	if flags&flagHostOfURL == 0 {
 		b = appendString(b, u.Host)
 	}
-	b = appendFloat(b, u.Weight)
+	b = appendFloatAs(b, u.Weight, flags&flagWeightShort != 0)
 	b = appendString(b, u.Selector)
 	if i := slices.Index(modeCodes[:], u.Mode); i > 0 {
 		b = append(b, byte(i))
@@ -154,8 +176,8 @@ func appendURL(b []byte, u *URL, m recMeta) []byte {
 		}
 	}
 	b = appendTime(b, u.LastFetch)
-	b = appendTime(b, u.LastOK)
-	b = appendTime(b, u.LastChange)
+	b = appendTimeRef(b, u.LastOK, u.LastFetch)
+	b = appendTimeRef(b, u.LastChange, u.LastFetch)
 	b = binary.AppendVarint(b, int64(u.LastStatus))
 	b = appendString(b, u.LastErrKind)
 	b = appendString(b, u.LastErr)
@@ -170,9 +192,13 @@ func appendURL(b []byte, u *URL, m recMeta) []byte {
 	} else {
 		b = appendString(b, u.Hash)
 	}
-	b = appendBytes(b, u.Estimate)
-	b = appendFloat(b, u.Rate)
-	b = appendFloat(b, u.RateSE)
+	if flags&flagEstimatePacked != 0 {
+		b = packZeros(b, u.Estimate)
+	} else {
+		b = appendBytes(b, u.Estimate)
+	}
+	b = appendFloatAs(b, u.Rate, flags&flagRateShort != 0)
+	b = appendFloatAs(b, u.RateSE, flags&flagRateSEShort != 0)
 	b = binary.AppendVarint(b, int64(u.Interval))
 	return appendTime(b, u.NextDue)
 }
@@ -197,7 +223,7 @@ func readURL(r *reader, u *URL) error {
 		u.Host = r.string()
 	}
 	u.KeepRaw, u.Paused, u.Disallowed = flags&flagKeepRaw != 0, flags&flagPaused != 0, flags&flagDisallowed != 0
-	u.Weight = r.float()
+	u.Weight = r.floatAs(flags&flagWeightShort != 0)
 	u.Selector = r.string()
 	if c := r.byte(); c == 0 {
 		u.Mode = r.string()
@@ -228,7 +254,8 @@ func readURL(r *reader, u *URL) error {
 			}
 		}
 	}
-	u.LastFetch, u.LastOK, u.LastChange = r.time(), r.time(), r.time()
+	u.LastFetch = r.time()
+	u.LastOK, u.LastChange = r.timeRef(u.LastFetch), r.timeRef(u.LastFetch)
 	u.LastStatus = int(r.varint())
 	u.LastErrKind, u.LastErr, u.ETag = r.string(), r.string(), r.string()
 	if flags&flagLastModHTTP != 0 {
@@ -241,10 +268,12 @@ func readURL(r *reader, u *URL) error {
 	} else {
 		u.Hash = r.string()
 	}
-	if e := r.bytes(); len(e) > 0 {
+	if flags&flagEstimatePacked != 0 {
+		u.Estimate = r.unpackZeros()
+	} else if e := r.bytes(); len(e) > 0 {
 		u.Estimate = append([]byte(nil), e...)
 	}
-	u.Rate, u.RateSE = r.float(), r.float()
+	u.Rate, u.RateSE = r.floatAs(flags&flagRateShort != 0), r.floatAs(flags&flagRateSEShort != 0)
 	u.Interval = time.Duration(r.varint())
 	u.NextDue = r.time()
 	return r.done()
@@ -325,6 +354,80 @@ func appendString(b []byte, s string) []byte {
 func appendBytes(b, s []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
+}
+
+// The estimator's state is opaque here (schedule.EstimateState encodes
+// it: fixed-width fields, most of them small counts or float32s of an
+// empty bucket), and about 60 % of its bytes are zero. packZeros stores
+// its length, a bitmap of its non-zero bytes, then those bytes: 126
+// bytes become about 64, whatever the layout of the fields.
+func packZeros(b, s []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	at := len(b)
+	b = append(b, make([]byte, (len(s)+7)/8)...)
+	for i, c := range s {
+		if c != 0 {
+			b[at+i/8] |= 1 << (i % 8)
+			b = append(b, c)
+		}
+	}
+	return b
+}
+
+// minPacked is the shortest estimator state worth packing (below it the
+// bitmap costs more than the zeros save, for the states seen so far).
+const minPacked = 16
+
+// maxPackedLen bounds the length a packed field may claim, so a damaged
+// record cannot make the reader allocate gigabytes.
+const maxPackedLen = 1 << 16
+
+// unpackZeros reads a field written by packZeros.
+func (r *reader) unpackZeros() []byte {
+	n := r.uvarint()
+	if n > maxPackedLen {
+		r.fail("packed field of %d bytes", n)
+		return nil
+	}
+	bitmap := r.fixed(int((n + 7) / 8))
+	if r.err != nil {
+		return nil
+	}
+	out := make([]byte, n)
+	for i := range out {
+		if bitmap[i/8]&(1<<(i%8)) != 0 {
+			out[i] = r.byte()
+		}
+	}
+	if r.err != nil {
+		return nil
+	}
+	return out
+}
+
+// A short float is the uvarint of its bits with the bytes reversed: the
+// low mantissa bytes of a round number (a weight of 1, a rate of 0) are
+// zero, so it takes one to three bytes. A record flag says which floats
+// are short; the others stay 8 bytes.
+func shortFloat(f float64) uint64 { return bits.ReverseBytes64(math.Float64bits(f)) }
+
+func shortFloatLen(f float64) int {
+	var buf [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(buf[:], shortFloat(f))
+}
+
+func appendFloatAs(b []byte, f float64, short bool) []byte {
+	if short {
+		return binary.AppendUvarint(b, shortFloat(f))
+	}
+	return appendFloat(b, f)
+}
+
+func (r *reader) floatAs(short bool) float64 {
+	if short {
+		return math.Float64frombits(bits.ReverseBytes64(r.uvarint()))
+	}
+	return r.float()
 }
 
 func appendFloat(b []byte, f float64) []byte {
@@ -419,6 +522,24 @@ func (r *reader) bytes() []byte {
 func (r *reader) string() string { return string(r.bytes()) }
 
 func (r *reader) float() float64 { return math.Float64frombits(binary.LittleEndian.Uint64(r.fixed(8))) }
+
+// appendTimeRef is appendTime, with a time equal to ref (not zero) as the
+// single tag 3: a successful fetch's LastOK is its LastFetch.
+func appendTimeRef(b []byte, t, ref time.Time) []byte {
+	if !t.IsZero() && t.Equal(ref) {
+		return append(b, 3)
+	}
+	return appendTime(b, t)
+}
+
+// timeRef reads a time written by appendTimeRef.
+func (r *reader) timeRef(ref time.Time) time.Time {
+	if len(r.b) > 0 && r.b[0] == 3 {
+		r.b = r.b[1:]
+		return ref
+	}
+	return r.time()
+}
 
 func (r *reader) time() time.Time {
 	switch c := r.byte(); c {

@@ -31,7 +31,11 @@ type Query struct {
 	Only  []string
 	Match func(url string) bool
 
-	Sort string // one of Sorts; default url
+	// Sort is one of Sorts; default url. With a host or state filter, or
+	// a mode other than freshness, and no prefix, the url order is the
+	// order the URLs were added (the filter index names URLs by id; a bulk
+	// seed adds them in URL order).
+	Sort string
 	Desc bool
 	// After is the cursor of the previous page (Page.Next).
 	After string
@@ -66,8 +70,10 @@ type driver struct {
 
 func (db *DB) plan(tx *bolt.Tx, q *Query) (driver, error) {
 	d := driver{bucket: bucketURLs, url: func(k []byte) []byte { return k }}
+	ids := tx.Bucket(bucketURLIDs)
+	byID := func(k []byte) []byte { return urlOfFilterKey(ids, k) }
 	filter := func(kind byte, value string) driver {
-		return driver{bucket: bucketIxFilter, prefix: filterPrefix(kind, value), url: urlOfFilterKey}
+		return driver{bucket: bucketIxFilter, prefix: filterPrefix(kind, value), url: byID}
 	}
 	recordState := q.State != "" && q.State != StateActive
 	switch q.Sort {
@@ -81,7 +87,7 @@ func (db *DB) plan(tx *bolt.Tx, q *Query) (driver, error) {
 			d.host = true
 		case q.Prefix != "":
 			d.prefix, d.prefixF = []byte(q.Prefix), true
-		case q.Mode != "":
+		case indexedMode(q.Mode) != "":
 			d = filter(ixMode, q.Mode)
 			d.mode = true
 		}
@@ -90,14 +96,13 @@ func (db *DB) plan(tx *bolt.Tx, q *Query) (driver, error) {
 			d = filter(ixHost, q.Host)
 			d.host = true
 		} else {
-			d = driver{bucket: bucketIxFilter, prefix: []byte{ixHost}, url: urlOfFilterKey}
+			d = driver{bucket: bucketIxFilter, prefix: []byte{ixHost}, url: byID}
 		}
 	default:
 		id, ok := sortIDs[q.Sort]
 		if !ok {
 			return d, fmt.Errorf("%w: unknown sort %q (want one of %s)", ErrBadQuery, q.Sort, strings.Join(Sorts, ", "))
 		}
-		ids := tx.Bucket(bucketURLIDs)
 		d = driver{bucket: bucketIxSort, prefix: []byte{id}, url: func(k []byte) []byte { return urlOfSortKey(ids, k) }}
 	}
 	return d, nil
@@ -191,12 +196,21 @@ func (db *DB) walk(tx *bolt.Tx, q *Query, after []byte, fn func(key, url []byte)
 	if (!bytes.Equal(d.bucket, bucketURLs) || q.Host != "" || q.Mode != "" || q.State != "") && !indexedTx(tx) {
 		return errNotIndexed
 	}
-	f := tx.Bucket(bucketIxFilter)
+	f, urls := tx.Bucket(bucketIxFilter), tx.Bucket(bucketURLs)
 	search := strings.ToLower(q.Search)
+	// The filter keys name a URL by its id, which its record holds: read
+	// once per candidate, and only when a filter needs it.
+	var id uint64
 	has := func(kind byte, value string, url []byte) bool {
-		return f.Get(filterKey(kind, value, string(url))) != nil
+		if id == 0 {
+			if id = metaOf(urls.Get(url)).id; id == 0 {
+				return false
+			}
+		}
+		return f.Get(filterKey(kind, value, id)) != nil
 	}
 	match := func(url []byte) bool {
+		id = 0
 		if q.Prefix != "" && !d.prefixF && !bytes.HasPrefix(url, []byte(q.Prefix)) {
 			return false
 		}
@@ -206,8 +220,15 @@ func (db *DB) walk(tx *bolt.Tx, q *Query, after []byte, fn func(key, url []byte)
 		if q.Host != "" && !d.host && !has(ixHost, q.Host, url) {
 			return false
 		}
-		if q.Mode != "" && !d.mode && !has(ixMode, q.Mode, url) {
-			return false
+		if q.Mode != "" && !d.mode {
+			if indexedMode(q.Mode) != "" && !has(ixMode, q.Mode, url) {
+				return false
+			}
+			// The default mode has no index: the record says.
+			var u URL
+			if indexedMode(q.Mode) == "" && (decodeURL(url, urls.Get(url), &u) != nil || u.Mode != q.Mode) {
+				return false
+			}
 		}
 		switch {
 		case q.State == StateActive:
@@ -366,6 +387,9 @@ func (db *DB) total(tx *bolt.Tx, q *Query) int {
 	case q.Host != "":
 		prefix = filterPrefix(ixHost, q.Host)
 	case q.Mode != "":
+		if indexedMode(q.Mode) == "" {
+			return -1 // not indexed (indexedMode)
+		}
 		prefix = filterPrefix(ixMode, q.Mode)
 	case q.Prefix != "":
 		bucket, prefix = bucketURLs, []byte(q.Prefix)

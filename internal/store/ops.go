@@ -30,7 +30,7 @@ func (db *DB) Upsert(recs []URL) (added int, err error) {
 		// appended, and full pages keep those trees small.
 		tx.Bucket(bucketURLIDs).FillPercent = 1
 		tx.Bucket(bucketIxSort).FillPercent = 0.9
-		iw := &ixWriter{tx: tx, batched: true}
+		iw := &ixWriter{tx: tx, batched: true, ops: make([]ixOp, 0, 8*len(sorted))}
 		for _, r := range sorted {
 			key := []byte(r.URL)
 			var cur URL

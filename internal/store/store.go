@@ -40,11 +40,11 @@ var (
 	bucketDeleted  = []byte("deleted")   // url → URL (JSON) of a deleted URL whose history is kept
 	bucketRaw      = []byte("raw")       // url → raw body of the latest version (rawEnvelope)
 	bucketFetchLog = []byte("fetchlog")  // url → the last fetchLogLen fetches (encodeFetchLog)
-	bucketURLIDs   = []byte("url_ids")   // id(8) → url: the URLs ix_sort names by id
+	bucketURLIDs   = []byte("url_ids")   // id (appendOrdered) → url: the URLs the indexes name by id
 	// Secondary indexes, maintained in the transaction that writes the
 	// record (index.go).
-	bucketIxFilter  = []byte("ix_filter")  // kind(1) value 0x00 url → nil: host, mode, record state
-	bucketIxSort    = []byte("ix_sort")    // sort id(1) ordered value(8) url id(8) → nil
+	bucketIxFilter  = []byte("ix_filter")  // kind(1) value 0x00 url id → nil: host, mode, record state
+	bucketIxSort    = []byte("ix_sort")    // sort id(1) value url id (appendOrdered) → nil
 	bucketIxChanges = []byte("ix_changes") // url 0x00 seq(8) → nil: the change log by URL
 	allBuckets      = [][]byte{bucketURLs, bucketContent, bucketVersions, bucketChanges, bucketFolded, bucketHosts, bucketMeta, bucketItems,
 		bucketDeleted, bucketRaw, bucketFetchLog, bucketURLIDs, bucketTexts, bucketTextRefs, bucketIxFilter, bucketIxSort, bucketIxChanges, bucketHookQueue, bucketHookDead}
@@ -54,7 +54,9 @@ var (
 // schemaVersion is written to the meta bucket; Open refuses a newer one.
 // Version 2 added the secondary indexes: a binary that knows only version 1
 // would write records without updating them, so it must refuse the file.
-const schemaVersion = 2
+// Version 3 packs the estimator state and names LastOK by LastFetch in
+// URL records (codec.go), which a version-2 binary would misread.
+const schemaVersion = 3
 
 // Errors callers can test for with errors.Is; bbolt's own errors stay
 // wrapped behind them.
@@ -75,12 +77,17 @@ type Options struct {
 	// coordinator may hold the write lock... bbolt's lock is exclusive for
 	// writers and shared for readers.
 	ReadOnly bool
+	// fullCheck walks every page at open even after a clean close (Check).
+	fullCheck bool
 }
 
 // DB is an open store.
 type DB struct {
 	bolt *bolt.DB
 	path string
+	// writable: Close marks a clean close (clean.go).
+	writable bool
+	closed   atomic.Bool
 	// fence is the lease revision this process writes under (TakeFence);
 	// 0 until a coordinator takes the store.
 	fence atomic.Uint64
@@ -117,8 +124,13 @@ func Open(path string, opt Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	// bbolt maps the file and trusts what it finds: check it first.
-	err = verifyFile(path)
+	// bbolt maps the file and trusts what it finds: check it first, every
+	// page unless it was closed cleanly and is unchanged since (clean.go).
+	err = verifyFile(path, opt.fullCheck || !closedCleanly(path))
+	if err == nil && !opt.ReadOnly {
+		// Whatever happens from here on, only a clean Close marks it again.
+		err = unmarkClean(path)
+	}
 	// bbolt takes its own lock on its own descriptor, which ours would
 	// block: a writer that slips in between makes bbolt wait, then fail
 	// with ErrLocked, and whatever it wrote was written under the lock.
@@ -154,7 +166,7 @@ func Open(path string, opt Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	db := &DB{bolt: b, path: path}
+	db := &DB{bolt: b, path: path, writable: !opt.ReadOnly}
 	if !opt.ReadOnly {
 		err = db.init()
 	} else {
@@ -206,8 +218,31 @@ func (db *DB) checkSchema() error {
 	})
 }
 
-// Close closes the file.
-func (db *DB) Close() error { return db.bolt.Close() }
+// Close closes the file, and after a writable open marks it closed
+// cleanly, so the next open need not walk every page (clean.go).
+func (db *DB) Close() error {
+	if db.closed.Swap(true) {
+		return nil
+	}
+	if err := db.bolt.Close(); err != nil {
+		return err
+	}
+	if !db.writable {
+		return nil
+	}
+	// bbolt released its lock: take ours while the marker is written, so
+	// that it stamps the file as this process left it. If another process
+	// has the store already, it marks its own close.
+	lock, err := lockFile(db.path, Options{Timeout: time.Nanosecond})
+	if err != nil {
+		return nil
+	}
+	defer lock.release()
+	if err := markClean(db.path); err != nil {
+		return fmt.Errorf("close store %s: mark the clean close: %w", db.path, err)
+	}
+	return nil
+}
 
 // Path is the file's path.
 func (db *DB) Path() string { return db.path }

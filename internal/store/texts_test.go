@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -175,5 +176,108 @@ func TestOldStoreIsMigratedOnOpen(t *testing.T) {
 	u, err := db.Get(fetchedURL(4).URL)
 	if err != nil || u.ETag != fetchedURL(4).ETag {
 		t.Errorf("migrated record %+v %v", u, err)
+	}
+}
+
+// TestIndexV2StoreIsMigratedOnOpen: a store of index version 2 (records
+// in binary with their estimator state unpacked, filter keys spelling out
+// the URL, sort keys and url_ids keys of 8-byte numbers) is re-indexed
+// when opened: every filter and sort listing answers from the new keys,
+// the records read as they were written, no old key is left, and Check
+// finds nothing wrong.
+func TestIndexV2StoreIsMigratedOnOpen(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	var recs []URL
+	if err := db.bolt.Update(func(tx *bolt.Tx) error {
+		for i := range 40 {
+			u := fetchedURL(i)
+			u.Estimate = make([]byte, 126) // mostly zeros, as the estimator's
+			u.Estimate[0], u.Estimate[9] = 2, byte(i+1)
+			if i%4 == 0 {
+				u.Mode = "capture"
+			}
+			if i%5 == 0 {
+				u.Paused = true
+			}
+			id := uint64(100 + i)
+			if err := tx.Bucket(bucketURLs).Put([]byte(u.URL), appendURLPacked(nil, &u, recMeta{id: id}, false)); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketURLIDs).Put(u64(id), []byte(u.URL)); err != nil {
+				return err
+			}
+			for _, k := range [][]byte{
+				append([]byte("h"+u.Host+"\x00"), u.URL...),
+				append([]byte("m"+u.Mode+"\x00"), u.URL...),
+				binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64([]byte{'c'}, uint64(u.Changes)), id),
+			} {
+				b := bucketIxFilter
+				if k[0] == 'c' {
+					b = bucketIxSort
+				}
+				if err := tx.Bucket(b).Put(k, nil); err != nil {
+					return err
+				}
+			}
+			recs = append(recs, u)
+		}
+		return tx.Bucket(bucketMeta).Put(metaIndexed, u64(2))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db = open(t, dir)
+	defer db.Close()
+	count := func(q Query, want func(URL) bool) {
+		t.Helper()
+		p, err := db.ListURLs(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, u := range recs {
+			if want(u) {
+				n++
+			}
+		}
+		if len(p.URLs) != n {
+			t.Errorf("%+v: %d URLs, want %d", q, len(p.URLs), n)
+		}
+		for _, u := range p.URLs {
+			if !want(u) {
+				t.Errorf("%+v listed %s", q, u.URL)
+			}
+		}
+	}
+	count(Query{Host: recs[3].Host, Limit: MaxLimit}, func(u URL) bool { return u.Host == recs[3].Host })
+	count(Query{Mode: "capture", Limit: MaxLimit}, func(u URL) bool { return u.Mode == "capture" })
+	count(Query{Mode: "freshness", Limit: MaxLimit}, func(u URL) bool { return u.Mode == "freshness" })
+	count(Query{State: StatePaused, Limit: MaxLimit}, func(u URL) bool { return u.Paused })
+	count(Query{Sort: SortChanges, Limit: MaxLimit}, func(URL) bool { return true })
+	count(Query{Sort: SortHost, Mode: "capture", Limit: MaxLimit}, func(u URL) bool { return u.Mode == "capture" })
+	for _, w := range recs {
+		u, err := db.Get(w.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(u.Estimate, w.Estimate) || u.Mode != w.Mode || u.Paused != w.Paused || u.ETag != w.ETag {
+			t.Fatalf("migrated %s: %+v", w.URL, u)
+		}
+	}
+	if err := db.bolt.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketIxFilter).ForEach(func(k, _ []byte) error {
+			if bytes.Contains(k, []byte("https://")) || bytes.HasPrefix(k, []byte("mfreshness")) {
+				t.Errorf("old filter key %q left", k)
+			}
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r := Report{Records: map[string]int{}}
+	db.checkInto(&r)
+	if !r.OK() {
+		t.Errorf("check after migration: %v", r.Errors)
 	}
 }

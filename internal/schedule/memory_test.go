@@ -1,0 +1,109 @@
+package schedule
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// memoryURLs are n URLs as `freshcrawl bench scale` restarts them: 60 to
+// 100 bytes on 10 000 hosts, half of them fetched 2 to 21 times, with the
+// estimator state, rate, interval, next due time and last fetch a fold
+// leaves.
+func memoryURLs(n int, now time.Time) []URLInfo {
+	rng := rand.New(rand.NewPCG(1, 16))
+	est := NewEstimator(7*24*time.Hour, 1.0/86400)
+	// Learning is slow next to the rest: 1 024 fetch histories are
+	// learnt once and shared out.
+	type history struct {
+		state         []byte
+		rate, se      float64
+		iv            time.Duration
+		nextDue, last time.Time
+	}
+	pool := make([]history, 1024)
+	for k := range pool {
+		var st EstimateState
+		iv := time.Duration(1+rng.Int64N(14*24)) * time.Hour
+		fetches := 2 + rng.IntN(20)
+		at := now.Add(-time.Duration(fetches) * iv)
+		var prev time.Time
+		rate, se := 1.0/86400, 0.0
+		for range fetches {
+			fb := est.Learn(&st, rate, Observation{URL: "https://h.example.org/p", Host: "h.example.org", Start: at, End: at.Add(300 * time.Millisecond), OK: true, First: prev.IsZero(), Prev: prev, Changed: rng.IntN(3) == 0})
+			rate, se = fb.Rate, fb.RateSE
+			prev = at
+			at = at.Add(iv)
+		}
+		pool[k].state, _ = st.MarshalBinary()
+		pool[k].rate, pool[k].se, pool[k].iv, pool[k].nextDue, pool[k].last = rate, se, iv, prev.Add(iv), prev
+	}
+	out := make([]URLInfo, n)
+	for i := range out {
+		host := fmt.Sprintf("h%04d.example.org", rng.IntN(10_000))
+		u := fmt.Sprintf("https://%s/section-%d/item-%d", host, rng.IntN(100), i)
+		if pad := 60 + rng.IntN(41) - len(u); pad > 0 {
+			u += "?" + strings.Repeat("q", pad-1)
+		}
+		info := URLInfo{URL: u, Host: host, Weight: 1}
+		if rng.IntN(2) == 0 {
+			h := pool[rng.IntN(len(pool))]
+			info.Estimate = h.state
+			info.Rate, info.RateSE, info.Interval, info.NextDue, info.LastOK = h.rate, h.se, h.iv, h.nextDue, h.last
+		}
+		out[i] = info
+	}
+	return out
+}
+
+var memoryURLCount = flag.Int("memory-urls", 1_000_000, "BenchmarkSchedulerMemory: URLs in the schedule")
+
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// BenchmarkSchedulerMemory reports the live heap the schedule holds per
+// URL (B/URL) after loading -memory-urls URLs (a million) and planning
+// once, as a coordinator restart does. The URL strings are copied before the
+// measurement starts so that they count, as they do when the store
+// decodes them. Run it with -benchtime=1x.
+func BenchmarkSchedulerMemory(b *testing.B) {
+	for _, n := range []int{*memoryURLCount} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			now := time.Unix(1_800_000_000, 0)
+			infos := memoryURLs(n, now)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				h0 := liveHeap()
+				b.StartTimer()
+				s := NewScheduler(SchedulerOptions{Budget: float64(n) / (30 * 86400), HostRate: 1})
+				for _, u := range infos {
+					// A fresh copy of the URL, which the schedule keeps.
+					u.URL = string([]byte(u.URL))
+					s.Add(u, now)
+				}
+				if _, err := s.Replan(now); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				h1 := liveHeap()
+				if s.Len() != n {
+					b.Fatalf("%d URLs in the schedule, want %d", s.Len(), n)
+				}
+				b.ReportMetric(float64(int64(h1)-int64(h0))/float64(n), "B/URL")
+				runtime.KeepAlive(s)
+				b.StartTimer()
+			}
+		})
+	}
+}

@@ -1,0 +1,75 @@
+package schedule
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// The index agrees with a map under random adds, removals and lookups:
+// through growth, through removals in probe runs that wrap around the end
+// of the table (every entry left is still found after each removal, so
+// the backward shift never strands one), and through the compaction of
+// the paths' chunks, after which every entry still has its URL. The URLs
+// include ones with no scheme, no path, and paths longer than a chunk
+// takes.
+func TestURLIndexMatchesMap(t *testing.T) {
+	for seed := range uint64(3) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		x := newURLIndex()
+		want := map[string]*entry{}
+		keys := make([]string, 400)
+		for i := range keys {
+			switch i % 10 {
+			case 0:
+				keys[i] = fmt.Sprintf("https://h%d.example", i)
+			case 1:
+				keys[i] = fmt.Sprintf("no-scheme-%d", i)
+			case 2:
+				keys[i] = fmt.Sprintf("http://h%d.example/%d/", i%7, i) + strings.Repeat("x", chunkSize/8)
+			default:
+				keys[i] = fmt.Sprintf("http://h%d.example/%d/", i%7, i) + strings.Repeat("p", rng.IntN(chunkSize/32))
+			}
+		}
+		compactions := 0
+		for op := range 30_000 {
+			k := keys[rng.IntN(len(keys))]
+			switch rng.IntN(3) {
+			case 0:
+				if _, ok := want[k]; !ok {
+					e := &entry{}
+					want[k] = e
+					x.put(e, k)
+				}
+			case 1:
+				if e, ok := want[k]; ok {
+					delete(want, k)
+					dead := x.dead
+					x.remove(e)
+					if x.dead < dead {
+						compactions++
+					}
+				}
+			default:
+				e, ok := x.get(k)
+				if w, wok := want[k]; ok != wok || e != w {
+					t.Fatalf("seed %d op %d: get(%.40s) = %p %v, want %p %v", seed, op, k, e, ok, w, wok)
+				}
+			}
+			if x.len() != len(want) {
+				t.Fatalf("seed %d op %d: len %d, want %d", seed, op, x.len(), len(want))
+			}
+			if op%500 == 0 {
+				for k, w := range want {
+					if e, ok := x.get(k); !ok || e != w || x.url(e) != k {
+						t.Fatalf("seed %d op %d: %.40s lost", seed, op, k)
+					}
+				}
+			}
+		}
+		if compactions == 0 {
+			t.Fatalf("seed %d: the chunks were never compacted", seed)
+		}
+	}
+}
