@@ -111,43 +111,46 @@ const scanChunk = 10000
 func (db *DB) ForEach(fn func(URL) error) error {
 	var after []byte
 	for {
-		var batch []URL
-		err := db.view(func(tx *bolt.Tx) error {
-			c := tx.Bucket(bucketURLs).Cursor()
-			var k, v []byte
-			if after == nil {
-				k, v = c.First()
-			} else {
-				k, v = c.Seek(after)
-				if k != nil && string(k) == string(after) {
-					k, v = c.Next()
-				}
-			}
-			for ; k != nil && len(batch) < scanChunk; k, v = c.Next() {
-				var u URL
-				if err := decodeURL(k, v, &u); err != nil {
-					return fmt.Errorf("%w: decode url %q: %w", ErrCorrupt, k, err)
-				}
-				batch = append(batch, u)
-			}
-			return nil
-		})
+		batch, err := db.readChunk(after, nil)
 		if err != nil {
 			return err
-		}
-		if len(batch) == 0 {
-			return nil
 		}
 		for _, u := range batch {
 			if err := fn(u); err != nil {
 				return err
 			}
 		}
-		after = []byte(batch[len(batch)-1].URL)
 		if len(batch) < scanChunk {
 			return nil
 		}
+		after = []byte(batch[len(batch)-1].URL)
 	}
+}
+
+// readChunk appends to batch up to scanChunk URL records in key order,
+// from the first key after after (from the first key when after is nil),
+// in one read transaction.
+func (db *DB) readChunk(after []byte, batch []URL) ([]URL, error) {
+	err := db.view(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketURLs).Cursor()
+		var k, v []byte
+		if after == nil {
+			k, v = c.First()
+		} else {
+			k, v = c.Seek(after)
+			if k != nil && bytes.Equal(k, after) {
+				k, v = c.Next()
+			}
+		}
+		for ; k != nil && len(batch) < scanChunk; k, v = c.Next() {
+			batch = append(batch, URL{})
+			if err := decodeURL(k, v, &batch[len(batch)-1]); err != nil {
+				return fmt.Errorf("%w: decode url %q: %w", ErrCorrupt, k, err)
+			}
+		}
+		return nil
+	})
+	return batch, err
 }
 
 // ForEachBatch calls fn with every URL record in key order, scanChunk at
@@ -170,26 +173,7 @@ func (db *DB) ForEachBatch(fn func([]URL) error) error {
 		// Two buffers: one fn works on, one being filled.
 		bufs := [2][]URL{make([]URL, 0, scanChunk), make([]URL, 0, scanChunk)}
 		for i := 0; ; i++ {
-			batch := bufs[i%2][:0]
-			err := db.view(func(tx *bolt.Tx) error {
-				c := tx.Bucket(bucketURLs).Cursor()
-				var k, v []byte
-				if after == nil {
-					k, v = c.First()
-				} else {
-					k, v = c.Seek(after)
-					if k != nil && bytes.Equal(k, after) {
-						k, v = c.Next()
-					}
-				}
-				for ; k != nil && len(batch) < scanChunk; k, v = c.Next() {
-					batch = append(batch, URL{})
-					if err := decodeURL(k, v, &batch[len(batch)-1]); err != nil {
-						return fmt.Errorf("%w: decode url %q: %w", ErrCorrupt, k, err)
-					}
-				}
-				return nil
-			})
+			batch, err := db.readChunk(after, bufs[i%2][:0])
 			if err == nil && len(batch) == 0 {
 				return
 			}
