@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -41,12 +39,9 @@ func benchScaleCmd() *cobra.Command {
 The directory is removed after each size. 10 M URLs need about 15 GB of disk.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, s := range strings.Split(sizes, ",") {
-				n, err := strconv.Atoi(strings.TrimSpace(s))
-				if err != nil || n <= 0 {
-					return fmt.Errorf("--sizes: %q is not a positive count", s)
-				}
-				o.Sizes = append(o.Sizes, n)
+			var err error
+			if o.Sizes, err = parseSizes(sizes); err != nil {
+				return err
 			}
 			o.Progress = progressTo(cmd.ErrOrStderr())
 			res, err := bench.RunScale(cmd.Context(), o)

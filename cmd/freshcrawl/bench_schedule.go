@@ -38,12 +38,9 @@ adds --scheduler-n URLs to the coordinator's in-memory Scheduler and reports
 its live heap per URL and one re-plan with the optimal policy.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, s := range strings.Split(sizes, ",") {
-				n, err := strconv.Atoi(strings.TrimSpace(s))
-				if err != nil || n <= 0 {
-					return fmt.Errorf("--sizes: %q is not a positive count", s)
-				}
-				o.Sizes = append(o.Sizes, n)
+			var err error
+			if o.Sizes, err = parseSizes(sizes); err != nil {
+				return err
 			}
 			o.Resolve = !noWarm
 			o.Progress = progressTo(cmd.ErrOrStderr())
@@ -89,4 +86,17 @@ func printSchedule(w io.Writer, r bench.ScheduleResult) {
 			s.URLs, s.Hosts, s.AddSeconds, s.BytesPerURL, s.URLLen, s.ReplanSeconds, s.ReplanAllocBytesPerURL)
 	}
 	fmt.Fprintf(w, "max RSS %.0f MiB\n", float64(r.MaxRSS)/(1<<20))
+}
+
+// parseSizes reads the benches' --sizes, comma-separated URL counts.
+func parseSizes(list string) ([]int, error) {
+	var sizes []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("--sizes: %q is not a positive count", s)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
 }
