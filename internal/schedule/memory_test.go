@@ -19,29 +19,7 @@ func memoryURLs(n int, now time.Time) []URLInfo {
 	est := NewEstimator(7*24*time.Hour, 1.0/86400)
 	// Learning is slow next to the rest: 1 024 fetch histories are
 	// learnt once and shared out.
-	type history struct {
-		state         []byte
-		rate, se      float64
-		iv            time.Duration
-		nextDue, last time.Time
-	}
-	pool := make([]history, 1024)
-	for k := range pool {
-		var st EstimateState
-		iv := time.Duration(1+rng.Int64N(14*24)) * time.Hour
-		fetches := 2 + rng.IntN(20)
-		at := now.Add(-time.Duration(fetches) * iv)
-		var prev time.Time
-		rate, se := 1.0/86400, 0.0
-		for range fetches {
-			fb := est.Learn(&st, rate, Observation{URL: "https://h.example.org/p", Host: "h.example.org", Start: at, End: at.Add(300 * time.Millisecond), OK: true, First: prev.IsZero(), Prev: prev, Changed: rng.IntN(3) == 0})
-			rate, se = fb.Rate, fb.RateSE
-			prev = at
-			at = at.Add(iv)
-		}
-		pool[k].state, _ = st.MarshalBinary()
-		pool[k].rate, pool[k].se, pool[k].iv, pool[k].nextDue, pool[k].last = rate, se, iv, prev.Add(iv), prev
-	}
+	pool := learntHistories(&est, rng, 1024, now, 1.0/86400, "https://h.example.org/p", "h.example.org")
 	out := make([]URLInfo, n)
 	for i := range out {
 		host := fmt.Sprintf("h%04d.example.org", rng.IntN(10_000))
@@ -49,12 +27,11 @@ func memoryURLs(n int, now time.Time) []URLInfo {
 		if pad := 60 + rng.IntN(41) - len(u); pad > 0 {
 			u += "?" + strings.Repeat("q", pad-1)
 		}
-		info := URLInfo{URL: u, Host: host, Weight: 1}
+		info := URLInfo{Weight: 1}
 		if rng.IntN(2) == 0 {
-			h := pool[rng.IntN(len(pool))]
-			info.Estimate = h.state
-			info.Rate, info.RateSE, info.Interval, info.NextDue, info.LastOK = h.rate, h.se, h.iv, h.nextDue, h.last
+			info = pool[rng.IntN(len(pool))]
 		}
+		info.URL, info.Host = u, host
 		out[i] = info
 	}
 	return out
