@@ -13,8 +13,9 @@ import (
 // positions are int32, the path template is an index into the
 // scheduler's interned templates, and the posterior's summary lives only
 // in Scheduler.posts, the estimated rate and its standard error in
-// Scheduler.rates and rateSEs, and an adaptive policy's record of the
-// page's last change in Scheduler.adModified.
+// Scheduler.rates and rateSEs, the weight in Scheduler.weights, the last
+// successful fetch in Scheduler.lastOK, and an adaptive policy's record
+// of the page's last change in Scheduler.adModified.
 type entry struct {
 	// The URL is urlIndex.origins[origin] + path (urlIndex.url).
 	path string
@@ -25,7 +26,6 @@ type entry struct {
 	// it is the largest part of an entry (112 bytes).
 	st *estimate.State
 
-	weight   float64
 	interval time.Duration // 1/f from the plan; 0 = not scheduled (given up, disallowed)
 	// recheckTau is the probe interval of a URL given up and rechecked
 	// (0: none): each check is followed by a probe that long after it;
@@ -35,11 +35,11 @@ type entry struct {
 	// What the estimator learnt (docs/design.md §3.3): its state (st),
 	// the version of the priors its posterior's summary was computed
 	// under (priorVer; stale: to be recomputed under the current ones),
-	// the number of updates (seq, so that a recomputation from an older
-	// state is dropped), and the last successful fetch (Unix ns, 0:
-	// never; the one before it is in Scheduler.prevOK).
+	// and the number of updates (seq, so that a recomputation from an
+	// older state is dropped). The weight and the last two successful
+	// fetches are only in the scheduler's arrays (Scheduler.weights,
+	// lastOK and prevOK).
 	priorVer uint64
-	lastOK   int64
 	index    int32  // in its host's heap (urls or polls), -1 when not queued
 	pos      int32  // in Scheduler.list, -1 for a one-off request or a removed URL
 	tmpl     uint32 // path template: index into Scheduler.tmplNames
@@ -242,7 +242,7 @@ func (f *frontier) add(url, host string, gap time.Duration) (*entry, bool) {
 		return e, false
 	}
 	h := f.host(host, gap)
-	e := &entry{host: h, index: -1, pos: -1, weight: 1}
+	e := &entry{host: h, index: -1, pos: -1}
 	f.urls.put(e, url)
 	return e, true
 }

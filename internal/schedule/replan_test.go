@@ -57,15 +57,11 @@ func checkInvariants(t *testing.T, s *Scheduler) {
 	}
 	disallowed := 0
 	for i, e := range s.list {
-		w := e.weight
 		if e.is(flagDisallowed) {
 			disallowed++
 		}
 		off := e.is(flagDisallowed) || e.is(flagPaused)
-		if off {
-			w = 0
-		}
-		if int(e.pos) != i || s.weights[i] != w || s.blocked[i] != off || s.planHosts[s.hosts[i]] != e.host {
+		if int(e.pos) != i || s.blocked[i] != off || s.planHosts[s.hosts[i]] != e.host {
 			t.Fatalf("mirror of %s (pos %d) disagrees with the entry", s.front.url(e), i)
 		}
 		if s.adaptive && e.interval > 0 && !off && (s.fixed == nil || s.fixed[i] == 0) && s.freqs[i] != float64(time.Second)/float64(e.interval) {
@@ -385,7 +381,7 @@ func TestLifecycleBetweenReplanSteps(t *testing.T) {
 			}
 			continue
 		}
-		if wantGivenUp := !e.is(flagDisallowed) && j.out.Freq[i] <= 0 && e.weight > 0; v.GivenUp != wantGivenUp {
+		if wantGivenUp := !e.is(flagDisallowed) && j.out.Freq[i] <= 0 && s.weights[e.pos] > 0; v.GivenUp != wantGivenUp {
 			t.Fatalf("%s: given up %v, plan frequency %v", s.front.url(e), v.GivenUp, j.out.Freq[i])
 		}
 		if e.is(flagDisallowed) || j.freq[i] <= 0 {

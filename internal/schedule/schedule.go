@@ -158,7 +158,7 @@ type Scheduler struct {
 	// the caller's lock. Index i is list[i].
 	rates   []float64
 	rateSEs []float64 // standard errors of rates, for the plan's freshness band
-	weights []float64 // 0 for a disallowed or paused URL: it takes no budget
+	weights []float64 // the URL's weight; the plan's input is 0 where blocked (it takes no budget)
 	blocked []bool    // disallowed by robots.txt or paused: no fetches, not even exploration
 	// Under an adaptive policy only (adaptive; nil otherwise): the URL's
 	// frequency now, 1/interval (0: unscheduled, disallowed or paused),
@@ -249,10 +249,8 @@ func (s *Scheduler) mirror(e *entry) {
 		return
 	}
 	off := e.is(flagDisallowed) || e.is(flagPaused)
-	w, f, fx := e.weight, 0.0, 0.0
-	if off {
-		w = 0
-	} else if e.interval > 0 {
+	f, fx := 0.0, 0.0
+	if !off && e.interval > 0 {
 		f = float64(time.Second) / float64(e.interval)
 	}
 	if e.cap != nil && !off {
@@ -260,7 +258,7 @@ func (s *Scheduler) mirror(e *entry) {
 			f = fx
 		}
 	}
-	s.weights[e.pos], s.blocked[e.pos] = w, off
+	s.blocked[e.pos] = off
 	if s.fixed == nil && fx != 0 {
 		s.fixed = make([]float64, len(s.list))
 	}
@@ -270,7 +268,6 @@ func (s *Scheduler) mirror(e *entry) {
 	if s.adaptive {
 		s.freqs[e.pos] = f
 	}
-	s.lastOK[e.pos] = e.lastOK
 }
 
 // pointSummary is the summary of a rate known exactly: the stand-in until
@@ -333,10 +330,10 @@ func (s *Scheduler) Has(url string) bool { _, ok := s.front.urls.get(url); retur
 // keeps its estimate and schedule).
 func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	if e, ok := s.front.urls.get(u.URL); ok {
-		if e.weight != u.Weight {
+		if e.pos >= 0 && s.weights[e.pos] != u.Weight {
 			s.moved++
+			s.weights[e.pos] = u.Weight
 		}
-		e.weight = u.Weight
 		e.set(flagCapture, u.Capture)
 		s.setCapture(e, u)
 		s.mirror(e)
@@ -346,10 +343,8 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		return false
 	}
 	e, _ := s.front.add(u.URL, u.Host, s.baseGap())
-	e.weight = u.Weight
 	e.set(flagCapture, u.Capture)
 	e.tmpl = s.template(u.URL)
-	e.lastOK = nanos(u.LastOK)
 	if len(u.Estimate) > 0 {
 		var st EstimateState
 		if st.UnmarshalBinary(u.Estimate) == nil {
@@ -371,14 +366,14 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		s.planHosts = append(s.planHosts, e.host)
 	}
 	s.hosts = append(s.hosts, e.host.plan)
-	s.rates, s.rateSEs, s.weights, s.blocked = append(s.rates, u.Rate), append(s.rateSEs, u.RateSE), append(s.weights, 0), append(s.blocked, false)
+	s.rates, s.rateSEs, s.weights, s.blocked = append(s.rates, u.Rate), append(s.rateSEs, u.RateSE), append(s.weights, u.Weight), append(s.blocked, false)
 	if s.adaptive {
 		s.freqs, s.adModified = append(s.freqs, 0), append(s.adModified, 0)
 	}
 	if s.fixed != nil {
 		s.fixed = append(s.fixed, 0)
 	}
-	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, pointSummary(u.Rate)), append(s.lastOK, 0), append(s.probing, false), append(s.probes, 0)
+	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, pointSummary(u.Rate)), append(s.lastOK, nanos(u.LastOK)), append(s.probing, false), append(s.probes, 0)
 	s.prevOK = append(s.prevOK, 0)
 	s.setCapture(e, u)
 	s.moved++
@@ -519,7 +514,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		s.moved++
 	}
 	if fb.OK {
-		s.prevOK[e.pos], e.lastOK = e.lastOK, nanos(fb.Start)
+		s.prevOK[e.pos], s.lastOK[e.pos] = s.lastOK[e.pos], nanos(fb.Start)
 	}
 	if fb.Learnt {
 		if e.observations() <= 0 && fb.State.Observations() > 0 {
@@ -538,7 +533,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		// The time this observation covered, for the hazard of a rate
 		// change per unit of observed time.
 		s.updateHazard(fb.Start)
-		if prev := s.prevOK[e.pos]; e.lastOK != 0 && nanos(fb.Start) > prev && prev != 0 {
+		if prev := s.prevOK[e.pos]; s.lastOK[e.pos] != 0 && nanos(fb.Start) > prev && prev != 0 {
 			s.urlTime += fb.Start.Sub(fromNanos(prev)).Seconds()
 		}
 	}
@@ -754,13 +749,18 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	j.in = PlanInput{
 		Budget:  s.o.Budget,
 		Rates:   append([]float64(nil), s.rates...),
-		Weights: append([]float64(nil), s.weights...),
+		Weights: make([]float64, n),
 		// Appends never touch the first n elements, so the slice is
 		// shared; the cap stops the policy from appending into it.
 		Hosts:    s.hosts[:n:n],
 		HostCaps: make([]float64, len(s.planHosts)),
 	}
 	j.blocked = append([]bool(nil), s.blocked...)
+	for i, w := range s.weights {
+		if !j.blocked[i] {
+			j.in.Weights[i] = w
+		}
+	}
 	j.fixed = make([]float64, n)
 	copy(j.fixed, s.fixed)
 	j.rateSE = append([]float64(nil), s.rateSEs...)
@@ -1651,7 +1651,7 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		// would unschedule the URL), and is no time scale of its own.
 		iv := max(time.Duration(float64(time.Second)/f), time.Nanosecond)
 		e.interval = iv
-		if e.index >= 0 && old > 0 && e.nextDue != 0 && e.cap == nil && e.lastOK != 0 {
+		if e.index >= 0 && old > 0 && e.nextDue != 0 && e.cap == nil && s.lastOK[e.pos] != 0 {
 			// Keep the phase: move the next fetch by the change of
 			// interval, but never further than one new interval away.
 			// A URL never fetched keeps its due time: the first pass
