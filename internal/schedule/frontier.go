@@ -17,10 +17,10 @@ import (
 // successful fetch in Scheduler.lastOK, and an adaptive policy's record
 // of the page's last change in Scheduler.adModified.
 type entry struct {
-	// The URL is urlIndex.origins[origin] + path (urlIndex.url).
-	path string
+	// The URL is urlIndex.origins[origin] + the path path points to
+	// (urlIndex.url).
+	path pathRef
 	host *hostQueue
-	cap  *captureState // capture URLs only
 	// st is the estimator's state (docs/design.md §3.3), nil while it
 	// is the zero state: most URLs of a new collection have none, and
 	// it is the largest part of an entry (112 bytes).
@@ -55,7 +55,7 @@ const (
 	flagInFlight entryFlags = 1 << iota
 	// flagStrict: queued in host.polls, never handed out before due.
 	flagStrict
-	flagCapture
+	flagCapture // a capture URL: its capture state is in Scheduler.captures
 	flagOneShot // a one-off request (a probe): forgotten once done
 	// flagDisallowed: disallowed by robots.txt (or robots.txt unreachable): no share of
 	// the budget, rechecked every DisallowRetry against the cached
@@ -255,7 +255,7 @@ func (f *frontier) schedule(e *entry, due time.Time) {
 	if e.is(flagInFlight) {
 		return // requeued when its result comes back
 	}
-	strict := e.cap != nil
+	strict := e.is(flagCapture)
 	off := e.interval <= 0 || e.is(flagPaused)
 	if e.index >= 0 && (e.is(flagStrict) != strict || off) {
 		heap.Remove(h.heap(e.is(flagStrict)), int(e.index))

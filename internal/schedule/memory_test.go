@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // memoryURLs are n URLs as `freshcrawl bench scale` restarts them: 60 to
@@ -82,5 +83,14 @@ func BenchmarkSchedulerMemory(b *testing.B) {
 				b.StartTimer()
 			}
 		})
+	}
+}
+
+// TestEntrySize keeps an entry, allocated once per URL, within the 80-byte
+// size class: one more field would cost 16 bytes a URL (the next class
+// is 96).
+func TestEntrySize(t *testing.T) {
+	if n := unsafe.Sizeof(entry{}); n > 80 {
+		t.Fatalf("an entry takes %d bytes, want at most 80", n)
 	}
 }

@@ -34,8 +34,8 @@ func checkInvariants(t *testing.T, s *Scheduler) {
 				if int(e.index) != i || e.host != h {
 					t.Fatalf("host %s: entry %s at %d has index %d", h.name, s.front.url(e), i, e.index)
 				}
-				if e.is(flagStrict) != strict || strict != (e.cap != nil) {
-					t.Fatalf("host %s: entry %s (capture %v) in the wrong heap", h.name, s.front.url(e), e.cap != nil)
+				if e.is(flagStrict) != strict || strict != (s.capOf(e) != nil) {
+					t.Fatalf("host %s: entry %s (capture %v) in the wrong heap", h.name, s.front.url(e), s.capOf(e) != nil)
 				}
 				if p := (i - 1) / 2; i > 0 && q[i].nextDue < q[p].nextDue {
 					t.Fatalf("host %s: URL heap out of order at %d", h.name, i)
@@ -200,7 +200,7 @@ func TestReplanStepsInterleavedWithFetches(t *testing.T) {
 			continue
 		}
 		want := max(time.Duration(float64(time.Second)/j.freq[i]), time.Millisecond)
-		if e.interval != want && e.cap == nil {
+		if e.interval != want && s.capOf(e) == nil {
 			t.Fatalf("%s: interval %v, plan says %v", s.front.url(e), e.interval, want)
 		}
 	}

@@ -188,8 +188,8 @@ type Scheduler struct {
 	probing []bool  // explored by the last plan
 	probes  []uint8 // fetches in the URL's current probe session
 
-	disallowed int                 // URLs disallowed now
-	captures   map[*entry]struct{} // capture URLs
+	disallowed int                      // URLs disallowed now
+	captures   map[*entry]*captureState // capture URLs: their capture state
 
 	priors *PriorSet
 	// Interned path templates: an entry holds the index in tmplNames.
@@ -238,7 +238,7 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 		o.Priors = newPriorSet(o.PriorRate)
 	}
 	_, adaptive := o.Policy.(adaptivePolicy)
-	return &Scheduler{o: o, front: newFrontier(), captures: map[*entry]struct{}{}, priors: o.Priors, tmpls: map[string]uint32{}, adaptive: adaptive}
+	return &Scheduler{o: o, front: newFrontier(), captures: map[*entry]*captureState{}, priors: o.Priors, tmpls: map[string]uint32{}, adaptive: adaptive}
 }
 
 // mirror copies e's plan input into the scheduler's arrays; every change
@@ -253,8 +253,8 @@ func (s *Scheduler) mirror(e *entry) {
 	if !off && e.interval > 0 {
 		f = float64(time.Second) / float64(e.interval)
 	}
-	if e.cap != nil && !off {
-		if fx = e.cap.rate(); fx > 0 {
+	if cs := s.capOf(e); cs != nil && !off {
+		if fx = cs.rate(); fx > 0 {
 			f = fx
 		}
 	}
@@ -337,7 +337,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		e.set(flagCapture, u.Capture)
 		s.setCapture(e, u)
 		s.mirror(e)
-		if e.index >= 0 && e.is(flagStrict) != (e.cap != nil) {
+		if e.index >= 0 && e.is(flagStrict) != e.is(flagCapture) {
 			s.front.schedule(e, fromNanos(e.nextDue)) // into the heap of its new mode
 		}
 		return false
@@ -410,43 +410,51 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 // when only the seed's fields change.
 func (s *Scheduler) setCapture(e *entry, u URLInfo) {
 	if !u.Capture {
-		e.cap = nil
 		delete(s.captures, e)
 		return
 	}
-	s.captures[e] = struct{}{}
-	if e.cap == nil || (e.cap.configured && e.cap.period != u.Period.Seconds()) || (!e.cap.configured && u.Period > 0) {
-		e.cap = newCaptureState(u.Period, u.Polls)
-		e.cap.uniform = s.o.CaptureUniform
+	cs := s.captures[e]
+	if cs == nil || (cs.configured && cs.period != u.Period.Seconds()) || (!cs.configured && u.Period > 0) {
+		cs = newCaptureState(u.Period, u.Polls)
+		cs.uniform = s.o.CaptureUniform
+		s.captures[e] = cs
 		return
 	}
-	e.cap.polls = u.Polls
+	cs.polls = u.Polls
+}
+
+// capOf is e's capture state: nil unless e is a capture URL. Few URLs
+// are, so it lives in Scheduler.captures, not in every entry.
+func (s *Scheduler) capOf(e *entry) *captureState {
+	if !e.is(flagCapture) {
+		return nil
+	}
+	return s.captures[e]
 }
 
 // observeCapture records an update a poll of a capture URL saw: exactly at
 // `to` (trustworthy Last-Modified) or somewhere in (from, to].
 func (s *Scheduler) observeCapture(url string, from, to time.Time, exact bool) {
 	e, ok := s.front.urls.get(url)
-	if !ok || e.cap == nil {
+	if !ok || s.capOf(e) == nil {
 		return
 	}
-	before := e.cap.rate()
+	cs := s.capOf(e)
+	before := cs.rate()
 	if exact {
-		e.cap.exactAt(secs(to))
+		cs.exactAt(secs(to))
 	} else {
-		e.cap.changedIn(secs(from), secs(to))
+		cs.changedIn(secs(from), secs(to))
 	}
-	e.cap.maybeLearn(e.interval)
+	cs.maybeLearn(e.interval)
 	s.captureMoved(e, before)
 }
 
 // CaptureStatus lists the capture URLs' schedules (at most limit).
 func (s *Scheduler) CaptureStatus(limit int) []CaptureStatus {
 	var out []CaptureStatus
-	for e := range s.captures {
-		if e.cap != nil {
-			out = append(out, e.cap.status(s.front.url(e), e.interval))
-		}
+	for e, cs := range s.captures {
+		out = append(out, cs.status(s.front.url(e), e.interval))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].URL < out[j].URL })
 	if len(out) > limit {
@@ -577,21 +585,22 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	if e.recheckTau == 0 || !fb.OK || due.Sub(fb.Start) != e.recheckTau {
 		e.set(flagRechecked, false)
 	}
+	cs := s.capOf(e)
 	switch a, adaptive := s.o.Policy.(adaptivePolicy); {
 	case e.is(flagDisallowed):
 		due = fb.Start.Add(s.o.DisallowRetry)
-	case e.cap != nil && e.interval > 0:
+	case cs != nil && e.interval > 0:
 		if fb.OK {
-			before := e.cap.rate()
-			e.cap.poll(fb.Start, fb.Changed, e.interval)
-			if e.cap.rate() != before {
+			before := cs.rate()
+			cs.poll(fb.Start, fb.Changed, e.interval)
+			if cs.rate() != before {
 				s.moved++ // mirrored below
 			}
 		}
 		// After the poll just made, and after the phase it was due at:
 		// a poll handed out early (a retry) must not be due again at
 		// the same phase, where it would get the same task id.
-		due = e.cap.next(s.front.url(e), latest(fb.Start, fromNanos(e.nextDue)), e.interval)
+		due = cs.next(s.front.url(e), latest(fb.Start, fromNanos(e.nextDue)), e.interval)
 	case adaptive && e.interval > 0:
 		var st adaptiveState
 		st, due = a.Next(adaptiveState{Interval: e.interval, Modified: fromNanos(s.adModified[e.pos]), Reset: e.is(flagAdReset)}, fb)
@@ -1651,7 +1660,7 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		// would unschedule the URL), and is no time scale of its own.
 		iv := max(time.Duration(float64(time.Second)/f), time.Nanosecond)
 		e.interval = iv
-		if e.index >= 0 && old > 0 && e.nextDue != 0 && e.cap == nil && s.lastOK[e.pos] != 0 {
+		if e.index >= 0 && old > 0 && e.nextDue != 0 && !e.is(flagCapture) && s.lastOK[e.pos] != 0 {
 			// Keep the phase: move the next fetch by the change of
 			// interval, but never further than one new interval away.
 			// A URL never fetched keeps its due time: the first pass
