@@ -4,7 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +40,10 @@ func memoryURLs(n int, now time.Time) []URLInfo {
 	return out
 }
 
-var memoryURLCount = flag.Int("memory-urls", 1_000_000, "BenchmarkSchedulerMemory: URLs in the schedule")
+var (
+	memoryURLCount = flag.Int("memory-urls", 1_000_000, "BenchmarkSchedulerMemory: URLs in the schedule")
+	memoryProfile  = flag.String("memory-profile", "", "BenchmarkSchedulerMemory: write a heap profile of the loaded schedule to this file")
+)
 
 func liveHeap() uint64 {
 	runtime.GC()
@@ -79,6 +84,9 @@ func BenchmarkSchedulerMemory(b *testing.B) {
 					b.Fatalf("%d URLs in the schedule, want %d", s.Len(), n)
 				}
 				b.ReportMetric(float64(int64(h1)-int64(h0))/float64(n), "B/URL")
+				if *memoryProfile != "" {
+					writeHeapProfile(b, *memoryProfile)
+				}
 				runtime.KeepAlive(s)
 				b.StartTimer()
 			}
@@ -92,5 +100,20 @@ func BenchmarkSchedulerMemory(b *testing.B) {
 func TestEntrySize(t *testing.T) {
 	if n := unsafe.Sizeof(entry{}); n > 80 {
 		t.Fatalf("an entry takes %d bytes, want at most 80", n)
+	}
+}
+
+// writeHeapProfile writes a heap profile (in use after the last GC) to
+// path.
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
 	}
 }

@@ -770,8 +770,9 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 			j.in.Weights[i] = w
 		}
 	}
-	j.fixed = make([]float64, n)
-	copy(j.fixed, s.fixed)
+	if s.fixed != nil {
+		j.fixed = append([]float64(nil), s.fixed...)
+	}
 	j.rateSE = append([]float64(nil), s.rateSEs...)
 	j.posts = append([]estimate.Summary(nil), s.posts...)
 	j.lastOK = append([]int64(nil), s.lastOK...)
@@ -1669,7 +1670,12 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 			if due.After(now.Add(iv)) {
 				due = now.Add(time.Duration(float64(iv) * frac(s.front.url(e))))
 			}
-			s.front.schedule(e, due)
+			// A URL whose due time stays (its interval did not move,
+			// as for most URLs in a re-plan) is where it was in its
+			// host's heap, and so is the host: nothing to fix.
+			if nanos(due) != e.nextDue || e.is(flagStrict) {
+				s.front.schedule(e, due)
+			}
 		}
 		s.mirror(e)
 	}
@@ -1689,7 +1695,8 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 // fixed rate (capture URLs with their own polls), with the budget and each
 // host's capacity less those rates; keep maps the returned elements to the
 // input's, and fixedHost is each host's fixed rate. With no fixed element
-// it returns in itself and keep is the identity.
+// it returns in itself and keep is the identity (empty for a nil fixed:
+// no URL has a fixed rate).
 func withoutFixed(in PlanInput, fixed []float64, blocked []bool) (out PlanInput, keep []int, fixedHost []float64) {
 	fixedHost = make([]float64, len(in.HostCaps))
 	n := 0
