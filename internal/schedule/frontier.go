@@ -2,7 +2,9 @@ package schedule
 
 import (
 	"container/heap"
+	"math/bits"
 	"time"
+	"unsafe"
 
 	"github.com/freshcrawl/freshcrawl/estimate"
 )
@@ -21,10 +23,10 @@ type entry struct {
 	// (urlIndex.url).
 	path pathRef
 	host *hostQueue
-	// st is the estimator's state (docs/design.md §3.3), nil while it
-	// is the zero state: most URLs of a new collection have none, and
-	// it is the largest part of an entry (112 bytes).
-	st *estimate.State
+	// st is the estimator's state (docs/design.md §3.3), packed
+	// (packState), nil while it is the zero state: most URLs of a new
+	// collection have none, and a state takes 112 bytes unpacked.
+	st *byte
 
 	interval time.Duration // 1/f from the plan; 0 = not scheduled (given up, disallowed)
 	// recheckTau is the probe interval of a URL given up and rechecked
@@ -68,6 +70,9 @@ const (
 	// flagPaused: paused by the operator: never queued, no share of the budget
 	// (lifecycle.go).
 	flagPaused
+	// flagObserved: the estimator state holds observations (its
+	// Observations() > 0), kept so that asking does not unpack it.
+	flagObserved
 )
 
 // is reports whether e has flag f.
@@ -87,25 +92,75 @@ func (e *entry) state() estimate.State {
 	if e.st == nil {
 		return estimate.State{}
 	}
-	return *e.st
+	return unpackState(e.st)
 }
 
 // setState sets e's estimator state.
 func (e *entry) setState(st estimate.State) {
-	switch {
-	case e.st != nil:
-		*e.st = st
-	case st != estimate.State{}:
-		e.st = &st
+	e.set(flagObserved, st.Observations() > 0)
+	if st == (estimate.State{}) {
+		e.st = nil
+		return
 	}
+	e.st = packState(&st)
 }
 
-// observations is the number of observations e's estimate holds.
-func (e *entry) observations() float64 {
-	if e.st == nil {
-		return 0
+// observed reports whether e's estimate holds observations.
+func (e *entry) observed() bool { return e.is(flagObserved) }
+
+// stateSize is the size of an estimator state in memory, and stateMap
+// the size of a packed state's bitmap of its non-zero bytes.
+const (
+	stateSize = int(unsafe.Sizeof(estimate.State{}))
+	stateMap  = (stateSize + 7) / 8
+)
+
+// packState is st with its zero bytes left out: a bitmap of its non-zero
+// bytes, then those bytes (about half of a state's bytes are zero: the
+// rate buckets a URL's intervals never fell in, the change points, the
+// high bytes of small counts). A state is plain numbers (no pointers,
+// TestPackedStateRoundTrips), so its bytes are all there is to it and
+// unpackState gives it back exactly. The length of the packed form
+// follows from its bitmap, so the entry holds a pointer to its first
+// byte, 8 bytes where a slice takes 24.
+func packState(st *estimate.State) *byte {
+	raw := (*[stateSize]byte)(unsafe.Pointer(st))
+	n := 0
+	for _, b := range raw {
+		if b != 0 {
+			n++
+		}
 	}
-	return e.st.Observations()
+	buf := make([]byte, stateMap+n)
+	k := stateMap
+	for i, b := range raw {
+		if b != 0 {
+			buf[i/8] |= 1 << (i % 8)
+			buf[k] = b
+			k++
+		}
+	}
+	return &buf[0]
+}
+
+// unpackState is the state packState packed at p.
+func unpackState(p *byte) estimate.State {
+	var st estimate.State
+	raw := (*[stateSize]byte)(unsafe.Pointer(&st))
+	bitmap := unsafe.Slice(p, stateMap)
+	n := 0
+	for _, b := range bitmap {
+		n += bits.OnesCount8(b)
+	}
+	packed := unsafe.Slice(p, stateMap+n)[stateMap:]
+	k := 0
+	for i := range raw {
+		if bitmap[i/8]&(1<<(i%8)) != 0 {
+			raw[i] = packed[k]
+			k++
+		}
+	}
+	return st
 }
 
 // nanos is t in Unix nanoseconds, 0 for the zero time (which is how an

@@ -229,7 +229,7 @@ func (s *Scheduler) Remove(urls []string) int {
 		if e.is(flagDisallowed) {
 			s.disallowed--
 		}
-		if e.observations() > 0 {
+		if e.observed() {
 			s.learnt--
 		}
 		delete(s.captures, e)

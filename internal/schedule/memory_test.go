@@ -3,14 +3,18 @@ package schedule
 import (
 	"flag"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"runtime"
 	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/freshcrawl/freshcrawl/estimate"
 )
 
 // memoryURLs are n URLs as `freshcrawl bench scale` restarts them: 60 to
@@ -116,4 +120,76 @@ func writeHeapProfile(b *testing.B, path string) {
 	if err := f.Close(); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// TestPackedStateRoundTrips: an estimator state packed and unpacked is the
+// state, for the zero state and the states of learnt histories at every
+// step, and its packed form is smaller than the state. packState reads a
+// state's bytes, which is all there is to it only while it holds no
+// pointers: the test fails if a field that may hold one is added.
+func TestPackedStateRoundTrips(t *testing.T) {
+	var hasPointers func(reflect.Type) bool
+	hasPointers = func(ty reflect.Type) bool {
+		switch ty.Kind() {
+		case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+			return false
+		case reflect.Array:
+			return hasPointers(ty.Elem())
+		case reflect.Struct:
+			for i := range ty.NumField() {
+				if hasPointers(ty.Field(i).Type) {
+					return true
+				}
+			}
+			return false
+		}
+		return true
+	}
+	if hasPointers(reflect.TypeFor[estimate.State]()) {
+		t.Fatal("estimate.State holds a field that may be a pointer: packState cannot pack it as bytes")
+	}
+	check := func(st estimate.State) {
+		t.Helper()
+		if got := unpackState(packState(&st)); got != st {
+			t.Fatalf("state %+v unpacked as %+v", st, got)
+		}
+	}
+	check(estimate.State{})
+	rng := rand.New(rand.NewPCG(3, 5))
+	est := NewEstimator(DefaultHalfLife, DefaultPriorRate)
+	now := time.Unix(1_800_000_000, 0)
+	packed, states := 0, 0
+	for range 50 {
+		var st EstimateState
+		iv := time.Duration(1+rng.Int64N(14*24)) * time.Hour
+		at, rate := now, DefaultPriorRate
+		var prev time.Time
+		for range 2 + rng.IntN(30) {
+			fb := est.Learn(&st, rate, Observation{URL: "http://h.example/p", Host: "h.example", Start: at, End: at.Add(time.Second), OK: true, First: prev.IsZero(), Prev: prev, Changed: rng.IntN(3) == 0, LastModified: at.Add(-time.Duration(rng.IntN(2)) * time.Hour)})
+			check(fb.State)
+			var e entry
+			e.setState(fb.State)
+			if e.state() != fb.State || e.observed() != (fb.State.Observations() > 0) {
+				t.Fatalf("entry state %+v (observed %v), want %+v", e.state(), e.observed(), fb.State)
+			}
+			packed += stateMap + popcount(packState(&fb.State))
+			states++
+			rate, prev = fb.Rate, at
+			at = at.Add(iv + time.Duration(rng.Int64N(int64(iv))))
+		}
+	}
+	if packed >= states*stateSize {
+		t.Fatalf("packed states take %d bytes on average, unpacked %d", packed/states, stateSize)
+	}
+	t.Logf("%d states packed into %.1f bytes on average (%d unpacked)", states, float64(packed)/float64(states), stateSize)
+}
+
+// popcount is the number of non-zero bytes a packed state holds.
+func popcount(p *byte) int {
+	n := 0
+	for _, b := range unsafe.Slice(p, stateMap) {
+		n += bits.OnesCount8(b)
+	}
+	return n
 }

@@ -349,7 +349,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		var st EstimateState
 		if st.UnmarshalBinary(u.Estimate) == nil {
 			e.setState(st.State)
-			if e.observations() > 0 {
+			if e.observed() {
 				s.learnt++
 			}
 		}
@@ -525,7 +525,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		s.prevOK[e.pos], s.lastOK[e.pos] = s.lastOK[e.pos], nanos(fb.Start)
 	}
 	if fb.Learnt {
-		if e.observations() <= 0 && fb.State.Observations() > 0 {
+		if !e.observed() && fb.State.Observations() > 0 {
 			s.learnt++
 		}
 		e.setState(fb.State)
@@ -841,13 +841,13 @@ func (s *Scheduler) sampleStates() *refitInput {
 	stride := max(1, s.learnt/refitSample)
 	k := 0
 	for _, e := range s.list {
-		if e.observations() <= 0 || e.is(flagDisallowed) {
+		if !e.observed() || e.is(flagDisallowed) {
 			continue
 		}
 		if k++; k%stride != 0 {
 			continue
 		}
-		in.states = append(in.states, *e.st)
+		in.states = append(in.states, e.state())
 		in.hosts = append(in.hosts, e.host.name)
 		in.tmpls = append(in.tmpls, s.tmplNames[e.tmpl])
 	}
@@ -873,7 +873,7 @@ func (s *Scheduler) pickResummaries(j *PlanJob) {
 		// A URL never observed keeps the rate it was added with until the
 		// priors have been fitted to the collection (version > 0): before
 		// that, the configured prior rate is all there is.
-		if e.is(flagDisallowed) || (!e.is(flagStale) && e.priorVer >= ver) || (ver == 0 && e.observations() <= 0) {
+		if e.is(flagDisallowed) || (!e.is(flagStale) && e.priorVer >= ver) || (ver == 0 && !e.observed()) {
 			continue
 		}
 		j.resum = append(j.resum, resummary{i: i, seq: e.seq, st: e.state(), host: e.host.name, tmpl: s.tmplNames[e.tmpl]})
