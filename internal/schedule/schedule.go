@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/alloc"
@@ -904,7 +905,6 @@ func (j *PlanJob) Solve() error {
 		in.Rates[r.i] = r.post.Harmonic
 	}
 	now := j.at.UnixNano()
-	model := modelNow(in.Weights, j.blocked, j.posts, j.lastOK, now)
 	if j.adaptive {
 		j.inUse = 0
 		for _, f := range j.freq {
@@ -912,7 +912,7 @@ func (j *PlanJob) Solve() error {
 		}
 		j.out = PlanOutput{Freq: j.freq}
 		j.out.Freshness, j.out.Age = modelFreshness(in, j.freq)
-		j.out.ModelFreshness = model
+		j.out.ModelFreshness = modelNow(in.Weights, j.blocked, j.posts, j.lastOK, now)
 		return nil
 	}
 	// Capture URLs that poll at their own rate take it off the budget
@@ -994,10 +994,17 @@ func (j *PlanJob) Solve() error {
 			j.inUse += f
 		}
 	}
-	out.Freshness = expectedFreshness(j.in.Weights, j.posts, freq)
+	// Three passes over every URL that read the plan and write nothing
+	// shared: the plan's expected freshness on one core, the model's
+	// freshness now and the band on the other. Each sums in element
+	// order, so the figures do not depend on the split.
+	var wg sync.WaitGroup
+	wg.Go(func() { out.Freshness = expectedFreshness(j.in.Weights, j.posts, freq) })
+	model := modelNow(j.in.Weights, j.blocked, j.posts, j.lastOK, now)
+	band := bandOf(j.in, j.rateSE, out.Freq) // every element: out.Freq is spread back above
+	wg.Wait()
 	out.ModelFreshness = model
-	j.out, j.freq = out, freq
-	j.band = bandOf(j.in, j.rateSE, out.Freq) // every element: out.Freq is spread back above
+	j.out, j.freq, j.band = out, freq, band
 	return nil
 }
 
