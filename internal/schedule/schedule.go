@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -1548,19 +1549,36 @@ func modelNow(weights []float64, blocked []bool, posts []estimate.Summary, lastO
 // posteriors: Σ w·E[F(λ, f)] / Σ w, the fixed-order freshness averaged
 // over each URL's posterior rather than at one rate (which, for a URL
 // seen changed at every fetch, could be far too kind).
+//
+// The expectations, the costly part, are taken on every core into one
+// array; the sum then runs in element order, so the figure does not
+// depend on the number of cores.
 func expectedFreshness(weights []float64, posts []estimate.Summary, freq []float64) float64 {
+	vs := make([]float64, len(weights))
+	var wg sync.WaitGroup
+	parts := max(1, min(runtime.GOMAXPROCS(0), len(weights)/4096))
+	for k := range parts {
+		lo, hi := k*len(weights)/parts, (k+1)*len(weights)/parts
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				if w := weights[i]; w > 0 && !math.IsInf(w, 1) && posts[i].Valid() {
+					f := freq[i]
+					vs[i] = posts[i].Expect(func(l float64) float64 { return alloc.FixedOrder.Freshness(l, f) })
+				}
+			}
+		})
+	}
+	wg.Wait()
 	var num, den float64
 	for i, w := range weights {
 		if !(w > 0) || math.IsInf(w, 1) {
 			continue
 		}
 		den += w
-		f := freq[i]
 		if !posts[i].Valid() {
 			continue
 		}
-		v := posts[i].Expect(func(l float64) float64 { return alloc.FixedOrder.Freshness(l, f) })
-		if v >= 0 && v <= 1 {
+		if v := vs[i]; v >= 0 && v <= 1 {
 			num += w * v
 		}
 	}
