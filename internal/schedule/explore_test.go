@@ -158,15 +158,12 @@ func learnAllChanged(est Estimator, url, host string, st *EstimateState, t0 time
 // TestExplorationWithinShareAndCaps: URLs seen changed at every fetch are
 // not resolved, so the optimal plan probes some of them; what exploration
 // takes stays within ExploreShare of the budget and of every host's cap,
-// and the plan's frequencies stay within the budget and the caps. The
-// budget (a quarter of a fetch a day per URL) is tight enough that the
-// plan gives some of them up and probes them rather than keeping them
-// all and fetching them in pairs.
+// and the plan's frequencies stay within the budget and the caps.
 func TestExplorationWithinShareAndCaps(t *testing.T) {
 	const share = 0.2
 	day := 24 * time.Hour
 	est := NewEstimator(90*day, 0.25/86400)
-	s := NewScheduler(SchedulerOptions{Budget: 30.0 / 86400, HostRate: 15.0 / 86400, ExploreShare: share, Priors: est.Priors, HalfLife: 90 * day})
+	s := NewScheduler(SchedulerOptions{Budget: 40.0 / 86400, HostRate: 15.0 / 86400, ExploreShare: share, Priors: est.Priors, HalfLife: 90 * day})
 	t0 := time.Unix(1_700_000_000, 0)
 	now := t0.Add(200 * day)
 	n := 0
