@@ -5,14 +5,6 @@ import (
 	"math"
 )
 
-// flatNats is how close to its maximum (in log-likelihood) a URL's
-// likelihood must stay, at every rate from some rate up to the grid's
-// top, for its data to count as silent about how fast it changes above
-// that rate: a likelihood ratio under e, evidence "not worth more than a
-// bare mention" on Jeffreys's scale. A page that changed at every one of
-// its monthly fetches is the case: daily and weekly fit it alike.
-const flatNats = 1.0
-
 // FitGridPrior fits a population prior to what a collection of URLs
 // showed: empirical Bayes (docs/design.md §3.3, "Priors from the
 // collection"). The prior is a mixture over the nodes of parent's grid,
@@ -40,23 +32,6 @@ const flatNats = 1.0
 // once over neighbouring nodes (¼, ½, ¼) so that the prior of a rate
 // between two populated nodes is not zero. It returns the prior and the
 // number of URLs that informed it.
-//
-// Where a URL's likelihood is flat (within flatNats of its maximum from
-// some rate up to the top of the grid: a page that changed at every
-// fetch), its E-step spreads its mass there in the shape of parent, not
-// of the current fit. Plain EM keeps whatever shape the fit has in a
-// direction the data cannot see, and it is the fit's own echo: pages
-// whose likelihood merely leans at the edge of the flat region (a weekly
-// page's rare unchanged fetch, under the fading of §3.3 that leaves a
-// page fetched every few weeks only about ten fetches' worth of data)
-// pull the mass to the slowest rate the data allow, and every page silent
-// above it follows. Pages seen changed at every fetch were then believed
-// to change about weekly, their posteriors' 90 % intervals missed the true
-// rate of two in three daily pages, and the models of crawlers that fetch
-// them every few weeks were 0.03–0.04 above the truth
-// (TestPosteriorCoverage, docs/benchmarks.md). The fit then no longer
-// maximises the objective above exactly: it extrapolates nothing where
-// the data are silent.
 func FitGridPrior(parent, start GridPrior, states []State, kappa float64, iters int) (GridPrior, int, error) {
 	if !parent.Valid() {
 		return GridPrior{}, 0, fmt.Errorf("estimate.FitGridPrior: %w: parent prior not built by a constructor", ErrInvalid)
@@ -67,7 +42,6 @@ func FitGridPrior(parent, start GridPrior, states []State, kappa float64, iters 
 	g := parent.grid
 	n := g.N
 	var lik []float64
-	var flatFrom []int // per URL: the first node of its flat region (n: none)
 	used := 0
 	for i := range states {
 		s := &states[i]
@@ -84,25 +58,13 @@ func FitGridPrior(parent, start GridPrior, states []State, kappa float64, iters 
 		if math.IsInf(top, -1) || math.IsNaN(top) {
 			continue
 		}
-		ff := n
-		for k := n - 1; k >= 0 && row[k] >= top-flatNats; k-- {
-			ff = k
-		}
 		for k := range row {
 			row[k] = math.Exp(row[k] - top)
 		}
 		lik = append(lik, row...)
-		flatFrom = append(flatFrom, ff)
 		used++
 	}
 	pi := parent.Weights()
-	// piAbove[k] is the parent's mass at nodes k and above, wAbove the
-	// current fit's.
-	piAbove := make([]float64, n+1)
-	wAbove := make([]float64, n+1)
-	for k := n - 1; k >= 0; k-- {
-		piAbove[k] = piAbove[k+1] + pi[k]
-	}
 	w := append([]float64(nil), pi...) // EM updates w in place; pi stays the Dirichlet centre
 	if start.Valid() && start.grid == g {
 		w = start.Weights()
@@ -112,34 +74,21 @@ func FitGridPrior(parent, start GridPrior, states []State, kappa float64, iters 
 		return p, 0, err
 	}
 	num := make([]float64, n)
-	at := make([]float64, n)
 	for range iters {
 		for k := range num {
 			num[k] = kappa * pi[k]
 		}
-		for k := n - 1; k >= 0; k-- {
-			wAbove[k] = wAbove[k+1] + w[k]
-		}
 		for i := range used {
 			row := lik[i*n : (i+1)*n]
-			// The URL's prior: the fit's, except that in its flat
-			// region the fit's mass there is spread as parent's.
-			copy(at, w)
-			if ff := flatFrom[i]; ff < n && piAbove[ff] > 0 {
-				f := wAbove[ff] / piAbove[ff]
-				for k := ff; k < n; k++ {
-					at[k] = f * pi[k]
-				}
-			}
 			d := 0.0
 			for k, v := range row {
-				d += at[k] * v
+				d += w[k] * v
 			}
 			if !(d > 0) {
 				continue
 			}
 			for k, v := range row {
-				num[k] += at[k] * v / d
+				num[k] += w[k] * v / d
 			}
 		}
 		total := 0.0
