@@ -681,7 +681,9 @@ func (c *Coordinator) maintainLoop(ctx context.Context) error {
 // without holding the schedule's lock while the policy runs
 // (dispatch.Dispatcher.Replan).
 func (c *Coordinator) replan() {
+	start := time.Now()
 	out, err := c.disp.Replan(time.Now)
+	c.m.planSeconds.Observe(time.Since(start).Seconds())
 	if err != nil {
 		c.log.Error("plan failed; keeping the previous one", "policy", c.opts.Policy.Name(), "err", err)
 		return
