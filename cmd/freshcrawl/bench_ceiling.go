@@ -124,6 +124,10 @@ func printCeiling(w io.Writer, r bench.CeilingResult) {
 	if p.ResponderCores > 0 {
 		fmt.Fprintf(w, ", responder %.2f cores", p.ResponderCores)
 	}
+	fmt.Fprintf(w, "\nCPU per 1000 results: coordinator %.3f s", p.CoordinatorCPUPer1000)
+	if p.ResponderCPUPer1000 > 0 {
+		fmt.Fprintf(w, ", responder %.3f s", p.ResponderCPUPer1000)
+	}
 	fmt.Fprintf(w, "\npipeline / queue: %.2f\n", p.PerSecond/max(q.PerSecond, 1e-9))
 	fmt.Fprintf(w, "persisted: %d results folded, %d fetches in the store, store %.1f MiB\n", p.Persisted.Folded, p.Persisted.InStore, float64(p.Persisted.StoreBytes)/(1<<20))
 }

@@ -100,6 +100,11 @@ type PipelineCeiling struct {
 	// in its own process.
 	CoordinatorCores float64 `json:"coordinator_cores"`
 	ResponderCores   float64 `json:"responder_cores,omitempty"`
+	// CoordinatorCPUPer1000 and ResponderCPUPer1000 are CPU-seconds per
+	// 1 000 results folded: the cost of a result, steadier than the rate
+	// on a shared machine.
+	CoordinatorCPUPer1000 float64 `json:"coordinator_cpu_s_per_1000"`
+	ResponderCPUPer1000   float64 `json:"responder_cpu_s_per_1000,omitempty"`
 	// Persisted checks every folded result is in the store.
 	Persisted Persistence `json:"persisted"`
 }
@@ -354,6 +359,10 @@ func runPipelineCeiling(ctx context.Context, o CeilingOptions) (PipelineCeiling,
 		if c1, ok := procCPU(child.PID); ok {
 			p.ResponderCores = (c1 - c0).Seconds() / p.Seconds
 		}
+	}
+	if p.Folded > 0 {
+		p.CoordinatorCPUPer1000 = (u1.CPU - u0.CPU).Seconds() * 1000 / float64(p.Folded)
+		p.ResponderCPUPer1000 = p.ResponderCores * p.Seconds * 1000 / float64(p.Folded)
 	}
 
 	stopResponder()
