@@ -23,6 +23,7 @@ func benchCeilingCmd() *cobra.Command {
 		inProc, asJSON bool
 		logLevel       string
 		cpuProfile     string
+		allocProfile   string
 	)
 	cmd := &cobra.Command{
 		Use:   "ceiling",
@@ -84,6 +85,14 @@ so the pipeline's ceiling is at most about half the queue's.`,
 				defer f.Close()
 				o.CPUProfile = f
 			}
+			if allocProfile != "" {
+				f, err := createProfile("allocprofile", allocProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				o.AllocProfile = f
+			}
 			res, err := bench.RunCeiling(ctx, o)
 			if err != nil {
 				return err
@@ -107,6 +116,7 @@ so the pipeline's ceiling is at most about half the queue's.`,
 	f.IntVar(&o.Responders, "responders", 64, "tasks the no-op responder handles at once")
 	f.BoolVar(&inProc, "in-process-responder", false, "run the no-op responder in this process (its CPU then counts as the coordinator's)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the pipeline measurement window to this file")
+	f.StringVar(&allocProfile, "allocprofile", "", "write this process's allocation profile (since start, the queue measurement included) to this file")
 	f.StringVar(&logLevel, "log-level", "error", "freshcrawl's own log level during the run")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	f.BoolVar(&responder, "noop-responder", false, "internal: answer tasks at the NATS URL argument until stdin closes")

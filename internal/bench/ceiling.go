@@ -43,7 +43,10 @@ type CeilingOptions struct {
 	// CPUProfile, if set, receives a CPU profile of the pipeline
 	// measurement window (the coordinator and the embedded NATS server).
 	CPUProfile io.Writer
-	Log        *slog.Logger
+	// AllocProfile, if set, receives the allocation profile (pprof
+	// "allocs", since the process started) after the pipeline window.
+	AllocProfile io.Writer
+	Log          *slog.Logger
 	Progress   func(format string, args ...any)
 }
 
@@ -351,6 +354,11 @@ func runPipelineCeiling(ctx context.Context, o CeilingOptions) (PipelineCeiling,
 	s1, u1, t1 := n.Coordinator.Status(), selfUsage(), time.Now()
 	if o.CPUProfile != nil {
 		pprof.StopCPUProfile()
+	}
+	if o.AllocProfile != nil {
+		if err := pprof.Lookup("allocs").WriteTo(o.AllocProfile, 0); err != nil {
+			return p, fmt.Errorf("pipeline ceiling: allocation profile: %w", err)
+		}
 	}
 	p.Folded, p.Seconds = s1.Fetches-s0.Fetches, t1.Sub(t0).Seconds()
 	p.PerSecond = float64(p.Folded) / p.Seconds
