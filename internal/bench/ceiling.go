@@ -47,7 +47,7 @@ type CeilingOptions struct {
 	// "allocs", since the process started) after the pipeline window.
 	AllocProfile io.Writer
 	Log          *slog.Logger
-	Progress   func(format string, args ...any)
+	Progress     func(format string, args ...any)
 }
 
 func (o CeilingOptions) withDefaults() CeilingOptions {
