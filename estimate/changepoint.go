@@ -85,18 +85,23 @@ func (p GridPrior) ChangeEvidence(s *State) ChangeEvidence {
 
 // ChangeEvidenceBound is ChangeEvidence with every change evidence
 // replaced by an upper bound, at the cost of one posterior integration
-// (the evidence of no change, kept exact) instead of 2m+1: so Test on it
-// gives, at any hazard, a probability of change at least that of Test on
-// the exact evidence (the probability grows with every change evidence).
-// A caller that only acts on a probability above a threshold can skip
-// the exact evidence whenever the bound is below it, without changing a
-// decision; a steady page, the common case, is settled so.
+// (the evidence of no change, kept exact) instead of 2m+1 and of the
+// likelihoods at the prior's bin edges: so Test on it gives, at any
+// hazard, a probability of change at least that of Test on the exact
+// evidence (the probability grows with every change evidence). A caller
+// that only acts on a probability above a threshold can skip the exact
+// evidence whenever the bound is below it, without changing a decision; a
+// steady page, the common case, is mostly settled so.
 //
-// The bound: the marginal likelihood Z = ∫ p(u)·e^{ℓ(u)} du is at most
-// sup ℓ, since the prior integrates to one, and so is the midpoint sum
-// integrate computes (its cell weights sum to the prior's mass). So
-// ln Z(older)·Z(newest from i) ≤ sup ℓ_older + sup ℓ_newest, each sup the
-// maximum likelihood (maxLogLik), plus a margin (boundSlack) for the
+// The bound: the log-likelihood ℓ(u) is concave in u = ln λ (each term
+// a·u, −r·e^u and ln(1 − e^{−e^u·t}) is), so on each prior bin it is at
+// most its larger value at the bin's edges, or its maximum (maxLogLik)
+// on the bin that holds the maximum likelihood rate. The marginal
+// likelihood Z = ∫ p(u)·e^{ℓ(u)} du, and the midpoint sum integrate
+// computes for it, are then at most Σ_k w_k·e^{max of ℓ on bin k}. The
+// likelihoods of the older and newest observations at the edges are
+// prefix and suffix sums of each observation's, so all 2m bounds cost
+// about as much as three integrations. A margin (boundSlack) covers the
 // rounding of both sides. ok is false when no finite bound exists (a
 // Last-Modified change seen with no exposure, a zero or non-finite
 // interval, or an evidence of no change that is not finite): the caller
@@ -129,34 +134,127 @@ func (p GridPrior) ChangeEvidenceBound(s *State) (ev ChangeEvidence, ok bool) {
 	if math.IsNaN(ev.none) || math.IsInf(ev.none, 0) {
 		return ev, false
 	}
-	// old grows from before by one observation per split point.
-	old := before
-	var bufO [numBuckets + recentSize]term
-	old.changed = append(bufO[:0], before.changed...)
-	for i := range m {
-		var nw sums
-		var bufN [recentSize]term
-		nw.changed = bufN[:0]
-		for k := i; k < m; k++ {
-			s.recentObs(k).addTo(&nw)
+	// The log-likelihoods at the N+1 bin edges: of before (into old, which
+	// then grows by one observation per split point) and of each recent
+	// observation (summed from the newest down into nw).
+	g := p.grid
+	edges := g.N + 1
+	var lam [MaxGridNodes + 1]float64
+	var old, nw [MaxGridNodes + 1]float64
+	var rec [recentSize][MaxGridNodes + 1]float64
+	lb := likelihoodOf(&before)
+	for e := range edges {
+		u := g.Lo - g.Step/2 + float64(e)*g.Step
+		lam[e] = math.Exp(u)
+		old[e] = lb.at(u)
+		for k := range m {
+			o := s.recentObs(k)
+			t := float64(o.t)
+			switch o.kind {
+			case obsChanged:
+				rec[k][e] = log1mexp(lam[e] * t)
+			case obsLMChange:
+				rec[k][e] = u - lam[e]*t
+			default:
+				rec[k][e] = -lam[e] * t
+			}
 		}
-		so := maxLogLik(old.lm, old.exposure, old.changed)
-		sn := maxLogLik(nw.lm, nw.exposure, nw.changed)
-		b := so + sn
-		if math.IsNaN(b) || math.IsInf(b, 0) {
+	}
+	var nwAt [recentSize][MaxGridNodes + 1]float64 // likelihood of the newest from i
+	for i := m - 1; i >= 0; i-- {
+		for e := range edges {
+			nw[e] += rec[i][e]
+		}
+		nwAt[i] = nw
+	}
+	oldS := before
+	var bufO [numBuckets + recentSize]term
+	oldS.changed = append(bufO[:0], before.changed...)
+	for i := range m {
+		var nwS sums
+		var bufN [recentSize]term
+		nwS.changed = bufN[:0]
+		for k := i; k < m; k++ {
+			s.recentObs(k).addTo(&nwS)
+		}
+		zo, ok1 := p.binBound(&oldS, old[:edges])
+		zn, ok2 := p.binBound(&nwS, nwAt[i][:edges])
+		if !ok1 || !ok2 {
 			return ev, false
 		}
 		ev.t[i] = float64(s.recentT[i])
-		ev.change[i] = b + boundSlack*(1+math.Abs(so)+math.Abs(sn))
-		s.recentObs(i).addTo(&old)
+		ev.change[i] = zo + zn + boundSlack*(1+math.Abs(zo)+math.Abs(zn))
+		s.recentObs(i).addTo(&oldS)
+		for e := range edges {
+			old[e] += rec[i][e]
+		}
 	}
 	return ev, true
 }
 
+// binBound is the upper bound of ChangeEvidenceBound on ln Z for the
+// statistics x, whose log-likelihood at the bin edges is at; ok is false
+// when it is not finite.
+func (p GridPrior) binBound(x *sums, at []float64) (float64, bool) {
+	sup, uHat := supLogLik(x)
+	if math.IsNaN(sup) || math.IsInf(sup, 1) {
+		return 0, false
+	}
+	g := p.grid
+	var v [MaxGridNodes]float64
+	top := math.Inf(-1)
+	for k := range g.N {
+		b := math.Max(at[k], at[k+1])
+		// The maximum is inside the bin (with a margin for the root's
+		// precision): ℓ reaches sup there.
+		lo := g.Lo - g.Step/2 + float64(k)*g.Step
+		if uHat >= lo-1e-6 && uHat <= lo+g.Step+1e-6 {
+			b = sup
+		}
+		v[k] = p.logW[k] + b
+		top = math.Max(top, v[k])
+	}
+	if math.IsInf(top, -1) {
+		return top, true
+	}
+	sum := 0.0
+	for k := range g.N {
+		sum += math.Exp(v[k] - top)
+	}
+	z := top + math.Log(sum)
+	if math.IsNaN(z) || math.IsInf(z, 0) {
+		return 0, false
+	}
+	return z, true
+}
+
+// supLogLik is maxLogLik of x and ln of the rate that reaches it (±Inf
+// when it is reached only in a limit).
+func supLogLik(x *sums) (sup, uHat float64) {
+	sumC := 0.0
+	for _, k := range x.changed {
+		sumC += k.c
+	}
+	switch {
+	case x.lm+sumC <= 0:
+		return 0, math.Inf(-1)
+	case x.exposure <= 0 && x.lm > 0:
+		return math.Inf(1), math.Inf(1)
+	case x.exposure <= 0:
+		return 0, math.Inf(1)
+	}
+	lam := solveRate(x.lm, x.exposure, x.changed)
+	v := x.lm*math.Log(lam) - x.exposure*lam
+	for _, k := range x.changed {
+		v += k.c * log1mexp(lam*k.t)
+	}
+	return v, math.Log(lam)
+}
+
 // boundSlack is the relative margin ChangeEvidenceBound adds to its
 // bounds: the maximum likelihood is evaluated at a root found to a
-// relative 1e-9 (an error of order 1e-18 in ℓ) and both it and the
-// integrated evidence are sums rounded at about 1e-16 of their terms.
+// relative 1e-9 (an error of order 1e-18 in ℓ) and the likelihoods and
+// evidences are sums rounded at about 1e-16 of their terms.
 const boundSlack = 1e-9
 
 // Test is the posterior probability of a change at hazard (per unit

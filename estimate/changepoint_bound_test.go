@@ -68,7 +68,7 @@ func TestChangeEvidenceBoundHolds(t *testing.T) {
 			}
 			for _, h := range []float64{testHazard, 10 * testHazard, 100 * testHazard} {
 				b, e := bound.Test(h), exact.Test(h)
-				if !(b.Prob >= e.Prob) {
+				if !(b.Prob >= e.Prob-1e-12) { // the division rounds
 					t.Fatalf("trial %d obs %d hazard %.3g: bound prob %v below exact %v", trial, k, h, b.Prob, e.Prob)
 				}
 				if b.Prob <= 0.5 && e.Prob > 0.5 {
@@ -96,8 +96,8 @@ func TestChangeEvidenceBoundHolds(t *testing.T) {
 	if checked < 3000 {
 		t.Errorf("only %d of 3600 observations had a bound", checked)
 	}
-	if steadySettled < steady/3 {
-		t.Errorf("the bound settled %d of %d steady observations, want at least 1/3", steadySettled, steady)
+	if steadySettled < steady*3/4 {
+		t.Errorf("the bound settled %d of %d steady observations, want at least 3/4", steadySettled, steady)
 	}
 }
 
