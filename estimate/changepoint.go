@@ -167,6 +167,11 @@ func (p GridPrior) ChangeEvidenceBound(s *State) (ev ChangeEvidence, ok bool) {
 		}
 		nwAt[i] = nw
 	}
+	for e := range edges {
+		if math.IsNaN(old[e]) || math.IsNaN(nwAt[0][e]) {
+			return ev, false // a NaN in any term reaches both sums at e
+		}
+	}
 	oldS := before
 	var bufO [numBuckets + recentSize]term
 	oldS.changed = append(bufO[:0], before.changed...)
@@ -204,7 +209,10 @@ func (p GridPrior) binBound(x *sums, at []float64) (float64, bool) {
 	var v [MaxGridNodes]float64
 	top := math.Inf(-1)
 	for k := range g.N {
-		b := math.Max(at[k], at[k+1])
+		b := at[k] // math.Max's NaN handling costs a fifth of the bound; ChangeEvidenceBound rejects NaN
+		if at[k+1] > b {
+			b = at[k+1]
+		}
 		// The maximum is inside the bin (with a margin for the root's
 		// precision): ℓ reaches sup there.
 		lo := g.Lo - g.Step/2 + float64(k)*g.Step
@@ -212,15 +220,24 @@ func (p GridPrior) binBound(x *sums, at []float64) (float64, bool) {
 			b = sup
 		}
 		v[k] = p.logW[k] + b
-		top = math.Max(top, v[k])
+		if v[k] > top {
+			top = v[k]
+		}
 	}
 	if math.IsInf(top, -1) {
 		return top, true
 	}
-	sum := 0.0
+	// Bins more than boundSpan below the top are counted at e^{−boundSpan}
+	// each, an upper bound that spares their exponentials.
+	sum, far := 0.0, 0
 	for k := range g.N {
-		sum += math.Exp(v[k] - top)
+		if d := v[k] - top; d > -boundSpan {
+			sum += math.Exp(d)
+		} else {
+			far++
+		}
 	}
+	sum += float64(far) * math.Exp(-boundSpan)
 	z := top + math.Log(sum)
 	if math.IsNaN(z) || math.IsInf(z, 0) {
 		return 0, false
@@ -250,6 +267,10 @@ func supLogLik(x *sums) (sup, uHat float64) {
 	}
 	return v, math.Log(lam)
 }
+
+// boundSpan is how far below its largest term binBound sums the terms
+// exactly.
+const boundSpan = 40
 
 // boundSlack is the relative margin ChangeEvidenceBound adds to its
 // bounds: the maximum likelihood is evaluated at a root found to a
