@@ -189,6 +189,9 @@ func (p GridPrior) ChangeEvidenceBound(s *State) (ev ChangeEvidence, ok bool) {
 		}
 		ev.t[i] = float64(s.recentT[i])
 		ev.change[i] = zo + zn + boundSlack*(1+math.Abs(zo)+math.Abs(zn))
+		if math.IsNaN(ev.change[i]) || math.IsInf(ev.change[i], 0) {
+			return ev, false
+		}
 		s.recentObs(i).addTo(&oldS)
 		for e := range edges {
 			old[e] += rec[i][e]
@@ -225,7 +228,7 @@ func (p GridPrior) binBound(x *sums, at []float64) (float64, bool) {
 		}
 	}
 	if math.IsInf(top, -1) {
-		return top, true
+		return 0, false // cannot happen with finite intervals; no bound then
 	}
 	// Bins more than boundSpan below the top are counted at e^{−boundSpan}
 	// each, an upper bound that spares their exponentials.
