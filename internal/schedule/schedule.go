@@ -356,6 +356,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	e.set(flagCapture, u.Capture)
 	e.tmpl = s.template(u.URL)
 	e.lastOK = nanos(u.LastOK)
+	dated := false
 	if len(u.Estimate) > 0 {
 		var st EstimateState
 		if st.UnmarshalBinary(u.Estimate) == nil {
@@ -363,6 +364,10 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 			if e.observations() > 0 {
 				s.learnt++
 			}
+			// As Learn would say after the stored fetch (Feedback.Dated):
+			// the trust counts are the estimator's defaults; only the
+			// clock skew of a check is configured.
+			dated = !st.PrevLM.IsZero() && st.Trust.Trustworthy(estimate.DefaultTrustConfig())
 		}
 	}
 	// The posterior is recomputed under the current priors by the next
@@ -385,7 +390,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		s.fixed = append(s.fixed, 0)
 	}
 	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, pointSummary(u.Rate)), append(s.lastOK, 0), append(s.probing, false), append(s.probes, 0)
-	s.prevOK, s.dated = append(s.prevOK, 0), append(s.dated, false)
+	s.prevOK, s.dated = append(s.prevOK, 0), append(s.dated, dated)
 	s.setCapture(e, u)
 	s.moved++
 	s.setDisallowed(e, u.Disallowed)
