@@ -1499,8 +1499,12 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) (freq, tauOf []f
 			// keep the copy fresh for less of the period than two spread
 			// evenly, which near the threshold halves the URL's
 			// freshness. A pair is made only where what its probe
-			// teaches is worth more than the freshness it costs.
-			if t := pairTau[i]; t > 0 && freq[i] > 0 && 1/freq[i] > 2*t && pairValue[i] > pairLoss(&j.posts[i], in.Weights[i], freq[i], t) {
+			// teaches is worth more than the freshness it costs, and
+			// never for a URL whose Last-Modified is trusted: each of
+			// its planned fetches dates the last change, which teaches
+			// at a long interval at least what a fetch at the probe
+			// interval would.
+			if t := pairTau[i]; t > 0 && freq[i] > 0 && 1/freq[i] > 2*t && !(j.dated != nil && j.dated[i]) && pairValue[i] > pairLoss(&j.posts[i], in.Weights[i], freq[i], t) {
 				tauOf[i], paired[i] = t, true
 			}
 		}
