@@ -280,3 +280,58 @@ func TestDatedRecheckIsOneFetch(t *testing.T) {
 		}
 	}
 }
+
+// TestDatedNeverPaired: an unresolved URL the plan keeps may have its
+// fetches in pairs when only the changed bit tells about it, never when
+// its Last-Modified is trusted (each planned fetch then dates the last
+// change, at any interval). The same collection is planned with half its
+// URLs marked dated, as Done marks them after a fetch the estimator dated.
+func TestDatedNeverPaired(t *testing.T) {
+	day := 24 * time.Hour
+	est := NewEstimator(90*day, 0.25/86400)
+	s := NewScheduler(SchedulerOptions{Budget: 40.0 / 86400, HostRate: 15.0 / 86400, ExploreShare: 0.05, Priors: est.Priors, HalfLife: 90 * day})
+	now := time.Unix(1_700_000_000, 0).Add(200 * day)
+	n := 0
+	for h := range 4 {
+		host := fmt.Sprintf("h%d", h)
+		for i := range 30 {
+			// Fetched monthly, changing every 2 to 100 days: many are
+			// seen changed at every fetch, kept by the plan and not
+			// resolved.
+			url := fmt.Sprintf("http://%s/p%d", host, i)
+			var st EstimateState
+			change := []time.Duration{2 * day, 5 * day, 9 * day, 20 * day, 100 * day}[i%5]
+			fb := learnEvery(est, url, host, &st, now.Add(-150*day), 30*day, change, 6, false)
+			b, err := st.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Add(URLInfo{URL: url, Host: host, Weight: 1, Rate: fb.Rate, LastOK: fb.Start, Estimate: b, NextDue: now.Add(day)}, now)
+			n++
+		}
+	}
+	for k := range s.dated {
+		s.dated[k] = k%2 == 0
+	}
+	var j *PlanJob
+	for range 2 {
+		j = s.Snapshot(now)
+		if err := j.Solve(); err != nil {
+			t.Fatal(err)
+		}
+		for !s.Apply(j, now, n) {
+		}
+	}
+	pairs := 0
+	for i, p := range j.paired {
+		switch {
+		case p && j.dated[i]:
+			t.Errorf("URL %d: dated, and its fetches come in pairs", i)
+		case p:
+			pairs++
+		}
+	}
+	if pairs == 0 {
+		t.Fatal("no URL with only the changed bit is paired: the case is not tested")
+	}
+}
