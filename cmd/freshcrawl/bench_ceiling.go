@@ -23,6 +23,7 @@ func benchCeilingCmd() *cobra.Command {
 		inProc, asJSON bool
 		logLevel       string
 		cpuProfile     string
+		allocProfile   string
 	)
 	cmd := &cobra.Command{
 		Use:   "ceiling",
@@ -84,6 +85,14 @@ so the pipeline's ceiling is at most about half the queue's.`,
 				defer f.Close()
 				o.CPUProfile = f
 			}
+			if allocProfile != "" {
+				f, err := createProfile("allocprofile", allocProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				o.AllocProfile = f
+			}
 			res, err := bench.RunCeiling(ctx, o)
 			if err != nil {
 				return err
@@ -107,6 +116,7 @@ so the pipeline's ceiling is at most about half the queue's.`,
 	f.IntVar(&o.Responders, "responders", 64, "tasks the no-op responder handles at once")
 	f.BoolVar(&inProc, "in-process-responder", false, "run the no-op responder in this process (its CPU then counts as the coordinator's)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the pipeline measurement window to this file")
+	f.StringVar(&allocProfile, "allocprofile", "", "write this process's allocation profile (since start, the queue measurement included) to this file")
 	f.StringVar(&logLevel, "log-level", "error", "freshcrawl's own log level during the run")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	f.BoolVar(&responder, "noop-responder", false, "internal: answer tasks at the NATS URL argument until stdin closes")
@@ -123,6 +133,10 @@ func printCeiling(w io.Writer, r bench.CeilingResult) {
 	fmt.Fprintf(w, "pipeline: %8.0f results/s dispatched + folded (%d in %.1fs, %d URLs on %d hosts), coordinator %.2f cores", p.PerSecond, p.Folded, p.Seconds, p.URLs, p.Hosts, p.CoordinatorCores)
 	if p.ResponderCores > 0 {
 		fmt.Fprintf(w, ", responder %.2f cores", p.ResponderCores)
+	}
+	fmt.Fprintf(w, "\nCPU per 1000 results: coordinator %.3f s", p.CoordinatorCPUPer1000)
+	if p.ResponderCPUPer1000 > 0 {
+		fmt.Fprintf(w, ", responder %.3f s", p.ResponderCPUPer1000)
 	}
 	fmt.Fprintf(w, "\npipeline / queue: %.2f\n", p.PerSecond/max(q.PerSecond, 1e-9))
 	fmt.Fprintf(w, "persisted: %d results folded, %d fetches in the store, store %.1f MiB\n", p.Persisted.Folded, p.Persisted.InStore, float64(p.Persisted.StoreBytes)/(1<<20))

@@ -19,6 +19,7 @@ func benchScaleCmd() *cobra.Command {
 		sizes  string
 		svg    string
 		asJSON bool
+		prof   string
 	)
 	cmd := &cobra.Command{
 		Use:   "scale",
@@ -44,6 +45,14 @@ The directory is removed after each size. 10 M URLs need about 15 GB of disk.`,
 				return err
 			}
 			o.Progress = progressTo(cmd.ErrOrStderr())
+			if prof != "" {
+				f, err := createProfile("cpuprofile", prof)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				o.RestartProfile = f
+			}
 			res, err := bench.RunScale(cmd.Context(), o)
 			if err != nil {
 				return err
@@ -69,6 +78,7 @@ The directory is removed after each size. 10 M URLs need about 15 GB of disk.`,
 	f.StringVar(&svg, "svg", "", "also plot cost against N into this SVG file")
 	f.Uint64Var(&o.Seed, "seed", 1, "random seed of the generated URLs")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	f.StringVar(&prof, "cpuprofile", "", "write a CPU profile of the restart (open, load, first plan) to this file; needs one size")
 	f.SortFlags = false
 	return cmd
 }

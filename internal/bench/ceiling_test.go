@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 )
@@ -26,6 +27,9 @@ func TestCeilingRuns(t *testing.T) {
 	p := res.Pipeline
 	if p.Folded <= 0 || p.URLs != 100 {
 		t.Errorf("pipeline: %+v, want results folded for 100 URLs", p)
+	}
+	if want := p.CoordinatorCores * p.Seconds * 1000 / float64(p.Folded); !(p.CoordinatorCPUPer1000 > 0) || math.Abs(p.CoordinatorCPUPer1000-want) > 1e-9*want {
+		t.Errorf("coordinator CPU per 1000 results %v, want %v (its cores × seconds per result)", p.CoordinatorCPUPer1000, want)
 	}
 	if p.Persisted.Folded < p.Folded || p.Persisted.InStore != p.Persisted.Folded {
 		t.Errorf("persisted: %+v, want every folded result in the store", p.Persisted)

@@ -153,7 +153,7 @@ wait:
 	if modelN > 0 {
 		res.ModelFreshness = modelSum / float64(modelN)
 	}
-	res.FirstPassDays = -1
+	res.FirstPassDays, res.ModelAfterFirstPass = -1, -1
 	var fresh, age, wsum float64
 	for i, pt := range tr.PerPage {
 		wt := w.weight(i)

@@ -92,8 +92,10 @@ type Result struct {
 	ModelFreshness float64
 	// FirstPassDays is when every page had been fetched once, in
 	// simulated days from the start (−1: some never was), and
-	// FreshAfterFirstPass the truth from then to the end.
-	FirstPassDays, FreshAfterFirstPass float64
+	// FreshAfterFirstPass the truth from then to the end, and
+	// ModelAfterFirstPass the model over the same days (−1: no first pass,
+	// or no sample after it; virtual mode only).
+	FirstPassDays, FreshAfterFirstPass, ModelAfterFirstPass float64
 	// Series is the freshness over the whole run (warm-up included), one
 	// point per step, for the plot.
 	Series []Point

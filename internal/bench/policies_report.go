@@ -24,7 +24,17 @@ func WriteTable(out io.Writer, rs []Result) error {
 		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%.2f\t%d\t%.1f\t%d\t%.3f\t%.4f\t%.2f\t%.4f\t%.4f\t%.4f\t%s\t%d\t\n",
 			r.Policy, r.Freshness, r.ModelFreshness, r.AgeDays, r.Fetches, r.FetchesPerDay, r.Bytes, r.notModifiedShare(), r.Oracle, r.OracleAgeDays, r.Ratio, r.FullOracle, r.FullRatio, fp, r.PlanErrors)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// A cold start's warm-up is its first full pass: the truth and the
+	// model from then on are what say whether the model is honest.
+	for _, r := range rs {
+		if r.FirstPassDays >= 0 && r.ModelAfterFirstPass >= 0 {
+			fmt.Fprintf(out, "%s: after the first full pass (day %.1f): freshness %.4f, model %.4f\n", r.Policy, r.FirstPassDays, r.FreshAfterFirstPass, r.ModelAfterFirstPass)
+		}
+	}
+	return nil
 }
 
 // WriteCSV writes results.csv (one row per policy and workload) and
@@ -33,13 +43,13 @@ func WriteCSV(dir string, rs []Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("bench: output directory: %w", err)
 	}
-	rows := [][]string{{"mode", "workload", "policy", "freshness", "age_days", "fetches", "fetches_per_day", "bytes", "not_modified", "not_modified_share", "oracle_freshness", "oracle_age_days", "ratio", "full_budget_oracle", "full_budget_ratio", "model_freshness", "first_pass_days", "freshness_after_first_pass", "plan_errors", "wall_seconds"}}
+	rows := [][]string{{"mode", "workload", "policy", "freshness", "age_days", "fetches", "fetches_per_day", "bytes", "not_modified", "not_modified_share", "oracle_freshness", "oracle_age_days", "ratio", "full_budget_oracle", "full_budget_ratio", "model_freshness", "first_pass_days", "freshness_after_first_pass", "model_after_first_pass", "plan_errors", "wall_seconds"}}
 	series := [][]string{{"mode", "workload", "policy", "day", "freshness"}}
 	g := func(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
 	for _, r := range rs {
 		rows = append(rows, []string{r.Mode, r.Workload, r.Policy, g(r.Freshness), g(r.AgeDays), strconv.Itoa(r.Fetches), g(r.FetchesPerDay),
 			strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.NotModified), g(r.notModifiedShare()), g(r.Oracle), g(r.OracleAgeDays), g(r.Ratio),
-			g(r.FullOracle), g(r.FullRatio), g(r.ModelFreshness), g(r.FirstPassDays), g(r.FreshAfterFirstPass),
+			g(r.FullOracle), g(r.FullRatio), g(r.ModelFreshness), g(r.FirstPassDays), g(r.FreshAfterFirstPass), g(r.ModelAfterFirstPass),
 			strconv.Itoa(r.PlanErrors), g(r.Wall.Seconds())})
 		for _, p := range r.Series {
 			series = append(series, []string{r.Mode, r.Workload, r.Policy, g(p.Day), g(p.Freshness)})

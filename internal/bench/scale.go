@@ -12,8 +12,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/internal/coordinator"
@@ -38,6 +40,9 @@ type ScaleOptions struct {
 	// each size (default os.TempDir()).
 	TempDir  string
 	Progress func(format string, args ...any)
+	// RestartProfile, if set, receives a CPU profile of the restart (open,
+	// load, first plan); with it, Sizes must hold one size.
+	RestartProfile io.Writer
 }
 
 func (o ScaleOptions) withDefaults() ScaleOptions {
@@ -110,6 +115,9 @@ type ScaleReport struct {
 // it (load and first plan), with the schedule's memory and a re-plan.
 func RunScale(ctx context.Context, o ScaleOptions) (ScaleReport, error) {
 	o = o.withDefaults()
+	if o.RestartProfile != nil && len(o.Sizes) != 1 {
+		return ScaleReport{}, fmt.Errorf("a restart profile needs one size, not %d", len(o.Sizes))
+	}
 	rep := ScaleReport{Machine: thisMachine()}
 	for _, n := range o.Sizes {
 		if err := ctx.Err(); err != nil {
@@ -245,6 +253,14 @@ func scaleAt(ctx context.Context, n int, o ScaleOptions) (ScaleResult, error) {
 	r.FileBytesPerURL = float64(fi.Size()) / float64(n)
 
 	o.Progress("scale %d: restart (open, load, first plan)", n)
+	stopProfile := func() {}
+	if o.RestartProfile != nil {
+		if err := pprof.StartCPUProfile(o.RestartProfile); err != nil {
+			return r, fmt.Errorf("restart profile: %w", err)
+		}
+		stopProfile = sync.OnceFunc(pprof.StopCPUProfile)
+		defer stopProfile()
+	}
 	h0 := heapNow()
 	t2, c2 := time.Now(), selfUsage().CPU
 	if db, err = store.OpenDir(data, store.Options{}); err != nil {
@@ -267,6 +283,7 @@ func scaleAt(ctx context.Context, n int, o ScaleOptions) (ScaleResult, error) {
 	}
 	r.FirstPlanSeconds, r.FirstPlanCPUSeconds = time.Since(t4).Seconds(), (selfUsage().CPU - c4).Seconds()
 	r.RestartSeconds, r.RestartCPUSeconds = time.Since(t2).Seconds(), (selfUsage().CPU - c2).Seconds()
+	stopProfile()
 	r.SchedulerBytesPerURL = float64(int64(heapNow())-int64(h0)) / float64(n)
 	o.Progress("scale %d: re-plan", n)
 	t5, c5 := time.Now(), selfUsage().CPU

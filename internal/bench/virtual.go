@@ -346,13 +346,18 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 	nextSample := warmEnd
 	var modelSum float64
 	var modelN int
+	// Each sample is kept as well, so that the model after the first full
+	// pass (a cold start's warm-up) is set against the truth then.
+	var modelSamples []modelSample
 	for iter := 0; now.Before(stop); iter++ {
 		if iter%4096 == 0 && ctx.Err() != nil {
 			return Result{}, ctx.Err()
 		}
 		for !nextSample.After(now) && nextSample.Before(stop) {
-			modelSum += sched.ModelFreshness(nextSample)
+			m := sched.ModelFreshness(nextSample)
+			modelSum += m
 			modelN++
+			modelSamples = append(modelSamples, modelSample{at: nextSample.Sub(virtualEpoch()), model: m})
 			nextSample = nextSample.Add(o.Day)
 		}
 		for len(pending) > 0 && !pending[0].end.After(now) {
@@ -416,9 +421,37 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 	if modelN > 0 {
 		res.ModelFreshness = modelSum / float64(modelN)
 	}
+	res.ModelAfterFirstPass = modelAfter(modelSamples, res.FirstPassDays, o.Day)
 	res.PlanErrors, res.LastPlanError = planErrs, lastErr
 	res.Wall = time.Since(wall)
 	return res, err
+}
+
+// modelSample is the model's freshness at a time of a virtual run.
+type modelSample struct {
+	at    time.Duration // since the start of the run
+	model float64
+}
+
+// modelAfter is the mean of the samples taken at or after the first full
+// pass (firstPassDays, −1 when there was none: then −1 as well).
+func modelAfter(samples []modelSample, firstPassDays float64, day time.Duration) float64 {
+	if firstPassDays < 0 {
+		return -1
+	}
+	from := time.Duration(firstPassDays * float64(day))
+	var sum float64
+	n := 0
+	for _, s := range samples {
+		if s.at >= from {
+			sum += s.model
+			n++
+		}
+	}
+	if n == 0 {
+		return -1
+	}
+	return sum / float64(n)
 }
 
 // measure computes the truth of a virtual run with sim.IntegratePage, the

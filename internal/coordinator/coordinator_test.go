@@ -377,3 +377,19 @@ func TestMaintainPeriod(t *testing.T) {
 		}
 	}
 }
+
+// A re-plan for moved estimates waits until twenty times the last plan's
+// duration after its start: re-planning then holds at most a twentieth of
+// the maintenance loop's time.
+func TestReplanNotBeforeBoundsItsShare(t *testing.T) {
+	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	for _, took := range []time.Duration{time.Millisecond, 250 * time.Millisecond, 10 * time.Second} {
+		next := replanNotBefore(start, start.Add(took))
+		if got, want := next.Sub(start), time.Duration(replanCostFactor+1)*took; got != want {
+			t.Errorf("plan of %s: next not before %s after its start, want %s", took, got, want)
+		}
+		if share := took.Seconds() / next.Sub(start).Seconds(); share > 0.05+1e-12 {
+			t.Errorf("plan of %s: share %.3f of the time, want at most 0.05", took, share)
+		}
+	}
+}

@@ -37,6 +37,7 @@ type metrics struct {
 	disallowed  prometheus.Gauge
 	foldSeconds prometheus.Histogram
 	foldLatency prometheus.Histogram
+	planSeconds prometheus.Histogram
 	pruned      *prometheus.CounterVec // by what: versions, changes
 
 	captureRecall   prometheus.Gauge
@@ -78,6 +79,7 @@ func newMetrics(d inFlighter) *metrics {
 	m.unabsorbed = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "budget_unabsorbed_per_second", Help: "Budget no host can absorb under politeness caps."})
 	m.disallowed = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "urls_disallowed", Help: "URLs disallowed by robots.txt."})
 	m.foldSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "fold_batch_seconds", Help: "Time to fold one batch of results into bbolt.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
+	m.planSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "plan_seconds", Help: "Time to re-plan (solve the policy over all URLs and apply the intervals); its count is the number of plans.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)})
 	m.pruned = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "pruned_total", Help: "Versions and change-log entries deleted by the retention settings."}, []string{"what"})
 	m.reg.MustRegister(m.pruned)
 	m.captureRecall = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "capture_expected_recall", Help: "Mean expected change recall of the capture URLs whose update phases are learnt (Ashish, Kulkarni & Wang)."})
@@ -91,7 +93,7 @@ func newMetrics(d inFlighter) *metrics {
 	m.foldLatency = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "fold_latency_seconds", Help: "Time from a result's arrival in the results stream to the commit of its fold.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)})
 	m.reg.MustRegister(m.foldLatency, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(m.fetches, m.changes, m.errors, m.failed, m.dispatched, m.duplicates, m.bytes, m.inFlight, m.urls, m.workers, m.queue,
-		m.fresh, m.planFresh, m.age, m.givenUp, m.capped, m.budget, m.budgetInUse, m.unabsorbed, m.disallowed, m.foldSeconds)
+		m.fresh, m.planFresh, m.age, m.givenUp, m.capped, m.budget, m.budgetInUse, m.unabsorbed, m.disallowed, m.foldSeconds, m.planSeconds)
 	return m
 }
 

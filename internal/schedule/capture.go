@@ -451,10 +451,10 @@ func (cs *captureState) status(url string, interval time.Duration) CaptureStatus
 // history: the polls between two versions saw no change.
 func (s *Scheduler) ObserveVersion(url string, after, before time.Time, exact bool, capturedAt time.Time) {
 	e, ok := s.front.urls.get(url)
-	if !ok || e.cap == nil {
+	if !ok || s.capOf(e) == nil {
 		return
 	}
-	cs := e.cap
+	cs := s.capOf(e)
 	at := secs(capturedAt)
 	rate := cs.rate()
 	rebuild := false
@@ -480,7 +480,7 @@ func (s *Scheduler) ObserveVersion(url string, after, before time.Time, exact bo
 // captureMoved re-mirrors e after its capture state changed, if its rate
 // moved from before: the plan must count it at its new rate.
 func (s *Scheduler) captureMoved(e *entry, before float64) {
-	if e.cap.rate() != before {
+	if s.capOf(e).rate() != before {
 		s.mirror(e)
 		s.moved++
 	}
@@ -491,11 +491,11 @@ func (s *Scheduler) captureMoved(e *entry, before float64) {
 // poll whose interval holds it.
 func (s *Scheduler) ObserveExact(url string, times []time.Time) {
 	e, ok := s.front.urls.get(url)
-	if !ok || e.cap == nil {
+	if !ok || s.capOf(e) == nil {
 		return
 	}
 	for _, t := range times {
-		e.cap.exactAt(secs(t))
+		s.capOf(e).exactAt(secs(t))
 	}
 }
 

@@ -2,7 +2,9 @@ package schedule
 
 import (
 	"container/heap"
+	"math/bits"
 	"time"
+	"unsafe"
 
 	"github.com/freshcrawl/freshcrawl/estimate"
 )
@@ -13,19 +15,19 @@ import (
 // positions are int32, the path template is an index into the
 // scheduler's interned templates, and the posterior's summary lives only
 // in Scheduler.posts, the estimated rate and its standard error in
-// Scheduler.rates and rateSEs, and an adaptive policy's record of the
-// page's last change in Scheduler.adModified.
+// Scheduler.rates and rateSEs, the weight in Scheduler.weights, the last
+// successful fetch in Scheduler.lastOK, and an adaptive policy's record
+// of the page's last change in Scheduler.adModified.
 type entry struct {
-	// The URL is urlIndex.origins[origin] + path (urlIndex.url).
-	path string
+	// The URL is urlIndex.origins[origin] + the path path points to
+	// (urlIndex.url).
+	path pathRef
 	host *hostQueue
-	cap  *captureState // capture URLs only
-	// st is the estimator's state (docs/design.md §3.3), nil while it
-	// is the zero state: most URLs of a new collection have none, and
-	// it is the largest part of an entry (112 bytes).
-	st *estimate.State
+	// st is the estimator's state (docs/design.md §3.3), packed
+	// (packState), nil while it is the zero state: most URLs of a new
+	// collection have none, and a state takes 112 bytes unpacked.
+	st *byte
 
-	weight   float64
 	interval time.Duration // 1/f from the plan; 0 = not scheduled (given up, disallowed)
 	// recheckTau is the probe interval of a URL given up and rechecked
 	// (0: none): each check is followed by a probe that long after it;
@@ -35,11 +37,11 @@ type entry struct {
 	// What the estimator learnt (docs/design.md §3.3): its state (st),
 	// the version of the priors its posterior's summary was computed
 	// under (priorVer; stale: to be recomputed under the current ones),
-	// the number of updates (seq, so that a recomputation from an older
-	// state is dropped), and the last successful fetch (Unix ns, 0:
-	// never; the one before it is in Scheduler.prevOK).
+	// and the number of updates (seq, so that a recomputation from an
+	// older state is dropped). The weight and the last two successful
+	// fetches are only in the scheduler's arrays (Scheduler.weights,
+	// lastOK and prevOK).
 	priorVer uint64
-	lastOK   int64
 	index    int32  // in its host's heap (urls or polls), -1 when not queued
 	pos      int32  // in Scheduler.list, -1 for a one-off request or a removed URL
 	tmpl     uint32 // path template: index into Scheduler.tmplNames
@@ -55,7 +57,7 @@ const (
 	flagInFlight entryFlags = 1 << iota
 	// flagStrict: queued in host.polls, never handed out before due.
 	flagStrict
-	flagCapture
+	flagCapture // a capture URL: its capture state is in Scheduler.captures
 	flagOneShot // a one-off request (a probe): forgotten once done
 	// flagDisallowed: disallowed by robots.txt (or robots.txt unreachable): no share of
 	// the budget, rechecked every DisallowRetry against the cached
@@ -68,6 +70,9 @@ const (
 	// flagPaused: paused by the operator: never queued, no share of the budget
 	// (lifecycle.go).
 	flagPaused
+	// flagObserved: the estimator state holds observations (its
+	// Observations() > 0), kept so that asking does not unpack it.
+	flagObserved
 )
 
 // is reports whether e has flag f.
@@ -87,25 +92,75 @@ func (e *entry) state() estimate.State {
 	if e.st == nil {
 		return estimate.State{}
 	}
-	return *e.st
+	return unpackState(e.st)
 }
 
 // setState sets e's estimator state.
 func (e *entry) setState(st estimate.State) {
-	switch {
-	case e.st != nil:
-		*e.st = st
-	case st != estimate.State{}:
-		e.st = &st
+	e.set(flagObserved, st.Observations() > 0)
+	if st == (estimate.State{}) {
+		e.st = nil
+		return
 	}
+	e.st = packState(&st)
 }
 
-// observations is the number of observations e's estimate holds.
-func (e *entry) observations() float64 {
-	if e.st == nil {
-		return 0
+// observed reports whether e's estimate holds observations.
+func (e *entry) observed() bool { return e.is(flagObserved) }
+
+// stateSize is the size of an estimator state in memory, and stateMap
+// the size of a packed state's bitmap of its non-zero bytes.
+const (
+	stateSize = int(unsafe.Sizeof(estimate.State{}))
+	stateMap  = (stateSize + 7) / 8
+)
+
+// packState is st with its zero bytes left out: a bitmap of its non-zero
+// bytes, then those bytes (about half of a state's bytes are zero: the
+// rate buckets a URL's intervals never fell in, the change points, the
+// high bytes of small counts). A state is plain numbers (no pointers,
+// TestPackedStateRoundTrips), so its bytes are all there is to it and
+// unpackState gives it back exactly. The length of the packed form
+// follows from its bitmap, so the entry holds a pointer to its first
+// byte, 8 bytes where a slice takes 24.
+func packState(st *estimate.State) *byte {
+	raw := (*[stateSize]byte)(unsafe.Pointer(st))
+	n := 0
+	for _, b := range raw {
+		if b != 0 {
+			n++
+		}
 	}
-	return e.st.Observations()
+	buf := make([]byte, stateMap+n)
+	k := stateMap
+	for i, b := range raw {
+		if b != 0 {
+			buf[i/8] |= 1 << (i % 8)
+			buf[k] = b
+			k++
+		}
+	}
+	return &buf[0]
+}
+
+// unpackState is the state packState packed at p.
+func unpackState(p *byte) estimate.State {
+	var st estimate.State
+	raw := (*[stateSize]byte)(unsafe.Pointer(&st))
+	bitmap := unsafe.Slice(p, stateMap)
+	n := 0
+	for _, b := range bitmap {
+		n += bits.OnesCount8(b)
+	}
+	packed := unsafe.Slice(p, stateMap+n)[stateMap:]
+	k := 0
+	for i := range raw {
+		if bitmap[i/8]&(1<<(i%8)) != 0 {
+			raw[i] = packed[k]
+			k++
+		}
+	}
+	return st
 }
 
 // nanos is t in Unix nanoseconds, 0 for the zero time (which is how an
@@ -242,7 +297,7 @@ func (f *frontier) add(url, host string, gap time.Duration) (*entry, bool) {
 		return e, false
 	}
 	h := f.host(host, gap)
-	e := &entry{host: h, index: -1, pos: -1, weight: 1}
+	e := &entry{host: h, index: -1, pos: -1}
 	f.urls.put(e, url)
 	return e, true
 }
@@ -255,7 +310,7 @@ func (f *frontier) schedule(e *entry, due time.Time) {
 	if e.is(flagInFlight) {
 		return // requeued when its result comes back
 	}
-	strict := e.cap != nil
+	strict := e.is(flagCapture)
 	off := e.interval <= 0 || e.is(flagPaused)
 	if e.index >= 0 && (e.is(flagStrict) != strict || off) {
 		heap.Remove(h.heap(e.is(flagStrict)), int(e.index))

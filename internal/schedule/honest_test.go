@@ -44,7 +44,7 @@ func TestModelFreshnessHonest(t *testing.T) {
 	}
 	var fastP, slowP float64
 	for i, e := range j.list {
-		p := j.posts[i].ExpectFresh(now.Sub(fromNanos(e.lastOK)).Seconds())
+		p := j.posts[i].ExpectFresh(now.Sub(fromNanos(j.lastOK[i])).Seconds())
 		switch s.front.url(e) {
 		case "http://a/fast":
 			fastP = p

@@ -59,7 +59,7 @@ func (s *Scheduler) View(url string, now time.Time) (URLView, bool) {
 		return URLView{}, false
 	}
 	v := URLView{Interval: e.interval, NextDue: fromNanos(e.nextDue), InFlight: e.is(flagInFlight), Paused: e.is(flagPaused), Disallowed: e.is(flagDisallowed),
-		Weight: e.weight, Capture: e.is(flagCapture), Rate: s.rates[e.pos], RateSE: s.rateSEs[e.pos]}
+		Weight: s.weights[e.pos], Capture: e.is(flagCapture), Rate: s.rates[e.pos], RateSE: s.rateSEs[e.pos]}
 	v.GivenUp = s.givenUpSet(e)
 	v.Due = s.due(e, now)
 	switch {
@@ -91,7 +91,7 @@ func (s *Scheduler) givenUpSet(e *entry) bool {
 		}
 		s.life.givenUp, s.life.givenUpAt = set, s.planAt
 	}
-	return s.life.givenUp[e] && e.weight > 0
+	return s.life.givenUp[e] && s.weights[e.pos] > 0
 }
 
 // URLsIn returns the known URLs in a scheduler state (StateGivenUp,
@@ -229,7 +229,7 @@ func (s *Scheduler) Remove(urls []string) int {
 		if e.is(flagDisallowed) {
 			s.disallowed--
 		}
-		if e.observations() > 0 {
+		if e.observed() {
 			s.learnt--
 		}
 		delete(s.captures, e)

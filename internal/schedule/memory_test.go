@@ -3,11 +3,18 @@ package schedule
 import (
 	"flag"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
+	"os"
+	"reflect"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/freshcrawl/freshcrawl/estimate"
 )
 
 // memoryURLs are n URLs as `freshcrawl bench scale` restarts them: 60 to
@@ -19,29 +26,7 @@ func memoryURLs(n int, now time.Time) []URLInfo {
 	est := NewEstimator(7*24*time.Hour, 1.0/86400)
 	// Learning is slow next to the rest: 1 024 fetch histories are
 	// learnt once and shared out.
-	type history struct {
-		state         []byte
-		rate, se      float64
-		iv            time.Duration
-		nextDue, last time.Time
-	}
-	pool := make([]history, 1024)
-	for k := range pool {
-		var st EstimateState
-		iv := time.Duration(1+rng.Int64N(14*24)) * time.Hour
-		fetches := 2 + rng.IntN(20)
-		at := now.Add(-time.Duration(fetches) * iv)
-		var prev time.Time
-		rate, se := 1.0/86400, 0.0
-		for range fetches {
-			fb := est.Learn(&st, rate, Observation{URL: "https://h.example.org/p", Host: "h.example.org", Start: at, End: at.Add(300 * time.Millisecond), OK: true, First: prev.IsZero(), Prev: prev, Changed: rng.IntN(3) == 0})
-			rate, se = fb.Rate, fb.RateSE
-			prev = at
-			at = at.Add(iv)
-		}
-		pool[k].state, _ = st.MarshalBinary()
-		pool[k].rate, pool[k].se, pool[k].iv, pool[k].nextDue, pool[k].last = rate, se, iv, prev.Add(iv), prev
-	}
+	pool := learntHistories(&est, rng, 1024, now, 1.0/86400, "https://h.example.org/p", "h.example.org")
 	out := make([]URLInfo, n)
 	for i := range out {
 		host := fmt.Sprintf("h%04d.example.org", rng.IntN(10_000))
@@ -49,18 +34,20 @@ func memoryURLs(n int, now time.Time) []URLInfo {
 		if pad := 60 + rng.IntN(41) - len(u); pad > 0 {
 			u += "?" + strings.Repeat("q", pad-1)
 		}
-		info := URLInfo{URL: u, Host: host, Weight: 1}
+		info := URLInfo{Weight: 1}
 		if rng.IntN(2) == 0 {
-			h := pool[rng.IntN(len(pool))]
-			info.Estimate = h.state
-			info.Rate, info.RateSE, info.Interval, info.NextDue, info.LastOK = h.rate, h.se, h.iv, h.nextDue, h.last
+			info = pool[rng.IntN(len(pool))]
 		}
+		info.URL, info.Host = u, host
 		out[i] = info
 	}
 	return out
 }
 
-var memoryURLCount = flag.Int("memory-urls", 1_000_000, "BenchmarkSchedulerMemory: URLs in the schedule")
+var (
+	memoryURLCount = flag.Int("memory-urls", 1_000_000, "BenchmarkSchedulerMemory: URLs in the schedule")
+	memoryProfile  = flag.String("memory-profile", "", "BenchmarkSchedulerMemory: write a heap profile of the loaded schedule to this file")
+)
 
 func liveHeap() uint64 {
 	runtime.GC()
@@ -101,9 +88,108 @@ func BenchmarkSchedulerMemory(b *testing.B) {
 					b.Fatalf("%d URLs in the schedule, want %d", s.Len(), n)
 				}
 				b.ReportMetric(float64(int64(h1)-int64(h0))/float64(n), "B/URL")
+				if *memoryProfile != "" {
+					writeHeapProfile(b, *memoryProfile)
+				}
 				runtime.KeepAlive(s)
 				b.StartTimer()
 			}
 		})
 	}
+}
+
+// TestEntrySize keeps an entry, allocated once per URL, within the 80-byte
+// size class: one more field would cost 16 bytes a URL (the next class
+// is 96).
+func TestEntrySize(t *testing.T) {
+	if n := unsafe.Sizeof(entry{}); n > 80 {
+		t.Fatalf("an entry takes %d bytes, want at most 80", n)
+	}
+}
+
+// writeHeapProfile writes a heap profile (in use after the last GC) to
+// path.
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// TestPackedStateRoundTrips: an estimator state packed and unpacked is the
+// state, for the zero state and the states of learnt histories at every
+// step, and its packed form is smaller than the state. packState reads a
+// state's bytes, which is all there is to it only while it holds no
+// pointers: the test fails if a field that may hold one is added.
+func TestPackedStateRoundTrips(t *testing.T) {
+	var hasPointers func(reflect.Type) bool
+	hasPointers = func(ty reflect.Type) bool {
+		switch ty.Kind() {
+		case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+			return false
+		case reflect.Array:
+			return hasPointers(ty.Elem())
+		case reflect.Struct:
+			for i := range ty.NumField() {
+				if hasPointers(ty.Field(i).Type) {
+					return true
+				}
+			}
+			return false
+		}
+		return true
+	}
+	if hasPointers(reflect.TypeFor[estimate.State]()) {
+		t.Fatal("estimate.State holds a field that may be a pointer: packState cannot pack it as bytes")
+	}
+	check := func(st estimate.State) {
+		t.Helper()
+		if got := unpackState(packState(&st)); got != st {
+			t.Fatalf("state %+v unpacked as %+v", st, got)
+		}
+	}
+	check(estimate.State{})
+	rng := rand.New(rand.NewPCG(3, 5))
+	est := NewEstimator(DefaultHalfLife, DefaultPriorRate)
+	now := time.Unix(1_800_000_000, 0)
+	packed, states := 0, 0
+	for range 50 {
+		var st EstimateState
+		iv := time.Duration(1+rng.Int64N(14*24)) * time.Hour
+		at, rate := now, DefaultPriorRate
+		var prev time.Time
+		for range 2 + rng.IntN(30) {
+			fb := est.Learn(&st, rate, Observation{URL: "http://h.example/p", Host: "h.example", Start: at, End: at.Add(time.Second), OK: true, First: prev.IsZero(), Prev: prev, Changed: rng.IntN(3) == 0, LastModified: at.Add(-time.Duration(rng.IntN(2)) * time.Hour)})
+			check(fb.State)
+			var e entry
+			e.setState(fb.State)
+			if e.state() != fb.State || e.observed() != (fb.State.Observations() > 0) {
+				t.Fatalf("entry state %+v (observed %v), want %+v", e.state(), e.observed(), fb.State)
+			}
+			packed += stateMap + popcount(packState(&fb.State))
+			states++
+			rate, prev = fb.Rate, at
+			at = at.Add(iv + time.Duration(rng.Int64N(int64(iv))))
+		}
+	}
+	if packed >= states*stateSize {
+		t.Fatalf("packed states take %d bytes on average, unpacked %d", packed/states, stateSize)
+	}
+	t.Logf("%d states packed into %.1f bytes on average (%d unpacked)", states, float64(packed)/float64(states), stateSize)
+}
+
+// popcount is the number of non-zero bytes a packed state holds.
+func popcount(p *byte) int {
+	n := 0
+	for _, b := range unsafe.Slice(p, stateMap) {
+		n += bits.OnesCount8(b)
+	}
+	return n
 }

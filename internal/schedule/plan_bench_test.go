@@ -38,34 +38,14 @@ func scaleSchedule(tb testing.TB, n int) (*Scheduler, time.Time) {
 	now := time.Unix(1_790_000_000, 0)
 	// Learning costs about a millisecond a history, so the fetched URLs
 	// draw from a pool of histories, each learnt once.
-	type history struct {
-		info URLInfo
-	}
-	pool := make([]history, min(n/2+1, historyPool))
-	for k := range pool {
-		var st EstimateState
-		iv := time.Duration(1+rng.Int64N(14*24)) * time.Hour
-		fetches := 2 + rng.IntN(20)
-		at := now.Add(-time.Duration(fetches) * iv)
-		var prev time.Time
-		rate := DefaultPriorRate
-		var fb Feedback
-		for range fetches {
-			fb = est.Learn(&st, rate, Observation{URL: "http://h.example/p", Host: "h.example", Start: at, End: at.Add(300 * time.Millisecond), OK: true, First: prev.IsZero(), Prev: prev, Changed: rng.IntN(3) == 0})
-			rate = fb.Rate
-			prev = at
-			at = at.Add(iv)
-		}
-		pool[k].info = URLInfo{Weight: 1, Rate: rate, RateSE: fb.RateSE, LastOK: prev, Interval: iv, NextDue: prev.Add(iv)}
-		pool[k].info.Estimate, _ = st.MarshalBinary()
-	}
+	pool := learntHistories(&est, rng, min(n/2+1, historyPool), now, DefaultPriorRate, "http://h.example/p", "h.example")
 	for i := range n {
 		// Host h with probability falling with h (Zipf-like sizes).
 		h := min(int(float64(hosts)*rng.Float64()*rng.Float64()*rng.Float64()), hosts-1)
 		host := fmt.Sprintf("h%d.example", h)
 		u := URLInfo{Weight: 1, Rate: DefaultPriorRate}
 		if rng.IntN(2) == 0 {
-			u = pool[rng.IntN(len(pool))].info
+			u = pool[rng.IntN(len(pool))]
 		}
 		u.URL, u.Host = fmt.Sprintf("http://%s/p/%d", host, i), host
 		s.Add(u, now)
@@ -75,6 +55,36 @@ func scaleSchedule(tb testing.TB, n int) (*Scheduler, time.Time) {
 
 // historyPool is the number of distinct histories of scaleSchedule.
 const historyPool = 20_000
+
+// learntHistories is k fetch histories learnt through est, drawn from
+// rng: each is 2 to 21 successful fetches at one interval of 1 to 336
+// hours, the last one interval before now, a third of them seeing a
+// change, learnt from the rate rate0 with the observations naming url on
+// host (the population prior they are learnt under). Each comes back as
+// the URLInfo of a restart (weight 1 and the rate, its standard error,
+// the estimator state, the interval, the last fetch and the next due time
+// a fold leaves), without URL and host.
+func learntHistories(est *Estimator, rng *rand.Rand, k int, now time.Time, rate0 float64, url, host string) []URLInfo {
+	pool := make([]URLInfo, k)
+	for h := range pool {
+		var st EstimateState
+		iv := time.Duration(1+rng.Int64N(14*24)) * time.Hour
+		fetches := 2 + rng.IntN(20)
+		at := now.Add(-time.Duration(fetches) * iv)
+		var prev time.Time
+		rate := rate0
+		var fb Feedback
+		for range fetches {
+			fb = est.Learn(&st, rate, Observation{URL: url, Host: host, Start: at, End: at.Add(300 * time.Millisecond), OK: true, First: prev.IsZero(), Prev: prev, Changed: rng.IntN(3) == 0})
+			rate = fb.Rate
+			prev = at
+			at = at.Add(iv)
+		}
+		pool[h] = URLInfo{Weight: 1, Rate: rate, RateSE: fb.RateSE, LastOK: prev, Interval: iv, NextDue: prev.Add(iv)}
+		pool[h].Estimate, _ = st.MarshalBinary()
+	}
+	return pool
+}
 
 // countingPolicy counts the allocations a plan solves.
 type countingPolicy struct {

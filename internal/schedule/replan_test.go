@@ -34,8 +34,8 @@ func checkInvariants(t *testing.T, s *Scheduler) {
 				if int(e.index) != i || e.host != h {
 					t.Fatalf("host %s: entry %s at %d has index %d", h.name, s.front.url(e), i, e.index)
 				}
-				if e.is(flagStrict) != strict || strict != (e.cap != nil) {
-					t.Fatalf("host %s: entry %s (capture %v) in the wrong heap", h.name, s.front.url(e), e.cap != nil)
+				if e.is(flagStrict) != strict || strict != (s.capOf(e) != nil) {
+					t.Fatalf("host %s: entry %s (capture %v) in the wrong heap", h.name, s.front.url(e), s.capOf(e) != nil)
 				}
 				if p := (i - 1) / 2; i > 0 && q[i].nextDue < q[p].nextDue {
 					t.Fatalf("host %s: URL heap out of order at %d", h.name, i)
@@ -57,15 +57,11 @@ func checkInvariants(t *testing.T, s *Scheduler) {
 	}
 	disallowed := 0
 	for i, e := range s.list {
-		w := e.weight
 		if e.is(flagDisallowed) {
 			disallowed++
 		}
 		off := e.is(flagDisallowed) || e.is(flagPaused)
-		if off {
-			w = 0
-		}
-		if int(e.pos) != i || s.weights[i] != w || s.blocked[i] != off || s.planHosts[s.hosts[i]] != e.host {
+		if int(e.pos) != i || s.blocked[i] != off || s.planHosts[s.hosts[i]] != e.host {
 			t.Fatalf("mirror of %s (pos %d) disagrees with the entry", s.front.url(e), i)
 		}
 		if s.adaptive && e.interval > 0 && !off && (s.fixed == nil || s.fixed[i] == 0) && s.freqs[i] != float64(time.Second)/float64(e.interval) {
@@ -204,7 +200,7 @@ func TestReplanStepsInterleavedWithFetches(t *testing.T) {
 			continue
 		}
 		want := max(time.Duration(float64(time.Second)/j.freq[i]), time.Millisecond)
-		if e.interval != want && e.cap == nil {
+		if e.interval != want && s.capOf(e) == nil {
 			t.Fatalf("%s: interval %v, plan says %v", s.front.url(e), e.interval, want)
 		}
 	}
@@ -385,7 +381,7 @@ func TestLifecycleBetweenReplanSteps(t *testing.T) {
 			}
 			continue
 		}
-		if wantGivenUp := !e.is(flagDisallowed) && j.out.Freq[i] <= 0 && e.weight > 0; v.GivenUp != wantGivenUp {
+		if wantGivenUp := !e.is(flagDisallowed) && j.out.Freq[i] <= 0 && s.weights[e.pos] > 0; v.GivenUp != wantGivenUp {
 			t.Fatalf("%s: given up %v, plan frequency %v", s.front.url(e), v.GivenUp, j.out.Freq[i])
 		}
 		if e.is(flagDisallowed) || j.freq[i] <= 0 {

@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/alloc"
@@ -163,7 +165,7 @@ type Scheduler struct {
 	// the caller's lock. Index i is list[i].
 	rates   []float64
 	rateSEs []float64 // standard errors of rates, for the plan's freshness band
-	weights []float64 // 0 for a disallowed or paused URL: it takes no budget
+	weights []float64 // the URL's weight; the plan's input is 0 where blocked (it takes no budget)
 	blocked []bool    // disallowed by robots.txt or paused: no fetches, not even exploration
 	// Under an adaptive policy only (adaptive; nil otherwise): the URL's
 	// frequency now, 1/interval (0: unscheduled, disallowed or paused),
@@ -194,8 +196,8 @@ type Scheduler struct {
 	probes  []uint8 // fetches in the URL's current probe session
 	dated   []bool  // the newest fetch's Last-Modified was trusted (Feedback.Dated)
 
-	disallowed int                 // URLs disallowed now
-	captures   map[*entry]struct{} // capture URLs
+	disallowed int                      // URLs disallowed now
+	captures   map[*entry]*captureState // capture URLs: their capture state
 
 	priors *PriorSet
 	// Interned path templates: an entry holds the index in tmplNames.
@@ -244,7 +246,7 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 		o.Priors = newPriorSet(o.PriorRate)
 	}
 	_, adaptive := o.Policy.(adaptivePolicy)
-	return &Scheduler{o: o, front: newFrontier(), captures: map[*entry]struct{}{}, priors: o.Priors, tmpls: map[string]uint32{}, adaptive: adaptive}
+	return &Scheduler{o: o, front: newFrontier(), captures: map[*entry]*captureState{}, priors: o.Priors, tmpls: map[string]uint32{}, adaptive: adaptive}
 }
 
 // mirror copies e's plan input into the scheduler's arrays; every change
@@ -255,18 +257,16 @@ func (s *Scheduler) mirror(e *entry) {
 		return
 	}
 	off := e.is(flagDisallowed) || e.is(flagPaused)
-	w, f, fx := e.weight, 0.0, 0.0
-	if off {
-		w = 0
-	} else if e.interval > 0 {
+	f, fx := 0.0, 0.0
+	if !off && e.interval > 0 {
 		f = float64(time.Second) / float64(e.interval)
 	}
-	if e.cap != nil && !off {
-		if fx = e.cap.rate(); fx > 0 {
+	if cs := s.capOf(e); cs != nil && !off {
+		if fx = cs.rate(); fx > 0 {
 			f = fx
 		}
 	}
-	s.weights[e.pos], s.blocked[e.pos] = w, off
+	s.blocked[e.pos] = off
 	if s.fixed == nil && fx != 0 {
 		s.fixed = make([]float64, len(s.list))
 	}
@@ -276,7 +276,6 @@ func (s *Scheduler) mirror(e *entry) {
 	if s.adaptive {
 		s.freqs[e.pos] = f
 	}
-	s.lastOK[e.pos] = e.lastOK
 }
 
 // pointSummary is the summary of a rate known exactly: the stand-in until
@@ -339,29 +338,27 @@ func (s *Scheduler) Has(url string) bool { _, ok := s.front.urls.get(url); retur
 // keeps its estimate and schedule).
 func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	if e, ok := s.front.urls.get(u.URL); ok {
-		if e.weight != u.Weight {
+		if e.pos >= 0 && s.weights[e.pos] != u.Weight {
 			s.moved++
+			s.weights[e.pos] = u.Weight
 		}
-		e.weight = u.Weight
 		e.set(flagCapture, u.Capture)
 		s.setCapture(e, u)
 		s.mirror(e)
-		if e.index >= 0 && e.is(flagStrict) != (e.cap != nil) {
+		if e.index >= 0 && e.is(flagStrict) != e.is(flagCapture) {
 			s.front.schedule(e, fromNanos(e.nextDue)) // into the heap of its new mode
 		}
 		return false
 	}
 	e, _ := s.front.add(u.URL, u.Host, s.baseGap())
-	e.weight = u.Weight
 	e.set(flagCapture, u.Capture)
 	e.tmpl = s.template(u.URL)
-	e.lastOK = nanos(u.LastOK)
 	dated := false
 	if len(u.Estimate) > 0 {
 		var st EstimateState
 		if st.UnmarshalBinary(u.Estimate) == nil {
 			e.setState(st.State)
-			if e.observations() > 0 {
+			if e.observed() {
 				s.learnt++
 			}
 			// As Learn would say after the stored fetch (Feedback.Dated):
@@ -382,14 +379,14 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		s.planHosts = append(s.planHosts, e.host)
 	}
 	s.hosts = append(s.hosts, e.host.plan)
-	s.rates, s.rateSEs, s.weights, s.blocked = append(s.rates, u.Rate), append(s.rateSEs, u.RateSE), append(s.weights, 0), append(s.blocked, false)
+	s.rates, s.rateSEs, s.weights, s.blocked = append(s.rates, u.Rate), append(s.rateSEs, u.RateSE), append(s.weights, u.Weight), append(s.blocked, false)
 	if s.adaptive {
 		s.freqs, s.adModified = append(s.freqs, 0), append(s.adModified, 0)
 	}
 	if s.fixed != nil {
 		s.fixed = append(s.fixed, 0)
 	}
-	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, pointSummary(u.Rate)), append(s.lastOK, 0), append(s.probing, false), append(s.probes, 0)
+	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, pointSummary(u.Rate)), append(s.lastOK, nanos(u.LastOK)), append(s.probing, false), append(s.probes, 0)
 	s.prevOK, s.dated = append(s.prevOK, 0), append(s.dated, dated)
 	s.setCapture(e, u)
 	s.moved++
@@ -426,43 +423,51 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 // when only the seed's fields change.
 func (s *Scheduler) setCapture(e *entry, u URLInfo) {
 	if !u.Capture {
-		e.cap = nil
 		delete(s.captures, e)
 		return
 	}
-	s.captures[e] = struct{}{}
-	if e.cap == nil || (e.cap.configured && e.cap.period != u.Period.Seconds()) || (!e.cap.configured && u.Period > 0) {
-		e.cap = newCaptureState(u.Period, u.Polls)
-		e.cap.uniform = s.o.CaptureUniform
+	cs := s.captures[e]
+	if cs == nil || (cs.configured && cs.period != u.Period.Seconds()) || (!cs.configured && u.Period > 0) {
+		cs = newCaptureState(u.Period, u.Polls)
+		cs.uniform = s.o.CaptureUniform
+		s.captures[e] = cs
 		return
 	}
-	e.cap.polls = u.Polls
+	cs.polls = u.Polls
+}
+
+// capOf is e's capture state: nil unless e is a capture URL. Few URLs
+// are, so it lives in Scheduler.captures, not in every entry.
+func (s *Scheduler) capOf(e *entry) *captureState {
+	if !e.is(flagCapture) {
+		return nil
+	}
+	return s.captures[e]
 }
 
 // observeCapture records an update a poll of a capture URL saw: exactly at
 // `to` (trustworthy Last-Modified) or somewhere in (from, to].
 func (s *Scheduler) observeCapture(url string, from, to time.Time, exact bool) {
 	e, ok := s.front.urls.get(url)
-	if !ok || e.cap == nil {
+	if !ok || s.capOf(e) == nil {
 		return
 	}
-	before := e.cap.rate()
+	cs := s.capOf(e)
+	before := cs.rate()
 	if exact {
-		e.cap.exactAt(secs(to))
+		cs.exactAt(secs(to))
 	} else {
-		e.cap.changedIn(secs(from), secs(to))
+		cs.changedIn(secs(from), secs(to))
 	}
-	e.cap.maybeLearn(e.interval)
+	cs.maybeLearn(e.interval)
 	s.captureMoved(e, before)
 }
 
 // CaptureStatus lists the capture URLs' schedules (at most limit).
 func (s *Scheduler) CaptureStatus(limit int) []CaptureStatus {
 	var out []CaptureStatus
-	for e := range s.captures {
-		if e.cap != nil {
-			out = append(out, e.cap.status(s.front.url(e), e.interval))
-		}
+	for e, cs := range s.captures {
+		out = append(out, cs.status(s.front.url(e), e.interval))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].URL < out[j].URL })
 	if len(out) > limit {
@@ -530,13 +535,13 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		s.moved++
 	}
 	if fb.OK {
-		s.prevOK[e.pos], e.lastOK = e.lastOK, nanos(fb.Start)
+		s.prevOK[e.pos], s.lastOK[e.pos] = s.lastOK[e.pos], nanos(fb.Start)
 	}
 	if fb.Learnt && e.pos >= 0 {
 		s.dated[e.pos] = fb.Dated
 	}
 	if fb.Learnt {
-		if e.observations() <= 0 && fb.State.Observations() > 0 {
+		if !e.observed() && fb.State.Observations() > 0 {
 			s.learnt++
 		}
 		e.setState(fb.State)
@@ -552,7 +557,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		// The time this observation covered, for the hazard of a rate
 		// change per unit of observed time.
 		s.updateHazard(fb.Start)
-		if prev := s.prevOK[e.pos]; e.lastOK != 0 && nanos(fb.Start) > prev && prev != 0 {
+		if prev := s.prevOK[e.pos]; s.lastOK[e.pos] != 0 && nanos(fb.Start) > prev && prev != 0 {
 			s.urlTime += fb.Start.Sub(fromNanos(prev)).Seconds()
 		}
 	}
@@ -596,21 +601,22 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	if e.recheckTau == 0 || !fb.OK || due.Sub(fb.Start) != e.recheckTau {
 		e.set(flagRechecked, false)
 	}
+	cs := s.capOf(e)
 	switch a, adaptive := s.o.Policy.(adaptivePolicy); {
 	case e.is(flagDisallowed):
 		due = fb.Start.Add(s.o.DisallowRetry)
-	case e.cap != nil && e.interval > 0:
+	case cs != nil && e.interval > 0:
 		if fb.OK {
-			before := e.cap.rate()
-			e.cap.poll(fb.Start, fb.Changed, e.interval)
-			if e.cap.rate() != before {
+			before := cs.rate()
+			cs.poll(fb.Start, fb.Changed, e.interval)
+			if cs.rate() != before {
 				s.moved++ // mirrored below
 			}
 		}
 		// After the poll just made, and after the phase it was due at:
 		// a poll handed out early (a retry) must not be due again at
 		// the same phase, where it would get the same task id.
-		due = e.cap.next(s.front.url(e), latest(fb.Start, fromNanos(e.nextDue)), e.interval)
+		due = cs.next(s.front.url(e), latest(fb.Start, fromNanos(e.nextDue)), e.interval)
 	case adaptive && e.interval > 0:
 		var st adaptiveState
 		st, due = a.Next(adaptiveState{Interval: e.interval, Modified: fromNanos(s.adModified[e.pos]), Reset: e.is(flagAdReset)}, fb)
@@ -769,15 +775,21 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	j.in = PlanInput{
 		Budget:  s.o.Budget,
 		Rates:   append([]float64(nil), s.rates...),
-		Weights: append([]float64(nil), s.weights...),
+		Weights: make([]float64, n),
 		// Appends never touch the first n elements, so the slice is
 		// shared; the cap stops the policy from appending into it.
 		Hosts:    s.hosts[:n:n],
 		HostCaps: make([]float64, len(s.planHosts)),
 	}
 	j.blocked = append([]bool(nil), s.blocked...)
-	j.fixed = make([]float64, n)
-	copy(j.fixed, s.fixed)
+	for i, w := range s.weights {
+		if !j.blocked[i] {
+			j.in.Weights[i] = w
+		}
+	}
+	if s.fixed != nil {
+		j.fixed = append([]float64(nil), s.fixed...)
+	}
 	j.rateSE = append([]float64(nil), s.rateSEs...)
 	j.posts = append([]estimate.Summary(nil), s.posts...)
 	j.lastOK = append([]int64(nil), s.lastOK...)
@@ -847,13 +859,13 @@ func (s *Scheduler) sampleStates() *refitInput {
 	stride := max(1, s.learnt/refitSample)
 	k := 0
 	for _, e := range s.list {
-		if e.observations() <= 0 || e.is(flagDisallowed) {
+		if !e.observed() || e.is(flagDisallowed) {
 			continue
 		}
 		if k++; k%stride != 0 {
 			continue
 		}
-		in.states = append(in.states, *e.st)
+		in.states = append(in.states, e.state())
 		in.hosts = append(in.hosts, e.host.name)
 		in.tmpls = append(in.tmpls, s.tmplNames[e.tmpl])
 	}
@@ -879,7 +891,7 @@ func (s *Scheduler) pickResummaries(j *PlanJob) {
 		// A URL never observed keeps the rate it was added with until the
 		// priors have been fitted to the collection (version > 0): before
 		// that, the configured prior rate is all there is.
-		if e.is(flagDisallowed) || (!e.is(flagStale) && e.priorVer >= ver) || (ver == 0 && e.observations() <= 0) {
+		if e.is(flagDisallowed) || (!e.is(flagStale) && e.priorVer >= ver) || (ver == 0 && !e.observed()) {
 			continue
 		}
 		j.resum = append(j.resum, resummary{i: i, seq: e.seq, st: e.state(), host: e.host.name, tmpl: s.tmplNames[e.tmpl]})
@@ -910,7 +922,6 @@ func (j *PlanJob) Solve() error {
 		in.Rates[r.i] = r.post.Harmonic
 	}
 	now := j.at.UnixNano()
-	model := modelNow(in.Weights, j.blocked, j.posts, j.lastOK, now)
 	if j.adaptive {
 		j.inUse = 0
 		for _, f := range j.freq {
@@ -918,7 +929,7 @@ func (j *PlanJob) Solve() error {
 		}
 		j.out = PlanOutput{Freq: j.freq}
 		j.out.Freshness, j.out.Age = modelFreshness(in, j.freq)
-		j.out.ModelFreshness = model
+		j.out.ModelFreshness = modelNow(in.Weights, j.blocked, j.posts, j.lastOK, now)
 		return nil
 	}
 	// Capture URLs that poll at their own rate take it off the budget
@@ -1000,10 +1011,17 @@ func (j *PlanJob) Solve() error {
 			j.inUse += f
 		}
 	}
-	out.Freshness = expectedFreshness(j.in.Weights, j.posts, freq)
+	// Three passes over every URL that read the plan and write nothing
+	// shared: the plan's expected freshness on one core, the model's
+	// freshness now and the band on the other. Each sums in element
+	// order, so the figures do not depend on the split.
+	var wg sync.WaitGroup
+	wg.Go(func() { out.Freshness = expectedFreshness(j.in.Weights, j.posts, freq) })
+	model := modelNow(j.in.Weights, j.blocked, j.posts, j.lastOK, now)
+	band := bandOf(j.in, j.rateSE, out.Freq) // every element: out.Freq is spread back above
+	wg.Wait()
 	out.ModelFreshness = model
-	j.out, j.freq = out, freq
-	j.band = bandOf(j.in, j.rateSE, out.Freq) // every element: out.Freq is spread back above
+	j.out, j.freq, j.band = out, freq, band
 	return nil
 }
 
@@ -1561,19 +1579,36 @@ func modelNow(weights []float64, blocked []bool, posts []estimate.Summary, lastO
 // posteriors: Σ w·E[F(λ, f)] / Σ w, the fixed-order freshness averaged
 // over each URL's posterior rather than at one rate (which, for a URL
 // seen changed at every fetch, could be far too kind).
+//
+// The expectations, the costly part, are taken on every core into one
+// array; the sum then runs in element order, so the figure does not
+// depend on the number of cores.
 func expectedFreshness(weights []float64, posts []estimate.Summary, freq []float64) float64 {
+	vs := make([]float64, len(weights))
+	var wg sync.WaitGroup
+	parts := max(1, min(runtime.GOMAXPROCS(0), len(weights)/4096))
+	for k := range parts {
+		lo, hi := k*len(weights)/parts, (k+1)*len(weights)/parts
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				if w := weights[i]; w > 0 && !math.IsInf(w, 1) && posts[i].Valid() {
+					f := freq[i]
+					vs[i] = posts[i].Expect(func(l float64) float64 { return alloc.FixedOrder.Freshness(l, f) })
+				}
+			}
+		})
+	}
+	wg.Wait()
 	var num, den float64
 	for i, w := range weights {
 		if !(w > 0) || math.IsInf(w, 1) {
 			continue
 		}
 		den += w
-		f := freq[i]
 		if !posts[i].Valid() {
 			continue
 		}
-		v := posts[i].Expect(func(l float64) float64 { return alloc.FixedOrder.Freshness(l, f) })
-		if v >= 0 && v <= 1 {
+		if v := vs[i]; v >= 0 && v <= 1 {
 			num += w * v
 		}
 	}
@@ -1681,7 +1716,7 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		// would unschedule the URL), and is no time scale of its own.
 		iv := max(time.Duration(float64(time.Second)/f), time.Nanosecond)
 		e.interval = iv
-		if e.index >= 0 && old > 0 && e.nextDue != 0 && e.cap == nil && e.lastOK != 0 {
+		if e.index >= 0 && old > 0 && e.nextDue != 0 && !e.is(flagCapture) && s.lastOK[e.pos] != 0 {
 			// Keep the phase: move the next fetch by the change of
 			// interval, but never further than one new interval away.
 			// A URL never fetched keeps its due time: the first pass
@@ -1690,7 +1725,12 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 			if due.After(now.Add(iv)) {
 				due = now.Add(time.Duration(float64(iv) * frac(s.front.url(e))))
 			}
-			s.front.schedule(e, due)
+			// A URL whose due time stays (its interval did not move,
+			// as for most URLs in a re-plan) is where it was in its
+			// host's heap, and so is the host: nothing to fix.
+			if nanos(due) != e.nextDue || e.is(flagStrict) {
+				s.front.schedule(e, due)
+			}
 		}
 		s.mirror(e)
 	}
@@ -1710,7 +1750,8 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 // fixed rate (capture URLs with their own polls), with the budget and each
 // host's capacity less those rates; keep maps the returned elements to the
 // input's, and fixedHost is each host's fixed rate. With no fixed element
-// it returns in itself and keep is the identity.
+// it returns in itself and keep is the identity (empty for a nil fixed:
+// no URL has a fixed rate).
 func withoutFixed(in PlanInput, fixed []float64, blocked []bool) (out PlanInput, keep []int, fixedHost []float64) {
 	fixedHost = make([]float64, len(in.HostCaps))
 	n := 0

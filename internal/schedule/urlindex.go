@@ -3,7 +3,6 @@ package schedule
 import (
 	"hash/maphash"
 	"strings"
-	"unsafe"
 )
 
 // urlIndex holds the URLs of the entries and finds a URL's entry. It is
@@ -12,19 +11,18 @@ import (
 //   - A URL is split at the end of its origin (scheme and authority). The
 //     origin, shared by all the URLs of a host, is interned and the entry
 //     holds its index; the rest (the path) is copied into large byte
-//     chunks, so that it costs its bytes and no allocation of its own.
+//     chunks, so that it costs its bytes and no allocation of its own,
+//     and the entry holds where it is (a pathRef, 8 bytes where a string
+//     header takes 16).
 //   - The index is an open-addressing table of entry pointers with linear
 //     probing: 8 bytes a slot at a load of at most 3/4, where a
 //     map[string]*entry takes 24 bytes a slot (the key's string header
 //     and the pointer) plus control bytes. It is never iterated, so its
 //     order (random per index) cannot leak into the schedule.
 //
-// The paths are strings over the chunks' memory (unsafe.String): a chunk's
-// bytes are written once, before the string over them exists, and never
-// again, so the strings are as immutable as any. Removed paths are
-// reclaimed by copying the live ones into new chunks once they are more
-// than half of the bytes (compact); the old chunks are freed when no entry
-// refers to them any more.
+// Removed paths are reclaimed by copying the live ones into new chunks
+// once they are more than half of the bytes (compact), which drops the
+// old chunks. A removed entry loses its path: its URL is its origin.
 type urlIndex struct {
 	seed  maphash.Seed
 	slots []*entry // nil: empty; len is a power of two
@@ -32,29 +30,58 @@ type urlIndex struct {
 
 	origins   []string
 	originIDs map[string]uint32
-	chunk     []byte // the chunk paths are being copied into
-	live      int    // bytes of the paths of the entries in the index
-	dead      int    // bytes of removed paths still in the chunks
+	chunks    [][]byte // the paths
+	fill      int      // the chunk being filled (-1: none)
+	live      int      // bytes of the paths of the entries in the index
+	dead      int      // bytes of removed paths still in the chunks
 }
+
+// pathRef says where an entry's path is: the chunk (bits 40 to 62), the
+// offset in it (bits 20 to 39) and the length (bits 0 to 19); a path
+// longer than a shared chunk takes (bit 63) has a chunk of its own, all
+// of it. 0 is the empty path.
+type pathRef uint64
+
+const (
+	refLenBits  = 20
+	refOffBits  = 20
+	refOwnChunk = pathRef(1) << 63
+	refMask     = 1<<refLenBits - 1
+)
 
 // chunkSize is the size of a chunk of paths: large next to a path, so
 // the unused end of each chunk is negligible.
 const chunkSize = 1 << 20
 
 func newURLIndex() urlIndex {
-	return urlIndex{seed: maphash.MakeSeed(), originIDs: map[string]uint32{}}
+	return urlIndex{seed: maphash.MakeSeed(), originIDs: map[string]uint32{}, fill: -1}
 }
 
 // len is the number of entries.
 func (x *urlIndex) len() int { return x.n }
 
+// path is the bytes of e's path (not to be modified).
+func (x *urlIndex) path(e *entry) []byte {
+	r := e.path
+	switch {
+	case r == 0:
+		return nil
+	case r&refOwnChunk != 0:
+		return x.chunks[r&^refOwnChunk]
+	}
+	c := x.chunks[r>>(refLenBits+refOffBits)]
+	off := int(r>>refLenBits) & refMask
+	return c[off : off+int(r&refMask)]
+}
+
 // url is e's URL (a new string).
-func (x *urlIndex) url(e *entry) string { return x.origins[e.origin] + e.path }
+func (x *urlIndex) url(e *entry) string { return x.origins[e.origin] + string(x.path(e)) }
 
 // is reports whether url is e's URL.
 func (x *urlIndex) is(e *entry, url string) bool {
 	o := x.origins[e.origin]
-	return len(url) == len(o)+len(e.path) && url[:len(o)] == o && url[len(o):] == e.path
+	p := x.path(e)
+	return len(url) == len(o)+len(p) && url[:len(o)] == o && url[len(o):] == string(p)
 }
 
 // originEnd is where the origin of url ends: the first '/' after "://"
@@ -80,7 +107,7 @@ func (x *urlIndex) homeOf(e *entry) int {
 	var h maphash.Hash
 	h.SetSeed(x.seed)
 	h.WriteString(x.origins[e.origin])
-	h.WriteString(e.path)
+	h.Write(x.path(e))
 	return int(h.Sum64() & uint64(len(x.slots)-1))
 }
 
@@ -111,8 +138,8 @@ func (x *urlIndex) put(e *entry, url string) {
 		x.origins = append(x.origins, o)
 		x.originIDs[o] = id
 	}
-	e.origin, e.path = id, x.store(url[cut:])
-	x.live += len(e.path)
+	e.origin, e.path = id, storePath(x, url[cut:])
+	x.live += len(url) - cut
 	if (x.n+1)*4 > len(x.slots)*3 {
 		x.grow()
 	}
@@ -120,19 +147,24 @@ func (x *urlIndex) put(e *entry, url string) {
 	x.n++
 }
 
-// store copies path into the chunks.
-func (x *urlIndex) store(path string) string {
-	switch {
-	case path == "":
-		return ""
-	case len(path) > chunkSize/16:
-		return strings.Clone(path) // rare: not worth a chunk's tail
-	case len(path) > cap(x.chunk)-len(x.chunk):
-		x.chunk = make([]byte, 0, chunkSize)
+// storePath copies path into x's chunks.
+func storePath[P string | []byte](x *urlIndex, path P) pathRef {
+	if len(path) == 0 {
+		return 0
 	}
-	at := len(x.chunk)
-	x.chunk = append(x.chunk, path...)
-	return unsafe.String(&x.chunk[at], len(path))
+	if len(path) > chunkSize/16 {
+		// Rare: not worth a shared chunk's tail.
+		x.chunks = append(x.chunks, append([]byte(nil), path...))
+		return refOwnChunk | pathRef(len(x.chunks)-1)
+	}
+	if x.fill < 0 || len(path) > cap(x.chunks[x.fill])-len(x.chunks[x.fill]) {
+		x.fill = len(x.chunks)
+		x.chunks = append(x.chunks, make([]byte, 0, chunkSize))
+	}
+	c := x.chunks[x.fill]
+	at := len(c)
+	x.chunks[x.fill] = append(c, path...)
+	return pathRef(x.fill)<<(refLenBits+refOffBits) | pathRef(at)<<refLenBits | pathRef(len(path))
 }
 
 func (x *urlIndex) place(e *entry) {
@@ -180,21 +212,24 @@ func (x *urlIndex) remove(e *entry) {
 		}
 	}
 	x.slots[i] = nil
-	x.live -= len(e.path)
-	x.dead += len(e.path)
+	p := len(x.path(e))
+	e.path = 0
+	x.live -= p
+	x.dead += p
 	if x.dead > chunkSize && x.dead > x.live {
 		x.compact()
 	}
 }
 
 // compact copies the paths of the entries in the index into new chunks,
-// leaving the removed ones' bytes to the garbage collector.
+// leaving the old chunks to the garbage collector.
 func (x *urlIndex) compact() {
-	x.chunk = nil
+	fresh := &urlIndex{fill: -1}
 	for _, e := range x.slots {
 		if e != nil {
-			e.path = x.store(e.path)
+			e.path = storePath(fresh, x.path(e))
 		}
 	}
+	x.chunks, x.fill = fresh.chunks, fresh.fill
 	x.dead = 0
 }

@@ -231,3 +231,66 @@ func TestCleanCloseMarker(t *testing.T) {
 		t.Errorf("open of a truncated file: %v, want ErrCorrupt", err)
 	}
 }
+
+// TestCleanCloseWritesTheFreeList: the last commit of a clean close writes
+// bbolt's free list, so that the next open reads it instead of walking
+// every page; the first commit after that open drops it again, as every
+// commit does (NoFreelistSync), and the file stays whole either way.
+func TestCleanCloseWritesTheFreeList(t *testing.T) {
+	dir := t.TempDir()
+	path := buildStore(t, dir, 300)
+	freelistOf := func() uint64 {
+		t.Helper()
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := readMeta(f, st.Size())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.freelist
+	}
+	if freelistOf() == noFreelist {
+		t.Fatal("no free list written by the clean close")
+	}
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Upsert([]URL{{URL: "https://new.example/", Host: "new.example"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := freelistOf(); got != noFreelist {
+		t.Fatalf("a commit after the open left the free list at page %d; commits while open write none", got)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if freelistOf() == noFreelist {
+		t.Fatal("no free list written by the second clean close")
+	}
+	rep, err := Check(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("check after two clean closes: %+v", rep)
+	}
+	// A read-only open changes nothing.
+	ro, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if freelistOf() == noFreelist {
+		t.Fatal("a read-only open dropped the free list")
+	}
+}

@@ -224,11 +224,31 @@ func (db *DB) Close() error {
 	if db.closed.Swap(true) {
 		return nil
 	}
+	// bbolt does not write its free list (NoFreelistSync), so an open
+	// rebuilds it by reading every page: 26 s at ten million URLs. The
+	// last commit of a clean close writes it once, and the next open reads
+	// that instead; the next commit after the open drops it again, so a
+	// crash later leaves the file as it would have been.
+	var syncErr error
+	if db.writable {
+		syncErr = db.update(func(*bolt.Tx) error {
+			db.bolt.NoFreelistSync = false // read by this commit, under the writer lock
+			return nil
+		})
+		if errors.Is(syncErr, ErrFenced) {
+			syncErr = nil // another coordinator owns the file now: write nothing
+		}
+	}
 	if err := db.bolt.Close(); err != nil {
 		return err
 	}
 	if !db.writable {
 		return nil
+	}
+	if syncErr != nil {
+		// The free list may not be written: leave no marker, and the next
+		// open checks the file.
+		return fmt.Errorf("close store %s: write the free list: %w", db.path, syncErr)
 	}
 	// bbolt released its lock: take ours while the marker is written, so
 	// that it stamps the file as this process left it. If another process
