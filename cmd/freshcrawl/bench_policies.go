@@ -96,6 +96,11 @@ one SVG plot of freshness over time per workload into --out.`,
 				if err := bench.WriteTable(w, rs); err != nil {
 					return err
 				}
+				for _, r := range rs {
+					if err := bench.WriteDeciles(w, r); err != nil {
+						return err
+					}
+				}
 				title := fmt.Sprintf("%s, %s mode: %d pages, %d hosts, %.0f fetches/day, seed %d", name, mode, o.Pages, o.Hosts, rs[0].FetchesPerDay, o.Seed)
 				if err := bench.WriteSVGFile(filepath.Join(out, mode+"-"+name+".svg"), title, rs, o.Warmup); err != nil {
 					return err
@@ -125,6 +130,7 @@ one SVG plot of freshness over time per workload into --out.`,
 	f.Float64Var(&o.PriorRate, "prior-rate", o.PriorRate, "coordinator option: changes per simulated day assumed for a URL never observed")
 	f.Float64Var(&o.HalfLifeDays, "half-life", o.HalfLifeDays, "coordinator option: estimator half-life in simulated days")
 	f.BoolVar(&o.TrueRates, "true-rates", false, "diagnostic (virtual mode): feed the scheduler the true rates instead of its estimates")
+	f.BoolVar(&o.Deciles, "deciles", false, "diagnostic (virtual mode): print each policy's fetches and freshness by decile of the true rate against the full-budget oracle's")
 	f.Float64Var(&o.Explore, "explore", o.Explore, "coordinator option: exploration share for URLs the optimum gives up on")
 	f.Float64Var(&o.ReplanDays, "replan", o.ReplanDays, "coordinator option: longest time between plans, in simulated days")
 	f.DurationVar(&o.Latency, "latency", o.Latency, "virtual mode: duration of one fetch (0: 200ms for a 24h day, scaled with --sim-day)")

@@ -105,6 +105,9 @@ type Result struct {
 	LastPlanError error
 	// Wall is how long the run took.
 	Wall time.Duration
+	// Deciles are the run against the full-budget oracle by decile of the
+	// true rate (Options.Deciles; virtual mode).
+	Deciles []Decile
 }
 
 // notModifiedShare is the share of fetches answered 304.

@@ -39,6 +39,10 @@ type Options struct {
 	// estimates: a diagnostic that separates the loss due to estimation
 	// from the loss due to scheduling and dispatch.
 	TrueRates bool
+	// Deciles adds to the result the run's fetches and freshness by
+	// decile of the true rate against the full-budget oracle's (virtual
+	// mode): a diagnostic of where a policy loses.
+	Deciles bool
 	// Day is the length of a simulated day on the virtual clock (virtual
 	// mode; 0: 24 h, so that every constant of the coordinator and of the
 	// peers applies unscaled). Nothing the scheduler or the estimator
@@ -411,6 +415,9 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 	}
 	res, err := measure(w, ts, pages, o, end)
 	res.Mode, res.Workload, res.Policy = "virtual", w.Name, policy
+	if o.Deciles && err == nil {
+		res.Deciles, err = deciles(w, ts, pages, o, time.Duration(o.Warmup*float64(o.Day)), end)
+	}
 	if modelN > 0 {
 		res.ModelFreshness = modelSum / float64(modelN)
 	}

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 )
@@ -150,5 +151,187 @@ func TestGivenUpAlwaysRechecked(t *testing.T) {
 	}
 	if rechecks == 0 {
 		t.Error("no URL rechecked")
+	}
+}
+
+// learnEvery feeds st a page that changes every change, fetched every iv
+// n times from t0, with its true Last-Modified when lm is set (none
+// otherwise), and returns the last Feedback.
+func learnEvery(est Estimator, url, host string, st *EstimateState, t0 time.Time, iv, change time.Duration, n int, lm bool) Feedback {
+	var fb Feedback
+	var prev time.Time
+	for k := range n {
+		// Fetched 17 minutes after the changes' phase, so that no fetch
+		// falls on a change (a date equal to the response time is not
+		// trusted).
+		at := t0.Add(time.Duration(k)*iv + 17*time.Minute)
+		last := t0.Add(at.Sub(t0) / change * change) // the page's last change
+		o := Observation{URL: url, Host: host, Start: at, End: at.Add(time.Second), OK: true, First: k == 0, Prev: prev,
+			Changed: k > 0 && last.After(prev)}
+		if lm {
+			o.LastModified = last
+		}
+		fb = est.Learn(st, 0, o)
+		prev = at
+	}
+	return fb
+}
+
+// TestDatedRecheckIsOneFetch: a URL given up whose Last-Modified the
+// estimator trusts is rechecked by one fetch (no probe interval after
+// it), at √2 times the frequency of checks a pair would be due at but
+// fewer fetches; a URL with only the changed bit is rechecked by a pair.
+// The trust is read from the feedback (Done) and from the stored
+// estimator state (Add).
+func TestDatedRecheckIsOneFetch(t *testing.T) {
+	day := 24 * time.Hour
+	est := NewEstimator(90*day, 0.25/86400)
+	s := NewScheduler(SchedulerOptions{Budget: 40.0 / 86400, HostRate: 15.0 / 86400, ExploreShare: 0.1, Priors: est.Priors, HalfLife: 90 * day})
+	now := time.Unix(1_700_000_000, 0).Add(200 * day)
+	n := 0
+	fast := map[string]bool{} // fast URLs: dated or not
+	for h := range 4 {
+		host := fmt.Sprintf("h%d", h)
+		for i := range 30 {
+			url := fmt.Sprintf("http://%s/p%d", host, i)
+			var st EstimateState
+			var fb Feedback
+			switch i % 3 {
+			case 0, 1:
+				// Weekly, fetched every ten days, its date trusted or not:
+				// kept by the plan.
+				fb = learnEvery(est, url, host, &st, now.Add(-150*day), 10*day, 7*day, 15, i%3 == 0)
+			default:
+				// Changes every three hours, fetched hourly: fast, given up.
+				lm := i%2 == 0
+				fb = learnEvery(est, url, host, &st, now.Add(-2*day), time.Hour, 3*time.Hour, 40, lm)
+				if fb.Dated != lm {
+					t.Fatalf("%s: Dated %v after a history with Last-Modified %v", url, fb.Dated, lm)
+				}
+				fast[url] = lm
+			}
+			b, err := st.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Add(URLInfo{URL: url, Host: host, Weight: 1, Rate: fb.Rate, LastOK: fb.Start, Estimate: b, NextDue: now.Add(day)}, now)
+			n++
+		}
+	}
+	var j *PlanJob
+	for range 2 {
+		j = s.Snapshot(now)
+		if err := j.Solve(); err != nil {
+			t.Fatal(err)
+		}
+		for !s.Apply(j, now, n) {
+		}
+	}
+	var single, pair float64
+	var nSingle, nPair int
+	for i, e := range j.list {
+		url := s.front.url(e)
+		lm, ok := fast[url]
+		if !ok {
+			continue
+		}
+		if j.dated[i] != lm {
+			t.Errorf("%s: dated %v in the plan, want %v (from the stored state)", url, j.dated[i], lm)
+		}
+		f, tau := j.freq[i], j.recheckTau[i]
+		switch {
+		case j.probe[i] || f <= 0:
+			t.Errorf("%s: frequency %g, probed %v: want it given up and rechecked", url, f, j.probe[i])
+		case lm && tau != 0:
+			t.Errorf("%s (dated): a recheck with a probe %v after it, want one fetch", url, tau)
+		case !lm && tau <= 0:
+			t.Errorf("%s (changed bit only): a recheck with no probe after it, want a pair", url)
+		case lm:
+			single += f
+			nSingle++
+		default:
+			pair += f
+			nPair++
+		}
+	}
+	if nSingle == 0 || nPair == 0 {
+		t.Fatalf("%d dated and %d bit-only URLs rechecked, want some of each", nSingle, nPair)
+	}
+	// One fetch per check at √2 times the checks' frequency: between half
+	// and all of a pair's fetches (half when both are at the longest
+	// recheck).
+	ratio := (single / float64(nSingle)) / (pair / float64(nPair))
+	if ratio < 0.5*(1-1e-9) || ratio > 1/math.Sqrt2*(1+1e-9) {
+		t.Errorf("a dated recheck takes %.3f of a pair's fetches, want between 0.5 and 0.707", ratio)
+	}
+	// The trust follows the feedback: a fetch the estimator did not date
+	// clears it, one it dated sets it again.
+	url := "http://h0/p2"
+	e, ok := s.front.urls.get(url)
+	if !ok {
+		t.Fatal("no entry for " + url)
+	}
+	for _, dated := range []bool{false, true} {
+		var st EstimateState
+		fb := learnEvery(est, url, "h0", &st, now, time.Hour, 3*time.Hour, 40, dated)
+		s.Done(url, fb)
+		if s.dated[e.pos] != dated {
+			t.Errorf("after a fetch with Dated %v: dated %v", dated, s.dated[e.pos])
+		}
+	}
+}
+
+// TestDatedNeverPaired: an unresolved URL the plan keeps may have its
+// fetches in pairs when only the changed bit tells about it, never when
+// its Last-Modified is trusted (each planned fetch then dates the last
+// change, at any interval). The same collection is planned with half its
+// URLs marked dated, as Done marks them after a fetch the estimator dated.
+func TestDatedNeverPaired(t *testing.T) {
+	day := 24 * time.Hour
+	est := NewEstimator(90*day, 0.25/86400)
+	s := NewScheduler(SchedulerOptions{Budget: 40.0 / 86400, HostRate: 15.0 / 86400, ExploreShare: 0.05, Priors: est.Priors, HalfLife: 90 * day})
+	now := time.Unix(1_700_000_000, 0).Add(200 * day)
+	n := 0
+	for h := range 4 {
+		host := fmt.Sprintf("h%d", h)
+		for i := range 30 {
+			// Fetched monthly, changing every 2 to 100 days: many are
+			// seen changed at every fetch, kept by the plan and not
+			// resolved.
+			url := fmt.Sprintf("http://%s/p%d", host, i)
+			var st EstimateState
+			change := []time.Duration{2 * day, 5 * day, 9 * day, 20 * day, 100 * day}[i%5]
+			fb := learnEvery(est, url, host, &st, now.Add(-150*day), 30*day, change, 6, false)
+			b, err := st.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Add(URLInfo{URL: url, Host: host, Weight: 1, Rate: fb.Rate, LastOK: fb.Start, Estimate: b, NextDue: now.Add(day)}, now)
+			n++
+		}
+	}
+	for k := range s.dated {
+		s.dated[k] = k%2 == 0
+	}
+	var j *PlanJob
+	for range 2 {
+		j = s.Snapshot(now)
+		if err := j.Solve(); err != nil {
+			t.Fatal(err)
+		}
+		for !s.Apply(j, now, n) {
+		}
+	}
+	pairs := 0
+	for i, p := range j.paired {
+		switch {
+		case p && j.dated[i]:
+			t.Errorf("URL %d: dated, and its fetches come in pairs", i)
+		case p:
+			pairs++
+		}
+	}
+	if pairs == 0 {
+		t.Fatal("no URL with only the changed bit is paired: the case is not tested")
 	}
 }

@@ -276,6 +276,7 @@ func (e Estimator) Learn(st *EstimateState, rate float64, o Observation) Feedbac
 			pr := e.Priors.load()
 			post := pr.For(o.Host, PathTemplate(o.URL)).Posterior(st.State)
 			fb.Learnt, fb.Posterior, fb.State, fb.PriorVersion = true, post.Summary(), st.State, pr.revision()
+			fb.Dated = !o.LastModified.IsZero() && st.Trust.Trustworthy(e.Trust)
 			rate = fb.Posterior.Harmonic
 		}
 	}

@@ -185,23 +185,38 @@ func keepProbability(s, prior *estimate.Summary, rho, w, mu float64) float64 {
 }
 
 // recheckInterval is how long a URL given up waits before it is checked
-// again to see whether its rate fell (docs/design.md §3.7). A check is a
-// pair of fetches, the second one probe interval after the first (a fetch
-// long after the last says nothing about a fast page: it has changed
-// either way), so it costs 2μ. If rates change at hazard h (a new rate
-// drawn from the collection's prior), a check every T finds a URL that
-// became worth keeping T/2 late on average, losing h·P_keep·V̄·T/2 of
-// value per unit time, where P_keep is the prior's share of rates below
-// the give-up threshold and V̄ their mean net value; the checks cost 2μ/T.
-// The sum is least at
+// again to see whether its rate fell (docs/design.md §3.7). A check is
+// fetches fetches (checkFetches), so it costs fetches·μ. If rates change
+// at hazard h (a new rate drawn from the collection's prior), a check
+// every T finds a URL that became worth keeping T/2 late on average,
+// losing h·P_keep·V̄·T/2 of value per unit time, where P_keep is the
+// prior's share of rates below the give-up threshold and V̄ their mean
+// net value; the checks cost fetches·μ/T. The sum is least at
 //
-//	T* = √(4μ / (h·P_keep·V̄)).
-func recheckInterval(mu, hazard, pKeep, vBar float64) float64 {
+//	T* = √(2·fetches·μ / (h·P_keep·V̄)).
+func recheckInterval(mu, fetches, hazard, pKeep, vBar float64) float64 {
 	d := hazard * pKeep * vBar
 	if !(d > 0) || !(mu > 0) {
 		return math.Inf(1)
 	}
-	return math.Sqrt(4 * mu / d)
+	return math.Sqrt(2 * fetches * mu / d)
+}
+
+// checkFetches is how many fetches one recheck of a URL given up takes.
+// Without a trusted Last-Modified it is a pair, the second one probe
+// interval after the first: a fetch long after the last says nothing
+// about a fast page, which has changed either way, and only the second
+// tests the rate. With a trusted Last-Modified (dated) one fetch is
+// enough: it dates the last change, and a page whose rate fell shows a
+// last change long before the fetch (the time since it is a draw of
+// 1/λ), which the change-point test of docs/design.md §3.3 weighs as the
+// pair's probe would be weighed; a second fetch would cost μ and teach
+// less than the first.
+func checkFetches(dated bool) float64 {
+	if dated {
+		return 1
+	}
+	return 2
 }
 
 // keptValue is P_keep and V̄ of recheckInterval for a URL of weight w at

@@ -123,21 +123,30 @@ func TestProbeValueBruteForce(t *testing.T) {
 }
 
 // TestRecheckIntervalMinimises: the recheck interval minimises the cost
-// of checks (two fetches each, 2μ/T) plus the value lost while a rate
-// that fell goes unnoticed (h·P·V̄·T/2), checked by a scan of T.
+// of checks (n fetches each, n·μ/T: two without a trusted Last-Modified,
+// one with it) plus the value lost while a rate that fell goes unnoticed
+// (h·P·V̄·T/2), checked by a scan of T; a check of one fetch is due √2
+// times as often as a pair.
 func TestRecheckIntervalMinimises(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for range 50 {
 		mu, h, p, v := math.Pow(10, -6+3*rng.Float64()), math.Pow(10, -10+3*rng.Float64()), rng.Float64(), rng.Float64()
-		cost := func(T float64) float64 { return 2*mu/T + h*p*v*T/2 }
-		got := recheckInterval(mu, h, p, v)
-		for _, k := range []float64{0.5, 0.9, 0.99, 1.01, 1.1, 2} {
-			if cost(got*k) < cost(got)*(1-1e-12) {
-				t.Fatalf("T*=%g costs %g, %g·T* costs less (%g)", got, cost(got), k, cost(got*k))
+		for _, dated := range []bool{false, true} {
+			n := checkFetches(dated)
+			cost := func(T float64) float64 { return n*mu/T + h*p*v*T/2 }
+			got := recheckInterval(mu, n, h, p, v)
+			for _, k := range []float64{0.5, 0.9, 0.99, 1.01, 1.1, 2} {
+				if cost(got*k) < cost(got)*(1-1e-12) {
+					t.Fatalf("dated %v: T*=%g costs %g, %g·T* costs less (%g)", dated, got, cost(got), k, cost(got*k))
+				}
 			}
 		}
+		pair, single := recheckInterval(mu, checkFetches(false), h, p, v), recheckInterval(mu, checkFetches(true), h, p, v)
+		if r := pair / single; math.Abs(r-math.Sqrt2) > 1e-12 {
+			t.Fatalf("a pair's interval / a single fetch's = %g, want √2", r)
+		}
 	}
-	if !math.IsInf(recheckInterval(1, 0, 0.5, 1), 1) {
+	if !math.IsInf(recheckInterval(1, 2, 0, 0.5, 1), 1) {
 		t.Error("no hazard: a URL given up should never need a recheck")
 	}
 }

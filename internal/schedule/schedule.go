@@ -115,6 +115,11 @@ type Feedback struct {
 	ChangePoint bool
 	// First: this fetch saw the URL's content for the first time.
 	First bool
+	// Dated: the URL's Last-Modified has earned the estimator's trust and
+	// came with this fetch, so that one fetch dates the URL's last change
+	// (a recheck of a URL given up is then one fetch, not a pair:
+	// docs/design.md §3.7).
+	Dated bool
 }
 
 // adaptivePolicy is a policy that sets each URL's interval from its own fetch
@@ -189,6 +194,7 @@ type Scheduler struct {
 	prevOK  []int64 // the successful fetch before lastOK (0: fewer than two)
 	probing []bool  // explored by the last plan
 	probes  []uint8 // fetches in the URL's current probe session
+	dated   []bool  // the newest fetch's Last-Modified was trusted (Feedback.Dated)
 
 	disallowed int                      // URLs disallowed now
 	captures   map[*entry]*captureState // capture URLs: their capture state
@@ -347,6 +353,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	e, _ := s.front.add(u.URL, u.Host, s.baseGap())
 	e.set(flagCapture, u.Capture)
 	e.tmpl = s.template(u.URL)
+	dated := false
 	if len(u.Estimate) > 0 {
 		var st EstimateState
 		if st.UnmarshalBinary(u.Estimate) == nil {
@@ -354,6 +361,10 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 			if e.observed() {
 				s.learnt++
 			}
+			// As Learn would say after the stored fetch (Feedback.Dated):
+			// the trust counts are the estimator's defaults; only the
+			// clock skew of a check is configured.
+			dated = !st.PrevLM.IsZero() && st.Trust.Trustworthy(estimate.DefaultTrustConfig())
 		}
 	}
 	// The posterior is recomputed under the current priors by the next
@@ -376,7 +387,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		s.fixed = append(s.fixed, 0)
 	}
 	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, pointSummary(u.Rate)), append(s.lastOK, nanos(u.LastOK)), append(s.probing, false), append(s.probes, 0)
-	s.prevOK = append(s.prevOK, 0)
+	s.prevOK, s.dated = append(s.prevOK, 0), append(s.dated, dated)
 	s.setCapture(e, u)
 	s.moved++
 	s.setDisallowed(e, u.Disallowed)
@@ -525,6 +536,9 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	}
 	if fb.OK {
 		s.prevOK[e.pos], s.lastOK[e.pos] = s.lastOK[e.pos], nanos(fb.Start)
+	}
+	if fb.Learnt && e.pos >= 0 {
+		s.dated[e.pos] = fb.Dated
 	}
 	if fb.Learnt {
 		if !e.observed() && fb.State.Observations() > 0 {
@@ -691,6 +705,7 @@ type PlanJob struct {
 	lastOK   []int64
 	probing  []bool    // explored by the previous plan
 	probes   []uint8   // fetches in each URL's probe session
+	dated    []bool    // each URL's Last-Modified is trusted: one fetch dates its last change
 	lastIv   []float64 // each URL's last interval between successful fetches, seconds (0: none)
 	horizon  float64   // seconds a rate is expected to last (1/hazard)
 	halfLife float64   // the estimator's half-life, seconds
@@ -780,6 +795,7 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	j.lastOK = append([]int64(nil), s.lastOK...)
 	j.probing = append([]bool(nil), s.probing...)
 	j.probes = append([]uint8(nil), s.probes...)
+	j.dated = append([]bool(nil), s.dated...)
 	j.lastIv = make([]float64, n)
 	for i, last := range s.lastOK {
 		if prev := s.prevOK[i]; last != 0 && prev != 0 && last > prev {
@@ -1023,9 +1039,11 @@ func (j *PlanJob) restricted(keep []int) *PlanJob {
 	r.probing = make([]bool, len(keep))
 	r.probes = make([]uint8, len(keep))
 	r.lastIv = make([]float64, len(keep))
+	r.dated = make([]bool, len(keep))
 	for k, i := range keep {
 		r.blocked[k], r.posts[k], r.lastOK[k] = j.blocked[i], j.posts[i], j.lastOK[i]
 		r.probing[k], r.probes[k], r.lastIv[k] = j.probing[i], j.probes[i], j.lastIv[i]
+		r.dated[k] = j.dated[i]
 	}
 	r.recheckTau, r.probe, r.paired, r.sessionsOver = nil, nil, nil, nil
 	return &r
@@ -1228,7 +1246,9 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 	kept := map[keepKey][2]float64{}
 	// recheck is the recheck interval of a URL given up (recheckInterval),
 	// never shorter than its probe interval nor longer than maxRecheck.
-	recheck := func(w, mu, tau float64) float64 {
+	// A check is one fetch where the URL's Last-Modified is trusted, two
+	// otherwise (checkFetches).
+	recheck := func(w, mu, tau float64, dated bool) float64 {
 		k := keepKey{w, mu}
 		kv, ok := kept[k]
 		if !ok {
@@ -1236,7 +1256,7 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 			kv = [2]float64{a, b}
 			kept[k] = kv
 		}
-		t := math.Max(recheckInterval(mu, j.hazard, kv[0], kv[1]), tau)
+		t := math.Max(recheckInterval(mu, checkFetches(dated), j.hazard, kv[0], kv[1]), tau)
 		if longest := maxRecheck * j.halfLife; math.IsInf(t, 1) || t > longest {
 			t = longest
 		}
@@ -1247,10 +1267,11 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 	type voiKey struct {
 		q               [estimate.SummaryQuantiles]float32
 		w, mu, tau, rho float64
+		dated           bool
 	}
 	voi := map[voiKey]float64{}
-	probeWorth := func(post *estimate.Summary, w, mu, tau, rho float64) float64 {
-		k := voiKey{post.Q, w, mu, tau, rho}
+	probeWorth := func(post *estimate.Summary, w, mu, tau, rho float64, dated bool) float64 {
+		k := voiKey{post.Q, w, mu, tau, rho, dated}
 		v, ok := voi[k]
 		if !ok {
 			// What probes teach is used for as long as the estimator
@@ -1258,7 +1279,7 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 			// at least eight of its recheck intervals (the fading
 			// floor of Estimator.Observe); and no longer than the rate
 			// is expected to last.
-			mem := math.Max(j.halfLife, minMemory*recheck(w, mu, tau)) / math.Ln2
+			mem := math.Max(j.halfLife, minMemory*recheck(w, mu, tau, dated)) / math.Ln2
 			v = probeValue(beliefOf(post, pop, rho), w, mu, tau, math.Min(j.horizon, mem))
 			voi[k] = v
 		}
@@ -1295,9 +1316,14 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 			j.sessionsOver = append(j.sessionsOver, i)
 		}
 		// A URL the plan gives up on is rechecked unless it is probed: a
-		// recheck is two fetches a period, the check and its probe.
+		// recheck is two fetches a period, the check and its probe, or
+		// one where the URL's Last-Modified is trusted (checkFetches).
 		planned := i < len(mult.Freq) && mult.Freq[i] > 0
-		recheckItem := exploreItem{i: i, f: 2 / recheck(w, mu, tau), score: 1, tau: tau}
+		dated := j.dated != nil && j.dated[i]
+		recheckItem := exploreItem{i: i, f: 2 / recheck(w, mu, tau, dated), score: 1, tau: tau}
+		if dated {
+			recheckItem.f, recheckItem.tau = 1/recheck(w, mu, tau, dated), 0
+		}
 		switch {
 		case pKeep >= 1-resolved:
 			// Worth fetching: the plan's frequency, or a recheck if the
@@ -1313,12 +1339,12 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 			if !planned {
 				items = append(items, recheckItem)
 			} else {
-				items = append(items, exploreItem{i: i, pairTau: tau, pairOnly: true, pairValue: probeWorth(post, w, mu, tau, rho)})
+				items = append(items, exploreItem{i: i, pairTau: tau, pairOnly: true, pairValue: probeWorth(post, w, mu, tau, rho, dated)})
 			}
 		case pKeep <= resolved:
 			items = append(items, recheckItem)
 		default:
-			v := probeWorth(post, w, mu, tau, rho)
+			v := probeWorth(post, w, mu, tau, rho, dated)
 			switch {
 			case v > mu:
 				it := exploreItem{i: i, f: 1 / tau, score: v / mu, sticky: j.probing[i], pairTau: tau, pairValue: v}
@@ -1493,8 +1519,12 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) (freq, tauOf []f
 			// keep the copy fresh for less of the period than two spread
 			// evenly, which near the threshold halves the URL's
 			// freshness. A pair is made only where what its probe
-			// teaches is worth more than the freshness it costs.
-			if t := pairTau[i]; t > 0 && freq[i] > 0 && 1/freq[i] > 2*t && pairValue[i] > pairLoss(&j.posts[i], in.Weights[i], freq[i], t) {
+			// teaches is worth more than the freshness it costs, and
+			// never for a URL whose Last-Modified is trusted: each of
+			// its planned fetches dates the last change, which teaches
+			// at a long interval at least what a fetch at the probe
+			// interval would.
+			if t := pairTau[i]; t > 0 && freq[i] > 0 && 1/freq[i] > 2*t && !(j.dated != nil && j.dated[i]) && pairValue[i] > pairLoss(&j.posts[i], in.Weights[i], freq[i], t) {
 				tauOf[i], paired[i] = t, true
 			}
 		}
