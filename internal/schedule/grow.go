@@ -29,6 +29,7 @@ func (s *Scheduler) Grow(n int) {
 	s.lastOK = slices.Grow(s.lastOK, n)
 	s.prevOK = slices.Grow(s.prevOK, n)
 	s.probing = slices.Grow(s.probing, n)
+	s.dated = slices.Grow(s.dated, n)
 	s.probes = slices.Grow(s.probes, n)
 	s.front.urls.reserve(n)
 }
