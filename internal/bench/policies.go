@@ -93,8 +93,8 @@ type Result struct {
 	// FirstPassDays is when every page had been fetched once, in
 	// simulated days from the start (−1: some never was), and
 	// FreshAfterFirstPass the truth from then to the end, and
-	// ModelAfterFirstPass the model over the same days (−1: no first pass,
-	// or no sample after it; virtual mode only).
+	// ModelAfterFirstPass the model over the same days (−1: no first pass
+	// after the warm-up, or no sample after it; virtual mode only).
 	FirstPassDays, FreshAfterFirstPass, ModelAfterFirstPass float64
 	// Series is the freshness over the whole run (warm-up included), one
 	// point per step, for the plot.

@@ -421,7 +421,12 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 	if modelN > 0 {
 		res.ModelFreshness = modelSum / float64(modelN)
 	}
-	res.ModelAfterFirstPass = modelAfter(modelSamples, res.FirstPassDays, o.Day)
+	res.ModelAfterFirstPass = -1
+	if res.FirstPassDays > o.Warmup {
+		// Only a first pass that ends inside the measured window (a cold
+		// start's) has a model after it that the columns do not show.
+		res.ModelAfterFirstPass = modelAfter(modelSamples, res.FirstPassDays, o.Day)
+	}
 	res.PlanErrors, res.LastPlanError = planErrs, lastErr
 	res.Wall = time.Since(wall)
 	return res, err
