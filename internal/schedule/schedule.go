@@ -584,7 +584,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	// first pass the whole budget.
 	firstOK := fb.OK && e.pos >= 0 && s.prevOK[e.pos] == 0
 	if firstOK && e.recheckTau == 0 {
-		rest := time.Duration(float64(max(0, s.Len()-s.learnt)) / s.o.Budget * float64(time.Second))
+		rest := time.Duration(float64(max(0, s.Len()-s.learnt-s.disallowed)) / s.o.Budget * float64(time.Second))
 		due = fb.Start.Add(rest + time.Duration(float64(e.interval)*frac(s.front.url(e))))
 	} else if e.recheckTau > 0 && fb.OK && !e.is(flagRechecked) {
 		// The check of a URL given up is followed by its probe.
