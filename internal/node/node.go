@@ -349,8 +349,20 @@ func (n *Node) startCoordinator(ctx, rctx context.Context, o Options, settings b
 	if err := n.newCoordinator(o); err != nil {
 		return err
 	}
+	// The API serves the coordinator before Start returns, as Start
+	// promises: a request made just after it must not find the node still
+	// "taking the coordinator lease".
+	n.serveActive(n.coord.Load())
 	n.goRun(func() error { return n.coordinatorLoop(rctx, o) })
 	return nil
+}
+
+// serveActive makes the API serve coordinator c and says the node is active.
+func (n *Node) serveActive(c *coordinator.Coordinator) {
+	if n.httpLn != nil {
+		n.setHandler(c.Handler())
+	}
+	n.setPhase("active")
 }
 
 // takeLease takes the lease, waiting as a standby if standby, then opens
@@ -469,10 +481,7 @@ func (n *Node) coordinatorLoop(rctx context.Context, o Options) error {
 		cctx, stop := context.WithCancel(rctx)
 		done := make(chan error, 1)
 		go func() { done <- c.Run(cctx) }()
-		if n.httpLn != nil {
-			n.setHandler(c.Handler())
-		}
-		n.setPhase("active")
+		n.serveActive(c)
 		n.Log.Info("coordinator active", "fence", n.currentLease().Fence())
 		var err error
 		select {
