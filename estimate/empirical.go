@@ -41,7 +41,16 @@ func FitGridPrior(parent, start GridPrior, states []State, kappa float64, iters 
 	}
 	g := parent.grid
 	n := g.N
-	var lik []float64
+	// A row of n likelihoods per informative state, in one array sized
+	// once: a refit of tens of thousands of states would otherwise copy
+	// it at every doubling.
+	rows := 0
+	for i := range states {
+		if states[i].n > 0 {
+			rows++
+		}
+	}
+	lik := make([]float64, 0, rows*n)
 	used := 0
 	for i := range states {
 		s := &states[i]
@@ -49,19 +58,21 @@ func FitGridPrior(parent, start GridPrior, states []State, kappa float64, iters 
 			continue
 		}
 		l := s.likelihood()
-		row := make([]float64, n)
+		at := len(lik)
+		lik = lik[:at+n]
+		row := lik[at:]
 		top := math.Inf(-1)
 		for k := range row {
 			row[k] = l.at(g.U(k))
 			top = math.Max(top, row[k])
 		}
 		if math.IsInf(top, -1) || math.IsNaN(top) {
+			lik = lik[:at]
 			continue
 		}
 		for k := range row {
 			row[k] = math.Exp(row[k] - top)
 		}
-		lik = append(lik, row...)
 		used++
 	}
 	pi := parent.Weights()

@@ -335,6 +335,11 @@ func (c *Coordinator) load() error {
 func (c *Coordinator) loadInto(do func(func(*schedule.Scheduler))) (int, error) {
 	now := time.Now()
 	n := 0
+	if total, err := c.db.URLCount(); err == nil {
+		// Sized once rather than doubling while millions are added; a
+		// failed count only loses the hint (the load reports the store).
+		do(func(s *schedule.Scheduler) { s.Grow(total) })
+	}
 	var infos []schedule.URLInfo
 	err := c.db.ForEachBatch(func(batch []store.URL) error {
 		infos = infos[:0]

@@ -180,16 +180,33 @@ func (s *EstimateState) UnmarshalBinary(b []byte) error {
 // hazard, so that a wave does not feed on its own false alarms.
 func (e Estimator) testChange(st *EstimateState, o Observation) bool {
 	prior := e.Priors.load().For(o.Host, PathTemplate(o.URL))
-	ev := prior.ChangeEvidence(&st.State)
-	found := ev.Test(e.Hazard)
-	ct := found
-	if h := e.Priors.hazard(); h > e.Hazard {
-		ct = ev.Test(h)
+	// The bounded evidence costs one posterior integration, the exact one
+	// 2m+1; its probabilities are upper bounds, so when they are at most
+	// changeProb so are the exact ones and the decision is the same.
+	h := e.Priors.hazard()
+	if b, ok := prior.ChangeEvidenceBound(&st.State); ok {
+		if found, ct := e.changeTests(&b, h); found.Prob <= changeProb && ct.Prob <= changeProb {
+			return false
+		}
 	}
+	ev := prior.ChangeEvidence(&st.State)
+	found, ct := e.changeTests(&ev, h)
 	if ct.Prob > changeProb {
 		st.State.Restart(ct.Newest, e.Config)
 	}
 	return found.Prob > changeProb
+}
+
+// changeTests is the test of ev at the prior hazard (found) and at the one
+// that decides a restart, the collection's hazard h when it exceeds the
+// prior's (see testChange).
+func (e Estimator) changeTests(ev *estimate.ChangeEvidence, h float64) (found, ct estimate.ChangeTest) {
+	found = ev.Test(e.Hazard)
+	ct = found
+	if h > e.Hazard {
+		ct = ev.Test(h)
+	}
+	return found, ct
 }
 
 // changeProb is the posterior probability of a change of rate at which

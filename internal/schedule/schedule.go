@@ -851,8 +851,9 @@ func (s *Scheduler) updateHazard(now time.Time) {
 // sampleStates is a sample of at most refitSample estimator states of
 // URLs with observations, evenly strided over the collection.
 func (s *Scheduler) sampleStates() *refitInput {
-	in := &refitInput{}
 	stride := max(1, s.learnt/refitSample)
+	m := s.learnt/stride + 1 // about the sample's size: sized once, not doubled
+	in := &refitInput{states: make([]estimate.State, 0, m), hosts: make([]string, 0, m), tmpls: make([]string, 0, m)}
 	k := 0
 	for _, e := range s.list {
 		if !e.observed() || e.is(flagDisallowed) {
@@ -880,6 +881,7 @@ func (s *Scheduler) pickResummaries(j *PlanJob) {
 	// after Solve: the posteriors computed under earlier versions are
 	// recomputed now, those under this one by the plans after it.
 	ver := j.priors.revision()
+	j.resum = make([]resummary, 0, min(n, resumPerPlan)) // a state each: sized once, not doubled
 	start := s.resumFrom % n
 	for k := 0; k < n && len(j.resum) < resumPerPlan; k++ {
 		i := (start + k) % n

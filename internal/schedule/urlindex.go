@@ -143,7 +143,9 @@ func (x *urlIndex) put(e *entry, url string) {
 	if (x.n+1)*4 > len(x.slots)*3 {
 		x.grow()
 	}
-	x.place(e)
+	// The home slot from the whole URL: the same hash as homeOf's, which
+	// feeds the origin and the path in parts through a buffer.
+	x.placeAt(e, x.home(url))
 	x.n++
 }
 
@@ -167,9 +169,11 @@ func storePath[P string | []byte](x *urlIndex, path P) pathRef {
 	return pathRef(x.fill)<<(refLenBits+refOffBits) | pathRef(at)<<refLenBits | pathRef(len(path))
 }
 
-func (x *urlIndex) place(e *entry) {
+func (x *urlIndex) place(e *entry) { x.placeAt(e, x.homeOf(e)) }
+
+// placeAt puts e in the first free slot from its home slot i.
+func (x *urlIndex) placeAt(e *entry, i int) {
 	mask := len(x.slots) - 1
-	i := x.homeOf(e)
 	for x.slots[i] != nil {
 		i = (i + 1) & mask
 	}

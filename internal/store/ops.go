@@ -211,6 +211,21 @@ func (db *DB) count() (int, error) {
 	return n, err
 }
 
+// URLCount returns the number of URL records: from the store's counter
+// when its indexes are built (one read), else by walking the bucket. A
+// restart sizes its schedule with it before loading.
+func (db *DB) URLCount() (int, error) {
+	n := 0
+	err := db.view(func(tx *bolt.Tx) error {
+		n = countTx(tx)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count urls: %w", err)
+	}
+	return n, nil
+}
+
 // Tx is the view of the store a fold has: everything it writes commits
 // together with the mark that the task was folded.
 type Tx struct {

@@ -233,3 +233,44 @@ func TestForEachBatchSeesEveryRecordOnce(t *testing.T) {
 		t.Errorf("fn's error: %v after %d calls", err, calls)
 	}
 }
+
+// TestURLCount checks the count a restart sizes its schedule with
+// against the records: after adds, a re-seed of a known URL and a
+// deletion, and after a reopen.
+func TestURLCount(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	want := func(n int) {
+		t.Helper()
+		got, err := db.URLCount()
+		if err != nil || got != n {
+			t.Fatalf("URLCount = %d, %v; want %d", got, err, n)
+		}
+		if walked, _ := db.count(); walked != n {
+			t.Fatalf("the bucket holds %d records, want %d", walked, n)
+		}
+	}
+	want(0)
+	var recs []URL
+	for i := range 25 {
+		recs = append(recs, URL{URL: fmt.Sprintf("http://h%d.example/p/%d", i%3, i), Host: fmt.Sprintf("h%d.example", i%3), Weight: 1})
+	}
+	if _, err := db.Upsert(recs); err != nil {
+		t.Fatal(err)
+	}
+	want(25)
+	if _, err := db.Upsert(recs[:5]); err != nil {
+		t.Fatal(err)
+	}
+	want(25)
+	if _, err := db.Delete([]string{recs[0].URL, recs[7].URL}, true, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	want(23)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = open(t, dir)
+	defer db.Close()
+	want(23)
+}
