@@ -116,7 +116,9 @@ func NewWorkload(name string, pages, hosts int, seed uint64) (Workload, error) {
 	case workloadColdStart:
 		// A big list seeded at once, measured from the first second: how
 		// soon every URL is fetched once, and how fresh the copy is then.
-		w.Description = fmt.Sprintf("Table 6 rates, %d URLs seeded at once, measured from the start", coldStartPages)
+		// The size is --coldstart-pages (Options.ColdStartPages), which
+		// the workload does not see here: the description names the flag.
+		w.Description = fmt.Sprintf("Table 6 rates, every URL seeded at once (--coldstart-pages, default %d), measured from the start", coldStartPages)
 		w.Pages, w.Days, w.FromStart, w.VirtualOnly = coldStartPages, 150, true, true
 	default:
 		return Workload{}, fmt.Errorf("unknown workload %q: want one of %s", name, strings.Join(workloadNames(), ", "))

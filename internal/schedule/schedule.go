@@ -588,7 +588,19 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	// or a busy host does not stretch every interval and lose fetches.
 	// A fetch later than half an interval starts a new phase.
 	due := fb.Start.Add(e.interval)
-	if e.recheckTau > 0 && fb.OK && !e.is(flagRechecked) {
+	// A URL's first fetch has no phase to keep: its due time was when it
+	// was added. A cold start fetches N URLs over N/B at the budget; one
+	// interval after each (or after the seeding) would leave the budget
+	// idle until the first of them comes due, for as long as the plan's
+	// intervals exceed N/B. A stable random phase within the interval,
+	// counted from when the URLs not yet learnt will have been fetched at
+	// the budget, spreads them over it at the plan's rate and leaves the
+	// first pass the whole budget.
+	firstOK := fb.OK && e.pos >= 0 && s.prevOK[e.pos] == 0
+	if firstOK && e.recheckTau == 0 {
+		rest := time.Duration(float64(max(0, s.Len()-s.learnt-s.disallowed)) / s.o.Budget * float64(time.Second))
+		due = fb.Start.Add(rest + time.Duration(float64(e.interval)*frac(s.front.url(e))))
+	} else if e.recheckTau > 0 && fb.OK && !e.is(flagRechecked) {
 		// The check of a URL given up is followed by its probe.
 		e.set(flagRechecked, true)
 		due = fb.Start.Add(e.recheckTau)
