@@ -117,23 +117,11 @@ func TestGivenUpAlwaysRechecked(t *testing.T) {
 				// A third changed at every daily fetch too: fast, given up.
 				fb = learnAllChanged(est, url, host, &st, now.Add(-10*day), day, 8)
 			}
-			b, err := st.MarshalBinary()
-			if err != nil {
-				t.Fatal(err)
-			}
-			s.Add(URLInfo{URL: url, Host: host, Weight: 1, Rate: fb.Rate, LastOK: fb.Start, Estimate: b, NextDue: now.Add(day)}, now)
+			addLearnt(t, s, url, host, &st, fb, now, now.Add(day))
 			n++
 		}
 	}
-	var j *PlanJob
-	for range 2 {
-		j = s.Snapshot(now)
-		if err := j.Solve(); err != nil {
-			t.Fatal(err)
-		}
-		for !s.Apply(j, now, n) {
-		}
-	}
+	j := planTwice(t, s, now, n)
 	zero, rechecks, probes := 0, 0, 0
 	for i, f := range j.freq {
 		switch {
@@ -210,23 +198,11 @@ func TestDatedRecheckIsOneFetch(t *testing.T) {
 				}
 				fast[url] = lm
 			}
-			b, err := st.MarshalBinary()
-			if err != nil {
-				t.Fatal(err)
-			}
-			s.Add(URLInfo{URL: url, Host: host, Weight: 1, Rate: fb.Rate, LastOK: fb.Start, Estimate: b, NextDue: now.Add(day)}, now)
+			addLearnt(t, s, url, host, &st, fb, now, now.Add(day))
 			n++
 		}
 	}
-	var j *PlanJob
-	for range 2 {
-		j = s.Snapshot(now)
-		if err := j.Solve(); err != nil {
-			t.Fatal(err)
-		}
-		for !s.Apply(j, now, n) {
-		}
-	}
+	j := planTwice(t, s, now, n)
 	var single, pair float64
 	var nSingle, nPair int
 	for i, e := range j.list {
@@ -302,26 +278,14 @@ func TestDatedNeverPaired(t *testing.T) {
 			var st EstimateState
 			change := []time.Duration{2 * day, 5 * day, 9 * day, 20 * day, 100 * day}[i%5]
 			fb := learnEvery(est, url, host, &st, now.Add(-150*day), 30*day, change, 6, false)
-			b, err := st.MarshalBinary()
-			if err != nil {
-				t.Fatal(err)
-			}
-			s.Add(URLInfo{URL: url, Host: host, Weight: 1, Rate: fb.Rate, LastOK: fb.Start, Estimate: b, NextDue: now.Add(day)}, now)
+			addLearnt(t, s, url, host, &st, fb, now, now.Add(day))
 			n++
 		}
 	}
 	for k := range s.dated {
 		s.dated[k] = k%2 == 0
 	}
-	var j *PlanJob
-	for range 2 {
-		j = s.Snapshot(now)
-		if err := j.Solve(); err != nil {
-			t.Fatal(err)
-		}
-		for !s.Apply(j, now, n) {
-		}
-	}
+	j := planTwice(t, s, now, n)
 	pairs := 0
 	for i, p := range j.paired {
 		switch {
@@ -334,4 +298,31 @@ func TestDatedNeverPaired(t *testing.T) {
 	if pairs == 0 {
 		t.Fatal("no URL with only the changed bit is paired: the case is not tested")
 	}
+}
+
+// addLearnt adds url with the estimator state st left by fb, as a restart
+// loads it from the store, due at due.
+func addLearnt(t *testing.T, s *Scheduler, url, host string, st *EstimateState, fb Feedback, now, due time.Time) {
+	t.Helper()
+	b, err := st.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Add(URLInfo{URL: url, Host: host, Weight: 1, Rate: fb.Rate, LastOK: fb.Start, Estimate: b, NextDue: due}, now)
+}
+
+// planTwice makes and applies two plans at now over n URLs (the first
+// refits the priors, the second plans under them) and returns the second.
+func planTwice(t *testing.T, s *Scheduler, now time.Time, n int) *PlanJob {
+	t.Helper()
+	var j *PlanJob
+	for range 2 {
+		j = s.Snapshot(now)
+		if err := j.Solve(); err != nil {
+			t.Fatal(err)
+		}
+		for !s.Apply(j, now, n) {
+		}
+	}
+	return j
 }

@@ -194,24 +194,12 @@ func TestExplorationWithinShareAndCaps(t *testing.T) {
 					prev = at
 				}
 			}
-			b, err := st.MarshalBinary()
-			if err != nil {
-				t.Fatal(err)
-			}
-			s.Add(URLInfo{URL: url, Host: host, Weight: 1, Rate: fb.Rate, LastOK: fb.Start, Estimate: b, NextDue: now.Add(day)}, now)
+			addLearnt(t, s, url, host, &st, fb, now, now.Add(day))
 			n++
 		}
 	}
 	// Two plans: the first fits the priors, the second plans under them.
-	var j *PlanJob
-	for range 2 {
-		j = s.Snapshot(now)
-		if err := j.Solve(); err != nil {
-			t.Fatal(err)
-		}
-		for !s.Apply(j, now, n) {
-		}
-	}
+	j := planTwice(t, s, now, n)
 	if j.probe == nil {
 		t.Fatalf("no exploration decided: plan μ %g, freq %v", j.out.Mu, j.freq)
 	}
