@@ -73,14 +73,20 @@ func (p GridPrior) ChangeEvidence(s *State) ChangeEvidence {
 		ev.t[i] = float64(s.recentT[i])
 		ev.change[i] = p.logEvidence(&old) + p.logEvidence(&nw)
 	}
+	ev.none = p.noChangeEvidence(s, before)
+	return ev
+}
+
+// noChangeEvidence is the log evidence of s's observations under one rate:
+// before (the older observations' sums) with every recent one added.
+func (p GridPrior) noChangeEvidence(s *State, before sums) float64 {
 	all := before
 	var bufA [numBuckets + recentSize]term
 	all.changed = append(bufA[:0], before.changed...)
-	for k := range m {
+	for k := range int(s.nRecent) {
 		s.recentObs(k).addTo(&all)
 	}
-	ev.none = p.logEvidence(&all)
-	return ev
+	return p.logEvidence(&all)
 }
 
 // ChangeEvidenceBound is ChangeEvidence with every change evidence
@@ -124,13 +130,7 @@ func (p GridPrior) ChangeEvidenceBound(s *State) (ev ChangeEvidence, ok bool) {
 			return ev, false
 		}
 	}
-	all := before
-	var bufA [numBuckets + recentSize]term
-	all.changed = append(bufA[:0], before.changed...)
-	for k := range m {
-		s.recentObs(k).addTo(&all)
-	}
-	ev.none = p.logEvidence(&all)
+	ev.none = p.noChangeEvidence(s, before)
 	if math.IsNaN(ev.none) || math.IsInf(ev.none, 0) {
 		return ev, false
 	}
