@@ -1736,13 +1736,6 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 			// A URL never fetched keeps its due time: the first pass
 			// is not pushed back by a plan.
 			due := fromNanos(e.nextDue).Add(iv - old)
-			if s.prevOK[e.pos] == 0 && iv < old {
-				// Fetched once: Done spread its next fetch over the
-				// interval after the first pass; moving it earlier would
-				// put it ahead of URLs not fetched yet and stretch the
-				// first pass (TestColdStartSpendsBudgetAfterFirstPass).
-				due = fromNanos(e.nextDue)
-			}
 			if due.After(now.Add(iv)) {
 				due = now.Add(time.Duration(float64(iv) * frac(s.front.url(e))))
 			}
