@@ -34,6 +34,20 @@ func progressTo(w io.Writer) func(format string, args ...any) {
 	}
 }
 
+// profileFile creates the file a bench's profile flag names, if any, and
+// points dst at it; the returned func closes it.
+func profileFile(flag, path string, dst *io.Writer) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := createProfile(flag, path)
+	if err != nil {
+		return nil, err
+	}
+	*dst = f
+	return func() { f.Close() }, nil
+}
+
 // createProfile creates the file a bench's --cpuprofile or --allocprofile
 // names; the error names the flag.
 func createProfile(flag, path string) (*os.File, error) {

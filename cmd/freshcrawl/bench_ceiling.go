@@ -77,22 +77,16 @@ so the pipeline's ceiling is at most about half the queue's.`,
 				}
 				o.Responder = []string{self, "bench", "ceiling", "--noop-responder", "--responders", strconv.Itoa(o.Responders), "--log-level", logLevel}
 			}
-			if cpuProfile != "" {
-				f, err := createProfile("cpuprofile", cpuProfile)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				o.CPUProfile = f
+			closeCPU, err := profileFile("cpuprofile", cpuProfile, &o.CPUProfile)
+			if err != nil {
+				return err
 			}
-			if allocProfile != "" {
-				f, err := createProfile("allocprofile", allocProfile)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				o.AllocProfile = f
+			defer closeCPU()
+			closeAlloc, err := profileFile("allocprofile", allocProfile, &o.AllocProfile)
+			if err != nil {
+				return err
 			}
+			defer closeAlloc()
 			res, err := bench.RunCeiling(ctx, o)
 			if err != nil {
 				return err

@@ -45,14 +45,11 @@ The directory is removed after each size. 10 M URLs need about 15 GB of disk.`,
 				return err
 			}
 			o.Progress = progressTo(cmd.ErrOrStderr())
-			if prof != "" {
-				f, err := createProfile("cpuprofile", prof)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				o.RestartProfile = f
+			closeCPU, err := profileFile("cpuprofile", prof, &o.RestartProfile)
+			if err != nil {
+				return err
 			}
+			defer closeCPU()
 			res, err := bench.RunScale(cmd.Context(), o)
 			if err != nil {
 				return err

@@ -98,22 +98,16 @@ hosts as concurrent fetches.`,
 				defer pp.Close()
 				o.Pages, o.ServerPID = pp.URLs, pp.PID
 			}
-			if cpuProfile != "" {
-				f, err := createProfile("cpuprofile", cpuProfile)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				o.CPUProfile = f
+			closeCPU, err := profileFile("cpuprofile", cpuProfile, &o.CPUProfile)
+			if err != nil {
+				return err
 			}
-			if allocProfile != "" {
-				f, err := createProfile("allocprofile", allocProfile)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				o.AllocProfile = f
+			defer closeCPU()
+			closeAlloc, err := profileFile("allocprofile", allocProfile, &o.AllocProfile)
+			if err != nil {
+				return err
 			}
+			defer closeAlloc()
 			res, err := bench.RunThroughput(ctx, o)
 			if err != nil {
 				return err
