@@ -103,8 +103,7 @@ func TestRestartAtCollectionHazard(t *testing.T) {
 func TestGivenUpAlwaysRechecked(t *testing.T) {
 	const share = 0.03
 	day := 24 * time.Hour
-	est := NewEstimator(90*day, 0.25/86400)
-	s := NewScheduler(SchedulerOptions{Budget: 40.0 / 86400, HostRate: 15.0 / 86400, ExploreShare: share, Priors: est.Priors, HalfLife: 90 * day})
+	est, s := exploreScheduler(share)
 	now := time.Unix(1_700_000_000, 0).Add(200 * day)
 	n := 0
 	for h := range 4 {
@@ -173,8 +172,7 @@ func learnEvery(est Estimator, url, host string, st *EstimateState, t0 time.Time
 // estimator state (Add).
 func TestDatedRecheckIsOneFetch(t *testing.T) {
 	day := 24 * time.Hour
-	est := NewEstimator(90*day, 0.25/86400)
-	s := NewScheduler(SchedulerOptions{Budget: 40.0 / 86400, HostRate: 15.0 / 86400, ExploreShare: 0.1, Priors: est.Priors, HalfLife: 90 * day})
+	est, s := exploreScheduler(0.1)
 	now := time.Unix(1_700_000_000, 0).Add(200 * day)
 	n := 0
 	fast := map[string]bool{} // fast URLs: dated or not
@@ -264,8 +262,7 @@ func TestDatedRecheckIsOneFetch(t *testing.T) {
 // URLs marked dated, as Done marks them after a fetch the estimator dated.
 func TestDatedNeverPaired(t *testing.T) {
 	day := 24 * time.Hour
-	est := NewEstimator(90*day, 0.25/86400)
-	s := NewScheduler(SchedulerOptions{Budget: 40.0 / 86400, HostRate: 15.0 / 86400, ExploreShare: 0.05, Priors: est.Priors, HalfLife: 90 * day})
+	est, s := exploreScheduler(0.05)
 	now := time.Unix(1_700_000_000, 0).Add(200 * day)
 	n := 0
 	for h := range 4 {
@@ -325,4 +322,13 @@ func planTwice(t *testing.T, s *Scheduler, now time.Time, n int) *PlanJob {
 		}
 	}
 	return j
+}
+
+// exploreScheduler is the estimator and scheduler the exploration tests
+// plan 120 URLs on 4 hosts with: 40 fetches a day, 15 a day per host, a
+// 90-day half-life and the given exploration share.
+func exploreScheduler(share float64) (Estimator, *Scheduler) {
+	day := 24 * time.Hour
+	est := NewEstimator(90*day, 0.25/86400)
+	return est, NewScheduler(SchedulerOptions{Budget: 40.0 / 86400, HostRate: 15.0 / 86400, ExploreShare: share, Priors: est.Priors, HalfLife: 90 * day})
 }

@@ -171,8 +171,7 @@ func learnAllChanged(est Estimator, url, host string, st *EstimateState, t0 time
 func TestExplorationWithinShareAndCaps(t *testing.T) {
 	const share = 0.2
 	day := 24 * time.Hour
-	est := NewEstimator(90*day, 0.25/86400)
-	s := NewScheduler(SchedulerOptions{Budget: 40.0 / 86400, HostRate: 15.0 / 86400, ExploreShare: share, Priors: est.Priors, HalfLife: 90 * day})
+	est, s := exploreScheduler(share)
 	t0 := time.Unix(1_700_000_000, 0)
 	now := t0.Add(200 * day)
 	n := 0
