@@ -602,9 +602,11 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	// interval after each (or after the seeding) would leave the budget
 	// idle until the first of them comes due, for as long as the plan's
 	// intervals exceed N/B. A stable random phase within the interval,
-	// counted from when the URLs not yet learnt will have been fetched at
+	// counted from when the URLs never fetched will have been fetched at
 	// the budget, spreads them over it at the plan's rate and leaves the
-	// first pass the whole budget.
+	// first pass the whole budget. (Counting the URLs with no estimate
+	// instead put it up to N/B later: a first fetch often gives the
+	// estimator no observation.)
 	firstOK := fb.OK && e.pos >= 0 && s.prevOK[e.pos] == 0
 	if firstOK && e.recheckTau == 0 {
 		due = fb.Start.Add(s.firstPassLeft() + time.Duration(float64(e.interval)*frac(s.front.url(e))))
@@ -1759,7 +1761,7 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 				// their new intervals after the pass, at the plan's
 				// rate, and none moves into the first pass to take a
 				// slot from a URL not fetched yet.
-				ref := latest(now, now.Add(s.firstPassLeft()))
+				ref := now.Add(s.firstPassLeft())
 				if d := fromNanos(e.nextDue); d.After(ref) {
 					due = ref.Add(time.Duration(float64(d.Sub(ref)) * (float64(iv) / float64(old))))
 				} else {
