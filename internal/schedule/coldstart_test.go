@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -183,4 +184,26 @@ func coldStart(t *testing.T, s *Scheduler, est Estimator, urls []URLInfo, first 
 	}
 	t.Logf("first pass %v, fetches per N/B %v (budget %d)", passEnd, windows, len(urls))
 	return passEnd, windows
+}
+
+// TestNeverFetchedGoFirst: a free host whose next URL has never been
+// fetched is served before a host whose next URL is a refetch, even one
+// due earlier; the refetch goes once no such host is free.
+func TestNeverFetchedGoFirst(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	s := NewScheduler(SchedulerOptions{Budget: 1, HostRate: 1})
+	s.Add(URLInfo{URL: "http://a/old", Host: "a", Weight: 1, Rate: 1e-5, Interval: time.Hour, NextDue: now.Add(-2 * time.Hour), LastOK: now.Add(-3 * time.Hour)}, now)
+	s.Add(URLInfo{URL: "http://b/new", Host: "b", Weight: 1, Rate: 1e-5, Interval: time.Hour, NextDue: now.Add(-time.Hour)}, now)
+	var got []string
+	for range 2 {
+		d, ok, _ := s.Next(now)
+		if !ok {
+			t.Fatalf("nothing due after %v", got)
+		}
+		got = append(got, d.URL)
+	}
+	checkInvariants(t, s)
+	if want := []string{"http://b/new", "http://a/old"}; !slices.Equal(got, want) {
+		t.Errorf("dispatched %v, want %v", got, want)
+	}
 }
