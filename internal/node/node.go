@@ -194,6 +194,9 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 			return nil, err
 		}
 	}
+	if n.srv != nil {
+		natsOpts = append(natsOpts, nats.InProcessServer(n.srv))
+	}
 	link, err := broker.Dial(n.NATSURL, name, log, natsOpts...)
 	if err != nil {
 		return nil, err
