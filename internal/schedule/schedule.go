@@ -350,7 +350,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		}
 		return false
 	}
-	e, _ := s.front.add(u.URL, u.Host, s.baseGap())
+	e := s.front.insert(u.URL, u.Host, s.baseGap()) // not found above
 	e.set(flagCapture, u.Capture)
 	e.tmpl = s.template(u.URL)
 	dated := false
