@@ -11,7 +11,8 @@ import (
 // through growth, through removals in probe runs that wrap around the end
 // of the table (every entry left is still found after each removal, so
 // the backward shift never strands one), and through the compaction of
-// the paths' chunks, after which every entry still has its URL. The URLs
+// the paths' chunks, after which every entry still has its URL; every
+// slot's tag stays its entry's. The URLs
 // include ones with no scheme, no path, and paths longer than a chunk
 // takes.
 func TestURLIndexMatchesMap(t *testing.T) {
@@ -64,6 +65,13 @@ func TestURLIndexMatchesMap(t *testing.T) {
 				for k, w := range want {
 					if e, ok := x.get(k); !ok || e != w || x.url(e) != k {
 						t.Fatalf("seed %d op %d: %.40s lost", seed, op, k)
+					}
+				}
+				// Every slot's tag is its entry's (through growth and
+				// the backward shifts of removals).
+				for i, e := range x.slots {
+					if e != nil && x.tags[i] != tagOf(x.hashOf(e)) {
+						t.Fatalf("seed %d op %d: slot %d has tag %#x, its entry %#x", seed, op, i, x.tags[i], tagOf(x.hashOf(e)))
 					}
 				}
 			}
