@@ -81,3 +81,31 @@ func TestURLIndexMatchesMap(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkURLIndexAdd adds URLs as a restart does (each looked up first,
+// then put) to an index sized for them, then looks each up once: the
+// cost of a lookup is in reading the entries its probe run holds.
+func BenchmarkURLIndexAdd(b *testing.B) {
+	const n = 1 << 20
+	urls := make([]string, n)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("https://www.site-%d.example.com/news/2026/05/%d-market-update", i%10_000, i)
+	}
+	entries := make([]entry, n)
+	b.ReportAllocs()
+	for b.Loop() {
+		x := newURLIndex()
+		x.reserve(n)
+		for i, u := range urls {
+			if _, ok := x.get(u); !ok {
+				x.put(&entries[i], u)
+			}
+		}
+		for _, u := range urls {
+			if _, ok := x.get(u); !ok {
+				b.Fatalf("%s lost", u)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(2*n), "ns/lookup")
+}
