@@ -391,7 +391,7 @@ func writeFetched(ctx context.Context, db *store.DB, o ScaleOptions) (int, error
 		urls = urls[:0]
 		return err
 	}
-	err := db.ForEachScheduleBatch(func(batch []store.URL) error {
+	err := db.ForEachBatch(func(batch []store.URL) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
