@@ -44,13 +44,7 @@ func (x *urlIndex) reserve(n int) {
 		size *= 2
 	}
 	if size > len(x.slots) {
-		old := x.slots
-		x.slots = make([]*entry, size)
-		for _, e := range old {
-			if e != nil {
-				x.place(e)
-			}
-		}
+		x.resize(size)
 	}
 	// A path is some tens of bytes; the chunk list is small either way,
 	// this only saves its doublings.

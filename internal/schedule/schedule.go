@@ -211,6 +211,7 @@ type Scheduler struct {
 	hazardAt              time.Time
 	learnt                int     // URLs with an estimate
 	exploreLift           float64 // the last plan's PlanJob.lift
+	exploreItems          int     // the last plan's PlanJob.itemsHint
 	sinceRefit            int
 	resumFrom             int // where the next re-summary batch starts
 	// planList is the list the last plan was made over: plan.Freq[i]
@@ -350,7 +351,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		}
 		return false
 	}
-	e, _ := s.front.add(u.URL, u.Host, s.baseGap())
+	e := s.front.insert(u.URL, u.Host, s.baseGap()) // not found above
 	e.set(flagCapture, u.Capture)
 	e.tmpl = s.template(u.URL)
 	dated := false
@@ -749,6 +750,24 @@ type PlanJob struct {
 	// multiplier to the full plan's (exploreByValue's warm start; 0:
 	// none), and lift this plan's (0: exploration did not move it).
 	liftGuess, lift float64
+	// itemsHint is how many items the last exploreItems listed (0:
+	// none yet), to size the next list.
+	itemsHint int
+	around    aroundScratch // planAround's scratch arrays
+}
+
+// aroundScratch holds planAround's per-element scratch arrays between the
+// evaluations of one plan.
+type aroundScratch struct{ pairTau, pairValue, weights []float64 }
+
+// reuse returns *buf as n zeros, reallocating it only when it is too short.
+func reuse(buf *[]float64, n int) []float64 {
+	if cap(*buf) < n {
+		*buf = make([]float64, n)
+	}
+	*buf = (*buf)[:n]
+	clear(*buf)
+	return *buf
 }
 
 // resummary is one URL's posterior to recompute under the priors.
@@ -783,7 +802,12 @@ func (j *PlanJob) Output() PlanOutput { return j.out }
 func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	n := len(s.list)
 	_, adaptive := s.o.Policy.(adaptivePolicy)
-	j := &PlanJob{at: now, policy: s.o.Policy, adaptive: adaptive, explore: s.o.ExploreShare, moved: s.moved, list: s.list[:n:n], liftGuess: s.exploreLift}
+	j := &PlanJob{at: now, policy: s.o.Policy, adaptive: adaptive, explore: s.o.ExploreShare, moved: s.moved, list: s.list[:n:n], liftGuess: s.exploreLift, itemsHint: s.exploreItems}
+	// The posterior summaries are half of the bytes copied (48 a URL):
+	// copied on the other core meanwhile, since a caller holds its lock
+	// (folds wait) for the whole snapshot. Nothing below touches them.
+	var posts sync.WaitGroup
+	posts.Go(func() { j.posts = append([]estimate.Summary(nil), s.posts...) })
 	j.in = PlanInput{
 		Budget:  s.o.Budget,
 		Rates:   append([]float64(nil), s.rates...),
@@ -803,7 +827,6 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 		j.fixed = append([]float64(nil), s.fixed...)
 	}
 	j.rateSE = append([]float64(nil), s.rateSEs...)
-	j.posts = append([]estimate.Summary(nil), s.posts...)
 	j.lastOK = append([]int64(nil), s.lastOK...)
 	j.probing = append([]bool(nil), s.probing...)
 	j.probes = append([]uint8(nil), s.probes...)
@@ -833,6 +856,7 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 		s.sinceRefit = 0
 	}
 	s.pickResummaries(j)
+	posts.Wait()
 	return j
 }
 
@@ -1297,7 +1321,11 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 		}
 		return v
 	}
-	var items []exploreItem
+	// Sized from the previous evaluation: a plan evaluates several
+	// multipliers, each listing about as many items (hundreds of
+	// thousands at scale), and growing the list by doubling copied it
+	// several times.
+	items := make([]exploreItem, 0, j.itemsHint+j.itemsHint/8)
 	for i := range in.Rates {
 		w := in.Weights[i]
 		if j.blocked[i] || !(w > 0) || j.lastOK[i] == 0 || !j.posts[i].Valid() {
@@ -1400,6 +1428,7 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 		}
 		return cmp.Compare(b.key, a.key)
 	})
+	j.itemsHint = len(items)
 	return items
 }
 
@@ -1426,11 +1455,15 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) (freq, tauOf []f
 	probe = make([]bool, n)
 	paired = make([]bool, n)
 	tauOf = make([]float64, n)
-	pairTau := make([]float64, n)
-	pairValue := make([]float64, n)
+	// Scratch arrays, reused by the plan's next evaluation (each
+	// evaluation returns only freq, tauOf, probe and paired): at scale
+	// they are megabytes each, fresh memory to fault in and collect.
+	sc := &j.around
+	pairTau := reuse(&sc.pairTau, n)
+	pairValue := reuse(&sc.pairValue, n)
 	spent := 0.0
 	caps := append([]float64(nil), in.HostCaps...)
-	weights := append([]float64(nil), in.Weights...)
+	weights := append(reuse(&sc.weights, n)[:0], in.Weights...)
 	// Rechecks that do not all fit are stretched by one factor (overall,
 	// and per host), to longer intervals, rather than some dropped: a
 	// URL given up and never rechecked would not see its rate fall (the
@@ -1652,7 +1685,7 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		if j.newPrior != nil {
 			s.priors.store(j.newPrior)
 		}
-		s.exploreLift = j.lift
+		s.exploreLift, s.exploreItems = j.lift, j.itemsHint
 		ver := s.priors.load().revision()
 		for _, r := range j.resum {
 			e := j.list[r.i]
