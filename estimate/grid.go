@@ -566,17 +566,17 @@ func PointSketch(g LogGrid, rate float64) Sketch {
 }
 
 // Valid reports whether s holds a posterior.
-func (s *Sketch) Valid() bool { return s[0] != 0 }
+func (s Sketch) Valid() bool { return s[0] != 0 }
 
 // ExpectFresh is E[e^{−λa}] over the eight rates of s, coded on grid g: the
 // probability that a copy taken a ago is still current (Summary.ExpectFresh).
-func (s *Sketch) ExpectFresh(g LogGrid, a float64) float64 {
+func (s Sketch) ExpectFresh(g LogGrid, a float64) float64 {
 	return s.Expect(g, func(l float64) float64 { return math.Exp(-a * l) })
 }
 
 // Expect is the expectation of f(λ) over the eight rates of s, coded on
 // grid g.
-func (s *Sketch) Expect(g LogGrid, f func(lambda float64) float64) float64 {
+func (s Sketch) Expect(g LogGrid, f func(lambda float64) float64) float64 {
 	lo, step := sketchSpan(g)
 	m := 0.0
 	for _, c := range s {

@@ -1045,7 +1045,7 @@ func (j *PlanJob) Solve() error {
 	// order, so the figures do not depend on the split.
 	var wg sync.WaitGroup
 	grid := j.priors.grid()
-	wg.Go(func() { out.Freshness = expectedFreshness(j.in.Weights, j.models, grid, freq) })
+	wg.Go(func() { out.Freshness = expectedFreshness(j.in.Weights, j.posts, freq) })
 	model := modelNow(j.in.Weights, j.blocked, j.models, grid, j.lastOK, now)
 	band := bandOf(j.in, j.rateSE, out.Freq) // every element: out.Freq is spread back above
 	wg.Wait()
@@ -1606,15 +1606,14 @@ func modelNow(weights []float64, blocked []bool, models []estimate.Sketch, grid 
 }
 
 // expectedFreshness is the plan's steady-state freshness under the
-// model's posteriors (models, coded on grid): Σ w·E[F(λ, f)] / Σ w, the
-// fixed-order freshness averaged over each URL's posterior rather than at
-// one rate (which, for a URL seen changed at every fetch, could be far
-// too kind).
+// posteriors: Σ w·E[F(λ, f)] / Σ w, the fixed-order freshness averaged
+// over each URL's posterior rather than at one rate (which, for a URL
+// seen changed at every fetch, could be far too kind).
 //
 // The expectations, the costly part, are taken on every core into one
 // array; the sum then runs in element order, so the figure does not
 // depend on the number of cores.
-func expectedFreshness(weights []float64, models []estimate.Sketch, grid estimate.LogGrid, freq []float64) float64 {
+func expectedFreshness(weights []float64, posts []estimate.Summary, freq []float64) float64 {
 	vs := make([]float64, len(weights))
 	var wg sync.WaitGroup
 	parts := max(1, min(runtime.GOMAXPROCS(0), len(weights)/4096))
@@ -1622,9 +1621,9 @@ func expectedFreshness(weights []float64, models []estimate.Sketch, grid estimat
 		lo, hi := k*len(weights)/parts, (k+1)*len(weights)/parts
 		wg.Go(func() {
 			for i := lo; i < hi; i++ {
-				if w := weights[i]; w > 0 && !math.IsInf(w, 1) && models[i].Valid() {
+				if w := weights[i]; w > 0 && !math.IsInf(w, 1) && posts[i].Valid() {
 					f := freq[i]
-					vs[i] = models[i].Expect(grid, func(l float64) float64 { return alloc.FixedOrder.Freshness(l, f) })
+					vs[i] = posts[i].Expect(func(l float64) float64 { return alloc.FixedOrder.Freshness(l, f) })
 				}
 			}
 		})
@@ -1636,7 +1635,7 @@ func expectedFreshness(weights []float64, models []estimate.Sketch, grid estimat
 			continue
 		}
 		den += w
-		if !models[i].Valid() {
+		if !posts[i].Valid() {
 			continue
 		}
 		if v := vs[i]; v >= 0 && v <= 1 {
