@@ -1,7 +1,6 @@
 package estimate
 
 import (
-	"os"
 	"fmt"
 	"math"
 )
@@ -123,7 +122,7 @@ func fitGridPrior(name string, parent, start GridPrior, states []State, kappa fl
 			for k := n - 1; k >= 0 && row[k] >= top-flatNats; k-- {
 				fa = k
 			}
-			for k := 0; k < n && row[k] >= top-flatNats && os.Getenv("FC_NOBOTTOM") == ""; k++ {
+			for k := 0; k < n && row[k] >= top-flatNats; k++ {
 				fb = k
 			}
 			flatAbove, flatBelow = append(flatAbove, fa), append(flatBelow, fb)
