@@ -101,7 +101,7 @@ one SVG plot of freshness over time per workload into --out.`,
 						return err
 					}
 				}
-				title := fmt.Sprintf("%s, %s mode: %d pages, %d hosts, %.0f fetches/day, seed %d", name, mode, o.Pages, o.Hosts, rs[0].FetchesPerDay, o.Seed)
+				title := fmt.Sprintf("%s, %s mode: %d pages, %d hosts, %.0f fetches/day, seed %d", name, mode, rs[0].Pages, rs[0].Hosts, rs[0].FetchesPerDay, o.Seed)
 				if err := bench.WriteSVGFile(filepath.Join(out, mode+"-"+name+".svg"), title, rs, o.Warmup); err != nil {
 					return err
 				}

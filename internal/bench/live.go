@@ -149,7 +149,7 @@ wait:
 	from := start.Add(time.Duration(o.Warmup * float64(lo.Day)))
 	tr := s.Truth(from, end)
 	full := s.Truth(start, end, sim.WithStep(max(end.Sub(start)/time.Duration(o.Steps), time.Millisecond)))
-	res := Result{Mode: "live", Workload: w.Name, Policy: policy, Fetches: tr.Fetches, NotModified: tr.NotModified, Bytes: tr.Bytes, Wall: end.Sub(start)}
+	res := Result{Mode: "live", Workload: w.Name, Policy: policy, Pages: o.Pages, Hosts: o.Hosts, Fetches: tr.Fetches, NotModified: tr.NotModified, Bytes: tr.Bytes, Wall: end.Sub(start)}
 	if modelN > 0 {
 		res.ModelFreshness = modelSum / float64(modelN)
 	}

@@ -66,6 +66,9 @@ func ParsePolicies(s string) ([]string, error) {
 // Result is one policy's run on one workload.
 type Result struct {
 	Mode, Workload, Policy string
+	// Pages and Hosts are the size the run had: the workload's own where
+	// it fixes one (coldstart's --coldstart-pages), else the options'.
+	Pages, Hosts int
 	// Freshness and AgeDays are the truth, time-averaged over the window
 	// after warm-up (weighted by importance where the workload has
 	// weights).

@@ -139,3 +139,22 @@ func TestVirtualUnitFree(t *testing.T) {
 		}
 	}
 }
+
+// TestColdStartResultSize checks that a result carries the size the run
+// had: coldstart takes its own from --coldstart-pages, not --pages, and
+// the plot's title is made from the result.
+func TestColdStartResultSize(t *testing.T) {
+	o := DefaultOptions()
+	o.Pages, o.Hosts, o.ColdStartPages, o.HalfLifeDays = 300, 4, 120, 365
+	w, err := NewWorkload(workloadColdStart, o.Pages, o.Hosts, o.Seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := RunVirtual(context.Background(), w, "uniform", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Pages != 120 || r.Hosts != 4 {
+		t.Errorf("result size %d pages on %d hosts, want 120 on 4", r.Pages, r.Hosts)
+	}
+}

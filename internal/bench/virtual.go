@@ -415,6 +415,7 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 	}
 	res, err := measure(w, ts, pages, o, end)
 	res.Mode, res.Workload, res.Policy = "virtual", w.Name, policy
+	res.Pages, res.Hosts = o.Pages, o.Hosts
 	if o.Deciles && err == nil {
 		res.Deciles, err = deciles(w, ts, pages, o, time.Duration(o.Warmup*float64(o.Day)), end)
 	}
