@@ -132,6 +132,7 @@ func printCeiling(w io.Writer, r bench.CeilingResult) {
 	if p.ResponderCPUPer1000 > 0 {
 		fmt.Fprintf(w, ", responder %.3f s", p.ResponderCPUPer1000)
 	}
+	fmt.Fprintf(w, "\nallocations per result: coordinator %.0f (%.1f KiB)", p.AllocsPerResult, p.AllocBytesPerResult/1024)
 	fmt.Fprintf(w, "\npipeline / queue: %.2f\n", p.PerSecond/max(q.PerSecond, 1e-9))
 	fmt.Fprintf(w, "persisted: %d results folded, %d fetches in the store, store %.1f MiB\n", p.Persisted.Folded, p.Persisted.InStore, float64(p.Persisted.StoreBytes)/(1<<20))
 }

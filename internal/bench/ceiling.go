@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -108,6 +109,11 @@ type PipelineCeiling struct {
 	// on a shared machine.
 	CoordinatorCPUPer1000 float64 `json:"coordinator_cpu_s_per_1000"`
 	ResponderCPUPer1000   float64 `json:"responder_cpu_s_per_1000,omitempty"`
+	// AllocsPerResult and AllocBytesPerResult are the heap allocations of
+	// this process (coordinator and embedded NATS) per result folded in
+	// the window: what the garbage collector has to clear after each.
+	AllocsPerResult     float64 `json:"allocs_per_result"`
+	AllocBytesPerResult float64 `json:"alloc_bytes_per_result"`
 	// Persisted checks every folded result is in the store.
 	Persisted Persistence `json:"persisted"`
 }
@@ -343,7 +349,7 @@ func runPipelineCeiling(ctx context.Context, o CeilingOptions) (PipelineCeiling,
 			return p, fmt.Errorf("pipeline ceiling: CPU profile: %w", err)
 		}
 	}
-	s0, u0, t0 := n.Coordinator.Status(), selfUsage(), time.Now()
+	s0, u0, t0, a0 := n.Coordinator.Status(), selfUsage(), time.Now(), heapAllocs()
 	var c0 time.Duration
 	if child != nil {
 		c0, _ = procCPU(child.PID)
@@ -351,7 +357,7 @@ func runPipelineCeiling(ctx context.Context, o CeilingOptions) (PipelineCeiling,
 	if !sleepOrDone(ctx, o.Duration) {
 		return p, ctx.Err()
 	}
-	s1, u1, t1 := n.Coordinator.Status(), selfUsage(), time.Now()
+	s1, u1, t1, a1 := n.Coordinator.Status(), selfUsage(), time.Now(), heapAllocs()
 	if o.CPUProfile != nil {
 		pprof.StopCPUProfile()
 	}
@@ -371,6 +377,8 @@ func runPipelineCeiling(ctx context.Context, o CeilingOptions) (PipelineCeiling,
 	if p.Folded > 0 {
 		p.CoordinatorCPUPer1000 = (u1.CPU - u0.CPU).Seconds() * 1000 / float64(p.Folded)
 		p.ResponderCPUPer1000 = p.ResponderCores * p.Seconds * 1000 / float64(p.Folded)
+		p.AllocsPerResult = float64(a1.objects-a0.objects) / float64(p.Folded)
+		p.AllocBytesPerResult = float64(a1.bytes-a0.bytes) / float64(p.Folded)
 	}
 
 	stopResponder()
@@ -387,6 +395,24 @@ func runPipelineCeiling(ctx context.Context, o CeilingOptions) (PipelineCeiling,
 	}
 	o.Progress("pipeline ceiling: %.0f folded/s", p.PerSecond)
 	return p, nil
+}
+
+// allocCount is this process's heap allocations since it started.
+type allocCount struct{ objects, bytes uint64 }
+
+// heapAllocs reads the runtime's cumulative allocation counters (cheap:
+// no stop of the world, unlike runtime.ReadMemStats).
+func heapAllocs() allocCount {
+	ms := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(ms)
+	var a allocCount
+	if ms[0].Value.Kind() == metrics.KindUint64 {
+		a.objects = ms[0].Value.Uint64()
+	}
+	if ms[1].Value.Kind() == metrics.KindUint64 {
+		a.bytes = ms[1].Value.Uint64()
+	}
+	return a
 }
 
 // noopHash is the version hash the no-op responder reports.

@@ -31,6 +31,11 @@ func TestCeilingRuns(t *testing.T) {
 	if want := p.CoordinatorCores * p.Seconds * 1000 / float64(p.Folded); !(p.CoordinatorCPUPer1000 > 0) || math.Abs(p.CoordinatorCPUPer1000-want) > 1e-9*want {
 		t.Errorf("coordinator CPU per 1000 results %v, want %v (its cores × seconds per result)", p.CoordinatorCPUPer1000, want)
 	}
+	// Each result is at least decoded, folded and acknowledged, which
+	// allocates; a counter that read nothing would give 0.
+	if !(p.AllocsPerResult >= 1) || !(p.AllocBytesPerResult >= p.AllocsPerResult) {
+		t.Errorf("allocations per result: %v objects, %v bytes; want at least one object of at least a byte", p.AllocsPerResult, p.AllocBytesPerResult)
+	}
 	if p.Persisted.Folded < p.Folded || p.Persisted.InStore != p.Persisted.Folded {
 		t.Errorf("persisted: %+v, want every folded result in the store", p.Persisted)
 	}

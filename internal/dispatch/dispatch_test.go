@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -425,5 +426,39 @@ func TestRunPublishesWindowsWithADuplicate(t *testing.T) {
 	}
 	if d.InFlight() != n {
 		t.Errorf("%d in flight, want %d (the duplicate released, its retry in flight)", d.InFlight(), n)
+	}
+}
+
+// Task ids are deterministic (a republish of the same fetch is dropped as
+// a duplicate), differ between URLs and due times, and sort as their due
+// times do whatever the URLs, so that the fold marks of a batch, keyed by
+// task id, are written near one another in the store.
+func TestTaskIDs(t *testing.T) {
+	base := time.Date(2026, 11, 23, 3, 0, 0, 0, time.UTC)
+	if a, b := taskID("http://h/x", base), taskID("http://h/x", base); a != b {
+		t.Errorf("the same fetch has ids %s and %s", a, b)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	seen := map[string]bool{}
+	var prev string
+	due := base
+	for i := range 2000 {
+		// Due times a nanosecond to a day apart, on URLs in random order.
+		due = due.Add(time.Duration(1 + rng.Int64N(int64(24*time.Hour))))
+		id := taskID(fmt.Sprintf("http://h%d.example/p%d", rng.IntN(50), rng.IntN(1000)), due)
+		if seen[id] {
+			t.Fatalf("id %s given twice", id)
+		}
+		seen[id] = true
+		if len(id) != 33 {
+			t.Errorf("id %q: %d characters, want 33", id, len(id))
+		}
+		if i > 0 && id <= prev {
+			t.Errorf("id %s of a later due time sorts before %s", id, prev)
+		}
+		prev = id
+	}
+	if a, b := taskID("http://h/x", base), taskID("http://h/y", base); a == b {
+		t.Errorf("two URLs due at once share the id %s", a)
 	}
 }

@@ -493,4 +493,4 @@ func publishFailed(logPath string) (map[string]bool, error) {
 	return out, nil
 }
 
-var publishFailedRe = regexp.MustCompile(`publish task failed[^\n]*publish task ([0-9a-f]+-[0-9]+):`)
+var publishFailedRe = regexp.MustCompile(`publish task failed[^\n]*publish task ([0-9a-f]+-[0-9a-f]+):`)

@@ -114,8 +114,10 @@ func observation(r *proto.Result, at time.Time, host store.Host) schedule.Observ
 	if o.End.IsZero() {
 		o.End = at
 	}
-	if lm, err := http.ParseTime(r.LastModified); err == nil {
-		o.LastModified = lm
+	if r.LastModified != "" {
+		if lm, err := http.ParseTime(r.LastModified); err == nil {
+			o.LastModified = lm
+		}
 	}
 	return o
 }
@@ -136,6 +138,7 @@ func (f *Folder) one(tx *store.Tx, in *Input, o *Outcome) error {
 		o.Feedback = f.est.Learn(nil, 0, observation(r, at, store.Host{}))
 		return nil
 	}
+	stored := u // as stored, for PutOver to move the index keys
 	prevOK := u.LastOK
 	first := false
 	u.Fetches++
@@ -236,7 +239,7 @@ func (f *Folder) one(tx *store.Tx, in *Input, o *Outcome) error {
 	if u.Interval > 0 && !u.Disallowed {
 		u.NextDue = at.Add(u.Interval)
 	}
-	return tx.Put(u)
+	return tx.PutOver(&stored, u)
 }
 
 // foldHost applies a fetch's politeness signals to its host: Crawl-delay,

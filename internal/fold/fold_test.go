@@ -1,9 +1,11 @@
 package fold
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -279,5 +281,89 @@ func TestFoldConsoleRecords(t *testing.T) {
 	hosts, err := db.Hosts()
 	if err != nil || len(hosts) != 1 || hosts[0].Fetches != 4 || hosts[0].Errors != 1 {
 		t.Errorf("hosts %+v %v; want a.example with 4 fetches, 1 error", hosts, err)
+	}
+}
+
+// A fold writes each record over the one it read (store.Tx.PutOver), which
+// moves the record's index keys: after folds that change every indexed
+// value (rate, next due time, changes, last change, errors, the failed
+// state), each sort lists every URL once, in the order of its stored
+// value, and the failed state lists exactly the URLs whose last fetch
+// failed.
+func TestFoldMovesIndexKeys(t *testing.T) {
+	urls := []string{"http://a.example/1", "http://a.example/2", "http://a.example/3", "http://a.example/4"}
+	var recs []store.URL
+	for _, u := range urls {
+		recs = append(recs, store.URL{URL: u, Host: "a.example", Weight: 1, Mode: "freshness"})
+	}
+	f, db := newFolder(t, recs...)
+	id := 0
+	at := t0
+	step := func(i int, hash string, fail bool) Input {
+		id++
+		at = at.Add(time.Duration(1+i) * 7 * time.Minute)
+		r := result(fmt.Sprintf("t%d", id), urls[i], at, hash)
+		if fail {
+			r.Status, r.ErrKind, r.Err, r.Changed, r.Hash, r.Text = 503, proto.ErrHTTPStatus, "503", false, "", ""
+		}
+		return Input{Result: r, Interval: time.Duration(1+(id*5)%7) * time.Hour}
+	}
+	for round := range 4 {
+		var batch []Input
+		for i := range urls {
+			batch = append(batch, step(i, fmt.Sprintf("h%d-%d", i, round/(i+1)), (round+i)%3 == 2))
+		}
+		fold(t, f, batch...)
+	}
+	stored := map[string]store.URL{}
+	for _, u := range urls {
+		rec, err := db.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored[u] = rec
+	}
+	value := map[string]func(u store.URL) float64{
+		store.SortRate:       func(u store.URL) float64 { return u.Rate },
+		store.SortNextDue:    func(u store.URL) float64 { return float64(u.NextDue.UnixNano()) },
+		store.SortChanges:    func(u store.URL) float64 { return float64(u.Changes) },
+		store.SortLastChange: func(u store.URL) float64 { return float64(u.LastChange.UnixNano()) },
+		store.SortErrors:     func(u store.URL) float64 { return float64(u.Errors) },
+	}
+	for sort, val := range value {
+		page, err := db.ListURLs(store.Query{Sort: sort, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.URLs) != len(urls) {
+			t.Errorf("sort %s lists %d URLs, want %d", sort, len(page.URLs), len(urls))
+		}
+		seen := map[string]bool{}
+		for k, u := range page.URLs {
+			if seen[u.URL] {
+				t.Errorf("sort %s lists %s twice", sort, u.URL)
+			}
+			seen[u.URL] = true
+			if k > 0 && val(stored[page.URLs[k-1].URL]) > val(stored[u.URL]) {
+				t.Errorf("sort %s: %s (%v) before %s (%v)", sort, page.URLs[k-1].URL, val(stored[page.URLs[k-1].URL]), u.URL, val(stored[u.URL]))
+			}
+		}
+	}
+	page, err := db.ListURLs(store.Query{State: store.StateFailed, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed, want []string
+	for _, u := range page.URLs {
+		failed = append(failed, u.URL)
+	}
+	for _, u := range urls {
+		if store.RecordState(new(stored[u])) == store.StateFailed {
+			want = append(want, u)
+		}
+	}
+	slices.Sort(failed)
+	if !slices.Equal(failed, want) || len(want) == 0 || len(want) == len(urls) {
+		t.Errorf("failed state lists %v, want %v (some URLs, not all)", failed, want)
 	}
 }

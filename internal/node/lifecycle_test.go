@@ -485,6 +485,30 @@ func TestSecondRunFailsOnLockFirst(t *testing.T) {
 	}
 }
 
+// A process with the embedded server connects to it through memory, not
+// loopback TCP (system calls on both sides of every message, all in this
+// process), while other processes still reach it on its listen address.
+func TestEmbeddedServerConnectsInProcess(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n, err := node.Start(ctx, node.Options{Config: testConfig(t, t.TempDir()), Roles: node.Roles{Coordinator: true}, Log: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	if addr := n.NC.ConnectedAddr(); addr != "pipe" {
+		t.Errorf("the coordinator's connection goes to %q, want the in-memory pipe", addr)
+	}
+	nc, err := nats.Connect(n.NATSURL)
+	if err != nil {
+		t.Fatalf("another client on %s: %v", n.NATSURL, err)
+	}
+	defer nc.Close()
+	if err := nc.FlushTimeout(10 * time.Second); err != nil {
+		t.Errorf("another client on %s: %v", n.NATSURL, err)
+	}
+}
+
 // A coordinator that cannot reach NATS for longer than half its lease's
 // TTL steps down (no dispatching, no folding), and takes its lease back
 // when NATS returns: the crawl goes on in the same process.

@@ -194,6 +194,15 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 			return nil, err
 		}
 	}
+	if n.srv != nil {
+		// This process's own connection to its embedded server goes
+		// through memory: over loopback TCP, every task, result,
+		// acknowledgement and stream reply costs a system call on each
+		// side (the largest single share of the coordinator's CPU at
+		// its ceiling, docs/benchmarks.md "Coordinator ceiling"). Other
+		// processes still reach the server on its listen address.
+		natsOpts = append(natsOpts, nats.InProcessServer(n.srv))
+	}
 	link, err := broker.Dial(n.NATSURL, name, log, natsOpts...)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -461,6 +462,50 @@ func TestFetchLogKeepsTheLast(t *testing.T) {
 	}
 	if _, err := decodeFetchLog([]byte{9, 1, 2}); err == nil {
 		t.Error("unknown encoding accepted")
+	}
+}
+
+// A fold appends to a history without decoding it (fetchLogTail): on
+// every history, intact, cut short or with a byte changed, the tail is
+// readable exactly when the history decodes, and then it is the history's
+// last fetches.
+func TestFetchLogTailAgreesWithDecode(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	base := time.Unix(1_700_000_000, 0)
+	check := func(b []byte, n int) {
+		t.Helper()
+		tail, ok := fetchLogTail(b, n)
+		all, err := decodeFetchLog(b)
+		if ok != (err == nil) {
+			t.Fatalf("history % x: tail readable %v, decode error %v", b, ok, err)
+		}
+		if !ok || len(b) == 0 {
+			return
+		}
+		got, err := decodeFetchLog(append([]byte{1}, tail...))
+		if err != nil {
+			t.Fatalf("tail of % x does not decode: %v", b, err)
+		}
+		want := all[max(len(all)-n, 0):]
+		if len(got) != len(want) || len(want) > 0 && !reflect.DeepEqual(got, want) {
+			t.Fatalf("last %d of % x: got %+v, want %+v", n, b, got, want)
+		}
+	}
+	for range 200 {
+		fs := make([]Fetch, rng.IntN(fetchLogLen+3))
+		for i := range fs {
+			fs[i] = Fetch{At: base.Add(time.Duration(rng.Int64N(1e15))), Duration: time.Duration(rng.Int64N(1e10)), Status: rng.IntN(600),
+				Outcome: outcomeCodes[rng.IntN(len(outcomeCodes))], ErrKind: strings.Repeat("e", rng.IntN(4)), Bytes: rng.Int64N(1 << 40)}
+		}
+		good := encodeFetchLog(fs)
+		n := rng.IntN(fetchLogLen + 1)
+		check(good, n)
+		for cut := range len(good) {
+			check(good[:cut], n)
+		}
+		bad := bytes.Clone(good)
+		bad[rng.IntN(len(bad))] = byte(rng.IntN(256))
+		check(bad, n)
 	}
 }
 

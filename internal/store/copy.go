@@ -115,21 +115,90 @@ const fetchLogLen = 20
 func encodeFetchLog(fs []Fetch) []byte {
 	b := []byte{1}
 	for _, f := range fs {
-		b = binary.AppendVarint(b, f.At.UnixNano())
-		b = binary.AppendUvarint(b, uint64(max(f.Duration, 0)))
-		b = binary.AppendUvarint(b, uint64(max(f.Status, 0)))
-		code := byte(0)
-		for i, o := range outcomeCodes {
-			if o == f.Outcome {
-				code = byte(i)
-			}
-		}
-		b = append(b, code)
-		b = binary.AppendUvarint(b, uint64(max(f.Bytes, 0)))
-		b = binary.AppendUvarint(b, uint64(len(f.ErrKind)))
-		b = append(b, f.ErrKind...)
+		b = appendFetch(b, f)
 	}
 	return b
+}
+
+// appendFetch appends one fetch of a history in encodeFetchLog's form.
+func appendFetch(b []byte, f Fetch) []byte {
+	b = binary.AppendVarint(b, f.At.UnixNano())
+	b = binary.AppendUvarint(b, uint64(max(f.Duration, 0)))
+	b = binary.AppendUvarint(b, uint64(max(f.Status, 0)))
+	code := byte(0)
+	for i, o := range outcomeCodes {
+		if o == f.Outcome {
+			code = byte(i)
+		}
+	}
+	b = append(b, code)
+	b = binary.AppendUvarint(b, uint64(max(f.Bytes, 0)))
+	b = binary.AppendUvarint(b, uint64(len(f.ErrKind)))
+	return append(b, f.ErrKind...)
+}
+
+// fetchLogTail returns the last n encoded fetches of the history b
+// (without the leading encoding byte), and false if b is not a readable
+// history. It reads the lengths only: a fold appends to a history
+// without decoding it.
+func fetchLogTail(b []byte, n int) ([]byte, bool) {
+	if len(b) == 0 {
+		return nil, true
+	}
+	if b[0] != 1 {
+		return nil, false
+	}
+	b = b[1:]
+	var buf [fetchLogLen + 1]int
+	starts := buf[:0] // where each fetch begins
+	for off := 0; off < len(b); {
+		starts = append(starts, off)
+		size, ok := fetchSize(b[off:])
+		if !ok {
+			return nil, false
+		}
+		off += size
+	}
+	switch {
+	case len(starts) <= n:
+		return b, true
+	case n <= 0:
+		return nil, true
+	}
+	return b[starts[len(starts)-n]:], true
+}
+
+// fetchSize is the length of the encoded fetch at the start of b.
+func fetchSize(b []byte) (int, bool) {
+	_, off := binary.Varint(b) // the time
+	if off <= 0 {
+		return 0, false
+	}
+	uv := func() (uint64, bool) {
+		v, k := binary.Uvarint(b[off:])
+		if k <= 0 {
+			return 0, false
+		}
+		off += k
+		return v, true
+	}
+	for range 2 { // duration, status
+		if _, ok := uv(); !ok {
+			return 0, false
+		}
+	}
+	if off >= len(b) || int(b[off]) >= len(outcomeCodes) {
+		return 0, false
+	}
+	off++
+	if _, ok := uv(); !ok { // bytes
+		return 0, false
+	}
+	kl, ok := uv()
+	if !ok || kl > uint64(len(b)-off) {
+		return 0, false
+	}
+	return off + int(kl), true
 }
 
 func decodeFetchLog(b []byte) ([]Fetch, error) {
@@ -196,12 +265,11 @@ func decodeFetchLog(b []byte) ([]Fetch, error) {
 // An unreadable history is started afresh rather than failing the fold.
 func (t *Tx) AddFetch(url string, f Fetch) error {
 	b := t.tx.Bucket(bucketFetchLog)
-	fs, _ := decodeFetchLog(b.Get([]byte(url)))
-	fs = append(fs, f)
-	if len(fs) > fetchLogLen {
-		fs = fs[len(fs)-fetchLogLen:]
-	}
-	return b.Put([]byte(url), encodeFetchLog(fs))
+	key := []byte(url)
+	kept, _ := fetchLogTail(b.Get(key), fetchLogLen-1)
+	v := make([]byte, 0, 1+len(kept)+32+len(f.ErrKind))
+	v = append(append(v, 1), kept...)
+	return b.Put(key, appendFetch(v, f))
 }
 
 // FetchLog returns url's last fetches, oldest first.

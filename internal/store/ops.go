@@ -252,6 +252,12 @@ func (t *Tx) Put(u URL) error {
 	return putURL(t.tx, &old, u, true)
 }
 
+// PutOver writes u over prev, the record Get returned for u.URL in this
+// transaction (before any change): Put without reading and decoding the
+// stored record again. Only prev's indexed fields are read, to move
+// u's index keys.
+func (t *Tx) PutOver(prev *URL, u URL) error { return putURL(t.tx, prev, u, true) }
+
 // SetContent stores the latest extracted text of url.
 // It is shared with every URL whose latest text is the same (texts.go);
 // the record must be stored first (its later Put keeps the reference).
