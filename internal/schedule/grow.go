@@ -26,6 +26,7 @@ func (s *Scheduler) Grow(n int) {
 	}
 	s.hosts = slices.Grow(s.hosts, n)
 	s.posts = slices.Grow(s.posts, n)
+	s.models = slices.Grow(s.models, n)
 	s.lastOK = slices.Grow(s.lastOK, n)
 	s.prevOK = slices.Grow(s.prevOK, n)
 	s.probing = slices.Grow(s.probing, n)

@@ -110,6 +110,9 @@ type Feedback struct {
 	Posterior    estimate.Summary
 	State        estimate.State
 	PriorVersion uint64
+	// Model is the URL's posterior under the model's priors, for the
+	// model freshness (valid when Learnt).
+	Model estimate.Sketch
 	// ChangePoint: the estimator found the URL's rate had changed
 	// (estimate.State's change points).
 	ChangePoint bool
@@ -190,6 +193,7 @@ type Scheduler struct {
 	// fetch (unix nanoseconds, 0: never), for the model's freshness and
 	// for exploration.
 	posts   []estimate.Summary
+	models  []estimate.Sketch // the posterior under the model's priors (Feedback.Model)
 	lastOK  []int64
 	prevOK  []int64 // the successful fetch before lastOK (0: fewer than two)
 	probing []bool  // explored by the last plan
@@ -388,6 +392,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		s.fixed = append(s.fixed, 0)
 	}
 	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, pointSummary(u.Rate)), append(s.lastOK, nanos(u.LastOK)), append(s.probing, false), append(s.probes, 0)
+	s.models = append(s.models, estimate.PointSketch(s.priors.load().grid(), u.Rate))
 	s.prevOK, s.dated = append(s.prevOK, 0), append(s.dated, dated)
 	s.setCapture(e, u)
 	s.moved++
@@ -550,6 +555,10 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		e.set(flagStale, false)
 		if e.pos >= 0 {
 			s.posts[e.pos] = fb.Posterior
+			s.models[e.pos] = fb.Model
+			if !fb.Model.Valid() {
+				s.models[e.pos] = fb.Posterior.Sketch(s.priors.load().grid())
+			}
 		}
 		e.seq++
 		s.sinceRefit++
@@ -715,6 +724,7 @@ type PlanJob struct {
 	fixed    []float64 // per element: a capture URL's own rate, 0 if planned
 	moved    int       // Scheduler.moved at the snapshot
 	posts    []estimate.Summary
+	models   []estimate.Sketch // the model's posteriors (Scheduler.models), on priors.grid()
 	lastOK   []int64
 	probing  []bool    // explored by the previous plan
 	probes   []uint8   // fetches in each URL's probe session
@@ -777,6 +787,7 @@ type resummary struct {
 	st         estimate.State
 	host, tmpl string
 	post       estimate.Summary
+	model      estimate.Sketch
 }
 
 // Budgets of the work a plan does on the estimates, so that a re-plan of
@@ -827,6 +838,7 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 		j.fixed = append([]float64(nil), s.fixed...)
 	}
 	j.rateSE = append([]float64(nil), s.rateSEs...)
+	j.models = append([]estimate.Sketch(nil), s.models...)
 	j.lastOK = append([]int64(nil), s.lastOK...)
 	j.probing = append([]bool(nil), s.probing...)
 	j.probes = append([]uint8(nil), s.probes...)
@@ -954,9 +966,11 @@ func (j *PlanJob) Solve() error {
 	}
 	for k := range j.resum {
 		r := &j.resum[k]
-		post := pr.For(r.host, r.tmpl).Posterior(r.st)
+		prior := pr.For(r.host, r.tmpl)
+		post := prior.Posterior(r.st)
 		r.post = post.Summary()
-		j.posts[r.i] = r.post
+		r.model = modelSketch(&post, prior, pr.ForModel(r.host, r.tmpl))
+		j.posts[r.i], j.models[r.i] = r.post, r.model
 		in.Rates[r.i] = r.post.Harmonic
 	}
 	now := j.at.UnixNano()
@@ -967,7 +981,7 @@ func (j *PlanJob) Solve() error {
 		}
 		j.out = PlanOutput{Freq: j.freq}
 		j.out.Freshness, j.out.Age = modelFreshness(in, j.freq)
-		j.out.ModelFreshness = modelNow(in.Weights, j.blocked, j.posts, j.lastOK, now)
+		j.out.ModelFreshness = modelNow(in.Weights, j.blocked, j.models, pr.grid(), j.lastOK, now)
 		return nil
 	}
 	// Capture URLs that poll at their own rate take it off the budget
@@ -1054,8 +1068,9 @@ func (j *PlanJob) Solve() error {
 	// freshness now and the band on the other. Each sums in element
 	// order, so the figures do not depend on the split.
 	var wg sync.WaitGroup
+	grid := j.priors.grid()
 	wg.Go(func() { out.Freshness = expectedFreshness(j.in.Weights, j.posts, freq) })
-	model := modelNow(j.in.Weights, j.blocked, j.posts, j.lastOK, now)
+	model := modelNow(j.in.Weights, j.blocked, j.models, grid, j.lastOK, now)
 	band := bandOf(j.in, j.rateSE, out.Freq) // every element: out.Freq is spread back above
 	wg.Wait()
 	out.ModelFreshness = model
@@ -1600,19 +1615,20 @@ const maxRecheck = 4.0
 // (docs/design.md §3.3, "an honest model"): Σ w·E[e^{−λ·age}] / Σ w over
 // the URLs that count (weight > 0, not disallowed), the copy of a URL
 // never fetched counting as stale, the expectation over each URL's
-// posterior. It is always a number in [0, 1].
-func modelNow(weights []float64, blocked []bool, posts []estimate.Summary, lastOK []int64, now int64) float64 {
+// posterior under the model's priors (models, coded on grid). It is
+// always a number in [0, 1].
+func modelNow(weights []float64, blocked []bool, models []estimate.Sketch, grid estimate.LogGrid, lastOK []int64, now int64) float64 {
 	var num, den float64
 	for i, w := range weights {
 		if !(w > 0) || math.IsInf(w, 1) || blocked[i] {
 			continue
 		}
 		den += w
-		if lastOK[i] == 0 || !posts[i].Valid() {
+		if lastOK[i] == 0 || !models[i].Valid() {
 			continue
 		}
 		age := float64(now-lastOK[i]) / 1e9
-		if p := posts[i].ExpectFresh(math.Max(age, 0)); p >= 0 && p <= 1 {
+		if p := models[i].ExpectFresh(grid, math.Max(age, 0)); p >= 0 && p <= 1 {
 			num += w * p
 		}
 	}
@@ -1670,7 +1686,7 @@ func expectedFreshness(weights []float64, posts []estimate.Summary, freq []float
 // (the virtual benchmark); the coordinator reports the value each plan
 // computes (PlanOutput.ModelFreshness).
 func (s *Scheduler) ModelFreshness(now time.Time) float64 {
-	return modelNow(s.weights, s.blocked, s.posts, s.lastOK, now.UnixNano())
+	return modelNow(s.weights, s.blocked, s.models, s.priors.load().grid(), s.lastOK, now.UnixNano())
 }
 
 // Apply sets the intervals of up to limit more URLs from a solved job,
@@ -1692,7 +1708,7 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 			if e.pos < 0 || e.seq != r.seq {
 				continue // fetched meanwhile: its own posterior is newer
 			}
-			s.posts[e.pos], e.priorVer = r.post, ver
+			s.posts[e.pos], s.models[e.pos], e.priorVer = r.post, r.model, ver
 			e.set(flagStale, false)
 			if r.post.Harmonic > 0 && r.post.Harmonic != s.rates[e.pos] {
 				s.rates[e.pos] = r.post.Harmonic
