@@ -69,13 +69,13 @@ func drawRate(rng *rand.Rand, p GridPrior) float64 {
 // upper bound, and the model's freshness E[e^{−λa}] matches the truth on
 // average. Under the prior FitGridPrior fits to the same URLs, where the
 // intervals are short enough to resolve every rate of the mix, the same
-// must hold within a little more.
-//
-// Not asserted, because it does not hold (docs/benchmarks.md, "Model
-// versus truth"): with intervals of two weeks to three months the fitted
-// prior's intervals hold the true rate of only a third of the URLs seen
-// changed at every fetch. FitGridPrior piles their mass at the slowest
-// rate their faded data allow.
+// must hold within a little more. Under the model's prior
+// (FitSilentGridPrior) it must hold in both cases: also with intervals of
+// two weeks to three months, where FitGridPrior's intervals hold the true
+// rate of only a third of the URLs seen changed at every fetch (it piles
+// their mass at the slowest rate their faded data allow; not asserted,
+// docs/benchmarks.md, "Model versus truth"), and the model of a crawler
+// that fetches them every few weeks is too kind.
 func TestPosteriorCoverage(t *testing.T) {
 	const day = 86400.0
 	g, err := NewLogGrid(1.0/(30*365*day), 50/day, 72)
@@ -145,9 +145,14 @@ func TestPosteriorCoverage(t *testing.T) {
 				allChanged[i] = all
 				ages[i] = rng.Float64() * tc.maxIv * day
 			}
-			check := func(label string, p GridPrior, slack float64) {
+			// check asserts coverage of 0.9 within a tolerance, or, when
+			// wide, at least 0.9 less it: the model's prior spreads the
+			// mass where the data are silent in its parent's broad shape,
+			// so its intervals may be wider than they need be (the safe
+			// side for a model), never narrower.
+			check := func(label string, p GridPrior, slack float64, wide bool) {
 				t.Helper()
-				off := func(cov, tol float64) bool { return math.Abs(cov-0.9) > tol }
+				off := func(cov, tol float64) bool { return cov < 0.9-tol || (!wide && cov > 0.9+tol) }
 				var c coverageRun
 				for i := range states {
 					c.add(p.Posterior(states[i]), rates[i], ages[i], allChanged[i])
@@ -177,15 +182,26 @@ func TestPosteriorCoverage(t *testing.T) {
 				t.Logf("%s: coverage %.3f (all changed: %.3f of %d), model %.4f truth %.4f (all changed: %.4f, %.4f)", label, c.coverage(),
 					float64(c.allChangedIn)/na, c.allChanged, c.model/n, c.truth/n, c.allChangedMod/na, c.allChangedTrue/na)
 			}
-			check("true prior", truePrior, 0)
-			if !tc.checkFit {
-				return
+			check("true prior", truePrior, 0, false)
+			silent, used, err := FitSilentGridPrior(base, GridPrior{}, states, 1, 300)
+			if err != nil || used != urls {
+				t.Fatalf("FitSilentGridPrior: %d URLs used, %v", used, err)
 			}
+			check("model's prior", silent, 0.02, true)
 			fit, used, err := FitGridPrior(base, GridPrior{}, states, 1, 300)
 			if err != nil || used != urls {
 				t.Fatalf("FitGridPrior: %d URLs used, %v", used, err)
 			}
-			check("fitted prior", fit, 0.02)
+			if !tc.checkFit {
+				var c coverageRun
+				for i := range states {
+					c.add(fit.Posterior(states[i]), rates[i], ages[i], allChanged[i])
+				}
+				t.Logf("plan's prior (not asserted): coverage %.3f (all changed: %.3f of %d), model %.4f truth %.4f (all changed: %.4f, %.4f)", c.coverage(),
+					float64(c.allChangedIn)/float64(c.allChanged), c.allChanged, c.model/float64(c.urls), c.truth/float64(c.urls), c.allChangedMod/float64(c.allChanged), c.allChangedTrue/float64(c.allChanged))
+				return
+			}
+			check("fitted prior", fit, 0.02, false)
 		})
 	}
 }

@@ -472,3 +472,115 @@ func (s *Summary) CDF(lambda float64) float64 {
 	}
 	return (float64(j) + 0.5 + f) / k
 }
+
+// Reweighted is the posterior p would have been under the prior to had it
+// been computed under from (both on one grid): each cell's mass times the
+// ratio of the two priors' densities there, renormalised. Both priors are
+// constant over each of p's cells (they are aligned with the grid's bins),
+// so this is exact wherever p was integrated, and p is integrated wherever
+// its posterior is within e^{−30} of its peak: only mass that to puts where
+// from and the data together make the posterior e^{−30} below it is lost.
+// It costs one pass over p's cells and no evaluation of the likelihood.
+// A prior that is invalid or on another grid returns p unchanged.
+func (p *RatePosterior) Reweighted(from, to GridPrior) RatePosterior {
+	out := *p
+	if !from.Valid() || !to.Valid() || from.grid != to.grid || p.n == 0 {
+		return out
+	}
+	g := from.grid
+	lr := make([]float64, 0, MaxGridNodes)
+	for k := range g.N {
+		lr = append(lr, to.logW[k]-from.logW[k])
+	}
+	top := math.Inf(-1)
+	var l [posteriorPoints]float64
+	for j := 0; j < out.n; j++ {
+		k := min(max(int(math.Floor((out.u[j]-g.Lo)/g.Step+0.5)), 0), g.N-1)
+		l[j] = lr[k]
+		if out.w[j] > 0 {
+			top = math.Max(top, l[j])
+		}
+	}
+	if math.IsInf(top, -1) {
+		return out
+	}
+	sum := 0.0
+	for j := 0; j < out.n; j++ {
+		out.w[j] *= math.Exp(l[j] - top)
+		sum += out.w[j]
+	}
+	if !(sum > 0) {
+		return *p
+	}
+	out.normalise(sum)
+	return out
+}
+
+// Sketch is a posterior in 8 bytes, for the model freshness of every URL
+// beside the plan's Summary: its eight quantiles of ln λ (as Summary's),
+// each coded in a byte on the span of the grid it was computed on, 255
+// steps of 0.082 in ln λ on the scheduler's grid (a rate within ±4.2 %).
+// Code 0 is "no posterior", so the zero Sketch is none.
+type Sketch [SummaryQuantiles]uint8
+
+// sketchSpan is where a Sketch's codes 1 … 255 lie on grid g: from the
+// lower edge of its first bin (code ½) to the upper edge of its last (code
+// 255½), in ln λ.
+func sketchSpan(g LogGrid) (lo, step float64) {
+	return g.Lo - g.Step/2, float64(g.N) * g.Step / 255
+}
+
+// Sketch codes the posterior's eight quantiles (Summary's) on grid g.
+func (p *RatePosterior) Sketch(g LogGrid) Sketch {
+	s := p.Summary()
+	return s.Sketch(g)
+}
+
+// Sketch codes s's eight quantiles on grid g (rates beyond it at its ends);
+// an invalid Summary gives the zero Sketch.
+func (s *Summary) Sketch(g LogGrid) Sketch {
+	var out Sketch
+	if !s.Valid() || g.Validate() != nil {
+		return out
+	}
+	lo, step := sketchSpan(g)
+	for j := range SummaryQuantiles {
+		c := math.Round((float64(s.Q[j])-lo)/step + 0.5)
+		out[j] = uint8(min(max(c, 1), 255))
+	}
+	return out
+}
+
+// PointSketch is the Sketch of a posterior with all its mass at rate (the
+// zero Sketch if rate is not positive and finite).
+func PointSketch(g LogGrid, rate float64) Sketch {
+	if !(rate > 0) || math.IsInf(rate, 1) {
+		return Sketch{}
+	}
+	u := float32(math.Log(rate))
+	s := Summary{Mean: rate, Harmonic: rate}
+	for j := range s.Q {
+		s.Q[j] = u
+	}
+	return s.Sketch(g)
+}
+
+// Valid reports whether s holds a posterior.
+func (s Sketch) Valid() bool { return s[0] != 0 }
+
+// ExpectFresh is E[e^{−λa}] over the eight rates of s, coded on grid g: the
+// probability that a copy taken a ago is still current (Summary.ExpectFresh).
+func (s Sketch) ExpectFresh(g LogGrid, a float64) float64 {
+	return s.Expect(g, func(l float64) float64 { return math.Exp(-a * l) })
+}
+
+// Expect is the expectation of f(λ) over the eight rates of s, coded on
+// grid g.
+func (s Sketch) Expect(g LogGrid, f func(lambda float64) float64) float64 {
+	lo, step := sketchSpan(g)
+	m := 0.0
+	for _, c := range s {
+		m += f(math.Exp(lo + (float64(c)-0.5)*step))
+	}
+	return m / SummaryQuantiles
+}

@@ -37,7 +37,9 @@ func benchScaleCmd() *cobra.Command {
     schedule (as Run does) and plans once; reports each step, the schedule's
     live heap per URL, and the time of a second plan.
 
-The directory is removed after each size. 10 M URLs need about 15 GB of disk.`,
+The directory is removed after each size, unless --keep names one to keep
+it in: a later run with the same --keep skips the seeding and measures the
+restart only (its seed and file columns are then 0). 10 M URLs need about 15 GB of disk.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -72,6 +74,7 @@ The directory is removed after each size. 10 M URLs need about 15 GB of disk.`,
 	f.Float64Var(&o.FetchedShare, "fetched", 0.5, "share of the URLs given a fetched state (negative: none)")
 	f.BoolVar(&o.NoCompact, "no-compact", false, "skip the compacted copy (it needs as much disk again)")
 	f.StringVar(&o.TempDir, "dir", "", "where the seed file and data directory go (default the system's temporary directory)")
+	f.StringVar(&o.KeepDir, "keep", "", "keep each size's seeded store in this directory (DIR/N); a later run with the same --keep measures the restart only")
 	f.StringVar(&svg, "svg", "", "also plot cost against N into this SVG file")
 	f.Uint64Var(&o.Seed, "seed", 1, "random seed of the generated URLs")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -38,7 +39,12 @@ type ScaleOptions struct {
 	Seed      uint64
 	// TempDir holds the seed file and the data directory, removed after
 	// each size (default os.TempDir()).
-	TempDir  string
+	TempDir string
+	// KeepDir, if set, holds each size's data directory (KeepDir/N) and
+	// keeps it after the run; a later run with the same KeepDir finds it
+	// seeded and measures the restart only, so that the restart can be
+	// profiled again without seeding millions of URLs each time.
+	KeepDir  string
 	Progress func(format string, args ...any)
 	// RestartProfile, if set, receives a CPU profile of the restart (open,
 	// load, first plan); with it, Sizes must hold one size.
@@ -188,11 +194,50 @@ func writeSeedFile(path string, n int, o ScaleOptions) (meanLen float64, err err
 
 func scaleAt(ctx context.Context, n int, o ScaleOptions) (ScaleResult, error) {
 	r := ScaleResult{URLs: n}
+	if o.KeepDir != "" {
+		dir := filepath.Join(o.KeepDir, strconv.Itoa(n))
+		data := filepath.Join(dir, "data")
+		if _, err := os.Stat(filepath.Join(dir, scaleSeeded)); err == nil {
+			o.Progress("scale %d: %s is seeded: restart only", n, dir)
+			return restartAt(data, r, o)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return r, err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return r, err
+		}
+		r, err := seedAt(ctx, dir, r, o)
+		if err != nil {
+			return r, err
+		}
+		// Marked only once seeded and closed: an interrupted run leaves
+		// no mark, and the next one seeds again.
+		if err := os.WriteFile(filepath.Join(dir, scaleSeeded), nil, 0o644); err != nil {
+			return r, err
+		}
+		return restartAt(data, r, o)
+	}
 	dir, err := os.MkdirTemp(o.TempDir, "freshcrawl-scale-*")
 	if err != nil {
 		return r, err
 	}
 	defer os.RemoveAll(dir)
+	if r, err = seedAt(ctx, dir, r, o); err != nil {
+		return r, err
+	}
+	return restartAt(filepath.Join(dir, "data"), r, o)
+}
+
+// scaleSeeded marks a kept directory whose store is seeded and closed.
+const scaleSeeded = "seeded"
+
+// seedAt writes a seed file of r.URLs URLs in dir, seeds it into the
+// store dir/data, gives the fetched share its state and closes the
+// store, measuring each step and the file's size.
+func seedAt(ctx context.Context, dir string, r ScaleResult, o ScaleOptions) (ScaleResult, error) {
+	var err error
+	n := r.URLs
 	file := filepath.Join(dir, "seeds.txt")
 	o.Progress("scale %d: writing the seed file", n)
 	if r.MeanURLBytes, err = writeSeedFile(file, n, o); err != nil {
@@ -203,7 +248,12 @@ func scaleAt(ctx context.Context, n int, o ScaleOptions) (ScaleResult, error) {
 	if err != nil {
 		return r, err
 	}
-	defer func() { db.Close() }()
+	closed := false
+	defer func() {
+		if !closed {
+			db.Close()
+		}
+	}()
 
 	o.Progress("scale %d: seeding", n)
 	in, err := os.Open(file)
@@ -243,6 +293,7 @@ func scaleAt(ctx context.Context, n int, o ScaleOptions) (ScaleResult, error) {
 		os.Remove(cp)
 		r.CompactBytesPerURL = float64(size) / float64(n)
 	}
+	closed = true
 	if err := db.Close(); err != nil {
 		return r, err
 	}
@@ -251,7 +302,20 @@ func scaleAt(ctx context.Context, n int, o ScaleOptions) (ScaleResult, error) {
 		return r, err
 	}
 	r.FileBytesPerURL = float64(fi.Size()) / float64(n)
+	return r, nil
+}
 
+// restartAt restarts a coordinator on the seeded store in data: open,
+// load, first plan, then a second plan, measuring each.
+func restartAt(data string, r ScaleResult, o ScaleOptions) (ScaleResult, error) {
+	var err error
+	var db *store.DB
+	n := r.URLs
+	defer func() {
+		if db != nil {
+			db.Close()
+		}
+	}()
 	o.Progress("scale %d: restart (open, load, first plan)", n)
 	stopProfile := func() {}
 	if o.RestartProfile != nil {

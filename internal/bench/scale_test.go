@@ -56,3 +56,28 @@ func TestScaleURLLength(t *testing.T) {
 		}
 	}
 }
+
+// TestRunScaleKeep: with KeepDir the first run seeds and keeps the store,
+// and a second run finds it seeded and restarts on it without seeding:
+// every URL is loaded again, and the seed figures are left at zero.
+func TestRunScaleKeep(t *testing.T) {
+	o := ScaleOptions{Sizes: []int{2000}, Hosts: 30, NoCompact: true, KeepDir: t.TempDir()}
+	first, err := RunScale(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := first.Sizes[0]; r.SeedSeconds <= 0 || r.Fetched == 0 || r.FileBytesPerURL <= 0 {
+		t.Fatalf("first run did not seed: %+v", r)
+	}
+	again, err := RunScale(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := again.Sizes[0]
+	if r.SeedSeconds != 0 || r.Fetched != 0 {
+		t.Errorf("second run seeded again: %+v", r)
+	}
+	if r.LoadSeconds <= 0 || r.SchedulerBytesPerURL <= 0 || r.PlanError != "" {
+		t.Errorf("second run's restart: %+v", r)
+	}
+}

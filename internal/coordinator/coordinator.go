@@ -331,7 +331,8 @@ func (c *Coordinator) load() error {
 
 // loadInto adds every stored URL to the schedule do gives access to, a
 // batch at a time: the store decodes the next batch while this one is
-// added (store.DB.ForEachBatch), and the schedule is locked once a batch.
+// added (store.DB.ForEachScheduleBatch: only the fields a schedule
+// reads), and the schedule is locked once a batch.
 func (c *Coordinator) loadInto(do func(func(*schedule.Scheduler))) (int, error) {
 	now := time.Now()
 	n := 0
@@ -341,7 +342,7 @@ func (c *Coordinator) loadInto(do func(func(*schedule.Scheduler))) (int, error) 
 		do(func(s *schedule.Scheduler) { s.Grow(total) })
 	}
 	var infos []schedule.URLInfo
-	err := c.db.ForEachBatch(func(batch []store.URL) error {
+	err := c.db.ForEachScheduleBatch(func(batch []store.URL) error {
 		infos = infos[:0]
 		var capture map[string][]store.Version
 		for _, u := range batch {

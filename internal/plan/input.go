@@ -32,7 +32,8 @@ type Element struct {
 	// Posterior is then its posterior change rate (docs/design.md §3.3),
 	// over which the plan's freshness is an expectation rather than the
 	// freshness at one rate, and CopyFresh the probability that the
-	// stored copy is current now (0 for a URL never fetched).
+	// stored copy is current now under the model's posterior (§3.7; 0
+	// for a URL never fetched).
 	Model     bool
 	Posterior estimate.Summary
 	CopyFresh float64
@@ -291,10 +292,16 @@ func FromStore(db *store.DB, priorRate float64, now time.Time) ([]Element, error
 	}
 	pr := schedule.FitPriors(priorRate, urls, hosts, states)
 	for i := range out {
-		post := pr.For(hosts[i], schedule.PathTemplate(urls[i])).Posterior(states[i])
+		tmpl := schedule.PathTemplate(urls[i])
+		prior := pr.For(hosts[i], tmpl)
+		post := prior.Posterior(states[i])
 		out[i].Posterior = post.Summary()
 		if !lastOK[i].IsZero() {
-			out[i].CopyFresh = out[i].Posterior.ExpectFresh(math.Max(now.Sub(lastOK[i]).Seconds(), 0))
+			// The copy's freshness is the model's: the posterior under
+			// the model's prior (docs/design.md §3.7, "An honest model").
+			model := post.Reweighted(prior, pr.ForModel(hosts[i], tmpl))
+			age := math.Max(now.Sub(lastOK[i]).Seconds(), 0)
+			out[i].CopyFresh = model.Expect(func(l float64) float64 { return math.Exp(-l * age) })
 		}
 	}
 	return out, nil

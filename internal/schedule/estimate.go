@@ -274,12 +274,24 @@ func (e Estimator) Learn(st *EstimateState, rate float64, o Observation) Feedbac
 		fb.RateSE = e.RateSE(st)
 		if e.Priors != nil {
 			pr := e.Priors.load()
-			post := pr.For(o.Host, PathTemplate(o.URL)).Posterior(st.State)
+			tmpl := PathTemplate(o.URL)
+			prior := pr.For(o.Host, tmpl)
+			post := prior.Posterior(st.State)
 			fb.Learnt, fb.Posterior, fb.State, fb.PriorVersion = true, post.Summary(), st.State, pr.revision()
+			fb.Model = modelSketch(&post, prior, pr.ForModel(o.Host, tmpl))
 			fb.Dated = !o.LastModified.IsZero() && st.Trust.Trustworthy(e.Trust)
 			rate = fb.Posterior.Harmonic
 		}
 	}
 	fb.Rate = rate
 	return fb
+}
+
+// modelSketch is the model's posterior of a URL (docs/design.md §3.7, "An
+// honest model") in a Sketch: its plan posterior post, computed under the
+// plan's prior, reweighted to the model's prior, which costs no
+// evaluation of the likelihood.
+func modelSketch(post *estimate.RatePosterior, plan, model estimate.GridPrior) estimate.Sketch {
+	m := post.Reweighted(plan, model)
+	return m.Sketch(plan.Grid())
 }

@@ -328,10 +328,16 @@ func (f *frontier) add(url, host string, gap time.Duration) (*entry, bool) {
 	if e, ok := f.urls.get(url); ok {
 		return e, false
 	}
-	h := f.host(host, gap)
-	e := &entry{host: h, index: -1, pos: -1}
+	return f.insert(url, host, gap), true
+}
+
+// insert adds the entry of url, which must not be in the index: for a
+// caller that has just looked it up (Scheduler.Add), so that a restart
+// adding millions of URLs hashes and probes each once, not twice.
+func (f *frontier) insert(url, host string, gap time.Duration) *entry {
+	e := &entry{host: f.host(host, gap), index: -1, pos: -1}
 	f.urls.put(e, url)
-	return e, true
+	return e
 }
 
 // schedule (re)queues e at due; interval 0 removes it from the queue. A

@@ -26,6 +26,7 @@ func (s *Scheduler) Grow(n int) {
 	}
 	s.hosts = slices.Grow(s.hosts, n)
 	s.posts = slices.Grow(s.posts, n)
+	s.models = slices.Grow(s.models, n)
 	s.lastOK = slices.Grow(s.lastOK, n)
 	s.prevOK = slices.Grow(s.prevOK, n)
 	s.probing = slices.Grow(s.probing, n)
@@ -44,13 +45,7 @@ func (x *urlIndex) reserve(n int) {
 		size *= 2
 	}
 	if size > len(x.slots) {
-		old := x.slots
-		x.slots = make([]*entry, size)
-		for _, e := range old {
-			if e != nil {
-				x.place(e)
-			}
-		}
+		x.resize(size)
 	}
 	// A path is some tens of bytes; the chunk list is small either way,
 	// this only saves its doublings.

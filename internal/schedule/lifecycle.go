@@ -212,7 +212,7 @@ func (s *Scheduler) Remove(urls []string) int {
 			s.freqs[k], s.adModified[k] = s.freqs[i], s.adModified[i]
 		}
 		s.posts[k], s.lastOK[k], s.probing[k], s.probes[k] = s.posts[i], s.lastOK[i], s.probing[i], s.probes[i]
-		s.prevOK[k], s.dated[k] = s.prevOK[i], s.dated[i]
+		s.prevOK[k], s.dated[k], s.models[k] = s.prevOK[i], s.dated[i], s.models[i]
 		k++
 	}
 	s.list, s.hosts = list, hosts
@@ -224,7 +224,7 @@ func (s *Scheduler) Remove(urls []string) int {
 		s.freqs, s.adModified = s.freqs[:k], s.adModified[:k]
 	}
 	s.posts, s.lastOK, s.probing, s.probes = s.posts[:k], s.lastOK[:k], s.probing[:k], s.probes[:k]
-	s.prevOK, s.dated = s.prevOK[:k], s.dated[:k]
+	s.prevOK, s.dated, s.models = s.prevOK[:k], s.dated[:k], s.models[:k]
 	for e := range gone {
 		if e.is(flagDisallowed) {
 			s.disallowed--

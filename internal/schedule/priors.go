@@ -56,6 +56,11 @@ type Priors struct {
 	tmpls   map[groupKey]estimate.GridPrior
 	// informed counts the URLs each level was fitted on (population).
 	informed int
+	// model holds the model's priors, level for level beside the plan's
+	// (estimate.FitSilentGridPrior): the model freshness is computed
+	// under them (docs/design.md §3.7, "An honest model"), the plan under
+	// the ones above. Nil before the first fit: the plan's then.
+	model *Priors
 }
 
 // groupKey names a path template on a host.
@@ -85,6 +90,18 @@ func (p *Priors) For(host, tmpl string) estimate.GridPrior {
 	}
 	return p.pop
 }
+
+// ForModel is the prior of the model's posterior of a URL of host with
+// path template tmpl (For's level, of the model's fit).
+func (p *Priors) ForModel(host, tmpl string) estimate.GridPrior {
+	if p.model == nil {
+		return p.For(host, tmpl)
+	}
+	return p.model.For(host, tmpl)
+}
+
+// grid is the grid every prior of p lives on.
+func (p *Priors) grid() estimate.LogGrid { return p.base.Grid() }
 
 // population is the collection-wide prior.
 func (p *Priors) population() estimate.GridPrior { return p.pop }
@@ -183,11 +200,37 @@ type refitInput struct {
 // Each level is warm-started from the previous fit. It runs in
 // PlanJob.Solve, on a snapshot, never under a lock.
 func (p *Priors) refit(in refitInput, iters int) *Priors {
+	out, fitted := p.fit(in, iters, estimate.FitGridPrior)
+	prev := p.model
+	if prev == nil {
+		prev = &Priors{base: p.base, pop: p.base}
+	}
+	out.model, _ = prev.fit(in, iters, estimate.FitSilentGridPrior)
+	if !fitted {
+		return out
+	}
+	// A refit that moved no prior of the plan materially keeps the
+	// version, so that posteriors computed under the previous fit are not
+	// recomputed for nothing. The model's priors follow the plan's: a
+	// posterior's model is recomputed with its plan (or when its URL is
+	// next fetched).
+	if !p.movedFrom(out) {
+		out.version = p.version
+	}
+	return out
+}
+
+// fitter is estimate.FitGridPrior or estimate.FitSilentGridPrior.
+type fitter func(parent, start estimate.GridPrior, states []estimate.State, kappa float64, iters int) (estimate.GridPrior, int, error)
+
+// fit is refit's fit of every level by fit, warm-started from p's, and
+// whether the population had data to fit (if not, p's priors are kept).
+func (p *Priors) fit(in refitInput, iters int, fit fitter) (*Priors, bool) {
 	out := &Priors{version: p.version + 1, base: p.base, hosts: map[string]estimate.GridPrior{}, tmpls: map[groupKey]estimate.GridPrior{}}
-	pop, used, err := estimate.FitGridPrior(p.base, p.pop, in.states, kappaPopulation, iters)
+	pop, used, err := fit(p.base, p.pop, in.states, kappaPopulation, iters)
 	if err != nil || used == 0 {
 		out.pop, out.hosts, out.tmpls, out.informed = p.pop, p.hosts, p.tmpls, p.informed
-		return out
+		return out, false
 	}
 	out.pop, out.informed = pop, used
 	byHost := map[string][]int{}
@@ -213,7 +256,7 @@ func (p *Priors) refit(in refitInput, iters int) *Priors {
 			if len(idx) < minGroup {
 				continue
 			}
-			if g, n, err := estimate.FitGridPrior(pop, p.hosts[h], pick(idx), kappaHost, iters); err == nil && n > 0 {
+			if g, n, err := fit(pop, p.hosts[h], pick(idx), kappaHost, iters); err == nil && n > 0 {
 				out.hosts[h] = g
 			}
 		}
@@ -223,17 +266,11 @@ func (p *Priors) refit(in refitInput, iters int) *Priors {
 			continue
 		}
 		parent := out.For(k.host, "")
-		if g, n, err := estimate.FitGridPrior(parent, p.tmpls[k], pick(idx), kappaTemplate, iters); err == nil && n > 0 {
+		if g, n, err := fit(parent, p.tmpls[k], pick(idx), kappaTemplate, iters); err == nil && n > 0 {
 			out.tmpls[k] = g
 		}
 	}
-	// A refit that moved no prior materially keeps the version, so that
-	// posteriors computed under the previous fit are not recomputed for
-	// nothing.
-	if !p.movedFrom(out) {
-		out.version = p.version
-	}
-	return out
+	return out, true
 }
 
 // priorShift is how far (largest difference of the distribution

@@ -110,6 +110,9 @@ type Feedback struct {
 	Posterior    estimate.Summary
 	State        estimate.State
 	PriorVersion uint64
+	// Model is the URL's posterior under the model's priors, for the
+	// model freshness (valid when Learnt).
+	Model estimate.Sketch
 	// ChangePoint: the estimator found the URL's rate had changed
 	// (estimate.State's change points).
 	ChangePoint bool
@@ -190,6 +193,7 @@ type Scheduler struct {
 	// fetch (unix nanoseconds, 0: never), for the model's freshness and
 	// for exploration.
 	posts   []estimate.Summary
+	models  []estimate.Sketch // the posterior under the model's priors (Feedback.Model)
 	lastOK  []int64
 	prevOK  []int64 // the successful fetch before lastOK (0: fewer than two)
 	probing []bool  // explored by the last plan
@@ -212,6 +216,7 @@ type Scheduler struct {
 	learnt                int     // URLs with an estimate
 	unfetched             int     // URLs never fetched successfully (flagUnfetched)
 	exploreLift           float64 // the last plan's PlanJob.lift
+	exploreItems          int     // the last plan's PlanJob.itemsHint
 	sinceRefit            int
 	resumFrom             int // where the next re-summary batch starts
 	// planList is the list the last plan was made over: plan.Freq[i]
@@ -351,7 +356,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		}
 		return false
 	}
-	e, _ := s.front.add(u.URL, u.Host, s.baseGap())
+	e := s.front.insert(u.URL, u.Host, s.baseGap()) // not found above
 	e.set(flagCapture, u.Capture)
 	e.tmpl = s.template(u.URL)
 	dated := false
@@ -388,6 +393,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		s.fixed = append(s.fixed, 0)
 	}
 	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, pointSummary(u.Rate)), append(s.lastOK, nanos(u.LastOK)), append(s.probing, false), append(s.probes, 0)
+	s.models = append(s.models, estimate.PointSketch(s.priors.load().grid(), u.Rate))
 	s.prevOK, s.dated = append(s.prevOK, 0), append(s.dated, dated)
 	s.setCapture(e, u)
 	s.moved++
@@ -558,6 +564,10 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		e.set(flagStale, false)
 		if e.pos >= 0 {
 			s.posts[e.pos] = fb.Posterior
+			s.models[e.pos] = fb.Model
+			if !fb.Model.Valid() {
+				s.models[e.pos] = fb.Posterior.Sketch(s.priors.load().grid())
+			}
 		}
 		e.seq++
 		s.sinceRefit++
@@ -730,6 +740,7 @@ type PlanJob struct {
 	fixed    []float64 // per element: a capture URL's own rate, 0 if planned
 	moved    int       // Scheduler.moved at the snapshot
 	posts    []estimate.Summary
+	models   []estimate.Sketch // the model's posteriors (Scheduler.models), on priors.grid()
 	lastOK   []int64
 	probing  []bool    // explored by the previous plan
 	probes   []uint8   // fetches in each URL's probe session
@@ -765,6 +776,24 @@ type PlanJob struct {
 	// multiplier to the full plan's (exploreByValue's warm start; 0:
 	// none), and lift this plan's (0: exploration did not move it).
 	liftGuess, lift float64
+	// itemsHint is how many items the last exploreItems listed (0:
+	// none yet), to size the next list.
+	itemsHint int
+	around    aroundScratch // planAround's scratch arrays
+}
+
+// aroundScratch holds planAround's per-element scratch arrays between the
+// evaluations of one plan.
+type aroundScratch struct{ pairTau, pairValue, weights []float64 }
+
+// reuse returns *buf as n zeros, reallocating it only when it is too short.
+func reuse(buf *[]float64, n int) []float64 {
+	if cap(*buf) < n {
+		*buf = make([]float64, n)
+	}
+	*buf = (*buf)[:n]
+	clear(*buf)
+	return *buf
 }
 
 // resummary is one URL's posterior to recompute under the priors.
@@ -774,6 +803,7 @@ type resummary struct {
 	st         estimate.State
 	host, tmpl string
 	post       estimate.Summary
+	model      estimate.Sketch
 }
 
 // Budgets of the work a plan does on the estimates, so that a re-plan of
@@ -799,7 +829,12 @@ func (j *PlanJob) Output() PlanOutput { return j.out }
 func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	n := len(s.list)
 	_, adaptive := s.o.Policy.(adaptivePolicy)
-	j := &PlanJob{at: now, policy: s.o.Policy, adaptive: adaptive, explore: s.o.ExploreShare, moved: s.moved, list: s.list[:n:n], liftGuess: s.exploreLift}
+	j := &PlanJob{at: now, policy: s.o.Policy, adaptive: adaptive, explore: s.o.ExploreShare, moved: s.moved, list: s.list[:n:n], liftGuess: s.exploreLift, itemsHint: s.exploreItems}
+	// The posterior summaries are half of the bytes copied (48 a URL):
+	// copied on the other core meanwhile, since a caller holds its lock
+	// (folds wait) for the whole snapshot. Nothing below touches them.
+	var posts sync.WaitGroup
+	posts.Go(func() { j.posts = append([]estimate.Summary(nil), s.posts...) })
 	j.in = PlanInput{
 		Budget:  s.o.Budget,
 		Rates:   append([]float64(nil), s.rates...),
@@ -819,7 +854,7 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 		j.fixed = append([]float64(nil), s.fixed...)
 	}
 	j.rateSE = append([]float64(nil), s.rateSEs...)
-	j.posts = append([]estimate.Summary(nil), s.posts...)
+	j.models = append([]estimate.Sketch(nil), s.models...)
 	j.lastOK = append([]int64(nil), s.lastOK...)
 	j.probing = append([]bool(nil), s.probing...)
 	j.probes = append([]uint8(nil), s.probes...)
@@ -849,6 +884,7 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 		s.sinceRefit = 0
 	}
 	s.pickResummaries(j)
+	posts.Wait()
 	return j
 }
 
@@ -946,9 +982,11 @@ func (j *PlanJob) Solve() error {
 	}
 	for k := range j.resum {
 		r := &j.resum[k]
-		post := pr.For(r.host, r.tmpl).Posterior(r.st)
+		prior := pr.For(r.host, r.tmpl)
+		post := prior.Posterior(r.st)
 		r.post = post.Summary()
-		j.posts[r.i] = r.post
+		r.model = modelSketch(&post, prior, pr.ForModel(r.host, r.tmpl))
+		j.posts[r.i], j.models[r.i] = r.post, r.model
 		in.Rates[r.i] = r.post.Harmonic
 	}
 	now := j.at.UnixNano()
@@ -959,7 +997,7 @@ func (j *PlanJob) Solve() error {
 		}
 		j.out = PlanOutput{Freq: j.freq}
 		j.out.Freshness, j.out.Age = modelFreshness(in, j.freq)
-		j.out.ModelFreshness = modelNow(in.Weights, j.blocked, j.posts, j.lastOK, now)
+		j.out.ModelFreshness = modelNow(in.Weights, j.blocked, j.models, pr.grid(), j.lastOK, now)
 		return nil
 	}
 	// Capture URLs that poll at their own rate take it off the budget
@@ -1046,8 +1084,9 @@ func (j *PlanJob) Solve() error {
 	// freshness now and the band on the other. Each sums in element
 	// order, so the figures do not depend on the split.
 	var wg sync.WaitGroup
+	grid := j.priors.grid()
 	wg.Go(func() { out.Freshness = expectedFreshness(j.in.Weights, j.posts, freq) })
-	model := modelNow(j.in.Weights, j.blocked, j.posts, j.lastOK, now)
+	model := modelNow(j.in.Weights, j.blocked, j.models, grid, j.lastOK, now)
 	band := bandOf(j.in, j.rateSE, out.Freq) // every element: out.Freq is spread back above
 	wg.Wait()
 	out.ModelFreshness = model
@@ -1313,7 +1352,11 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 		}
 		return v
 	}
-	var items []exploreItem
+	// Sized from the previous evaluation: a plan evaluates several
+	// multipliers, each listing about as many items (hundreds of
+	// thousands at scale), and growing the list by doubling copied it
+	// several times.
+	items := make([]exploreItem, 0, j.itemsHint+j.itemsHint/8)
 	for i := range in.Rates {
 		w := in.Weights[i]
 		if j.blocked[i] || !(w > 0) || j.lastOK[i] == 0 || !j.posts[i].Valid() {
@@ -1416,6 +1459,7 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 		}
 		return cmp.Compare(b.key, a.key)
 	})
+	j.itemsHint = len(items)
 	return items
 }
 
@@ -1442,11 +1486,15 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) (freq, tauOf []f
 	probe = make([]bool, n)
 	paired = make([]bool, n)
 	tauOf = make([]float64, n)
-	pairTau := make([]float64, n)
-	pairValue := make([]float64, n)
+	// Scratch arrays, reused by the plan's next evaluation (each
+	// evaluation returns only freq, tauOf, probe and paired): at scale
+	// they are megabytes each, fresh memory to fault in and collect.
+	sc := &j.around
+	pairTau := reuse(&sc.pairTau, n)
+	pairValue := reuse(&sc.pairValue, n)
 	spent := 0.0
 	caps := append([]float64(nil), in.HostCaps...)
-	weights := append([]float64(nil), in.Weights...)
+	weights := append(reuse(&sc.weights, n)[:0], in.Weights...)
 	// Rechecks that do not all fit are stretched by one factor (overall,
 	// and per host), to longer intervals, rather than some dropped: a
 	// URL given up and never rechecked would not see its rate fall (the
@@ -1583,19 +1631,20 @@ const maxRecheck = 4.0
 // (docs/design.md §3.3, "an honest model"): Σ w·E[e^{−λ·age}] / Σ w over
 // the URLs that count (weight > 0, not disallowed), the copy of a URL
 // never fetched counting as stale, the expectation over each URL's
-// posterior. It is always a number in [0, 1].
-func modelNow(weights []float64, blocked []bool, posts []estimate.Summary, lastOK []int64, now int64) float64 {
+// posterior under the model's priors (models, coded on grid). It is
+// always a number in [0, 1].
+func modelNow(weights []float64, blocked []bool, models []estimate.Sketch, grid estimate.LogGrid, lastOK []int64, now int64) float64 {
 	var num, den float64
 	for i, w := range weights {
 		if !(w > 0) || math.IsInf(w, 1) || blocked[i] {
 			continue
 		}
 		den += w
-		if lastOK[i] == 0 || !posts[i].Valid() {
+		if lastOK[i] == 0 || !models[i].Valid() {
 			continue
 		}
 		age := float64(now-lastOK[i]) / 1e9
-		if p := posts[i].ExpectFresh(math.Max(age, 0)); p >= 0 && p <= 1 {
+		if p := models[i].ExpectFresh(grid, math.Max(age, 0)); p >= 0 && p <= 1 {
 			num += w * p
 		}
 	}
@@ -1653,7 +1702,7 @@ func expectedFreshness(weights []float64, posts []estimate.Summary, freq []float
 // (the virtual benchmark); the coordinator reports the value each plan
 // computes (PlanOutput.ModelFreshness).
 func (s *Scheduler) ModelFreshness(now time.Time) float64 {
-	return modelNow(s.weights, s.blocked, s.posts, s.lastOK, now.UnixNano())
+	return modelNow(s.weights, s.blocked, s.models, s.priors.load().grid(), s.lastOK, now.UnixNano())
 }
 
 // Apply sets the intervals of up to limit more URLs from a solved job,
@@ -1668,14 +1717,14 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		if j.newPrior != nil {
 			s.priors.store(j.newPrior)
 		}
-		s.exploreLift = j.lift
+		s.exploreLift, s.exploreItems = j.lift, j.itemsHint
 		ver := s.priors.load().revision()
 		for _, r := range j.resum {
 			e := j.list[r.i]
 			if e.pos < 0 || e.seq != r.seq {
 				continue // fetched meanwhile: its own posterior is newer
 			}
-			s.posts[e.pos], e.priorVer = r.post, ver
+			s.posts[e.pos], s.models[e.pos], e.priorVer = r.post, r.model, ver
 			e.set(flagStale, false)
 			if r.post.Harmonic > 0 && r.post.Harmonic != s.rates[e.pos] {
 				s.rates[e.pos] = r.post.Harmonic

@@ -19,6 +19,13 @@ import (
 //     map[string]*entry takes 24 bytes a slot (the key's string header
 //     and the pointer) plus control bytes. It is never iterated, so its
 //     order (random per index) cannot leak into the schedule.
+//   - Each slot has a tag, 8 bits of its entry's hash that the slot
+//     number does not give (tags, 1 byte a slot). A lookup compares an
+//     entry's URL only where the tag matches: near the load limit a
+//     probe run is several slots long, and each URL compared is a read
+//     of an entry and its path elsewhere in memory, where the tags of a
+//     run share a cache line. Adding millions of URLs at a restart (each
+//     looked up first) was mostly those reads.
 //
 // Removed paths are reclaimed by copying the live ones into new chunks
 // once they are more than half of the bytes (compact), which drops the
@@ -26,6 +33,7 @@ import (
 type urlIndex struct {
 	seed  maphash.Seed
 	slots []*entry // nil: empty; len is a power of two
+	tags  []uint8  // per slot: tagOf the hash of its entry's URL
 	n     int
 
 	origins   []string
@@ -97,19 +105,26 @@ func originEnd(url string) int {
 	return len(url)
 }
 
-func (x *urlIndex) home(url string) int {
-	return int(maphash.String(x.seed, url) & uint64(len(x.slots)-1))
-}
+// hash is the hash of url: its low bits are its home slot, its top
+// byte its tag.
+func (x *urlIndex) hash(url string) uint64 { return maphash.String(x.seed, url) }
 
-// homeOf is the home slot of e: the hash of its URL without building it
-// (a maphash.Hash fed in parts sums as the whole would).
-func (x *urlIndex) homeOf(e *entry) int {
+// hashOf is the hash of e's URL without building it (a maphash.Hash fed
+// in parts sums as the whole would).
+func (x *urlIndex) hashOf(e *entry) uint64 {
 	var h maphash.Hash
 	h.SetSeed(x.seed)
 	h.WriteString(x.origins[e.origin])
 	h.Write(x.path(e))
-	return int(h.Sum64() & uint64(len(x.slots)-1))
+	return h.Sum64()
 }
+
+// tagOf is a hash's tag: its top byte, which no table of fewer than
+// 2^56 slots uses for the slot number.
+func tagOf(h uint64) uint8 { return uint8(h >> 56) }
+
+// homeOf is the home slot of e.
+func (x *urlIndex) homeOf(e *entry) int { return int(x.hashOf(e) & uint64(len(x.slots)-1)) }
 
 // get returns url's entry.
 func (x *urlIndex) get(url string) (*entry, bool) {
@@ -117,12 +132,14 @@ func (x *urlIndex) get(url string) (*entry, bool) {
 		return nil, false
 	}
 	mask := len(x.slots) - 1
-	for i := x.home(url); ; i = (i + 1) & mask {
+	h := x.hash(url)
+	tag := tagOf(h)
+	for i := int(h) & mask; ; i = (i + 1) & mask {
 		e := x.slots[i]
 		if e == nil {
 			return nil, false
 		}
-		if x.is(e, url) {
+		if x.tags[i] == tag && x.is(e, url) {
 			return e, true
 		}
 	}
@@ -143,9 +160,9 @@ func (x *urlIndex) put(e *entry, url string) {
 	if (x.n+1)*4 > len(x.slots)*3 {
 		x.grow()
 	}
-	// The home slot from the whole URL: the same hash as homeOf's, which
-	// feeds the origin and the path in parts through a buffer.
-	x.placeAt(e, x.home(url))
+	// The hash of the whole URL: the same as hashOf's, which feeds the
+	// origin and the path in parts through a buffer.
+	x.placeAt(e, x.hash(url))
 	x.n++
 }
 
@@ -169,20 +186,25 @@ func storePath[P string | []byte](x *urlIndex, path P) pathRef {
 	return pathRef(x.fill)<<(refLenBits+refOffBits) | pathRef(at)<<refLenBits | pathRef(len(path))
 }
 
-func (x *urlIndex) place(e *entry) { x.placeAt(e, x.homeOf(e)) }
+func (x *urlIndex) place(e *entry) { x.placeAt(e, x.hashOf(e)) }
 
-// placeAt puts e in the first free slot from its home slot i.
-func (x *urlIndex) placeAt(e *entry, i int) {
+// placeAt puts e, whose URL hashes to h, in the first free slot from its
+// home slot.
+func (x *urlIndex) placeAt(e *entry, h uint64) {
 	mask := len(x.slots) - 1
+	i := int(h) & mask
 	for x.slots[i] != nil {
 		i = (i + 1) & mask
 	}
-	x.slots[i] = e
+	x.slots[i], x.tags[i] = e, tagOf(h)
 }
 
-func (x *urlIndex) grow() {
+func (x *urlIndex) grow() { x.resize(max(16, 2*len(x.slots))) }
+
+// resize re-places every entry in a table of size slots.
+func (x *urlIndex) resize(size int) {
 	old := x.slots
-	x.slots = make([]*entry, max(16, 2*len(old)))
+	x.slots, x.tags = make([]*entry, size), make([]uint8, size)
 	for _, e := range old {
 		if e != nil {
 			x.place(e)
@@ -211,7 +233,7 @@ func (x *urlIndex) remove(e *entry) {
 	for j := (i + 1) & mask; x.slots[j] != nil; j = (j + 1) & mask {
 		h := x.homeOf(x.slots[j])
 		if (j > i && (h <= i || h > j)) || (j < i && h <= i && h > j) {
-			x.slots[i] = x.slots[j]
+			x.slots[i], x.tags[i] = x.slots[j], x.tags[j]
 			i = j
 		}
 	}

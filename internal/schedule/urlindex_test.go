@@ -11,7 +11,8 @@ import (
 // through growth, through removals in probe runs that wrap around the end
 // of the table (every entry left is still found after each removal, so
 // the backward shift never strands one), and through the compaction of
-// the paths' chunks, after which every entry still has its URL. The URLs
+// the paths' chunks, after which every entry still has its URL; every
+// slot's tag stays its entry's. The URLs
 // include ones with no scheme, no path, and paths longer than a chunk
 // takes.
 func TestURLIndexMatchesMap(t *testing.T) {
@@ -66,10 +67,45 @@ func TestURLIndexMatchesMap(t *testing.T) {
 						t.Fatalf("seed %d op %d: %.40s lost", seed, op, k)
 					}
 				}
+				// Every slot's tag is its entry's (through growth and
+				// the backward shifts of removals).
+				for i, e := range x.slots {
+					if e != nil && x.tags[i] != tagOf(x.hashOf(e)) {
+						t.Fatalf("seed %d op %d: slot %d has tag %#x, its entry %#x", seed, op, i, x.tags[i], tagOf(x.hashOf(e)))
+					}
+				}
 			}
 		}
 		if compactions == 0 {
 			t.Fatalf("seed %d: the chunks were never compacted", seed)
 		}
 	}
+}
+
+// BenchmarkURLIndexAdd adds URLs as a restart does (each looked up first,
+// then put) to an index sized for them, then looks each up once: the
+// cost of a lookup is in reading the entries its probe run holds.
+func BenchmarkURLIndexAdd(b *testing.B) {
+	const n = 1 << 20
+	urls := make([]string, n)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("https://www.site-%d.example.com/news/2026/05/%d-market-update", i%10_000, i)
+	}
+	entries := make([]entry, n)
+	b.ReportAllocs()
+	for b.Loop() {
+		x := newURLIndex()
+		x.reserve(n)
+		for i, u := range urls {
+			if _, ok := x.get(u); !ok {
+				x.put(&entries[i], u)
+			}
+		}
+		for _, u := range urls {
+			if _, ok := x.get(u); !ok {
+				b.Fatalf("%s lost", u)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(2*n), "ns/lookup")
 }

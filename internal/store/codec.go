@@ -207,13 +207,31 @@ func appendURLPacked(b []byte, u *URL, m recMeta, pack bool) []byte {
 func decodeURL(key, v []byte, u *URL) error {
 	if len(v) > 0 && v[0] == recordV1 {
 		*u = URL{URL: string(key)}
-		return readURL(&reader{b: v[1:]}, u)
+		return readURL(&reader{b: v[1:]}, u, false)
 	}
 	*u = URL{}
 	return json.Unmarshal(v, u)
 }
 
-func readURL(r *reader, u *URL) error {
+// decodeScheduled decodes what a schedule needs of a URL record
+// (ForEachScheduleBatch): a binary record is read without building the
+// others, a JSON one in full.
+func decodeScheduled(key, v []byte, u *URL) error {
+	if len(v) > 0 && v[0] == recordV1 {
+		*u = URL{URL: string(key)}
+		return readURL(&reader{b: v[1:]}, u, true)
+	}
+	*u = URL{}
+	return json.Unmarshal(v, u)
+}
+
+// readURL reads a binary record into u. With lean, it checks and skips
+// the fields a schedule does not use (see ForEachScheduleBatch) instead of
+// building them: a restart decodes millions of records, and the
+// validators alone are three strings a record (the hash as 64 hex
+// digits, Last-Modified formatted).
+func readURL(r *reader, u *URL, lean bool) error {
+	keep := !lean
 	r.uvarint() // recMeta: metaOf
 	r.bytes()
 	flags := r.uvarint()
@@ -224,7 +242,7 @@ func readURL(r *reader, u *URL) error {
 	}
 	u.KeepRaw, u.Paused, u.Disallowed = flags&flagKeepRaw != 0, flags&flagPaused != 0, flags&flagDisallowed != 0
 	u.Weight = r.floatAs(flags&flagWeightShort != 0)
-	u.Selector = r.string()
+	u.Selector = r.stringIf(keep)
 	if c := r.byte(); c == 0 {
 		u.Mode = r.string()
 	} else if int(c) < len(modeCodes) {
@@ -233,13 +251,15 @@ func readURL(r *reader, u *URL) error {
 		r.fail("mode code %d", c)
 	}
 	if flags&flagIgnore != 0 {
-		if err := json.Unmarshal(r.bytes(), &u.Ignore); err != nil && r.err == nil {
-			r.err = fmt.Errorf("ignore rules: %w", err)
+		if b := r.bytes(); !lean {
+			if err := json.Unmarshal(b, &u.Ignore); err != nil && r.err == nil {
+				r.err = fmt.Errorf("ignore rules: %w", err)
+			}
 		}
 	}
 	u.Period = r.string()
 	u.Polls = int(r.varint())
-	u.Webhook = r.string()
+	u.Webhook = r.stringIf(keep)
 	u.AddedAt, u.PausedAt, u.DeletedAt = r.time(), r.time(), r.time()
 	u.Fetches, u.Changes, u.NotModified = r.varint(), r.varint(), r.varint()
 	u.Errors, u.Failed, u.Versions = r.varint(), r.varint(), r.varint()
@@ -247,26 +267,36 @@ func readURL(r *reader, u *URL) error {
 		if n > uint64(len(r.b)) {
 			r.fail("%d error kinds in %d bytes", n, len(r.b))
 		} else {
-			u.ErrorKinds = make(map[string]int64, n)
+			if !lean {
+				u.ErrorKinds = make(map[string]int64, n)
+			}
 			for range n {
-				k := r.string()
-				u.ErrorKinds[k] = r.varint()
+				k := r.stringIf(keep)
+				if v := r.varint(); !lean {
+					u.ErrorKinds[k] = v
+				}
 			}
 		}
 	}
 	u.LastFetch = r.time()
 	u.LastOK, u.LastChange = r.timeRef(u.LastFetch), r.timeRef(u.LastFetch)
 	u.LastStatus = int(r.varint())
-	u.LastErrKind, u.LastErr, u.ETag = r.string(), r.string(), r.string()
-	if flags&flagLastModHTTP != 0 {
+	u.LastErrKind, u.LastErr, u.ETag = r.stringIf(keep), r.stringIf(keep), r.stringIf(keep)
+	switch {
+	case flags&flagLastModHTTP == 0:
+		u.LastMod = r.stringIf(keep)
+	case lean:
+		r.varint()
+	default:
 		u.LastMod = time.Unix(r.varint(), 0).UTC().Format(http.TimeFormat)
-	} else {
-		u.LastMod = r.string()
 	}
-	if flags&flagHashHex != 0 {
+	switch {
+	case flags&flagHashHex == 0:
+		u.Hash = r.stringIf(keep)
+	case lean:
+		r.fixed(32)
+	default:
 		u.Hash = hex.EncodeToString(r.fixed(32))
-	} else {
-		u.Hash = r.string()
 	}
 	if flags&flagEstimatePacked != 0 {
 		u.Estimate = r.unpackZeros()
@@ -520,6 +550,14 @@ func (r *reader) bytes() []byte {
 }
 
 func (r *reader) string() string { return string(r.bytes()) }
+
+// stringIf is string, or the field skipped ("") unless keep.
+func (r *reader) stringIf(keep bool) string {
+	if b := r.bytes(); keep {
+		return string(b)
+	}
+	return ""
+}
 
 func (r *reader) float() float64 { return math.Float64frombits(binary.LittleEndian.Uint64(r.fixed(8))) }
 

@@ -64,6 +64,32 @@ func TestURLRecordRoundTrip(t *testing.T) {
 	}
 }
 
+// TestScheduledRecord: a record decoded for a restart
+// (decodeScheduled, ForEachScheduleBatch) holds every field of the full
+// decode but the validators, selector, ignore rules, webhook and errors,
+// which it leaves empty; it fails on what the full decode fails on.
+func TestScheduledRecord(t *testing.T) {
+	for _, u := range []URL{fetchedURL(7), oddURL(), {URL: "x"}} {
+		b := appendURL(nil, &u, recMeta{id: 12345, content: make([]byte, 32)})
+		var got URL
+		if err := decodeScheduled([]byte(u.URL), b, &got); err != nil {
+			t.Fatalf("%s: %v", u.URL, err)
+		}
+		want := u
+		want.ETag, want.LastMod, want.Hash, want.Selector, want.Webhook = "", "", "", "", ""
+		want.Ignore, want.ErrorKinds, want.LastErrKind, want.LastErr = proto.IgnoreRules{}, nil, "", ""
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("scheduled decode of %s:\n got %+v\nwant %+v", u.URL, got, want)
+		}
+		for cut := range b {
+			var full, lean URL
+			if (decodeURL([]byte(u.URL), b[:cut], &full) == nil) != (decodeScheduled([]byte(u.URL), b[:cut], &lean) == nil) {
+				t.Fatalf("%s cut at %d of %d: the two decodes disagree on an error", u.URL, cut, len(b))
+			}
+		}
+	}
+}
+
 // TestURLRecordReadsJSON: a record written by an older binary (JSON) is
 // read as it was written.
 func TestURLRecordReadsJSON(t *testing.T) {

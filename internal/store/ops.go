@@ -111,7 +111,7 @@ const scanChunk = 10000
 func (db *DB) ForEach(fn func(URL) error) error {
 	var after []byte
 	for {
-		batch, err := db.readChunk(after, nil)
+		batch, err := db.readChunk(after, nil, decodeURL)
 		if err != nil {
 			return err
 		}
@@ -130,7 +130,7 @@ func (db *DB) ForEach(fn func(URL) error) error {
 // readChunk appends to batch up to scanChunk URL records in key order,
 // from the first key after after (from the first key when after is nil),
 // in one read transaction.
-func (db *DB) readChunk(after []byte, batch []URL) ([]URL, error) {
+func (db *DB) readChunk(after []byte, batch []URL, decode func(key, v []byte, u *URL) error) ([]URL, error) {
 	err := db.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketURLs).Cursor()
 		var k, v []byte
@@ -144,7 +144,7 @@ func (db *DB) readChunk(after []byte, batch []URL) ([]URL, error) {
 		}
 		for ; k != nil && len(batch) < scanChunk; k, v = c.Next() {
 			batch = append(batch, URL{})
-			if err := decodeURL(k, v, &batch[len(batch)-1]); err != nil {
+			if err := decode(k, v, &batch[len(batch)-1]); err != nil {
 				return fmt.Errorf("%w: decode url %q: %w", ErrCorrupt, k, err)
 			}
 		}
@@ -158,6 +158,21 @@ func (db *DB) readChunk(after []byte, batch []URL) ([]URL, error) {
 // fn runs: a coordinator's restart adds ten million URLs to its schedule
 // on one core while the other decodes. fn must not keep the slice.
 func (db *DB) ForEachBatch(fn func([]URL) error) error {
+	return db.forEachBatch(fn, decodeURL)
+}
+
+// ForEachScheduleBatch is ForEachBatch for a restart: each record holds
+// what a schedule is built from (the URL, host, weight, mode, flags,
+// period and polls, times, counters, estimator state, rate, interval and
+// next due), and leaves the rest empty: the validators (ETag, LastMod,
+// Hash), the selector, ignore rules, webhook and the errors. That spares
+// building three strings a record the schedule never reads. A record stored as
+// JSON (before the binary format) is decoded in full.
+func (db *DB) ForEachScheduleBatch(fn func([]URL) error) error {
+	return db.forEachBatch(fn, decodeScheduled)
+}
+
+func (db *DB) forEachBatch(fn func([]URL) error, decode func(key, v []byte, u *URL) error) error {
 	type chunk struct {
 		urls []URL
 		err  error
@@ -173,7 +188,7 @@ func (db *DB) ForEachBatch(fn func([]URL) error) error {
 		// Two buffers: one fn works on, one being filled.
 		bufs := [2][]URL{make([]URL, 0, scanChunk), make([]URL, 0, scanChunk)}
 		for i := 0; ; i++ {
-			batch, err := db.readChunk(after, bufs[i%2][:0])
+			batch, err := db.readChunk(after, bufs[i%2][:0], decode)
 			if err == nil && len(batch) == 0 {
 				return
 			}

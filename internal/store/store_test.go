@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -198,25 +199,19 @@ func TestForEachVisitsAllInChunks(t *testing.T) {
 
 // TestForEachBatchSeesEveryRecordOnce: the pipelined scan hands over every
 // record once, in key order, across chunk boundaries, and stops at fn's
-// error.
+// error; so does the restart's scan (ForEachScheduleBatch), whose
+// records hold the schedule's fields as the full scan's do, and no
+// validators.
 func TestForEachBatchSeesEveryRecordOnce(t *testing.T) {
 	db := open(t, t.TempDir())
 	defer db.Close()
 	var recs []URL
 	n := 2*scanChunk + 17
 	for i := range n {
-		recs = append(recs, URL{URL: fmt.Sprintf("http://h%d.example/%06d", i%7, i), Host: fmt.Sprintf("h%d.example", i%7), Weight: 1, Mode: "freshness"})
+		recs = append(recs, URL{URL: fmt.Sprintf("http://h%d.example/%06d", i%7, i), Host: fmt.Sprintf("h%d.example", i%7), Weight: 1, Mode: "freshness",
+			ETag: fmt.Sprintf(`"%d"`, i), Hash: fmt.Sprintf("%064x", i), Rate: float64(i+1) / 86400, Interval: time.Duration(i+1) * time.Minute})
 	}
 	if _, err := db.Upsert(recs); err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	if err := db.ForEachBatch(func(b []URL) error {
-		for _, u := range b {
-			got = append(got, u.URL)
-		}
-		return nil
-	}); err != nil {
 		t.Fatal(err)
 	}
 	want := make([]string, 0, n)
@@ -224,13 +219,45 @@ func TestForEachBatchSeesEveryRecordOnce(t *testing.T) {
 		want = append(want, r.URL)
 	}
 	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Fatalf("%d URLs seen, want %d (in key order)", len(got), len(want))
+	var full []URL
+	if err := db.ForEachBatch(func(b []URL) error {
+		full = append(full, b...)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var lean []URL
+	if err := db.ForEachScheduleBatch(func(b []URL) error {
+		lean = append(lean, b...)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string][]URL{"ForEachBatch": full, "ForEachScheduleBatch": lean} {
+		urls := make([]string, len(got))
+		for i, u := range got {
+			urls[i] = u.URL
+		}
+		if !slices.Equal(urls, want) {
+			t.Fatalf("%s: %d URLs seen, want %d (in key order)", name, len(urls), len(want))
+		}
+	}
+	for i := range full {
+		if full[i].ETag == "" || full[i].Hash == "" {
+			t.Fatalf("%s: the full scan lost its validators", full[i].URL)
+		}
+		w := full[i]
+		w.ETag, w.Hash = "", ""
+		if !reflect.DeepEqual(lean[i], w) {
+			t.Fatalf("restart scan of %s:\n got %+v\nwant %+v", w.URL, lean[i], w)
+		}
 	}
 	stop := errors.New("stop")
-	calls := 0
-	if err := db.ForEachBatch(func([]URL) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
-		t.Errorf("fn's error: %v after %d calls", err, calls)
+	for name, scan := range map[string]func(func([]URL) error) error{"ForEachBatch": db.ForEachBatch, "ForEachScheduleBatch": db.ForEachScheduleBatch} {
+		calls := 0
+		if err := scan(func([]URL) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
+			t.Errorf("%s: fn's error: %v after %d calls", name, err, calls)
+		}
 	}
 }
 
