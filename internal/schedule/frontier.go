@@ -73,6 +73,10 @@ const (
 	// flagObserved: the estimator state holds observations (its
 	// Observations() > 0), kept so that asking does not unpack it.
 	flagObserved
+	// flagUnfetched: never fetched successfully. A host whose next URL is
+	// one goes before the others (frontier.next): a cold start's first
+	// pass is not stretched by refetches of the URLs it already has.
+	flagUnfetched
 )
 
 // is reports whether e has flag f.
@@ -204,7 +208,30 @@ type hostQueue struct {
 	// as it is free (work-conserving) rather than idling until the next
 	// URL is due while others wait, which would lose part of its capacity.
 	saturated bool
-	inSat     bool // in frontier.satReady rather than frontier.ready
+	in        readyClass // the ready heap it is in (when index >= 0)
+}
+
+// readyClass says which of the frontier's ready heaps a host belongs in,
+// in the order next serves them.
+type readyClass uint8
+
+const (
+	// readyNew: the host's next URL has never been fetched.
+	readyNew readyClass = iota
+	// readySat: the plan saturates the host (hostQueue.saturated).
+	readySat
+	readyPlain
+)
+
+// class is the ready heap h belongs in now.
+func (h *hostQueue) class() readyClass {
+	switch {
+	case len(h.urls) > 0 && h.urls[0].is(flagUnfetched):
+		return readyNew
+	case h.saturated:
+		return readySat
+	}
+	return readyPlain
 }
 
 // capacity is the most fetches per second the host can take now.
@@ -267,12 +294,17 @@ func latest(a, b time.Time) time.Time {
 type frontier struct {
 	urls  urlIndex
 	hosts map[string]*hostQueue
-	// Hosts with queued URLs and no fetch in flight, in two heaps: those
-	// the plan saturates (see hostQueue.saturated), and the rest. A
-	// saturated host that is free goes first: its capacity is the binding
-	// constraint, so a slot it waits for is lost for good, while any other
-	// host's URL can wait a moment and keep its phase (Scheduler.Done).
-	ready, satReady hostHeap
+	// Hosts with queued URLs and no fetch in flight, in three heaps
+	// (readyClass): those whose next URL has never been fetched, those
+	// the plan saturates (see hostQueue.saturated), and the rest. A free
+	// host with a URL never fetched goes first: until every URL has been
+	// fetched once, a refetch would take a slot of the budget from the
+	// first pass, which then takes longer than N/B (docs/design.md §3.7,
+	// cold start). Then a saturated host that is free: its capacity is
+	// the binding constraint, so a slot it waits for is lost for good,
+	// while any other host's URL can wait a moment and keep its phase
+	// (Scheduler.Done).
+	ready [readyPlain + 1]hostHeap
 }
 
 func newFrontier() *frontier {
@@ -334,24 +366,18 @@ func (f *frontier) schedule(e *entry, due time.Time) {
 
 // fixHost puts h in its ready heap at its current key, or takes it out.
 func (f *frontier) fixHost(h *hostQueue) {
-	q := &f.ready
-	if h.saturated {
-		q = &f.satReady
-	}
-	if h.index >= 0 && h.inSat != h.saturated {
+	c := h.class()
+	q := &f.ready[c]
+	if h.index >= 0 && h.in != c {
 		// Moved between the heaps: take it out of the old one.
-		old := &f.ready
-		if h.inSat {
-			old = &f.satReady
-		}
-		heap.Remove(old, h.index)
+		heap.Remove(&f.ready[h.in], h.index)
 	}
 	want := h.queued() > 0 && h.inFlight == 0
 	switch {
 	case want && h.index >= 0:
 		heap.Fix(q, h.index)
 	case want:
-		h.inSat = h.saturated
+		h.in = c
 		heap.Push(q, h)
 	case h.index >= 0:
 		heap.Remove(q, h.index)
@@ -359,12 +385,13 @@ func (f *frontier) fixHost(h *hostQueue) {
 }
 
 // next returns the URL to dispatch now, or nil and the time the next one is
-// due (zero if nothing is queued): a free saturated host first, else the
-// host whose earliest URL is due first.
+// due (zero if nothing is queued): a free host with a URL never fetched
+// first, then a free saturated host, else the host whose earliest URL is
+// due first.
 func (f *frontier) next(now time.Time) (*entry, time.Time) {
 	var h *hostQueue
 	var wait time.Time
-	for _, q := range []hostHeap{f.satReady, f.ready} {
+	for _, q := range f.ready {
 		if len(q) == 0 {
 			continue
 		}

@@ -232,6 +232,9 @@ func (s *Scheduler) Remove(urls []string) int {
 		if e.observed() {
 			s.learnt--
 		}
+		if e.is(flagUnfetched) {
+			s.unfetched--
+		}
 		delete(s.captures, e)
 	}
 	s.life.givenUp = nil

@@ -46,13 +46,18 @@ func checkInvariants(t *testing.T, s *Scheduler) {
 		if queued != (h.index >= 0) {
 			t.Fatalf("host %s: %d queued, %d in flight, ready index %d", h.name, h.queued(), h.inFlight, h.index)
 		}
-	}
-	for i, h := range s.front.ready {
-		if h.index != i {
-			t.Fatalf("ready heap: host %s at %d has index %d", h.name, i, h.index)
+		if h.index >= 0 && h.in != h.class() {
+			t.Fatalf("host %s: in ready heap %d, belongs in %d", h.name, h.in, h.class())
 		}
-		if p := (i - 1) / 2; i > 0 && s.front.ready.Less(i, p) {
-			t.Fatalf("ready heap out of order at %d", i)
+	}
+	for c, q := range s.front.ready {
+		for i, h := range q {
+			if h.index != i || h.in != readyClass(c) {
+				t.Fatalf("ready heap %d: host %s at %d has index %d in heap %d", c, h.name, i, h.index, h.in)
+			}
+			if p := (i - 1) / 2; i > 0 && q.Less(i, p) {
+				t.Fatalf("ready heap %d out of order at %d", c, i)
+			}
 		}
 	}
 	disallowed := 0

@@ -214,6 +214,7 @@ type Scheduler struct {
 	changePoints, urlTime float64
 	hazardAt              time.Time
 	learnt                int     // URLs with an estimate
+	unfetched             int     // URLs never fetched successfully (flagUnfetched)
 	exploreLift           float64 // the last plan's PlanJob.lift
 	exploreItems          int     // the last plan's PlanJob.itemsHint
 	sinceRefit            int
@@ -398,6 +399,10 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	s.moved++
 	s.setDisallowed(e, u.Disallowed)
 	e.set(flagPaused, u.Paused)
+	if u.LastOK.IsZero() {
+		e.set(flagUnfetched, true)
+		s.unfetched++
+	}
 	e.interval = u.Interval
 	if e.interval <= 0 {
 		if a, ok := s.o.Policy.(adaptivePolicy); ok {
@@ -542,6 +547,10 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	}
 	if fb.OK {
 		s.prevOK[e.pos], s.lastOK[e.pos] = s.lastOK[e.pos], nanos(fb.Start)
+		if e.is(flagUnfetched) {
+			e.set(flagUnfetched, false)
+			s.unfetched--
+		}
 	}
 	if fb.Learnt && e.pos >= 0 {
 		s.dated[e.pos] = fb.Dated
@@ -603,13 +612,14 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	// interval after each (or after the seeding) would leave the budget
 	// idle until the first of them comes due, for as long as the plan's
 	// intervals exceed N/B. A stable random phase within the interval,
-	// counted from when the URLs not yet learnt will have been fetched at
+	// counted from when the URLs never fetched will have been fetched at
 	// the budget, spreads them over it at the plan's rate and leaves the
-	// first pass the whole budget.
+	// first pass the whole budget. (Counting the URLs with no estimate
+	// instead put it up to N/B later: a first fetch often gives the
+	// estimator no observation.)
 	firstOK := fb.OK && e.pos >= 0 && s.prevOK[e.pos] == 0
 	if firstOK && e.recheckTau == 0 {
-		rest := time.Duration(float64(max(0, s.Len()-s.learnt-s.disallowed)) / s.o.Budget * float64(time.Second))
-		due = fb.Start.Add(rest + time.Duration(float64(e.interval)*frac(s.front.url(e))))
+		due = fb.Start.Add(s.firstPassLeft() + time.Duration(float64(e.interval)*frac(s.front.url(e))))
 	} else if e.recheckTau > 0 && fb.OK && !e.is(flagRechecked) {
 		// The check of a URL given up is followed by its probe.
 		e.set(flagRechecked, true)
@@ -647,6 +657,12 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	}
 	s.mirror(e)
 	s.front.done(e, end, due)
+}
+
+// firstPassLeft is how long the URLs never fetched take at the budget:
+// when the first pass over them ends if it runs at the budget.
+func (s *Scheduler) firstPassLeft() time.Duration {
+	return time.Duration(float64(max(0, s.unfetched-s.disallowed)) / s.o.Budget * float64(time.Second))
 }
 
 // Abort requeues a URL whose fetch produced no result (lost, failed,
@@ -1785,6 +1801,22 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 			// A URL never fetched keeps its due time: the first pass
 			// is not pushed back by a plan.
 			due := fromNanos(e.nextDue).Add(iv - old)
+			if s.prevOK[e.pos] == 0 {
+				// Fetched once: Done put its next fetch at a random
+				// phase of its interval after the first pass, not one
+				// interval after the fetch. Scaling its wait past the
+				// pass's end (or now) by the change of interval keeps
+				// that phase: the URLs fetched once stay spread over
+				// their new intervals after the pass, at the plan's
+				// rate, and none moves into the first pass to take a
+				// slot from a URL not fetched yet.
+				ref := now.Add(s.firstPassLeft())
+				if d := fromNanos(e.nextDue); d.After(ref) {
+					due = ref.Add(time.Duration(float64(d.Sub(ref)) * (float64(iv) / float64(old))))
+				} else {
+					due = d
+				}
+			}
 			if due.After(now.Add(iv)) {
 				due = now.Add(time.Duration(float64(iv) * frac(s.front.url(e))))
 			}
