@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"math"
 	"testing"
 )
@@ -14,14 +13,7 @@ func TestDecilesAddUp(t *testing.T) {
 	o := DefaultOptions()
 	o.Pages, o.Hosts, o.Days, o.Warmup, o.Deciles = 200, 5, 300, 100, true
 	for _, name := range []string{workloadDrift, workloadWeighted} {
-		w, err := NewWorkload(name, o.Pages, o.Hosts, o.Seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := RunVirtual(context.Background(), w, "uniform", o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		w, r := runWorkload(t, name, "uniform", o)
 		segments := 1
 		if w.After != nil {
 			segments = 2

@@ -146,15 +146,23 @@ func TestVirtualUnitFree(t *testing.T) {
 func TestColdStartResultSize(t *testing.T) {
 	o := DefaultOptions()
 	o.Pages, o.Hosts, o.ColdStartPages, o.HalfLifeDays = 300, 4, 120, 365
-	w, err := NewWorkload(workloadColdStart, o.Pages, o.Hosts, o.Seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := RunVirtual(context.Background(), w, "uniform", o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, r := runWorkload(t, workloadColdStart, "uniform", o)
 	if r.Pages != 120 || r.Hosts != 4 {
 		t.Errorf("result size %d pages on %d hosts, want 120 on 4", r.Pages, r.Hosts)
 	}
+}
+
+// runWorkload runs policy on the named workload in virtual mode at o's
+// size, failing the test on an error.
+func runWorkload(t *testing.T, name, policy string, o Options) (Workload, Result) {
+	t.Helper()
+	w, err := NewWorkload(name, o.Pages, o.Hosts, o.Seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := RunVirtual(context.Background(), w, policy, o)
+	if err != nil {
+		t.Fatalf("%s on %s: %v", policy, name, err)
+	}
+	return w, r
 }
