@@ -48,6 +48,22 @@ func profileFile(flag, path string, dst *io.Writer) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
+// profileFiles opens the files of a bench's --cpuprofile and
+// --allocprofile (either may be empty) into cpu and alloc; the returned
+// function closes both.
+func profileFiles(cpuPath, allocPath string, cpu, alloc *io.Writer) (func(), error) {
+	closeCPU, err := profileFile("cpuprofile", cpuPath, cpu)
+	if err != nil {
+		return nil, err
+	}
+	closeAlloc, err := profileFile("allocprofile", allocPath, alloc)
+	if err != nil {
+		closeCPU()
+		return nil, err
+	}
+	return func() { closeAlloc(); closeCPU() }, nil
+}
+
 // createProfile creates the file a bench's --cpuprofile or --allocprofile
 // names; the error names the flag.
 func createProfile(flag, path string) (*os.File, error) {

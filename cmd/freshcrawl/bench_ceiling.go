@@ -77,16 +77,11 @@ so the pipeline's ceiling is at most about half the queue's.`,
 				}
 				o.Responder = []string{self, "bench", "ceiling", "--noop-responder", "--responders", strconv.Itoa(o.Responders), "--log-level", logLevel}
 			}
-			closeCPU, err := profileFile("cpuprofile", cpuProfile, &o.CPUProfile)
+			closeProfiles, err := profileFiles(cpuProfile, allocProfile, &o.CPUProfile, &o.AllocProfile)
 			if err != nil {
 				return err
 			}
-			defer closeCPU()
-			closeAlloc, err := profileFile("allocprofile", allocProfile, &o.AllocProfile)
-			if err != nil {
-				return err
-			}
-			defer closeAlloc()
+			defer closeProfiles()
 			res, err := bench.RunCeiling(ctx, o)
 			if err != nil {
 				return err

@@ -98,16 +98,11 @@ hosts as concurrent fetches.`,
 				defer pp.Close()
 				o.Pages, o.ServerPID = pp.URLs, pp.PID
 			}
-			closeCPU, err := profileFile("cpuprofile", cpuProfile, &o.CPUProfile)
+			closeProfiles, err := profileFiles(cpuProfile, allocProfile, &o.CPUProfile, &o.AllocProfile)
 			if err != nil {
 				return err
 			}
-			defer closeCPU()
-			closeAlloc, err := profileFile("allocprofile", allocProfile, &o.AllocProfile)
-			if err != nil {
-				return err
-			}
-			defer closeAlloc()
+			defer closeProfiles()
 			res, err := bench.RunThroughput(ctx, o)
 			if err != nil {
 				return err
