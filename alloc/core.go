@@ -9,9 +9,9 @@ import (
 
 // core is one solve's working state over a validated Problem.
 type core struct {
-	elems []Element
-	obj   Objective
-	freq  []float64 // warm start in, result out
+	cols Columns // the elements, read in place
+	obj  Objective
+	freq []float64 // warm start in, result out
 
 	// Capped hosts get dense indices k so that per-pass accumulators scale
 	// with the number of capped hosts only.
@@ -61,13 +61,14 @@ func (a *accum) reset() {
 	}
 }
 
-// newCore validates p and scans it once for the per-host structure.
-func newCore(p Problem, freq []float64) (*core, error) {
-	if err := validate(p); err != nil {
+// newCore validates the problem and scans it once for the per-host
+// structure. The elements are read in place, not copied.
+func newCore(cols Columns, hostCaps []float64, budget float64, obj Objective, freq []float64) (*core, error) {
+	if err := validateColumns(cols, hostCaps, budget, obj); err != nil {
 		return nil, err
 	}
-	c := &core{elems: p.Elements, obj: p.Objective, freq: freq, capOf: make([]int32, len(p.HostCaps))}
-	for h, cp := range p.HostCaps {
+	c := &core{cols: cols, obj: obj, freq: freq, capOf: make([]int32, len(hostCaps))}
+	for h, cp := range hostCaps {
 		c.capOf[h] = -1
 		if cp > 0 && !math.IsInf(cp, 1) {
 			c.capOf[h] = int32(len(c.caps))
@@ -78,14 +79,16 @@ func newCore(p Problem, freq []float64) (*core, error) {
 	nCap := len(c.caps)
 	c.hostActive = make([]int, nCap)
 	c.hostKeyMax = make([]float64, nCap)
-	for _, e := range p.Elements {
-		if e.Rate == 0 || e.Weight == 0 {
+	weights, hosts := cols.Weights, cols.Hosts
+	for i, rate := range cols.Rates {
+		w := weights[i]
+		if rate == 0 || w == 0 {
 			continue
 		}
-		key := e.Weight / e.Rate
+		key := w / rate
 		c.keyMax = max(c.keyMax, key)
-		if e.Host >= 0 {
-			if k := c.capOf[e.Host]; k >= 0 {
+		if h := hosts[i]; h >= 0 {
+			if k := c.capOf[h]; k >= 0 {
 				c.hostActive[k]++
 				c.hostKeyMax[k] = max(c.hostKeyMax[k], key)
 				continue
@@ -93,7 +96,8 @@ func newCore(p Problem, freq []float64) (*core, error) {
 		}
 		c.nUncapped++
 	}
-	c.workers = max(1, min(runtime.GOMAXPROCS(0), (len(p.Elements)+chunk-1)/chunk))
+	n := len(cols.Rates)
+	c.workers = max(1, min(runtime.GOMAXPROCS(0), (n+chunk-1)/chunk))
 	c.acc = make([]accum, c.workers)
 	for w := range c.acc {
 		c.acc[w] = newAccum(nCap)
@@ -102,6 +106,9 @@ func newCore(p Problem, freq []float64) (*core, error) {
 	return c, nil
 }
 
+// size is the number of elements.
+func (c *core) size() int { return len(c.cols.Rates) }
+
 // chunk is the unit of work handed to a worker; partial sums are kept per
 // chunk so that rounding error grows with chunk + n/chunk, not n.
 const chunk = 1 << 14
@@ -109,7 +116,7 @@ const chunk = 1 << 14
 // parallel runs body over [0, n) in chunks, chunk j on worker j mod W, and
 // returns when every worker has finished.
 func (c *core) parallel(body func(w, lo, hi int)) {
-	n := len(c.elems)
+	n := c.size()
 	nchunks := (n + chunk - 1) / chunk
 	W := c.workers
 	run := func(w int) {
@@ -144,15 +151,17 @@ func (c *core) pass(mu float64, hostMul []float64, uncapped, wantF bool, acc flo
 		a := &c.acc[w]
 		var s, d, fw float64
 		up, down := math.Inf(1), 0.0
-		elems, freq := c.elems[lo:hi], c.freq[lo:hi]
-		for i, e := range elems {
-			if e.Rate == 0 || e.Weight == 0 {
+		rates, freq := c.cols.Rates[lo:hi], c.freq[lo:hi]
+		weights, hosts := c.cols.Weights[lo:hi], c.cols.Hosts[lo:hi]
+		for i, rate := range rates {
+			weight := weights[i]
+			if rate == 0 || weight == 0 {
 				freq[i] = 0
 				continue
 			}
 			k := int32(-1)
-			if e.Host >= 0 {
-				k = c.capOf[e.Host]
+			if h := hosts[i]; h >= 0 {
+				k = c.capOf[h]
 			}
 			m := mu
 			if k >= 0 {
@@ -165,31 +174,31 @@ func (c *core) pass(mu float64, hostMul []float64, uncapped, wantF bool, acc flo
 			}
 			var f, el float64
 			if c.obj == Freshness {
-				f, el = freshFreq(e.Rate, e.Weight, m, freq[i], tol)
+				f, el = freshFreq(rate, weight, m, freq[i], tol)
 				// Compare w/λ with the running extremes by multiplying,
 				// dividing only on the rare update.
 				if k >= 0 {
 					if f > 0 {
-						if e.Weight < a.hup[k]*e.Rate {
-							a.hup[k] = e.Weight / e.Rate
+						if weight < a.hup[k]*rate {
+							a.hup[k] = weight / rate
 						}
-					} else if e.Weight > a.hdown[k]*e.Rate {
-						a.hdown[k] = e.Weight / e.Rate
+					} else if weight > a.hdown[k]*rate {
+						a.hdown[k] = weight / rate
 					}
 				} else if f > 0 {
-					if e.Weight < up*e.Rate {
-						up = e.Weight / e.Rate
+					if weight < up*rate {
+						up = weight / rate
 					}
-				} else if e.Weight > down*e.Rate {
-					down = e.Weight / e.Rate
+				} else if weight > down*rate {
+					down = weight / rate
 				}
 			} else {
-				f, el = ageFreq(e.Rate, e.Weight, m, freq[i], tol)
+				f, el = ageFreq(rate, weight, m, freq[i], tol)
 			}
 			freq[i] = f
 			var fr float64
 			if wantF && f > 0 {
-				fr = e.Weight * fixedFreshness(e.Rate/f)
+				fr = weight * fixedFreshness(rate/f)
 			}
 			if k >= 0 {
 				a.hs[k] += f
@@ -242,14 +251,15 @@ func (c *core) metrics(sol *Solution) {
 		a := &c.acc[w]
 		var fw, aw, tw float64
 		given := 0
-		for i, e := range c.elems[lo:hi] {
-			if e.Weight == 0 {
+		rates, freq := c.cols.Rates[lo:hi], c.freq[lo:hi]
+		for i, weight := range c.cols.Weights[lo:hi] {
+			if weight == 0 {
 				continue
 			}
-			f := c.freq[lo+i]
-			tw += e.Weight
-			if e.Rate == 0 {
-				fw += e.Weight
+			rate, f := rates[i], freq[i]
+			tw += weight
+			if rate == 0 {
+				fw += weight
 				continue
 			}
 			if f == 0 {
@@ -257,8 +267,8 @@ func (c *core) metrics(sol *Solution) {
 				aw = math.Inf(1)
 				continue
 			}
-			fw += e.Weight * FixedOrder.Freshness(e.Rate, f)
-			aw += e.Weight * FixedOrder.Age(e.Rate, f)
+			fw += weight * FixedOrder.Freshness(rate, f)
+			aw += weight * FixedOrder.Age(rate, f)
 		}
 		a.fw += fw
 		a.aw += aw
@@ -319,21 +329,22 @@ func (c *core) fillBetween(muLo, muHi float64, hostMul []float64, budget float64
 	theta := min(max((sLo-target)/(sLo-sHi), 0), 1)
 	tol := tolFor(fullAcc)
 	c.parallel(func(_, lo, hi int) {
-		for i, e := range c.elems[lo:hi] {
-			f := &c.freq[lo+i]
-			if e.Rate == 0 || e.Weight == 0 || *f == 0 {
+		weights, hosts := c.cols.Weights[lo:hi], c.cols.Hosts[lo:hi]
+		for i, rate := range c.cols.Rates[lo:hi] {
+			f, weight := &c.freq[lo+i], weights[i]
+			if rate == 0 || weight == 0 || *f == 0 {
 				continue // f(muHi) ≤ f(muLo) = 0
 			}
-			if e.Host >= 0 {
-				if k := c.capOf[e.Host]; k >= 0 && hostMul[k] < 0 {
+			if h := hosts[i]; h >= 0 {
+				if k := c.capOf[h]; k >= 0 && hostMul[k] < 0 {
 					continue
 				}
 			}
 			var fHi float64
 			if c.obj == Freshness {
-				fHi, _ = freshFreq(e.Rate, e.Weight, muHi, *f, tol)
+				fHi, _ = freshFreq(rate, weight, muHi, *f, tol)
 			} else {
-				fHi, _ = ageFreq(e.Rate, e.Weight, muHi, *f, tol)
+				fHi, _ = ageFreq(rate, weight, muHi, *f, tol)
 			}
 			*f -= theta * (*f - fHi)
 		}
