@@ -24,6 +24,12 @@ type core struct {
 	hostKeyMax []float64 // k → max w/λ over the host's active elements
 	keyMax     float64   // max w/λ over all active elements
 
+	// countOnly leaves Solution.Freshness and Age 0: the metrics pass
+	// then only counts the elements given up, without the two
+	// exponentials per element that the collection's freshness and age
+	// cost (SolveColumns, whose callers compute their own figures).
+	countOnly bool
+
 	workers int
 	passes  int     // full evaluation passes so far (Solution.Iterations)
 	acc     []accum // one per worker
@@ -242,10 +248,26 @@ func (c *core) reduce() {
 }
 
 // metrics fills sol.Freshness, sol.Age, sol.GivenUp and sol.Iterations from
-// c.freq.
+// c.freq (sol.GivenUp and sol.Iterations only, when c.countOnly).
 func (c *core) metrics(sol *Solution) {
 	for w := range c.acc {
 		c.acc[w].reset()
+	}
+	if c.countOnly {
+		c.parallel(func(w, lo, hi int) {
+			rates, weights := c.cols.Rates[lo:hi], c.cols.Weights[lo:hi]
+			given := 0
+			for i, f := range c.freq[lo:hi] {
+				if f == 0 && rates[i] != 0 && weights[i] != 0 {
+					given++
+				}
+			}
+			c.acc[w].given += given
+		})
+		c.reduce()
+		sol.GivenUp = c.tot.given
+		sol.Iterations = c.passes
+		return
 	}
 	c.parallel(func(w, lo, hi int) {
 		a := &c.acc[w]

@@ -251,7 +251,7 @@ func (s *Solver) SetHostCaps(caps []float64) {
 // successful solve if there was one. The returned Freq is a fresh slice;
 // the Solver keeps it as the next solve's starting point (a caller that
 // changes it changes only where that solve starts).
-func (s *Solver) Solve() (Solution, error) { return s.SolveColumns(s.own, s.budget, s.caps) }
+func (s *Solver) Solve() (Solution, error) { return s.solve(s.own, s.budget, s.caps, false) }
 
 // SolveColumns solves the problem of the elements cols, the budget and the
 // host caps under the Solver's objective, warm-started as Solve is. It
@@ -260,7 +260,16 @@ func (s *Solver) Solve() (Solution, error) { return s.SolveColumns(s.own, s.budg
 // and between solves the Solver holds 8 bytes per element (the returned
 // Freq, as Solve). A problem with another number of elements or hosts
 // than the last solve's is solved cold. Errors are Solve's.
+//
+// The Solution's Freshness and Age are left 0: they cost two
+// exponentials per element, more than a pass of the solve, and a caller
+// that holds its elements as arrays computes the figures it needs.
 func (s *Solver) SolveColumns(cols Columns, budget float64, caps []float64) (Solution, error) {
+	return s.solve(cols, budget, caps, true)
+}
+
+// solve is Solve and SolveColumns: countOnly leaves out Freshness and Age.
+func (s *Solver) solve(cols Columns, budget float64, caps []float64, countOnly bool) (Solution, error) {
 	n := len(cols.Rates)
 	if len(s.freq) != n || s.nCaps != len(caps) {
 		s.freq, s.last, s.nCaps = nil, [2]warmRecord{}, len(caps)
@@ -271,6 +280,7 @@ func (s *Solver) SolveColumns(cols Columns, budget float64, caps []float64) (Sol
 	if err != nil {
 		return Solution{}, err
 	}
+	c.countOnly = countOnly
 	var w *warmStart
 	if k := s.nearest(budget); k >= 0 {
 		r := s.last[k]
@@ -551,7 +561,7 @@ func (c *core) initialGuess(budget float64, warm *warmStart) float64 {
 	}
 	sc, err := newCore(sub, subCaps, budget*scale, c.obj, subFreq)
 	if err == nil {
-		sc.workers = c.workers
+		sc.workers, sc.countOnly = c.workers, true
 		if sol, err := sc.solve(budget*scale, warm); err == nil && sol.Mu > 0 && !math.IsInf(sol.Mu, 1) {
 			return math.Log(sol.Mu)
 		}

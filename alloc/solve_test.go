@@ -512,6 +512,12 @@ func TestSolveColumns(t *testing.T) {
 				t.Fatalf("%v: cold SolveColumns f[%d] = %v, Solve %v", obj, i, cold.Freq[i], fresh.Freq[i])
 			}
 		}
+		// What SolveColumns leaves out (the collection's freshness and
+		// age) and what it still counts.
+		if cold.Freshness != 0 || cold.Age != 0 || cold.GivenUp != fresh.GivenUp || cold.CappedHosts != fresh.CappedHosts || cold.Mu != fresh.Mu {
+			t.Errorf("%v: SolveColumns freshness %v age %v given up %d capped %d μ %v; Solve given up %d capped %d μ %v", obj,
+				cold.Freshness, cold.Age, cold.GivenUp, cold.CappedHosts, cold.Mu, fresh.GivenUp, fresh.CappedHosts, fresh.Mu)
+		}
 		first := append([]float64(nil), cold.Freq...)
 		// The caller moves 1 % of its rates in its own arrays.
 		for range len(cols.Rates) / 100 {
