@@ -159,6 +159,7 @@ func (c *core) pass(mu float64, hostMul []float64, uncapped, wantF bool, acc flo
 		up, down := math.Inf(1), 0.0
 		rates, freq := c.cols.Rates[lo:hi], c.freq[lo:hi]
 		weights, hosts := c.cols.Weights[lo:hi], c.cols.Hosts[lo:hi]
+		var same alike
 		for i, rate := range rates {
 			weight := weights[i]
 			if rate == 0 || weight == 0 {
@@ -178,9 +179,8 @@ func (c *core) pass(mu float64, hostMul []float64, uncapped, wantF bool, acc flo
 			} else if !uncapped {
 				continue
 			}
-			var f, el float64
+			f, el := same.solve(c.obj, rate, weight, m, freq[i], tol)
 			if c.obj == Freshness {
-				f, el = freshFreq(rate, weight, m, freq[i], tol)
 				// Compare w/λ with the running extremes by multiplying,
 				// dividing only on the rare update.
 				if k >= 0 {
@@ -198,8 +198,6 @@ func (c *core) pass(mu float64, hostMul []float64, uncapped, wantF bool, acc flo
 				} else if weight > down*rate {
 					down = weight / rate
 				}
-			} else {
-				f, el = ageFreq(rate, weight, m, freq[i], tol)
 			}
 			freq[i] = f
 			var fr float64
@@ -223,6 +221,52 @@ func (c *core) pass(mu float64, hostMul []float64, uncapped, wantF bool, acc flo
 		a.down = max(a.down, down)
 	})
 	c.reduce()
+}
+
+// alike remembers a chunk's last inner solves by their inputs. Many
+// elements are alike: every URL not fetched yet has the prior's rate and
+// the same weight, and so the same multiplier and the same frequency from
+// the last pass. The inner solve is a function of its inputs, so an
+// element alike in all of them is looked up, not solved again, with the
+// same result bit for bit. A chunk whose first elements are nearly all
+// different stops looking.
+type alike struct {
+	slot        [1 << alikeBits]alikeSolve
+	tried, hits int
+}
+
+// alikeSolve is one inner solve: its inputs and its result.
+type alikeSolve struct{ rate, weight, m, prev, f, el float64 }
+
+const (
+	alikeBits  = 6    // log2 of the slots
+	alikeProbe = 1024 // elements after which a chunk with few hits stops looking
+)
+
+// solve is freshFreq (or ageFreq under obj Age) of its arguments.
+func (a *alike) solve(obj Objective, rate, weight, m, prev float64, tol innerTol) (f, el float64) {
+	if a.tried >= alikeProbe && a.hits*16 < a.tried {
+		return innerSolve(obj, rate, weight, m, prev, tol)
+	}
+	a.tried++
+	h := (math.Float64bits(rate)*0x9e3779b97f4a7c15 ^ math.Float64bits(prev)) * 0xbf58476d1ce4e5b9
+	e := &a.slot[h>>(64-alikeBits)]
+	if e.rate == rate && e.weight == weight && e.m == m && e.prev == prev {
+		a.hits++
+		return e.f, e.el
+	}
+	f, el = innerSolve(obj, rate, weight, m, prev, tol)
+	*e = alikeSolve{rate, weight, m, prev, f, el}
+	return f, el
+}
+
+// innerSolve is one element's frequency at multiplier m (freshFreq or
+// ageFreq).
+func innerSolve(obj Objective, rate, weight, m, prev float64, tol innerTol) (f, el float64) {
+	if obj == Freshness {
+		return freshFreq(rate, weight, m, prev, tol)
+	}
+	return ageFreq(rate, weight, m, prev, tol)
 }
 
 func (c *core) reduce() {
