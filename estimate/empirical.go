@@ -147,7 +147,9 @@ func fitGridPrior(name string, parent, start GridPrior, states []State, kappa fl
 	e := eStep{lik: lik, n: n, rows: used, w: w, pi: pi, num: num, d: make([]float64, used)}
 	e.workers = 1
 	if used*n >= parallelLikelihoods {
-		e.workers = max(1, min(runtime.GOMAXPROCS(0), used))
+		// Each worker gets at least half the threshold's likelihoods and
+		// eight nodes: the step waits for all of them twice an iteration.
+		e.workers = max(1, min(runtime.GOMAXPROCS(0), used*n/(parallelLikelihoods/2), n/8))
 	}
 	if silent {
 		// piAbove[k] is parent's mass at nodes k and above, piBelow[k+1]
