@@ -14,10 +14,10 @@ import (
 //     chunks, so that it costs its bytes and no allocation of its own,
 //     and the entry holds where it is (a pathRef, 8 bytes where a string
 //     header takes 16).
-//   - The index is an open-addressing table of entry pointers with linear
-//     probing: 8 bytes a slot at a load of at most 3/4, where a
-//     map[string]*entry takes 24 bytes a slot (the key's string header
-//     and the pointer) plus control bytes. It is never iterated, so its
+//   - The index is an open-addressing table of entry ids (entryStore)
+//     with linear probing: 4 bytes a slot at a load of at most 3/4,
+//     where a map[string]*entry takes 24 bytes a slot (the key's string
+//     header and the pointer) plus control bytes. It is never iterated, so its
 //     order (random per index) cannot leak into the schedule.
 //   - Each slot has a tag, 8 bits of its entry's hash that the slot
 //     number does not give (tags, 1 byte a slot). A lookup compares an
@@ -32,7 +32,8 @@ import (
 // old chunks. A removed entry loses its path: its URL is its origin.
 type urlIndex struct {
 	seed  maphash.Seed
-	slots []*entry // nil: empty; len is a power of two
+	ents  *entryStore
+	slots []uint32 // entry ids, 0: empty; len is a power of two
 	tags  []uint8  // per slot: tagOf the hash of its entry's URL
 	n     int
 
@@ -61,8 +62,8 @@ const (
 // the unused end of each chunk is negligible.
 const chunkSize = 1 << 20
 
-func newURLIndex() urlIndex {
-	return urlIndex{seed: maphash.MakeSeed(), originIDs: map[string]uint32{}, fill: -1}
+func newURLIndex(ents *entryStore) urlIndex {
+	return urlIndex{seed: maphash.MakeSeed(), ents: ents, originIDs: map[string]uint32{}, fill: -1}
 }
 
 // len is the number of entries.
@@ -135,12 +136,14 @@ func (x *urlIndex) get(url string) (*entry, bool) {
 	h := x.hash(url)
 	tag := tagOf(h)
 	for i := int(h) & mask; ; i = (i + 1) & mask {
-		e := x.slots[i]
-		if e == nil {
+		id := x.slots[i]
+		if id == 0 {
 			return nil, false
 		}
-		if x.tags[i] == tag && x.is(e, url) {
-			return e, true
+		if x.tags[i] == tag {
+			if e := x.ents.at(id); x.is(e, url) {
+				return e, true
+			}
 		}
 	}
 }
@@ -193,10 +196,10 @@ func (x *urlIndex) place(e *entry) { x.placeAt(e, x.hashOf(e)) }
 func (x *urlIndex) placeAt(e *entry, h uint64) {
 	mask := len(x.slots) - 1
 	i := int(h) & mask
-	for x.slots[i] != nil {
+	for x.slots[i] != 0 {
 		i = (i + 1) & mask
 	}
-	x.slots[i], x.tags[i] = e, tagOf(h)
+	x.slots[i], x.tags[i] = e.id, tagOf(h)
 }
 
 func (x *urlIndex) grow() { x.resize(max(16, 2*len(x.slots))) }
@@ -204,10 +207,10 @@ func (x *urlIndex) grow() { x.resize(max(16, 2*len(x.slots))) }
 // resize re-places every entry in a table of size slots.
 func (x *urlIndex) resize(size int) {
 	old := x.slots
-	x.slots, x.tags = make([]*entry, size), make([]uint8, size)
-	for _, e := range old {
-		if e != nil {
-			x.place(e)
+	x.slots, x.tags = make([]uint32, size), make([]uint8, size)
+	for _, id := range old {
+		if id != 0 {
+			x.place(x.ents.at(id))
 		}
 	}
 }
@@ -221,8 +224,8 @@ func (x *urlIndex) remove(e *entry) {
 	}
 	mask := len(x.slots) - 1
 	i := x.homeOf(e)
-	for x.slots[i] != e {
-		if x.slots[i] == nil {
+	for x.slots[i] != e.id {
+		if x.slots[i] == 0 {
 			return
 		}
 		i = (i + 1) & mask
@@ -230,14 +233,14 @@ func (x *urlIndex) remove(e *entry) {
 	x.n--
 	// Backward-shift deletion: move into the hole i any later entry of
 	// the run whose home is not in (i, j].
-	for j := (i + 1) & mask; x.slots[j] != nil; j = (j + 1) & mask {
-		h := x.homeOf(x.slots[j])
+	for j := (i + 1) & mask; x.slots[j] != 0; j = (j + 1) & mask {
+		h := x.homeOf(x.ents.at(x.slots[j]))
 		if (j > i && (h <= i || h > j)) || (j < i && h <= i && h > j) {
 			x.slots[i], x.tags[i] = x.slots[j], x.tags[j]
 			i = j
 		}
 	}
-	x.slots[i] = nil
+	x.slots[i] = 0
 	p := len(x.path(e))
 	e.path = 0
 	x.live -= p
@@ -251,8 +254,9 @@ func (x *urlIndex) remove(e *entry) {
 // leaving the old chunks to the garbage collector.
 func (x *urlIndex) compact() {
 	fresh := &urlIndex{fill: -1}
-	for _, e := range x.slots {
-		if e != nil {
+	for _, id := range x.slots {
+		if id != 0 {
+			e := x.ents.at(id)
 			e.path = storePath(fresh, x.path(e))
 		}
 	}

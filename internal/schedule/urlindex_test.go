@@ -18,7 +18,8 @@ import (
 func TestURLIndexMatchesMap(t *testing.T) {
 	for seed := range uint64(3) {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		x := newURLIndex()
+		ents := &entryStore{}
+		x := newURLIndex(ents)
 		want := map[string]*entry{}
 		keys := make([]string, 400)
 		for i := range keys {
@@ -39,7 +40,7 @@ func TestURLIndexMatchesMap(t *testing.T) {
 			switch rng.IntN(3) {
 			case 0:
 				if _, ok := want[k]; !ok {
-					e := &entry{}
+					e := ents.alloc()
 					want[k] = e
 					x.put(e, k)
 				}
@@ -48,6 +49,7 @@ func TestURLIndexMatchesMap(t *testing.T) {
 					delete(want, k)
 					dead := x.dead
 					x.remove(e)
+					ents.release(e)
 					if x.dead < dead {
 						compactions++
 					}
@@ -69,8 +71,8 @@ func TestURLIndexMatchesMap(t *testing.T) {
 				}
 				// Every slot's tag is its entry's (through growth and
 				// the backward shifts of removals).
-				for i, e := range x.slots {
-					if e != nil && x.tags[i] != tagOf(x.hashOf(e)) {
+				for i, id := range x.slots {
+					if e := ents.at(id); id != 0 && x.tags[i] != tagOf(x.hashOf(e)) {
 						t.Fatalf("seed %d op %d: slot %d has tag %#x, its entry %#x", seed, op, i, x.tags[i], tagOf(x.hashOf(e)))
 					}
 				}
@@ -91,14 +93,15 @@ func BenchmarkURLIndexAdd(b *testing.B) {
 	for i := range urls {
 		urls[i] = fmt.Sprintf("https://www.site-%d.example.com/news/2026/05/%d-market-update", i%10_000, i)
 	}
-	entries := make([]entry, n)
 	b.ReportAllocs()
 	for b.Loop() {
-		x := newURLIndex()
+		ents := &entryStore{}
+		ents.reserve(n)
+		x := newURLIndex(ents)
 		x.reserve(n)
-		for i, u := range urls {
+		for _, u := range urls {
 			if _, ok := x.get(u); !ok {
-				x.put(&entries[i], u)
+				x.put(ents.alloc(), u)
 			}
 		}
 		for _, u := range urls {
