@@ -561,8 +561,10 @@ type entryHeap struct {
 	ents *entryStore
 }
 
-func (q entryHeap) Len() int           { return len(q.ids) }
-func (q entryHeap) Less(i, j int) bool { return q.ents.at(q.ids[i]).nextDue < q.ents.at(q.ids[j]).nextDue }
+func (q entryHeap) Len() int { return len(q.ids) }
+func (q entryHeap) Less(i, j int) bool {
+	return q.ents.at(q.ids[i]).nextDue < q.ents.at(q.ids[j]).nextDue
+}
 func (q entryHeap) Swap(i, j int) {
 	q.ids[i], q.ids[j] = q.ids[j], q.ids[i]
 	q.ents.at(q.ids[i]).index, q.ents.at(q.ids[j]).index = int32(i), int32(j)
