@@ -59,7 +59,8 @@ func liveHeap() uint64 {
 
 // BenchmarkSchedulerMemory reports the live heap the schedule holds per
 // URL (B/URL) after loading -memory-urls URLs (a million) and planning
-// once, as a coordinator restart does. The URL strings are copied before the
+// once, as a coordinator restart does (sized by Grow first, then each
+// URL added). The URL strings are copied before the
 // measurement starts so that they count, as they do when the store
 // decodes them. Run it with -benchtime=1x.
 func BenchmarkSchedulerMemory(b *testing.B) {
@@ -74,6 +75,9 @@ func BenchmarkSchedulerMemory(b *testing.B) {
 				h0 := liveHeap()
 				b.StartTimer()
 				s := NewScheduler(SchedulerOptions{Budget: float64(n) / (30 * 86400), HostRate: 1})
+				// As the restart does: the schedule sized for the
+				// store's URL count before the load.
+				s.Grow(n)
 				for _, u := range infos {
 					// A fresh copy of the URL, which the schedule keeps.
 					u.URL = string([]byte(u.URL))
