@@ -28,8 +28,9 @@ type entry struct {
 	// (urlIndex.url).
 	path pathRef
 	// st is the estimator's state (docs/design.md §3.3), packed
-	// (packState), nil while it is the zero state: most URLs of a new
-	// collection have none, and a state takes 112 bytes unpacked.
+	// (packState) into its slab's arena (stateArena), nil while it is
+	// the zero state: most URLs of a new collection have none, and a
+	// state takes 112 bytes unpacked.
 	st *byte
 
 	interval time.Duration // 1/f from the plan; 0 = not scheduled (given up, disallowed)
@@ -99,6 +100,7 @@ const (
 // once no plan can name them (Scheduler.retire).
 type entryStore struct {
 	chunks []*[entryChunk]entry
+	arenas []stateArena // per slab: its entries' packed states
 	next   uint32   // ids below it have been handed out
 	free   []uint32 // ids to reuse
 }
@@ -122,6 +124,7 @@ func (p *entryStore) alloc() *entry {
 		p.next++
 		if int(id>>entryChunkBits) == len(p.chunks) {
 			p.chunks = append(p.chunks, new([entryChunk]entry))
+			p.arenas = append(p.arenas, stateArena{})
 		}
 	}
 	e := p.at(id)
@@ -131,6 +134,7 @@ func (p *entryStore) alloc() *entry {
 
 // release gives e's place back for reuse: nothing may name e any more.
 func (p *entryStore) release(e *entry) {
+	p.setState(e, estimate.State{})
 	id := e.id
 	*e = entry{}
 	p.free = append(p.free, id)
@@ -140,6 +144,7 @@ func (p *entryStore) release(e *entry) {
 func (p *entryStore) reserve(n int) {
 	if more := (int(p.next)+n)/entryChunk + 1 - len(p.chunks); more > 0 {
 		p.chunks = slices.Grow(p.chunks, more)
+		p.arenas = slices.Grow(p.arenas, more)
 	}
 }
 
@@ -163,15 +168,6 @@ func (e *entry) state() estimate.State {
 	return unpackState(e.st)
 }
 
-// setState sets e's estimator state.
-func (e *entry) setState(st estimate.State) {
-	e.set(flagObserved, st.Observations() > 0)
-	if st == (estimate.State{}) {
-		e.st = nil
-		return
-	}
-	e.st = packState(&st)
-}
 
 // observed reports whether e's estimate holds observations.
 func (e *entry) observed() bool { return e.is(flagObserved) }
@@ -189,26 +185,126 @@ const (
 // high bytes of small counts). A state is plain numbers (no pointers,
 // TestPackedStateRoundTrips), so its bytes are all there is to it and
 // unpackState gives it back exactly. The length of the packed form
-// follows from its bitmap, so the entry holds a pointer to its first
-// byte, 8 bytes where a slice takes 24.
-func packState(st *estimate.State) *byte {
-	raw := (*[stateSize]byte)(unsafe.Pointer(st))
-	n := 0
-	for _, b := range raw {
+// follows from its bitmap (packedLen), so the entry holds a pointer to
+// its first byte, 8 bytes where a slice takes 24.
+func packState(st *estimate.State) []byte {
+	buf := make([]byte, packedSize(st))
+	packInto(buf, st)
+	return buf
+}
+
+// packedSize is the length of st packed.
+func packedSize(st *estimate.State) int {
+	n := stateMap
+	for _, b := range (*[stateSize]byte)(unsafe.Pointer(st)) {
 		if b != 0 {
 			n++
 		}
 	}
-	buf := make([]byte, stateMap+n)
+	return n
+}
+
+// packInto packs st into buf, which is packedSize(st) zero bytes.
+func packInto(buf []byte, st *estimate.State) {
 	k := stateMap
-	for i, b := range raw {
+	for i, b := range (*[stateSize]byte)(unsafe.Pointer(st)) {
 		if b != 0 {
 			buf[i/8] |= 1 << (i % 8)
 			buf[k] = b
 			k++
 		}
 	}
-	return &buf[0]
+}
+
+// packedLen is the length of the packed state at p.
+func packedLen(p *byte) int {
+	n := stateMap
+	for _, b := range unsafe.Slice(p, stateMap) {
+		n += bits.OnesCount8(b)
+	}
+	return n
+}
+
+// stateBlock is the size of a block of a stateArena: some hundred
+// packed states, so that a slab's partly filled last block costs about a
+// byte an entry.
+const stateBlock = 8 << 10
+
+// stateArena holds the packed estimator states of one slab of entries
+// in blocks, so that a state costs its bytes and no allocation of its
+// own (an allocation of its own would round it up to a size class: 66
+// bytes on average for states of 56). A state replaced by a longer one
+// leaves its bytes dead in the arena; once they are more than an eighth
+// of the live ones, the slab's states are copied into new blocks
+// (entryStore.compactStates), a few hundred kilobytes at most, so a
+// fold that triggers it does not wait long.
+type stateArena struct {
+	blocks     [][]byte
+	live, dead int
+}
+
+// take returns n zero bytes in the arena.
+func (a *stateArena) take(n int) []byte {
+	last := len(a.blocks) - 1
+	if last < 0 || cap(a.blocks[last])-len(a.blocks[last]) < n {
+		a.blocks = append(a.blocks, make([]byte, 0, stateBlock))
+		last++
+	}
+	b := a.blocks[last]
+	a.blocks[last] = b[:len(b)+n]
+	a.live += n
+	return b[len(b) : len(b)+n : len(b)+n]
+}
+
+// setState sets e's estimator state.
+func (p *entryStore) setState(e *entry, st estimate.State) {
+	e.set(flagObserved, st.Observations() > 0)
+	a := &p.arenas[e.id>>entryChunkBits]
+	old := 0
+	if e.st != nil {
+		old = packedLen(e.st)
+	}
+	if st == (estimate.State{}) {
+		e.st = nil
+		a.live -= old
+		a.dead += old
+		return
+	}
+	n := packedSize(&st)
+	if n <= old {
+		// In place: the bytes after it are dead.
+		buf := unsafe.Slice(e.st, old)
+		clear(buf)
+		packInto(buf[:n], &st)
+		a.live -= old - n
+		a.dead += old - n
+	} else {
+		buf := a.take(n)
+		packInto(buf, &st)
+		e.st = &buf[0]
+		a.live -= old
+		a.dead += old
+	}
+	if a.dead > stateBlock && a.dead > a.live/8 {
+		p.compactStates(e.id >> entryChunkBits)
+	}
+}
+
+// compactStates copies the live states of slab c into new blocks,
+// leaving the old ones to the garbage collector.
+func (p *entryStore) compactStates(c uint32) {
+	var fresh stateArena
+	for i := range p.chunks[c] {
+		e := &p.chunks[c][i]
+		if e.st == nil {
+			continue
+		}
+		n := packedLen(e.st)
+		buf := fresh.take(n)
+		copy(buf, unsafe.Slice(e.st, n))
+		e.st = &buf[0]
+	}
+	p.arenas[c] = fresh
 }
 
 // unpackState is the state packState packed at p.
@@ -216,11 +312,7 @@ func unpackState(p *byte) estimate.State {
 	var st estimate.State
 	raw := (*[stateSize]byte)(unsafe.Pointer(&st))
 	bitmap := unsafe.Slice(p, stateMap)
-	n := 0
-	for _, b := range bitmap {
-		n += bits.OnesCount8(b)
-	}
-	packed := unsafe.Slice(p, stateMap+n)[stateMap:]
+	packed := unsafe.Slice(p, packedLen(p))[stateMap:]
 	k := 0
 	for i := range raw {
 		if bitmap[i/8]&(1<<(i%8)) != 0 {

@@ -3,7 +3,6 @@ package schedule
 import (
 	"flag"
 	"fmt"
-	"math/bits"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -165,7 +164,7 @@ func TestPackedStateRoundTrips(t *testing.T) {
 	}
 	check := func(st estimate.State) {
 		t.Helper()
-		if got := unpackState(packState(&st)); got != st {
+		if got := unpackState(&packState(&st)[0]); got != st {
 			t.Fatalf("state %+v unpacked as %+v", st, got)
 		}
 	}
@@ -174,6 +173,7 @@ func TestPackedStateRoundTrips(t *testing.T) {
 	est := NewEstimator(DefaultHalfLife, DefaultPriorRate)
 	now := time.Unix(1_800_000_000, 0)
 	packed, states := 0, 0
+	ents := &entryStore{}
 	for range 50 {
 		var st EstimateState
 		iv := time.Duration(1+rng.Int64N(14*24)) * time.Hour
@@ -182,12 +182,12 @@ func TestPackedStateRoundTrips(t *testing.T) {
 		for range 2 + rng.IntN(30) {
 			fb := est.Learn(&st, rate, Observation{URL: "http://h.example/p", Host: "h.example", Start: at, End: at.Add(time.Second), OK: true, First: prev.IsZero(), Prev: prev, Changed: rng.IntN(3) == 0, LastModified: at.Add(-time.Duration(rng.IntN(2)) * time.Hour)})
 			check(fb.State)
-			var e entry
-			e.setState(fb.State)
+			e := ents.alloc()
+			ents.setState(e, fb.State)
 			if e.state() != fb.State || e.observed() != (fb.State.Observations() > 0) {
 				t.Fatalf("entry state %+v (observed %v), want %+v", e.state(), e.observed(), fb.State)
 			}
-			packed += stateMap + popcount(packState(&fb.State))
+			packed += len(packState(&fb.State))
 			states++
 			rate, prev = fb.Rate, at
 			at = at.Add(iv + time.Duration(rng.Int64N(int64(iv))))
@@ -199,11 +199,76 @@ func TestPackedStateRoundTrips(t *testing.T) {
 	t.Logf("%d states packed into %.1f bytes on average (%d unpacked)", states, float64(packed)/float64(states), stateSize)
 }
 
-// popcount is the number of non-zero bytes a packed state holds.
-func popcount(p *byte) int {
-	n := 0
-	for _, b := range unsafe.Slice(p, stateMap) {
-		n += bits.OnesCount8(b)
+// TestStateArenaKeepsStates: states set, replaced (by longer, shorter
+// and zero ones) and released at random over three slabs of entries
+// read back as set, through the arenas' compactions; each arena's live
+// bytes are its entries' packed states, and its dead bytes stay within
+// a block or an eighth of the live ones.
+func TestStateArenaKeepsStates(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 4))
+	now := time.Unix(1_800_000_000, 0)
+	est := NewEstimator(7*24*time.Hour, 1.0/86400)
+	pool := learntHistories(&est, rng, 64, now, 1.0/86400, "https://h.example.org/p", "h.example.org")
+	states := []estimate.State{{}}
+	for _, u := range pool {
+		var st EstimateState
+		if len(u.Estimate) > 0 && st.UnmarshalBinary(u.Estimate) == nil {
+			states = append(states, st.State)
+		}
 	}
-	return n
+	ents := &entryStore{}
+	live := map[*entry]estimate.State{}
+	var order []*entry
+	compactions := 0
+	for op := range 60_000 {
+		switch {
+		case len(order) < 2*entryChunk+100 || rng.IntN(10) < 6:
+			var e *entry
+			if len(order) < 2*entryChunk+100 || rng.IntN(4) == 0 {
+				e = ents.alloc()
+				order = append(order, e)
+			} else {
+				e = order[rng.IntN(len(order))]
+			}
+			st := states[rng.IntN(len(states))]
+			dead := ents.arenas[e.id>>entryChunkBits].dead
+			ents.setState(e, st)
+			live[e] = st
+			if ents.arenas[e.id>>entryChunkBits].dead < dead {
+				compactions++
+			}
+		default:
+			k := rng.IntN(len(order))
+			e := order[k]
+			ents.release(e)
+			delete(live, e)
+			order[k] = order[len(order)-1]
+			order = order[:len(order)-1]
+		}
+		if op%5000 != 0 {
+			continue
+		}
+		for e, st := range live {
+			if e.state() != st {
+				t.Fatalf("op %d: entry %d has state %+v, want %+v", op, e.id, e.state(), st)
+			}
+		}
+		for c, a := range ents.arenas {
+			sum := 0
+			for i := range ents.chunks[c] {
+				if p := ents.chunks[c][i].st; p != nil {
+					sum += packedLen(p)
+				}
+			}
+			if a.live != sum {
+				t.Fatalf("op %d: slab %d counts %d live bytes, its states take %d", op, c, a.live, sum)
+			}
+			if a.dead > stateBlock && a.dead > a.live/8 {
+				t.Fatalf("op %d: slab %d has %d dead bytes for %d live", op, c, a.dead, a.live)
+			}
+		}
+	}
+	if compactions == 0 {
+		t.Fatal("no arena was ever compacted")
+	}
 }

@@ -381,7 +381,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	if len(u.Estimate) > 0 {
 		var st EstimateState
 		if st.UnmarshalBinary(u.Estimate) == nil {
-			e.setState(st.State)
+			s.front.ents.setState(e, st.State)
 			if e.observed() {
 				s.learnt++
 			}
@@ -598,7 +598,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		if !e.observed() && fb.State.Observations() > 0 {
 			s.learnt++
 		}
-		e.setState(fb.State)
+		s.front.ents.setState(e, fb.State)
 		e.priorVer = uint32(fb.PriorVersion)
 		e.set(flagStale, false)
 		if e.pos >= 0 {
