@@ -101,8 +101,8 @@ const (
 type entryStore struct {
 	chunks []*[entryChunk]entry
 	arenas []stateArena // per slab: its entries' packed states
-	next   uint32   // ids below it have been handed out
-	free   []uint32 // ids to reuse
+	next   uint32       // ids below it have been handed out
+	free   []uint32     // ids to reuse
 }
 
 // at is the entry of id.
@@ -167,7 +167,6 @@ func (e *entry) state() estimate.State {
 	}
 	return unpackState(e.st)
 }
-
 
 // observed reports whether e's estimate holds observations.
 func (e *entry) observed() bool { return e.is(flagObserved) }
