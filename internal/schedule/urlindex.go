@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"strings"
 )
@@ -13,7 +14,14 @@ import (
 //     holds its index; the rest (the path) is copied into large byte
 //     chunks, so that it costs its bytes and no allocation of its own,
 //     and the entry holds where it is (a pathRef, 8 bytes where a string
-//     header takes 16).
+//     header takes 16). The paths are front coded in blocks of
+//     blockLen: each is stored as the length of the prefix it shares
+//     with the path stored before it in its block, then the rest. A
+//     restart adds the URLs in the store's key order, so neighbours are
+//     mostly of one host and share much of their paths. Reading a path
+//     decodes its block up to it (at most blockLen short records, one
+//     or two cache lines' worth), which only a lookup whose tag matches,
+//     a dispatch and a rehash do.
 //   - The index is an open-addressing table of entry ids (entryStore)
 //     with linear probing: 4 bytes a slot at a load of at most 3/4,
 //     where a map[string]*entry takes 24 bytes a slot (the key's string
@@ -41,21 +49,29 @@ type urlIndex struct {
 	originIDs map[string]uint32
 	chunks    [][]byte // the paths
 	fill      int      // the chunk being filled (-1: none)
+	block     int      // where the block being filled starts in it
+	inBlock   int      // paths in that block
+	prev      []byte   // the path stored last
 	live      int      // bytes of the paths of the entries in the index
 	dead      int      // bytes of removed paths still in the chunks
 }
 
 // pathRef says where an entry's path is: the chunk (bits 40 to 62), the
-// offset in it (bits 20 to 39) and the length (bits 0 to 19); a path
-// longer than a shared chunk takes (bit 63) has a chunk of its own, all
-// of it. 0 is the empty path.
+// offset of its block in it (bits 20 to 39), its place in the block
+// (bits 16 to 19) and its length (bits 0 to 15); a path longer than
+// that holds (bit 63) has a chunk of its own, all of it, unencoded. 0 is
+// the empty path.
 type pathRef uint64
 
 const (
-	refLenBits  = 20
-	refOffBits  = 20
-	refOwnChunk = pathRef(1) << 63
-	refMask     = 1<<refLenBits - 1
+	refLenBits   = 16
+	refPosBits   = 4
+	refOffBits   = 20
+	refOwnChunk  = pathRef(1) << 63
+	refMaxLen    = 1<<refLenBits - 1
+	refOffMask   = 1<<refOffBits - 1
+	blockLen     = 1 << refPosBits // paths in a front-coded block
+	maxSharedLen = 255             // the shared prefix is one byte
 )
 
 // chunkSize is the size of a chunk of paths: large next to a path, so
@@ -69,28 +85,59 @@ func newURLIndex(ents *entryStore) urlIndex {
 // len is the number of entries.
 func (x *urlIndex) len() int { return x.n }
 
-// path is the bytes of e's path (not to be modified).
-func (x *urlIndex) path(e *entry) []byte {
-	r := e.path
+// appendPath appends the path r refers to to dst: its block's records
+// decoded up to it.
+func (x *urlIndex) appendPath(dst []byte, r pathRef) []byte {
 	switch {
 	case r == 0:
-		return nil
+		return dst
 	case r&refOwnChunk != 0:
-		return x.chunks[r&^refOwnChunk]
+		return append(dst, x.chunks[r&^refOwnChunk]...)
 	}
-	c := x.chunks[r>>(refLenBits+refOffBits)]
-	off := int(r>>refLenBits) & refMask
-	return c[off : off+int(r&refMask)]
+	c := x.chunks[r>>(refLenBits+refPosBits+refOffBits)]
+	off := int(r>>(refLenBits+refPosBits)) & refOffMask
+	pos := int(r>>refLenBits) & (blockLen - 1)
+	base := len(dst)
+	for k := 0; ; k++ {
+		shared := int(c[off])
+		n, w := binary.Uvarint(c[off+1:])
+		at := off + 1 + w
+		dst = append(dst[:base+shared], c[at:at+int(n)]...)
+		if k == pos {
+			return dst
+		}
+		off = at + int(n)
+	}
 }
 
+// pathLen is the length of the path r refers to.
+func (x *urlIndex) pathLen(r pathRef) int {
+	switch {
+	case r == 0:
+		return 0
+	case r&refOwnChunk != 0:
+		return len(x.chunks[r&^refOwnChunk])
+	}
+	return int(r & refMaxLen)
+}
+
+// pathBuf is room for a typical path on the stack.
+type pathBuf [256]byte
+
 // url is e's URL (a new string).
-func (x *urlIndex) url(e *entry) string { return x.origins[e.origin] + string(x.path(e)) }
+func (x *urlIndex) url(e *entry) string {
+	var buf pathBuf
+	return x.origins[e.origin] + string(x.appendPath(buf[:0], e.path))
+}
 
 // is reports whether url is e's URL.
 func (x *urlIndex) is(e *entry, url string) bool {
 	o := x.origins[e.origin]
-	p := x.path(e)
-	return len(url) == len(o)+len(p) && url[:len(o)] == o && url[len(o):] == string(p)
+	if len(url) != len(o)+x.pathLen(e.path) || url[:len(o)] != o {
+		return false
+	}
+	var buf pathBuf
+	return string(x.appendPath(buf[:0], e.path)) == url[len(o):]
 }
 
 // originEnd is where the origin of url ends: the first '/' after "://"
@@ -116,7 +163,8 @@ func (x *urlIndex) hashOf(e *entry) uint64 {
 	var h maphash.Hash
 	h.SetSeed(x.seed)
 	h.WriteString(x.origins[e.origin])
-	h.Write(x.path(e))
+	var buf pathBuf
+	h.Write(x.appendPath(buf[:0], e.path))
 	return h.Sum64()
 }
 
@@ -169,24 +217,40 @@ func (x *urlIndex) put(e *entry, url string) {
 	x.n++
 }
 
-// storePath copies path into x's chunks.
+// storePath copies path into x's chunks, front coded against the path
+// stored before it in its block.
 func storePath[P string | []byte](x *urlIndex, path P) pathRef {
 	if len(path) == 0 {
 		return 0
 	}
-	if len(path) > chunkSize/16 {
+	if len(path) > refMaxLen {
 		// Rare: not worth a shared chunk's tail.
 		x.chunks = append(x.chunks, append([]byte(nil), path...))
 		return refOwnChunk | pathRef(len(x.chunks)-1)
 	}
-	if x.fill < 0 || len(path) > cap(x.chunks[x.fill])-len(x.chunks[x.fill]) {
+	// A record takes at most a byte, a 3-byte varint and the path.
+	if x.fill < 0 || 4+len(path) > cap(x.chunks[x.fill])-len(x.chunks[x.fill]) {
 		x.fill = len(x.chunks)
 		x.chunks = append(x.chunks, make([]byte, 0, chunkSize))
+		x.inBlock = blockLen
 	}
 	c := x.chunks[x.fill]
-	at := len(c)
-	x.chunks[x.fill] = append(c, path...)
-	return pathRef(x.fill)<<(refLenBits+refOffBits) | pathRef(at)<<refLenBits | pathRef(len(path))
+	shared := 0
+	if x.inBlock == blockLen {
+		x.block, x.inBlock = len(c), 0
+	} else {
+		for shared < min(len(path), len(x.prev), maxSharedLen) && path[shared] == x.prev[shared] {
+			shared++
+		}
+	}
+	c = append(c, byte(shared))
+	c = binary.AppendUvarint(c, uint64(len(path)-shared))
+	c = append(c, path[shared:]...)
+	x.chunks[x.fill] = c
+	x.prev = append(x.prev[:0], path...)
+	r := pathRef(x.fill)<<(refLenBits+refPosBits+refOffBits) | pathRef(x.block)<<(refLenBits+refPosBits) | pathRef(x.inBlock)<<refLenBits | pathRef(len(path))
+	x.inBlock++
+	return r
 }
 
 func (x *urlIndex) place(e *entry) { x.placeAt(e, x.hashOf(e)) }
@@ -241,7 +305,7 @@ func (x *urlIndex) remove(e *entry) {
 		}
 	}
 	x.slots[i] = 0
-	p := len(x.path(e))
+	p := x.pathLen(e.path)
 	e.path = 0
 	x.live -= p
 	x.dead += p
@@ -250,16 +314,21 @@ func (x *urlIndex) remove(e *entry) {
 	}
 }
 
-// compact copies the paths of the entries in the index into new chunks,
-// leaving the old chunks to the garbage collector.
+// compact copies the paths of the entries in the index into new chunks
+// in the order of the entries' ids (about the order they were added, so
+// that neighbours still share prefixes), leaving the old chunks to the
+// garbage collector. An entry out of the index has no path.
 func (x *urlIndex) compact() {
 	fresh := &urlIndex{fill: -1}
-	for _, id := range x.slots {
-		if id != 0 {
-			e := x.ents.at(id)
-			e.path = storePath(fresh, x.path(e))
+	var buf []byte
+	for _, c := range x.ents.chunks {
+		for i := range c {
+			if e := &c[i]; e.path != 0 {
+				buf = x.appendPath(buf[:0], e.path)
+				e.path = storePath(fresh, buf)
+			}
 		}
 	}
-	x.chunks, x.fill = fresh.chunks, fresh.fill
+	x.chunks, x.fill, x.block, x.inBlock, x.prev = fresh.chunks, fresh.fill, fresh.block, fresh.inBlock, fresh.prev
 	x.dead = 0
 }

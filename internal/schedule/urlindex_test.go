@@ -30,6 +30,10 @@ func TestURLIndexMatchesMap(t *testing.T) {
 				keys[i] = fmt.Sprintf("no-scheme-%d", i)
 			case 2:
 				keys[i] = fmt.Sprintf("http://h%d.example/%d/", i%7, i) + strings.Repeat("x", chunkSize/8)
+			case 3, 4:
+				// Long shared prefixes, more than a record's
+				// shared-length byte can say.
+				keys[i] = fmt.Sprintf("http://h%d.example/", i%7) + strings.Repeat("s", 100+rng.IntN(300)) + fmt.Sprint(i)
 			default:
 				keys[i] = fmt.Sprintf("http://h%d.example/%d/", i%7, i) + strings.Repeat("p", rng.IntN(chunkSize/32))
 			}
@@ -82,6 +86,56 @@ func TestURLIndexMatchesMap(t *testing.T) {
 			t.Fatalf("seed %d: the chunks were never compacted", seed)
 		}
 	}
+}
+
+// TestPathsFrontCoded: the paths of one host's URLs added in key order,
+// as a restart adds them, take much less than their bytes in the chunks
+// (each shares most of its path with the one before), and every URL is
+// found and read back whole, also after half of them are removed and the
+// chunks compacted.
+func TestPathsFrontCoded(t *testing.T) {
+	ents := &entryStore{}
+	x := newURLIndex(ents)
+	var urls []string
+	for i := range 5000 {
+		urls = append(urls, fmt.Sprintf("https://www.example.com/news/2026/%02d/story-%05d.html", 1+i/500, i))
+	}
+	pathBytes := 0
+	byURL := map[string]*entry{}
+	for _, u := range urls {
+		e := ents.alloc()
+		x.put(e, u)
+		byURL[u] = e
+		pathBytes += len(u) - originEnd(u)
+	}
+	stored := 0
+	for _, c := range x.chunks {
+		stored += len(c)
+	}
+	if stored*2 > pathBytes {
+		t.Fatalf("%d bytes of paths stored in %d bytes", pathBytes, stored)
+	}
+	check := func() {
+		t.Helper()
+		for u, want := range byURL {
+			if e, ok := x.get(u); !ok || e != want || x.url(e) != u {
+				t.Fatalf("%s not found or read back", u)
+			}
+		}
+	}
+	check()
+	for i, u := range urls {
+		if i%2 == 1 {
+			e := byURL[u]
+			delete(byURL, u)
+			x.remove(e)
+			ents.release(e)
+		}
+	}
+	// Too few bytes removed for remove to compact: compact now.
+	x.compact()
+	check()
+	t.Logf("%d bytes of paths stored in %d bytes", pathBytes, stored)
 }
 
 // BenchmarkURLIndexAdd adds URLs as a restart does (each looked up first,
