@@ -85,29 +85,47 @@ func newURLIndex(ents *entryStore) urlIndex {
 // len is the number of entries.
 func (x *urlIndex) len() int { return x.n }
 
-// appendPath appends the path r refers to to dst: its block's records
-// decoded up to it.
-func (x *urlIndex) appendPath(dst []byte, r pathRef) []byte {
+// pieces is the path r refers to as pieces of the chunks, in order, at
+// most one a record of its block (held in buf). The block's records are
+// walked up to the path's, and the pieces then taken from the back: the
+// bytes past a record's shared prefix are its own, the prefix is the
+// record before's. So reading a path copies nothing, and each of its
+// bytes is read once, whatever the paths before it.
+func (x *urlIndex) pieces(r pathRef, buf *[blockLen][]byte) [][]byte {
 	switch {
 	case r == 0:
-		return dst
+		return nil
 	case r&refOwnChunk != 0:
-		return append(dst, x.chunks[r&^refOwnChunk]...)
+		buf[0] = x.chunks[r&^refOwnChunk]
+		return buf[:1]
 	}
 	c := x.chunks[r>>(refLenBits+refPosBits+refOffBits)]
 	off := int(r>>(refLenBits+refPosBits)) & refOffMask
 	pos := int(r>>refLenBits) & (blockLen - 1)
-	base := len(dst)
-	for k := 0; ; k++ {
-		shared := int(c[off])
+	var shared, suffix [blockLen]int
+	for k := 0; k <= pos; k++ {
 		n, w := binary.Uvarint(c[off+1:])
-		at := off + 1 + w
-		dst = append(dst[:base+shared], c[at:at+int(n)]...)
-		if k == pos {
-			return dst
-		}
-		off = at + int(n)
+		shared[k], suffix[k] = int(c[off]), off+1+w
+		off = suffix[k] + int(n)
 	}
+	i, end := blockLen, int(r&refMaxLen)
+	for k := pos; end > 0; k-- {
+		if end > shared[k] {
+			i--
+			buf[i] = c[suffix[k] : suffix[k]+end-shared[k]]
+			end = shared[k]
+		}
+	}
+	return buf[i:]
+}
+
+// appendPath appends the path r refers to to dst.
+func (x *urlIndex) appendPath(dst []byte, r pathRef) []byte {
+	var buf [blockLen][]byte
+	for _, p := range x.pieces(r, &buf) {
+		dst = append(dst, p...)
+	}
+	return dst
 }
 
 // pathLen is the length of the path r refers to.
@@ -121,13 +139,17 @@ func (x *urlIndex) pathLen(r pathRef) int {
 	return int(r & refMaxLen)
 }
 
-// pathBuf is room for a typical path on the stack.
-type pathBuf [256]byte
-
 // url is e's URL (a new string).
 func (x *urlIndex) url(e *entry) string {
-	var buf pathBuf
-	return x.origins[e.origin] + string(x.appendPath(buf[:0], e.path))
+	o := x.origins[e.origin]
+	var b strings.Builder
+	b.Grow(len(o) + x.pathLen(e.path))
+	b.WriteString(o)
+	var buf [blockLen][]byte
+	for _, p := range x.pieces(e.path, &buf) {
+		b.Write(p)
+	}
+	return b.String()
 }
 
 // is reports whether url is e's URL.
@@ -136,8 +158,15 @@ func (x *urlIndex) is(e *entry, url string) bool {
 	if len(url) != len(o)+x.pathLen(e.path) || url[:len(o)] != o {
 		return false
 	}
-	var buf pathBuf
-	return string(x.appendPath(buf[:0], e.path)) == url[len(o):]
+	rest := url[len(o):]
+	var buf [blockLen][]byte
+	for _, p := range x.pieces(e.path, &buf) {
+		if rest[:len(p)] != string(p) {
+			return false
+		}
+		rest = rest[len(p):]
+	}
+	return true
 }
 
 // originEnd is where the origin of url ends: the first '/' after "://"
@@ -163,8 +192,10 @@ func (x *urlIndex) hashOf(e *entry) uint64 {
 	var h maphash.Hash
 	h.SetSeed(x.seed)
 	h.WriteString(x.origins[e.origin])
-	var buf pathBuf
-	h.Write(x.appendPath(buf[:0], e.path))
+	var buf [blockLen][]byte
+	for _, p := range x.pieces(e.path, &buf) {
+		h.Write(p)
+	}
 	return h.Sum64()
 }
 
