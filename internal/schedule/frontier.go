@@ -97,7 +97,7 @@ const (
 // fixed place for its life, named by its id (its place; 0 is never
 // used, so that 0 can say "none"). The ids of one-off requests, which
 // no list names, are reused once they are done; those of removed URLs
-// once no plan can name them (Scheduler.retire).
+// once no plan can name them (Scheduler.reuseRetired).
 type entryStore struct {
 	chunks []*[entryChunk]entry
 	arenas []stateArena // per slab: its entries' packed states
