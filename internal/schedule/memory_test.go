@@ -272,3 +272,82 @@ func TestStateArenaKeepsStates(t *testing.T) {
 		t.Fatal("no arena was ever compacted")
 	}
 }
+
+// TestEntryIDsReused: the id of a removed URL is not given to a new URL
+// while a plan made before the removal may still be applied (its list
+// names the id), and is once a plan made after it has taken effect; a
+// one-off request's id is free as soon as it is done. Throughout, every
+// URL keeps its own entry.
+func TestEntryIDsReused(t *testing.T) {
+	s, now := randomScheduler(t, 300, 7, 3, nil)
+	if _, err := s.Replan(now); err != nil {
+		t.Fatal(err)
+	}
+	j := s.Snapshot(now) // made before the removal, applied after it
+	var removed []string
+	gone := map[uint32]bool{}
+	for i := 0; i < len(s.list); i += 10 {
+		e := s.front.entry(s.list[i])
+		removed = append(removed, s.front.url(e))
+		gone[e.id] = true
+	}
+	if n := s.Remove(removed); n != len(removed) {
+		t.Fatalf("removed %d of %d", n, len(removed))
+	}
+	add := func(prefix string, k int) {
+		t.Helper()
+		for i := range k {
+			u := fmt.Sprintf("http://new/%s%d", prefix, i)
+			s.Add(URLInfo{URL: u, Host: "new", Weight: 1, Rate: 1.0 / 3600}, now)
+			e, ok := s.front.urls.get(u)
+			if !ok || s.front.url(e) != u {
+				t.Fatalf("%s lost", u)
+			}
+			if gone[e.id] {
+				t.Fatalf("%s took the id %d of a removed URL a pending plan names", u, e.id)
+			}
+		}
+	}
+	add("a", 50)
+	if err := j.Solve(); err != nil {
+		t.Fatal(err)
+	}
+	for !s.Apply(j, now, 64) {
+	}
+	checkInvariants(t, s)
+	add("b", 50) // the plan applied was made before the removal
+	if _, err := s.Replan(now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.front.ents.free) != len(removed) || len(s.retired) != 0 {
+		t.Fatalf("%d ids free and %d retired after a plan made after the removal of %d URLs", len(s.front.ents.free), len(s.retired), len(removed))
+	}
+	next := s.front.ents.next
+	for i := range len(removed) {
+		s.Add(URLInfo{URL: fmt.Sprintf("http://new/c%d", i), Host: "new", Weight: 1, Rate: 1.0 / 3600}, now)
+	}
+	if s.front.ents.next != next || len(s.front.ents.free) != 0 {
+		t.Fatalf("new URLs took fresh ids (next %d, was %d; %d free) instead of the removed URLs'", s.front.ents.next, next, len(s.front.ents.free))
+	}
+	if !s.Enqueue("http://new/once", "new", now) {
+		t.Fatal("one-off request refused")
+	}
+	d, ok, _ := s.Next(now.Add(48 * time.Hour))
+	for ok && d.URL != "http://new/once" {
+		s.Done(d.URL, Feedback{Start: now, End: now, OK: true})
+		d, ok, _ = s.Next(now.Add(48 * time.Hour))
+	}
+	if !ok {
+		t.Fatal("the one-off request was never handed out")
+	}
+	s.Done(d.URL, Feedback{Start: now, End: now, OK: true})
+	if len(s.front.ents.free) != 1 || s.Has("http://new/once") {
+		t.Fatalf("one-off request done: %d ids free, still known %v", len(s.front.ents.free), s.Has("http://new/once"))
+	}
+	for _, u := range removed {
+		if s.Has(u) {
+			t.Fatalf("removed %s is known", u)
+		}
+	}
+	checkInvariants(t, s)
+}
