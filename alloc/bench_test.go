@@ -79,9 +79,23 @@ func BenchmarkSolve10M(b *testing.B) { benchSolve(b, 10_000_000) }
 
 // BenchmarkResolve1M measures a warm re-solve after 1% of the rates moved
 // by up to ±20%, as after a round of change-rate estimation.
-func BenchmarkResolve1M(b *testing.B) {
-	const n = 1_000_000
-	p := benchProblem(n, 1)
+func BenchmarkResolve1M(b *testing.B) { benchResolve(b, benchProblem(1_000_000, 1)) }
+
+// BenchmarkResolve1MHalfNew is BenchmarkResolve1M where half of the
+// elements are alike, as URLs not fetched yet are (the prior's rate, weight
+// 1): a restart's schedule after seeding.
+func BenchmarkResolve1MHalfNew(b *testing.B) {
+	p := benchProblem(1_000_000, 1)
+	for i := range p.Elements {
+		if i%2 == 0 {
+			p.Elements[i].Rate, p.Elements[i].Weight = 0.25, 1
+		}
+	}
+	benchResolve(b, p)
+}
+
+func benchResolve(b *testing.B, p Problem) {
+	n := len(p.Elements)
 	s := NewSolver(p)
 	if _, err := s.Solve(); err != nil {
 		b.Fatal(err)

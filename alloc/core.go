@@ -9,9 +9,9 @@ import (
 
 // core is one solve's working state over a validated Problem.
 type core struct {
-	elems []Element
-	obj   Objective
-	freq  []float64 // warm start in, result out
+	cols Columns // the elements, read in place
+	obj  Objective
+	freq []float64 // warm start in, result out
 
 	// Capped hosts get dense indices k so that per-pass accumulators scale
 	// with the number of capped hosts only.
@@ -23,6 +23,12 @@ type core struct {
 	hostActive []int     // k → active elements on the host
 	hostKeyMax []float64 // k → max w/λ over the host's active elements
 	keyMax     float64   // max w/λ over all active elements
+
+	// countOnly leaves Solution.Freshness and Age 0: the metrics pass
+	// then only counts the elements given up, without the two
+	// exponentials per element that the collection's freshness and age
+	// cost (SolveColumns, whose callers compute their own figures).
+	countOnly bool
 
 	workers int
 	passes  int     // full evaluation passes so far (Solution.Iterations)
@@ -61,13 +67,14 @@ func (a *accum) reset() {
 	}
 }
 
-// newCore validates p and scans it once for the per-host structure.
-func newCore(p Problem, freq []float64) (*core, error) {
-	if err := validate(p); err != nil {
+// newCore validates the problem and scans it once for the per-host
+// structure. The elements are read in place, not copied.
+func newCore(cols Columns, hostCaps []float64, budget float64, obj Objective, freq []float64) (*core, error) {
+	if err := validateColumns(cols, hostCaps, budget, obj); err != nil {
 		return nil, err
 	}
-	c := &core{elems: p.Elements, obj: p.Objective, freq: freq, capOf: make([]int32, len(p.HostCaps))}
-	for h, cp := range p.HostCaps {
+	c := &core{cols: cols, obj: obj, freq: freq, capOf: make([]int32, len(hostCaps))}
+	for h, cp := range hostCaps {
 		c.capOf[h] = -1
 		if cp > 0 && !math.IsInf(cp, 1) {
 			c.capOf[h] = int32(len(c.caps))
@@ -78,14 +85,16 @@ func newCore(p Problem, freq []float64) (*core, error) {
 	nCap := len(c.caps)
 	c.hostActive = make([]int, nCap)
 	c.hostKeyMax = make([]float64, nCap)
-	for _, e := range p.Elements {
-		if e.Rate == 0 || e.Weight == 0 {
+	weights, hosts := cols.Weights, cols.Hosts
+	for i, rate := range cols.Rates {
+		w := weights[i]
+		if rate == 0 || w == 0 {
 			continue
 		}
-		key := e.Weight / e.Rate
+		key := w / rate
 		c.keyMax = max(c.keyMax, key)
-		if e.Host >= 0 {
-			if k := c.capOf[e.Host]; k >= 0 {
+		if h := hosts[i]; h >= 0 {
+			if k := c.capOf[h]; k >= 0 {
 				c.hostActive[k]++
 				c.hostKeyMax[k] = max(c.hostKeyMax[k], key)
 				continue
@@ -93,7 +102,8 @@ func newCore(p Problem, freq []float64) (*core, error) {
 		}
 		c.nUncapped++
 	}
-	c.workers = max(1, min(runtime.GOMAXPROCS(0), (len(p.Elements)+chunk-1)/chunk))
+	n := len(cols.Rates)
+	c.workers = max(1, min(runtime.GOMAXPROCS(0), (n+chunk-1)/chunk))
 	c.acc = make([]accum, c.workers)
 	for w := range c.acc {
 		c.acc[w] = newAccum(nCap)
@@ -102,6 +112,9 @@ func newCore(p Problem, freq []float64) (*core, error) {
 	return c, nil
 }
 
+// size is the number of elements.
+func (c *core) size() int { return len(c.cols.Rates) }
+
 // chunk is the unit of work handed to a worker; partial sums are kept per
 // chunk so that rounding error grows with chunk + n/chunk, not n.
 const chunk = 1 << 14
@@ -109,7 +122,7 @@ const chunk = 1 << 14
 // parallel runs body over [0, n) in chunks, chunk j on worker j mod W, and
 // returns when every worker has finished.
 func (c *core) parallel(body func(w, lo, hi int)) {
-	n := len(c.elems)
+	n := c.size()
 	nchunks := (n + chunk - 1) / chunk
 	W := c.workers
 	run := func(w int) {
@@ -144,15 +157,18 @@ func (c *core) pass(mu float64, hostMul []float64, uncapped, wantF bool, acc flo
 		a := &c.acc[w]
 		var s, d, fw float64
 		up, down := math.Inf(1), 0.0
-		elems, freq := c.elems[lo:hi], c.freq[lo:hi]
-		for i, e := range elems {
-			if e.Rate == 0 || e.Weight == 0 {
+		rates, freq := c.cols.Rates[lo:hi], c.freq[lo:hi]
+		weights, hosts := c.cols.Weights[lo:hi], c.cols.Hosts[lo:hi]
+		var same alike
+		for i, rate := range rates {
+			weight := weights[i]
+			if rate == 0 || weight == 0 {
 				freq[i] = 0
 				continue
 			}
 			k := int32(-1)
-			if e.Host >= 0 {
-				k = c.capOf[e.Host]
+			if h := hosts[i]; h >= 0 {
+				k = c.capOf[h]
 			}
 			m := mu
 			if k >= 0 {
@@ -163,33 +179,30 @@ func (c *core) pass(mu float64, hostMul []float64, uncapped, wantF bool, acc flo
 			} else if !uncapped {
 				continue
 			}
-			var f, el float64
+			f, el := same.solve(c.obj, rate, weight, m, freq[i], tol)
 			if c.obj == Freshness {
-				f, el = freshFreq(e.Rate, e.Weight, m, freq[i], tol)
 				// Compare w/λ with the running extremes by multiplying,
 				// dividing only on the rare update.
 				if k >= 0 {
 					if f > 0 {
-						if e.Weight < a.hup[k]*e.Rate {
-							a.hup[k] = e.Weight / e.Rate
+						if weight < a.hup[k]*rate {
+							a.hup[k] = weight / rate
 						}
-					} else if e.Weight > a.hdown[k]*e.Rate {
-						a.hdown[k] = e.Weight / e.Rate
+					} else if weight > a.hdown[k]*rate {
+						a.hdown[k] = weight / rate
 					}
 				} else if f > 0 {
-					if e.Weight < up*e.Rate {
-						up = e.Weight / e.Rate
+					if weight < up*rate {
+						up = weight / rate
 					}
-				} else if e.Weight > down*e.Rate {
-					down = e.Weight / e.Rate
+				} else if weight > down*rate {
+					down = weight / rate
 				}
-			} else {
-				f, el = ageFreq(e.Rate, e.Weight, m, freq[i], tol)
 			}
 			freq[i] = f
 			var fr float64
 			if wantF && f > 0 {
-				fr = e.Weight * fixedFreshness(e.Rate/f)
+				fr = weight * fixedFreshness(rate/f)
 			}
 			if k >= 0 {
 				a.hs[k] += f
@@ -208,6 +221,52 @@ func (c *core) pass(mu float64, hostMul []float64, uncapped, wantF bool, acc flo
 		a.down = max(a.down, down)
 	})
 	c.reduce()
+}
+
+// alike remembers a chunk's last inner solves by their inputs. Many
+// elements are alike: every URL not fetched yet has the prior's rate and
+// the same weight, and so the same multiplier and the same frequency from
+// the last pass. The inner solve is a function of its inputs, so an
+// element alike in all of them is looked up, not solved again, with the
+// same result bit for bit. A chunk whose first elements are nearly all
+// different stops looking.
+type alike struct {
+	slot        [1 << alikeBits]alikeSolve
+	tried, hits int
+}
+
+// alikeSolve is one inner solve: its inputs and its result.
+type alikeSolve struct{ rate, weight, m, prev, f, el float64 }
+
+const (
+	alikeBits  = 6    // log2 of the slots
+	alikeProbe = 1024 // elements after which a chunk with few hits stops looking
+)
+
+// solve is freshFreq (or ageFreq under obj Age) of its arguments.
+func (a *alike) solve(obj Objective, rate, weight, m, prev float64, tol innerTol) (f, el float64) {
+	if a.tried >= alikeProbe && a.hits*16 < a.tried {
+		return innerSolve(obj, rate, weight, m, prev, tol)
+	}
+	a.tried++
+	h := (math.Float64bits(rate)*0x9e3779b97f4a7c15 ^ math.Float64bits(prev)) * 0xbf58476d1ce4e5b9
+	e := &a.slot[h>>(64-alikeBits)]
+	if e.rate == rate && e.weight == weight && e.m == m && e.prev == prev {
+		a.hits++
+		return e.f, e.el
+	}
+	f, el = innerSolve(obj, rate, weight, m, prev, tol)
+	*e = alikeSolve{rate, weight, m, prev, f, el}
+	return f, el
+}
+
+// innerSolve is one element's frequency at multiplier m (freshFreq or
+// ageFreq).
+func innerSolve(obj Objective, rate, weight, m, prev float64, tol innerTol) (f, el float64) {
+	if obj == Freshness {
+		return freshFreq(rate, weight, m, prev, tol)
+	}
+	return ageFreq(rate, weight, m, prev, tol)
 }
 
 func (c *core) reduce() {
@@ -233,23 +292,40 @@ func (c *core) reduce() {
 }
 
 // metrics fills sol.Freshness, sol.Age, sol.GivenUp and sol.Iterations from
-// c.freq.
+// c.freq (sol.GivenUp and sol.Iterations only, when c.countOnly).
 func (c *core) metrics(sol *Solution) {
 	for w := range c.acc {
 		c.acc[w].reset()
+	}
+	if c.countOnly {
+		c.parallel(func(w, lo, hi int) {
+			rates, weights := c.cols.Rates[lo:hi], c.cols.Weights[lo:hi]
+			given := 0
+			for i, f := range c.freq[lo:hi] {
+				if f == 0 && rates[i] != 0 && weights[i] != 0 {
+					given++
+				}
+			}
+			c.acc[w].given += given
+		})
+		c.reduce()
+		sol.GivenUp = c.tot.given
+		sol.Iterations = c.passes
+		return
 	}
 	c.parallel(func(w, lo, hi int) {
 		a := &c.acc[w]
 		var fw, aw, tw float64
 		given := 0
-		for i, e := range c.elems[lo:hi] {
-			if e.Weight == 0 {
+		rates, freq := c.cols.Rates[lo:hi], c.freq[lo:hi]
+		for i, weight := range c.cols.Weights[lo:hi] {
+			if weight == 0 {
 				continue
 			}
-			f := c.freq[lo+i]
-			tw += e.Weight
-			if e.Rate == 0 {
-				fw += e.Weight
+			rate, f := rates[i], freq[i]
+			tw += weight
+			if rate == 0 {
+				fw += weight
 				continue
 			}
 			if f == 0 {
@@ -257,8 +333,8 @@ func (c *core) metrics(sol *Solution) {
 				aw = math.Inf(1)
 				continue
 			}
-			fw += e.Weight * FixedOrder.Freshness(e.Rate, f)
-			aw += e.Weight * FixedOrder.Age(e.Rate, f)
+			fw += weight * FixedOrder.Freshness(rate, f)
+			aw += weight * FixedOrder.Age(rate, f)
 		}
 		a.fw += fw
 		a.aw += aw
@@ -319,21 +395,22 @@ func (c *core) fillBetween(muLo, muHi float64, hostMul []float64, budget float64
 	theta := min(max((sLo-target)/(sLo-sHi), 0), 1)
 	tol := tolFor(fullAcc)
 	c.parallel(func(_, lo, hi int) {
-		for i, e := range c.elems[lo:hi] {
-			f := &c.freq[lo+i]
-			if e.Rate == 0 || e.Weight == 0 || *f == 0 {
+		weights, hosts := c.cols.Weights[lo:hi], c.cols.Hosts[lo:hi]
+		for i, rate := range c.cols.Rates[lo:hi] {
+			f, weight := &c.freq[lo+i], weights[i]
+			if rate == 0 || weight == 0 || *f == 0 {
 				continue // f(muHi) ≤ f(muLo) = 0
 			}
-			if e.Host >= 0 {
-				if k := c.capOf[e.Host]; k >= 0 && hostMul[k] < 0 {
+			if h := hosts[i]; h >= 0 {
+				if k := c.capOf[h]; k >= 0 && hostMul[k] < 0 {
 					continue
 				}
 			}
 			var fHi float64
 			if c.obj == Freshness {
-				fHi, _ = freshFreq(e.Rate, e.Weight, muHi, *f, tol)
+				fHi, _ = freshFreq(rate, weight, muHi, *f, tol)
 			} else {
-				fHi, _ = ageFreq(e.Rate, e.Weight, muHi, *f, tol)
+				fHi, _ = ageFreq(rate, weight, muHi, *f, tol)
 			}
 			*f -= theta * (*f - fHi)
 		}

@@ -32,11 +32,12 @@ func (c *core) solveHosts(rfs []rootFinder) error {
 	}
 	// Gather: offsets by counting, then fill.
 	off := make([]int, len(rfs)+1)
-	for _, e := range c.elems {
-		if e.Rate == 0 || e.Weight == 0 || e.Host < 0 {
+	rates, weights, hostOf := c.cols.Rates, c.cols.Weights, c.cols.Hosts
+	for i, rate := range rates {
+		if rate == 0 || weights[i] == 0 || hostOf[i] < 0 {
 			continue
 		}
-		if k := c.capOf[e.Host]; k >= 0 && !rfs[k].done {
+		if k := c.capOf[hostOf[i]]; k >= 0 && !rfs[k].done {
 			off[k+1]++
 		}
 	}
@@ -47,14 +48,14 @@ func (c *core) solveHosts(rfs []rootFinder) error {
 	idx := make([]int32, n)
 	lam, w, f := make([]float64, n), make([]float64, n), make([]float64, n)
 	fill := slices.Clone(off[:len(rfs)])
-	for i, e := range c.elems {
-		if e.Rate == 0 || e.Weight == 0 || e.Host < 0 {
+	for i, rate := range rates {
+		if rate == 0 || weights[i] == 0 || hostOf[i] < 0 {
 			continue
 		}
-		if k := c.capOf[e.Host]; k >= 0 && !rfs[k].done {
+		if k := c.capOf[hostOf[i]]; k >= 0 && !rfs[k].done {
 			j := fill[k]
 			fill[k]++
-			idx[j], lam[j], w[j], f[j] = int32(i), e.Rate, e.Weight, c.freq[i]
+			idx[j], lam[j], w[j], f[j] = int32(i), rate, weights[i], c.freq[i]
 		}
 	}
 	c.passes++

@@ -33,7 +33,7 @@ func MinBudgetFor(p Problem, target float64) (float64, error) {
 		return 0, fmt.Errorf("alloc: target freshness %v: must be in [0, 1]", target)
 	}
 	freq := make([]float64, len(p.Elements))
-	c, err := newCore(p, freq)
+	c, err := newCore(columnsOf(p.Elements), p.HostCaps, p.Budget, p.Objective, freq)
 	if err != nil {
 		return 0, err
 	}

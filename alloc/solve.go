@@ -40,6 +40,25 @@ type Element struct {
 	Host int32
 }
 
+// Columns holds elements as parallel arrays, element i being
+// (Rates[i], Weights[i], Hosts[i]) with Element's meanings: the form of a
+// caller that keeps its per-element data in arrays already, which
+// Solver.SolveColumns reads in place instead of a copy. The three must
+// have the same length.
+type Columns struct {
+	Rates, Weights []float64
+	Hosts          []int32
+}
+
+// columnsOf returns els as Columns.
+func columnsOf(els []Element) Columns {
+	c := Columns{Rates: make([]float64, len(els)), Weights: make([]float64, len(els)), Hosts: make([]int32, len(els))}
+	for i, e := range els {
+		c.Rates[i], c.Weights[i], c.Hosts[i] = e.Rate, e.Weight, e.Host
+	}
+	return c
+}
+
 // Problem is a budgeted allocation problem: choose f_i ≥ 0 with Σ f_i =
 // Budget (and Σ_{i∈h} f_i ≤ HostCaps[h] for every capped host h) that
 // optimises Objective.
@@ -111,7 +130,9 @@ type Solution struct {
 // moved, first solves a strided sample to get μ within ~1%. Passes are spread over GOMAXPROCS goroutines in fixed
 // interleaved chunks (deterministic sums; all goroutines are joined before
 // a pass returns). Memory: the 8-byte Freq per element plus 28 bytes per
-// element of a binding host (solveHosts) and O(hosts).
+// element of a binding host (solveHosts) and O(hosts); Solve itself also
+// holds the elements as Columns (20 bytes each) while it runs, which
+// Solver.SolveColumns reads from the caller's arrays instead.
 //
 // Accuracy: Σ f_i = B − Unabsorbed and each binding host's Σ f_i = c_h to
 // 1e−11 relative; every element satisfies its KKT condition to ~1e−12,
@@ -136,24 +157,36 @@ type Solution struct {
 // cap, or a negative, NaN or infinite budget.
 func Solve(p Problem) (Solution, error) {
 	freq := make([]float64, len(p.Elements))
-	c, err := newCore(p, freq)
+	c, err := newCore(columnsOf(p.Elements), p.HostCaps, p.Budget, p.Objective, freq)
 	if err != nil {
 		return Solution{}, err
 	}
 	return c.solve(p.Budget, nil)
 }
 
-// Solver keeps the state of a solved Problem so that it can be re-solved
+// Solver keeps the state of a solved problem so that it can be re-solved
 // cheaply after the change-rate or weight estimates (or the budget and
-// caps) move: the next Solve starts from the multipliers μ and μ_h* of the
+// caps) move: the next solve starts from the multipliers μ and μ_h* of the
 // one of the last two solves nearest in budget and from each element's
 // previous frequency, so a small change costs a few passes of one Halley
 // step each instead of a cold solve (BenchmarkResolve1M: 5 passes against
 // 7, about 60% of the time, after changing 1% of the rates). A Solver is
 // not safe for concurrent use.
+//
+// It solves either its own copy of a Problem (NewSolver, the Set methods,
+// Solve) or elements the caller holds as arrays (SolveColumns), which it
+// reads in place: between solves it keeps no per-element data but the
+// last solve's Solution.Freq, the warm start of the next.
 type Solver struct {
-	p    Problem   // private copy: callers' slices are not modified
-	freq []float64 // previous frequencies: the warm start
+	obj    Objective
+	own    Columns // NewSolver's copy of the elements, for Solve
+	budget float64
+	caps   []float64
+	// freq is the last solve's Solution.Freq (not a copy): the next
+	// solve starts from it. nil before the first solve and after a
+	// failed one.
+	freq  []float64
+	nCaps int // hosts of the last solve
 	// The multipliers of the last two solves, each with its budget: a
 	// caller that alternates between two budgets (a plan with and
 	// without the share exploration takes) starts each solve from the
@@ -187,57 +220,82 @@ func (s *Solver) nearest(b float64) int {
 }
 
 // NewSolver returns a Solver for p. It copies p.Elements and p.HostCaps,
-// so the caller may reuse them; nothing is validated until Solve.
+// so the caller may reuse them; nothing is validated until Solve. A Solver
+// used only through SolveColumns needs nothing of p but its Objective.
 func NewSolver(p Problem) *Solver {
-	p.Elements = slices.Clone(p.Elements)
-	p.HostCaps = slices.Clone(p.HostCaps)
-	return &Solver{p: p, freq: make([]float64, len(p.Elements))}
+	return &Solver{obj: p.Objective, own: columnsOf(p.Elements), budget: p.Budget, caps: slices.Clone(p.HostCaps), nCaps: len(p.HostCaps)}
 }
 
 // SetRate sets the change rate of element i. It panics if i is out of
 // range; an invalid rate is reported by the next Solve.
-func (s *Solver) SetRate(i int, rate float64) { s.p.Elements[i].Rate = rate }
+func (s *Solver) SetRate(i int, rate float64) { s.own.Rates[i] = rate }
 
 // SetWeight sets the weight of element i. It panics if i is out of range.
-func (s *Solver) SetWeight(i int, w float64) { s.p.Elements[i].Weight = w }
+func (s *Solver) SetWeight(i int, w float64) { s.own.Weights[i] = w }
 
 // SetBudget sets the budget for the next Solve.
-func (s *Solver) SetBudget(b float64) { s.p.Budget = b }
+func (s *Solver) SetBudget(b float64) { s.budget = b }
 
 // SetHostCaps sets every host's cap for the next Solve (the number of
 // hosts is fixed; it panics if caps has another length). A caller that
 // takes part of the budget and of each host's capacity for other fetches
 // re-solves warm: the previous μ and μ_h* stay good starting points.
 func (s *Solver) SetHostCaps(caps []float64) {
-	if len(caps) != len(s.p.HostCaps) {
-		panic(fmt.Sprintf("alloc: SetHostCaps: %d caps for %d hosts", len(caps), len(s.p.HostCaps)))
+	if len(caps) != len(s.caps) {
+		panic(fmt.Sprintf("alloc: SetHostCaps: %d caps for %d hosts", len(caps), len(s.caps)))
 	}
-	copy(s.p.HostCaps, caps)
+	copy(s.caps, caps)
 }
 
 // Solve solves the current problem, warm-started from the previous
-// successful Solve if there was one. The returned Freq is a fresh slice
-// owned by the caller.
-func (s *Solver) Solve() (Solution, error) {
-	c, err := newCore(s.p, s.freq)
+// successful solve if there was one. The returned Freq is a fresh slice;
+// the Solver keeps it as the next solve's starting point (a caller that
+// changes it changes only where that solve starts).
+func (s *Solver) Solve() (Solution, error) { return s.solve(s.own, s.budget, s.caps, false) }
+
+// SolveColumns solves the problem of the elements cols, the budget and the
+// host caps under the Solver's objective, warm-started as Solve is. It
+// reads cols and caps in place and keeps neither: a caller that holds its
+// rates, weights and hosts as arrays re-solves without a copy of them,
+// and between solves the Solver holds 8 bytes per element (the returned
+// Freq, as Solve). A problem with another number of elements or hosts
+// than the last solve's is solved cold. Errors are Solve's.
+//
+// The Solution's Freshness and Age are left 0: they cost two
+// exponentials per element, more than a pass of the solve, and a caller
+// that holds its elements as arrays computes the figures it needs.
+func (s *Solver) SolveColumns(cols Columns, budget float64, caps []float64) (Solution, error) {
+	return s.solve(cols, budget, caps, true)
+}
+
+// solve is Solve and SolveColumns: countOnly leaves out Freshness and Age.
+func (s *Solver) solve(cols Columns, budget float64, caps []float64, countOnly bool) (Solution, error) {
+	n := len(cols.Rates)
+	if len(s.freq) != n || s.nCaps != len(caps) {
+		s.freq, s.last, s.nCaps = nil, [2]warmRecord{}, len(caps)
+	}
+	freq := make([]float64, n)
+	copy(freq, s.freq)
+	c, err := newCore(cols, caps, budget, s.obj, freq)
 	if err != nil {
 		return Solution{}, err
 	}
+	c.countOnly = countOnly
 	var w *warmStart
-	if k := s.nearest(s.p.Budget); k >= 0 {
+	if k := s.nearest(budget); k >= 0 {
 		r := s.last[k]
-		w = &warmStart{mu: r.mu, hostMu: r.hostMu, budgetMoved: math.Abs(s.p.Budget/r.budget-1) > 1e-3}
+		w = &warmStart{mu: r.mu, hostMu: r.hostMu, budgetMoved: math.Abs(budget/r.budget-1) > 1e-3}
 	}
-	sol, err := c.solve(s.p.Budget, w)
+	sol, err := c.solve(budget, w)
 	if err != nil {
 		s.last = [2]warmRecord{}
-		clear(s.freq)
+		s.freq = nil
 		return Solution{}, err
 	}
 	if sol.Mu > 0 && !math.IsInf(sol.Mu, 1) {
 		// Replace the record nearest in budget (the same caller's last
 		// solve), or the empty one.
-		k := s.nearest(s.p.Budget)
+		k := s.nearest(budget)
 		if k < 0 || !s.last[1-k].ok {
 			k = min(k+1, 1)
 			if !s.last[0].ok {
@@ -245,7 +303,7 @@ func (s *Solver) Solve() (Solution, error) {
 			}
 		}
 		r := &s.last[k]
-		r.budget, r.mu, r.ok = s.p.Budget, sol.Mu, true
+		r.budget, r.mu, r.ok = budget, sol.Mu, true
 		r.hostMu = slices.Grow(r.hostMu[:0], len(sol.HostNu))[:len(sol.HostNu)]
 		for h, nu := range sol.HostNu {
 			r.hostMu[h] = 0
@@ -254,7 +312,7 @@ func (s *Solver) Solve() (Solution, error) {
 			}
 		}
 	}
-	sol.Freq = slices.Clone(s.freq)
+	s.freq = freq
 	return sol, nil
 }
 
@@ -268,28 +326,62 @@ type warmStart struct {
 
 // validate checks p and returns an error naming the first offending value.
 func validate(p Problem) error {
-	if p.Objective != Freshness && p.Objective != Age {
-		return fmt.Errorf("alloc: unknown objective %v", p.Objective)
+	if err := validateScalars(p.Objective, p.Budget, p.HostCaps); err != nil {
+		return err
 	}
-	if !(p.Budget >= 0) || math.IsInf(p.Budget, 1) {
-		return fmt.Errorf("alloc: budget %v: must be finite and non-negative", p.Budget)
+	nh := int32(len(p.HostCaps))
+	for i, e := range p.Elements {
+		if err := validateElement(i, e.Rate, e.Weight, e.Host, nh); err != nil {
+			return err
+		}
 	}
-	for h, c := range p.HostCaps {
+	return nil
+}
+
+// validateColumns is validate for a problem given as Columns.
+func validateColumns(cols Columns, hostCaps []float64, budget float64, obj Objective) error {
+	if err := validateScalars(obj, budget, hostCaps); err != nil {
+		return err
+	}
+	n := len(cols.Rates)
+	if len(cols.Weights) != n || len(cols.Hosts) != n {
+		return fmt.Errorf("alloc: %d rates, %d weights and %d hosts: want one of each per element", n, len(cols.Weights), len(cols.Hosts))
+	}
+	nh := int32(len(hostCaps))
+	for i, rate := range cols.Rates {
+		if err := validateElement(i, rate, cols.Weights[i], cols.Hosts[i], nh); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateScalars checks what a problem holds besides its elements.
+func validateScalars(obj Objective, budget float64, hostCaps []float64) error {
+	if obj != Freshness && obj != Age {
+		return fmt.Errorf("alloc: unknown objective %v", obj)
+	}
+	if !(budget >= 0) || math.IsInf(budget, 1) {
+		return fmt.Errorf("alloc: budget %v: must be finite and non-negative", budget)
+	}
+	for h, c := range hostCaps {
 		if math.IsNaN(c) {
 			return fmt.Errorf("alloc: host %d: cap is NaN", h)
 		}
 	}
-	nh := int32(len(p.HostCaps))
-	for i, e := range p.Elements {
-		if !(e.Rate >= 0) || math.IsInf(e.Rate, 1) {
-			return fmt.Errorf("alloc: element %d: rate %v: must be finite and non-negative", i, e.Rate)
-		}
-		if !(e.Weight >= 0) || math.IsInf(e.Weight, 1) {
-			return fmt.Errorf("alloc: element %d: weight %v: must be finite and non-negative", i, e.Weight)
-		}
-		if e.Host < -1 || e.Host >= nh {
-			return fmt.Errorf("alloc: element %d: host %d out of range [-1, %d)", i, e.Host, nh)
-		}
+	return nil
+}
+
+// validateElement checks element i of a problem with nh hosts.
+func validateElement(i int, rate, weight float64, host, nh int32) error {
+	if !(rate >= 0) || math.IsInf(rate, 1) {
+		return fmt.Errorf("alloc: element %d: rate %v: must be finite and non-negative", i, rate)
+	}
+	if !(weight >= 0) || math.IsInf(weight, 1) {
+		return fmt.Errorf("alloc: element %d: weight %v: must be finite and non-negative", i, weight)
+	}
+	if host < -1 || host >= nh {
+		return fmt.Errorf("alloc: element %d: host %d out of range [-1, %d)", i, host, nh)
 	}
 	return nil
 }
@@ -444,7 +536,7 @@ func (c *core) finishHosts(sol *Solution, rfs []rootFinder) {
 // from heuristic.
 func (c *core) initialGuess(budget float64, warm *warmStart) float64 {
 	const sample = 1 << 16
-	n := len(c.elems)
+	n := c.size()
 	if warm != nil && (n <= 4*sample || !warm.budgetMoved) {
 		return math.Log(warm.mu)
 	}
@@ -454,26 +546,23 @@ func (c *core) initialGuess(budget float64, warm *warmStart) float64 {
 	stride := n / sample
 	m := n / stride
 	scale := float64(m) / float64(n)
-	sub := Problem{
-		Elements:  make([]Element, m),
-		Budget:    budget * scale,
-		HostCaps:  make([]float64, len(c.capOf)),
-		Objective: c.obj,
-	}
+	sub := Columns{Rates: make([]float64, m), Weights: make([]float64, m), Hosts: make([]int32, m)}
+	subCaps := make([]float64, len(c.capOf))
 	subFreq := make([]float64, m)
 	for j := range m {
-		sub.Elements[j] = c.elems[j*stride+stride/2]
-		subFreq[j] = c.freq[j*stride+stride/2]
+		i := j*stride + stride/2
+		sub.Rates[j], sub.Weights[j], sub.Hosts[j] = c.cols.Rates[i], c.cols.Weights[i], c.cols.Hosts[i]
+		subFreq[j] = c.freq[i]
 	}
 	for h, k := range c.capOf {
 		if k >= 0 {
-			sub.HostCaps[h] = c.caps[k] * scale
+			subCaps[h] = c.caps[k] * scale
 		}
 	}
-	sc, err := newCore(sub, subFreq)
+	sc, err := newCore(sub, subCaps, budget*scale, c.obj, subFreq)
 	if err == nil {
-		sc.workers = c.workers
-		if sol, err := sc.solve(sub.Budget, warm); err == nil && sol.Mu > 0 && !math.IsInf(sol.Mu, 1) {
+		sc.workers, sc.countOnly = c.workers, true
+		if sol, err := sc.solve(budget*scale, warm); err == nil && sol.Mu > 0 && !math.IsInf(sol.Mu, 1) {
 			return math.Log(sol.Mu)
 		}
 	}
@@ -492,21 +581,22 @@ func (c *core) heuristic(budget float64) float64 {
 		active += n
 	}
 	fbar := budget / float64(max(active, 1))
-	step := max(len(c.elems)/4096, 1)
+	n := c.size()
+	step := max(n/4096, 1)
 	var sum float64
 	var cnt int
-	for i := 0; i < len(c.elems); i += step {
-		e := c.elems[i]
-		if e.Rate == 0 || e.Weight == 0 {
+	for i := 0; i < n; i += step {
+		rate, weight := c.cols.Rates[i], c.cols.Weights[i]
+		if rate == 0 || weight == 0 {
 			continue
 		}
-		r := e.Rate / fbar
+		r := rate / fbar
 		ex := math.Exp(-r)
 		var m float64
 		if c.obj == Freshness {
-			m = e.Weight / e.Rate * gFunc(r, ex)
+			m = weight / rate * gFunc(r, ex)
 		} else {
-			m = e.Weight / e.Rate / e.Rate * aFunc(r, ex)
+			m = weight / rate / rate * aFunc(r, ex)
 		}
 		if lm := math.Log(m); !math.IsInf(lm, 0) && !math.IsNaN(lm) {
 			sum += lm

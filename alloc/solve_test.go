@@ -467,3 +467,110 @@ func TestSolverAlternatingBudgetsAndCaps(t *testing.T) {
 	}()
 	NewSolver(benchProblem(10, 1)).SetHostCaps([]float64{1})
 }
+
+// TestSolveColumns re-solves a problem held by the caller as arrays, as
+// the scheduler does: the Solver reads them in place (a rate the caller
+// changes is seen by the next solve), never writes them, warm-starts
+// from its last answer, matches brute force on small problems and a
+// fresh Solve on large ones, and solves a problem of another size cold.
+func TestSolveColumns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for trial := range 40 {
+		p := Problem{Budget: 0.5 + 4*rng.Float64(), Objective: Objective(trial % 2), HostCaps: []float64{0.2 + 2*rng.Float64(), 0}}
+		for range 2 + rng.IntN(3) {
+			p.Elements = append(p.Elements, Element{Rate: math.Exp(2 * rng.NormFloat64()), Weight: 0.2 + rng.Float64(), Host: int32(rng.IntN(3)) - 1})
+		}
+		cols := columnsOf(p.Elements)
+		sol, err := NewSolver(Problem{Objective: p.Objective}).SolveColumns(cols, p.Budget, p.HostCaps)
+		if err != nil {
+			t.Fatalf("trial %d: %v", trial, err)
+		}
+		checkKKT(t, p, sol)
+		want := bruteForce(p, p.Budget-sol.Unabsorbed, 24)
+		if got, best := objective(p, sol.Freq), objective(p, want); got < best-1e-9*float64(len(p.Elements)) {
+			t.Errorf("trial %d: SolveColumns %v < brute force %v", trial, got, best)
+		}
+	}
+
+	for _, obj := range []Objective{Freshness, Age} {
+		p := benchProblem(50_000, 9)
+		p.Objective = obj
+		cols := columnsOf(p.Elements)
+		orig := columnsOf(p.Elements)
+		caps := append([]float64(nil), p.HostCaps...)
+		s := NewSolver(Problem{Objective: obj})
+		cold, err := s.SolveColumns(cols, p.Budget, caps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := Solve(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range cold.Freq {
+			if cold.Freq[i] != fresh.Freq[i] {
+				t.Fatalf("%v: cold SolveColumns f[%d] = %v, Solve %v", obj, i, cold.Freq[i], fresh.Freq[i])
+			}
+		}
+		// What SolveColumns leaves out (the collection's freshness and
+		// age) and what it still counts.
+		if cold.Freshness != 0 || cold.Age != 0 || cold.GivenUp != fresh.GivenUp || cold.CappedHosts != fresh.CappedHosts || cold.Mu != fresh.Mu {
+			t.Errorf("%v: SolveColumns freshness %v age %v given up %d capped %d μ %v; Solve given up %d capped %d μ %v", obj,
+				cold.Freshness, cold.Age, cold.GivenUp, cold.CappedHosts, cold.Mu, fresh.GivenUp, fresh.CappedHosts, fresh.Mu)
+		}
+		first := append([]float64(nil), cold.Freq...)
+		// The caller moves 1 % of its rates in its own arrays.
+		for range len(cols.Rates) / 100 {
+			i := rng.IntN(len(cols.Rates))
+			cols.Rates[i] *= 0.8 + 0.4*rng.Float64()
+			p.Elements[i].Rate = cols.Rates[i]
+		}
+		copy(orig.Rates, cols.Rates)
+		warm, err := s.SolveColumns(cols, p.Budget, caps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, err = Solve(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if warm.Iterations >= fresh.Iterations {
+			t.Errorf("%v: warm re-solve took %d passes, a fresh solve %d", obj, warm.Iterations, fresh.Iterations)
+		}
+		if math.Abs(warm.Mu/fresh.Mu-1) > 1e-9 {
+			t.Errorf("%v: μ warm %v, fresh %v", obj, warm.Mu, fresh.Mu)
+		}
+		checkKKT(t, p, warm)
+		for i := range cols.Rates {
+			if cols.Rates[i] != orig.Rates[i] || cols.Weights[i] != orig.Weights[i] || cols.Hosts[i] != orig.Hosts[i] {
+				t.Fatalf("%v: SolveColumns changed element %d of the caller's arrays", obj, i)
+			}
+			if cold.Freq[i] != first[i] {
+				t.Fatalf("%v: the re-solve changed the frequencies the first solve returned (f[%d])", obj, i)
+			}
+		}
+		// Another number of elements: solved cold, as a fresh Solve.
+		q := p
+		q.Elements = p.Elements[:len(p.Elements)/2]
+		half, err := s.SolveColumns(columnsOf(q.Elements), q.Budget, caps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, err = Solve(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if half.Iterations != fresh.Iterations || half.Mu != fresh.Mu {
+			t.Errorf("%v: a smaller problem took %d passes to μ %v, a fresh solve %d to %v", obj, half.Iterations, half.Mu, fresh.Iterations, fresh.Mu)
+		}
+	}
+
+	bad := Columns{Rates: []float64{1, 2}, Weights: []float64{1}, Hosts: []int32{-1, -1}}
+	if _, err := NewSolver(Problem{}).SolveColumns(bad, 1, nil); err == nil || !strings.Contains(err.Error(), "1 weights") {
+		t.Errorf("columns of different lengths: error %v", err)
+	}
+	neg := Columns{Rates: []float64{1, -2}, Weights: []float64{1, 1}, Hosts: []int32{-1, -1}}
+	if _, err := NewSolver(Problem{}).SolveColumns(neg, 1, nil); err == nil || !strings.Contains(err.Error(), "element 1: rate -2") {
+		t.Errorf("a negative rate: error %v", err)
+	}
+}

@@ -2,7 +2,6 @@ package schedule
 
 import (
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/freshcrawl/freshcrawl/alloc"
@@ -19,7 +18,7 @@ type allocPolicy struct {
 	mu     sync.Mutex
 	solver *alloc.Solver
 	n      int
-	hosts  []int32
+	hosts  uint64 // hostsHash of the elements' hosts
 	nCaps  int
 }
 
@@ -63,25 +62,19 @@ func (p *allocPolicy) Plan(in PlanInput) (PlanOutput, error) {
 // solve reuses the warm solver when the element set and hosts are the same
 // as last time, which is the common case: estimates move, URLs stay. The
 // caps may differ: exploration takes part of each host's capacity, and a
-// plan solves the allocation with and without it.
+// plan solves the allocation with and without it. The solver reads the
+// plan's arrays in place and keeps only the frequencies it returned: a
+// copy of the elements would be 20 bytes a URL for as long as the
+// Scheduler lives.
 func (p *allocPolicy) solve(in PlanInput) (alloc.Solution, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	same := p.solver != nil && p.n == len(in.Rates) && p.nCaps == len(in.HostCaps) && slices.Equal(p.hosts, in.Hosts)
-	if !same {
-		p.solver = alloc.NewSolver(p.problem(in))
-		p.n = len(in.Rates)
-		p.hosts = append(p.hosts[:0], in.Hosts...)
-		p.nCaps = len(in.HostCaps)
-	} else {
-		for i := range in.Rates {
-			p.solver.SetRate(i, in.Rates[i])
-			p.solver.SetWeight(i, in.Weights[i])
-		}
-		p.solver.SetBudget(in.Budget)
-		p.solver.SetHostCaps(in.HostCaps)
+	hosts := hostsHash(in.Hosts)
+	if p.solver == nil || p.n != len(in.Rates) || p.nCaps != len(in.HostCaps) || p.hosts != hosts {
+		p.solver = alloc.NewSolver(alloc.Problem{Objective: p.objective})
+		p.n, p.hosts, p.nCaps = len(in.Rates), hosts, len(in.HostCaps)
 	}
-	sol, err := p.solver.Solve()
+	sol, err := p.solver.SolveColumns(alloc.Columns{Rates: in.Rates, Weights: in.Weights, Hosts: in.Hosts}, in.Budget, in.HostCaps)
 	if err != nil {
 		// A warm start can fail to bracket the multiplier where many
 		// elements sit exactly at the give-up threshold; a cold solve of
@@ -90,4 +83,18 @@ func (p *allocPolicy) solve(in PlanInput) (alloc.Solution, error) {
 		return alloc.Solve(p.problem(in))
 	}
 	return sol, nil
+}
+
+// hostsHash is a 64-bit hash of hosts (FNV-1a over the values), by which
+// the policy tells whether a plan's URLs sit on the same hosts as the
+// last plan's without keeping a copy of them. Two lists that differ and
+// hash alike would only warm-start a solve from the other list's
+// frequencies, which costs passes, not correctness.
+func hostsHash(hosts []int32) uint64 {
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	for _, v := range hosts {
+		h = (h ^ uint64(uint32(v))) * prime
+	}
+	return h
 }
