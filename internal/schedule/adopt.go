@@ -22,7 +22,7 @@ func (f *frontier) adopt(e *entry) {
 	if e.is(flagInFlight) {
 		return
 	}
-	h := e.host
+	h := f.hostOf(e)
 	if e.index >= 0 {
 		heap.Remove(&h.urls, int(e.index))
 	}

@@ -203,8 +203,8 @@ func TestDatedRecheckIsOneFetch(t *testing.T) {
 	j := planTwice(t, s, now, n)
 	var single, pair float64
 	var nSingle, nPair int
-	for i, e := range j.list {
-		url := s.front.url(e)
+	for i, id := range j.list {
+		url := s.front.url(s.front.entry(id))
 		lm, ok := fast[url]
 		if !ok {
 			continue

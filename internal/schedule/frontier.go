@@ -3,6 +3,7 @@ package schedule
 import (
 	"container/heap"
 	"math/bits"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -12,41 +13,44 @@ import (
 // entry is the in-memory schedule state of one URL. It is held for every
 // URL of the collection, so its layout is kept small: times are Unix
 // nanoseconds (0: none; time.Time takes 24 bytes), heap and list
-// positions are int32, the path template is an index into the
-// scheduler's interned templates, and the posterior's summary lives only
-// in Scheduler.posts, the estimated rate and its standard error in
-// Scheduler.rates and rateSEs, the weight in Scheduler.weights, the last
-// successful fetch in Scheduler.lastOK, and an adaptive policy's record
-// of the page's last change in Scheduler.adModified.
+// positions are int32, the host and the path template are indexes
+// (frontier.hostList, Scheduler.tmplNames), and the posterior's summary
+// lives only in Scheduler.posts, the estimated rate and its standard
+// error in Scheduler.rates and rateSEs, the weight in Scheduler.weights,
+// the last successful fetch in Scheduler.lastOK, an adaptive policy's
+// record of the page's last change in Scheduler.adModified, and a
+// recheck's probe interval (few URLs have one) in Scheduler.rechecks.
+// Entries live in slabs (entryStore) and are named by their id there:
+// the URL index, the list and the hosts' heaps hold 4-byte ids, not
+// 8-byte pointers.
 type entry struct {
 	// The URL is urlIndex.origins[origin] + the path path points to
 	// (urlIndex.url).
 	path pathRef
-	host *hostQueue
 	// st is the estimator's state (docs/design.md §3.3), packed
-	// (packState), nil while it is the zero state: most URLs of a new
-	// collection have none, and a state takes 112 bytes unpacked.
+	// (packState) into its slab's arena (stateArena), nil while it is
+	// the zero state: most URLs of a new collection have none, and a
+	// state takes 112 bytes unpacked.
 	st *byte
 
 	interval time.Duration // 1/f from the plan; 0 = not scheduled (given up, disallowed)
-	// recheckTau is the probe interval of a URL given up and rechecked
-	// (0: none): each check is followed by a probe that long after it;
-	// rechecked is set between the two.
-	recheckTau time.Duration
-	nextDue    int64 // Unix ns
+	nextDue  int64         // Unix ns
+	host     uint32        // index in frontier.hostList
 	// What the estimator learnt (docs/design.md §3.3): its state (st),
 	// the version of the priors its posterior's summary was computed
 	// under (priorVer; stale: to be recomputed under the current ones),
 	// and the number of updates (seq, so that a recomputation from an
-	// older state is dropped). The weight and the last two successful
-	// fetches are only in the scheduler's arrays (Scheduler.weights,
-	// lastOK and prevOK).
-	priorVer uint64
+	// older state is dropped: it only has to differ from the one a
+	// snapshot saw, so it may wrap). The weight and the last two
+	// successful fetches are only in the scheduler's arrays
+	// (Scheduler.weights, lastOK and prevOK).
+	priorVer uint32
 	index    int32  // in its host's heap (urls or polls), -1 when not queued
 	pos      int32  // in Scheduler.list, -1 for a one-off request or a removed URL
 	tmpl     uint32 // path template: index into Scheduler.tmplNames
 	origin   uint32
-	seq      uint32
+	id       uint32 // in entryStore
+	seq      uint16
 	flags    entryFlags
 }
 
@@ -77,7 +81,72 @@ const (
 	// one goes before the others (frontier.next): a cold start's first
 	// pass is not stretched by refetches of the URLs it already has.
 	flagUnfetched
+	// flagRecheck: the URL has a recheck's probe interval in
+	// Scheduler.rechecks.
+	flagRecheck
 )
+
+// entryChunkBits sets the size of a slab of entries: 4 096 entries, 256
+// KiB, large next to an entry and small next to a collection.
+const (
+	entryChunkBits = 12
+	entryChunk     = 1 << entryChunkBits
+)
+
+// entryStore holds the entries in slabs of entryChunk, each entry at a
+// fixed place for its life, named by its id (its place; 0 is never
+// used, so that 0 can say "none"). The ids of one-off requests, which
+// no list names, are reused once they are done; those of removed URLs
+// once no plan can name them (Scheduler.reuseRetired).
+type entryStore struct {
+	chunks []*[entryChunk]entry
+	arenas []stateArena // per slab: its entries' packed states
+	next   uint32       // ids below it have been handed out
+	free   []uint32     // ids to reuse
+}
+
+// at is the entry of id.
+func (p *entryStore) at(id uint32) *entry {
+	return &p.chunks[id>>entryChunkBits][id&(entryChunk-1)]
+}
+
+// alloc returns a new zero entry with its id set.
+func (p *entryStore) alloc() *entry {
+	var id uint32
+	if n := len(p.free); n > 0 {
+		id = p.free[n-1]
+		p.free = p.free[:n-1]
+	} else {
+		if p.next == 0 {
+			p.next = 1
+		}
+		id = p.next
+		p.next++
+		if int(id>>entryChunkBits) == len(p.chunks) {
+			p.chunks = append(p.chunks, new([entryChunk]entry))
+			p.arenas = append(p.arenas, stateArena{})
+		}
+	}
+	e := p.at(id)
+	e.id = id
+	return e
+}
+
+// release gives e's place back for reuse: nothing may name e any more.
+func (p *entryStore) release(e *entry) {
+	p.setState(e, estimate.State{})
+	id := e.id
+	*e = entry{}
+	p.free = append(p.free, id)
+}
+
+// reserve makes room for n more entries at once.
+func (p *entryStore) reserve(n int) {
+	if more := (int(p.next)+n)/entryChunk + 1 - len(p.chunks); more > 0 {
+		p.chunks = slices.Grow(p.chunks, more)
+		p.arenas = slices.Grow(p.arenas, more)
+	}
+}
 
 // is reports whether e has flag f.
 func (e *entry) is(f entryFlags) bool { return e.flags&f != 0 }
@@ -99,16 +168,6 @@ func (e *entry) state() estimate.State {
 	return unpackState(e.st)
 }
 
-// setState sets e's estimator state.
-func (e *entry) setState(st estimate.State) {
-	e.set(flagObserved, st.Observations() > 0)
-	if st == (estimate.State{}) {
-		e.st = nil
-		return
-	}
-	e.st = packState(&st)
-}
-
 // observed reports whether e's estimate holds observations.
 func (e *entry) observed() bool { return e.is(flagObserved) }
 
@@ -125,26 +184,126 @@ const (
 // high bytes of small counts). A state is plain numbers (no pointers,
 // TestPackedStateRoundTrips), so its bytes are all there is to it and
 // unpackState gives it back exactly. The length of the packed form
-// follows from its bitmap, so the entry holds a pointer to its first
-// byte, 8 bytes where a slice takes 24.
-func packState(st *estimate.State) *byte {
-	raw := (*[stateSize]byte)(unsafe.Pointer(st))
-	n := 0
-	for _, b := range raw {
+// follows from its bitmap (packedLen), so the entry holds a pointer to
+// its first byte, 8 bytes where a slice takes 24.
+func packState(st *estimate.State) []byte {
+	buf := make([]byte, packedSize(st))
+	packInto(buf, st)
+	return buf
+}
+
+// packedSize is the length of st packed.
+func packedSize(st *estimate.State) int {
+	n := stateMap
+	for _, b := range (*[stateSize]byte)(unsafe.Pointer(st)) {
 		if b != 0 {
 			n++
 		}
 	}
-	buf := make([]byte, stateMap+n)
+	return n
+}
+
+// packInto packs st into buf, which is packedSize(st) zero bytes.
+func packInto(buf []byte, st *estimate.State) {
 	k := stateMap
-	for i, b := range raw {
+	for i, b := range (*[stateSize]byte)(unsafe.Pointer(st)) {
 		if b != 0 {
 			buf[i/8] |= 1 << (i % 8)
 			buf[k] = b
 			k++
 		}
 	}
-	return &buf[0]
+}
+
+// packedLen is the length of the packed state at p.
+func packedLen(p *byte) int {
+	n := stateMap
+	for _, b := range unsafe.Slice(p, stateMap) {
+		n += bits.OnesCount8(b)
+	}
+	return n
+}
+
+// stateBlock is the size of a block of a stateArena: some hundred
+// packed states, so that a slab's partly filled last block costs about a
+// byte an entry.
+const stateBlock = 8 << 10
+
+// stateArena holds the packed estimator states of one slab of entries
+// in blocks, so that a state costs its bytes and no allocation of its
+// own (an allocation of its own would round it up to a size class: 66
+// bytes on average for states of 56). A state replaced by a longer one
+// leaves its bytes dead in the arena; once they are more than an eighth
+// of the live ones, the slab's states are copied into new blocks
+// (entryStore.compactStates), a few hundred kilobytes at most, so a
+// fold that triggers it does not wait long.
+type stateArena struct {
+	blocks     [][]byte
+	live, dead int
+}
+
+// take returns n zero bytes in the arena.
+func (a *stateArena) take(n int) []byte {
+	last := len(a.blocks) - 1
+	if last < 0 || cap(a.blocks[last])-len(a.blocks[last]) < n {
+		a.blocks = append(a.blocks, make([]byte, 0, stateBlock))
+		last++
+	}
+	b := a.blocks[last]
+	a.blocks[last] = b[:len(b)+n]
+	a.live += n
+	return b[len(b) : len(b)+n : len(b)+n]
+}
+
+// setState sets e's estimator state.
+func (p *entryStore) setState(e *entry, st estimate.State) {
+	e.set(flagObserved, st.Observations() > 0)
+	a := &p.arenas[e.id>>entryChunkBits]
+	old := 0
+	if e.st != nil {
+		old = packedLen(e.st)
+	}
+	if st == (estimate.State{}) {
+		e.st = nil
+		a.live -= old
+		a.dead += old
+		return
+	}
+	n := packedSize(&st)
+	if n <= old {
+		// In place: the bytes after it are dead.
+		buf := unsafe.Slice(e.st, old)
+		clear(buf)
+		packInto(buf[:n], &st)
+		a.live -= old - n
+		a.dead += old - n
+	} else {
+		buf := a.take(n)
+		packInto(buf, &st)
+		e.st = &buf[0]
+		a.live -= old
+		a.dead += old
+	}
+	if a.dead > stateBlock && a.dead > a.live/8 {
+		p.compactStates(e.id >> entryChunkBits)
+	}
+}
+
+// compactStates copies the live states of slab c into new blocks,
+// leaving the old ones to the garbage collector.
+func (p *entryStore) compactStates(c uint32) {
+	var fresh stateArena
+	for i := range p.chunks[c] {
+		e := &p.chunks[c][i]
+		if e.st == nil {
+			continue
+		}
+		n := packedLen(e.st)
+		buf := fresh.take(n)
+		copy(buf, unsafe.Slice(e.st, n))
+		e.st = &buf[0]
+	}
+	p.arenas[c] = fresh
 }
 
 // unpackState is the state packState packed at p.
@@ -152,11 +311,7 @@ func unpackState(p *byte) estimate.State {
 	var st estimate.State
 	raw := (*[stateSize]byte)(unsafe.Pointer(&st))
 	bitmap := unsafe.Slice(p, stateMap)
-	n := 0
-	for _, b := range bitmap {
-		n += bits.OnesCount8(b)
-	}
-	packed := unsafe.Slice(p, stateMap+n)[stateMap:]
+	packed := unsafe.Slice(p, packedLen(p))[stateMap:]
 	k := 0
 	for i := range raw {
 		if bitmap[i/8]&(1<<(i%8)) != 0 {
@@ -191,6 +346,7 @@ func fromNanos(ns int64) time.Time {
 // as soon as it is free) never applies to them.
 type hostQueue struct {
 	name      string
+	id        uint32 // in frontier.hostList
 	urls      entryHeap
 	polls     entryHeap     // capture URLs: handed out at their due time, never before
 	gap       time.Duration // least time between two fetches in force now
@@ -226,7 +382,7 @@ const (
 // class is the ready heap h belongs in now.
 func (h *hostQueue) class() readyClass {
 	switch {
-	case len(h.urls) > 0 && h.urls[0].is(flagUnfetched):
+	case len(h.urls.ids) > 0 && h.urls.top().is(flagUnfetched):
 		return readyNew
 	case h.saturated:
 		return readySat
@@ -250,10 +406,10 @@ func (h *hostQueue) key() time.Time {
 }
 
 func (h *hostQueue) urlsKey() (time.Time, bool) {
-	if len(h.urls) == 0 {
+	if len(h.urls.ids) == 0 {
 		return time.Time{}, false
 	}
-	due := fromNanos(h.urls[0].nextDue)
+	due := fromNanos(h.urls.top().nextDue)
 	if h.nextFree.After(due) || h.saturated {
 		return h.nextFree, true
 	}
@@ -261,14 +417,14 @@ func (h *hostQueue) urlsKey() (time.Time, bool) {
 }
 
 func (h *hostQueue) pollsKey() (time.Time, bool) {
-	if len(h.polls) == 0 {
+	if len(h.polls.ids) == 0 {
 		return time.Time{}, false
 	}
-	return latest(fromNanos(h.polls[0].nextDue), h.nextFree), true
+	return latest(fromNanos(h.polls.top().nextDue), h.nextFree), true
 }
 
 // queued is how many URLs the host holds in its heaps.
-func (h *hostQueue) queued() int { return len(h.urls) + len(h.polls) }
+func (h *hostQueue) queued() int { return len(h.urls.ids) + len(h.polls.ids) }
 
 // heap is the heap e is (or would be) queued in.
 func (h *hostQueue) heap(strict bool) *entryHeap {
@@ -292,8 +448,11 @@ func latest(a, b time.Time) time.Time {
 // whatever the number of URLs, and a host with a thousand due URLs cannot
 // starve the others or be fetched faster than its gap.
 type frontier struct {
+	ents  *entryStore
 	urls  urlIndex
 	hosts map[string]*hostQueue
+	// hostList is every host, by id (entry.host).
+	hostList []*hostQueue
 	// Hosts with queued URLs and no fetch in flight, in three heaps
 	// (readyClass): those whose next URL has never been fetched, those
 	// the plan saturates (see hostQueue.saturated), and the rest. A free
@@ -308,17 +467,26 @@ type frontier struct {
 }
 
 func newFrontier() *frontier {
-	return &frontier{urls: newURLIndex(), hosts: map[string]*hostQueue{}}
+	ents := &entryStore{}
+	return &frontier{ents: ents, urls: newURLIndex(ents), hosts: map[string]*hostQueue{}}
 }
 
 func (f *frontier) host(name string, gap time.Duration) *hostQueue {
 	h, ok := f.hosts[name]
 	if !ok {
-		h = &hostQueue{name: name, gap: gap, index: -1, plan: -1}
+		h = &hostQueue{name: name, id: uint32(len(f.hostList)), gap: gap, index: -1, plan: -1}
+		h.urls.ents, h.polls.ents = f.ents, f.ents
 		f.hosts[name] = h
+		f.hostList = append(f.hostList, h)
 	}
 	return h
 }
+
+// hostOf is e's host.
+func (f *frontier) hostOf(e *entry) *hostQueue { return f.hostList[e.host] }
+
+// entry is the entry of id.
+func (f *frontier) entry(id uint32) *entry { return f.ents.at(id) }
 
 // url is e's URL.
 func (f *frontier) url(e *entry) string { return f.urls.url(e) }
@@ -335,7 +503,8 @@ func (f *frontier) add(url, host string, gap time.Duration) (*entry, bool) {
 // caller that has just looked it up (Scheduler.Add), so that a restart
 // adding millions of URLs hashes and probes each once, not twice.
 func (f *frontier) insert(url, host string, gap time.Duration) *entry {
-	e := &entry{host: f.host(host, gap), index: -1, pos: -1}
+	e := f.ents.alloc()
+	e.host, e.index, e.pos = f.host(host, gap).id, -1, -1
 	f.urls.put(e, url)
 	return e
 }
@@ -343,7 +512,7 @@ func (f *frontier) insert(url, host string, gap time.Duration) *entry {
 // schedule (re)queues e at due; interval 0 removes it from the queue. A
 // capture URL is queued with the host's polls, any other with its URLs.
 func (f *frontier) schedule(e *entry, due time.Time) {
-	h := e.host
+	h := f.hostOf(e)
 	e.nextDue = nanos(due)
 	if e.is(flagInFlight) {
 		return // requeued when its result comes back
@@ -359,7 +528,7 @@ func (f *frontier) schedule(e *entry, due time.Time) {
 		heap.Fix(h.heap(e.is(flagStrict)), int(e.index))
 	default:
 		e.set(flagStrict, strict)
-		heap.Push(h.heap(strict), e)
+		h.heap(strict).push(e)
 	}
 	f.fixHost(h)
 }
@@ -411,7 +580,8 @@ func (f *frontier) next(now time.Time) (*entry, time.Time) {
 	if k, ok := h.pollsKey(); ok && !k.After(now) {
 		q = &h.polls
 	}
-	e := heap.Pop(q).(*entry)
+	e := q.top()
+	heap.Pop(q)
 	e.set(flagInFlight, true)
 	h.inFlight++
 	h.lastFetch = now
@@ -437,14 +607,14 @@ func (h *hostQueue) took(d time.Duration) {
 func (f *frontier) done(e *entry, fetchedAt time.Time, due time.Time) {
 	f.release(e, fetchedAt)
 	f.schedule(e, due)
-	f.fixHost(e.host)
+	f.fixHost(f.hostOf(e))
 }
 
 // release ends e's fetch: it is no longer in flight, and its host is
 // spaced from the real request time, which may be later than the dispatch
 // time when the task waited in the queue.
 func (f *frontier) release(e *entry, fetchedAt time.Time) {
-	h := e.host
+	h := f.hostOf(e)
 	if e.is(flagInFlight) {
 		e.set(flagInFlight, false)
 		h.inFlight--
@@ -455,14 +625,15 @@ func (f *frontier) release(e *entry, fetchedAt time.Time) {
 }
 
 // finish ends a one-off entry: the host is spaced from its request and the
-// entry forgotten.
+// entry forgotten (no list names a one-off entry, so its id is free).
 func (f *frontier) finish(e *entry, fetchedAt time.Time) {
-	h := e.host
+	h := f.hostOf(e)
 	f.release(e, fetchedAt)
 	if e.index >= 0 {
 		heap.Remove(h.heap(e.is(flagStrict)), int(e.index))
 	}
 	f.urls.remove(e)
+	f.ents.release(e)
 	f.fixHost(h)
 }
 
@@ -475,23 +646,42 @@ func (f *frontier) setGap(h *hostQueue, gap time.Duration, notBefore time.Time) 
 	f.fixHost(h)
 }
 
-type entryHeap []*entry
+// entryHeap is a heap of entries (by id) ordered by due time.
+type entryHeap struct {
+	ids  []uint32
+	ents *entryStore
+}
 
-func (q entryHeap) Len() int           { return len(q) }
-func (q entryHeap) Less(i, j int) bool { return q[i].nextDue < q[j].nextDue }
+func (q entryHeap) Len() int { return len(q.ids) }
+func (q entryHeap) Less(i, j int) bool {
+	return q.ents.at(q.ids[i]).nextDue < q.ents.at(q.ids[j]).nextDue
+}
 func (q entryHeap) Swap(i, j int) {
-	q[i], q[j] = q[j], q[i]
-	q[i].index, q[j].index = int32(i), int32(j)
+	q.ids[i], q.ids[j] = q.ids[j], q.ids[i]
+	q.ents.at(q.ids[i]).index, q.ents.at(q.ids[j]).index = int32(i), int32(j)
 }
-func (q *entryHeap) Push(x any) { e := x.(*entry); e.index = int32(len(*q)); *q = append(*q, e) }
+
+// Push is heap.Interface's; push adds an entry without boxing its id.
+func (q *entryHeap) Push(x any) { q.push(q.ents.at(x.(uint32))) }
+
+// Pop takes out the last element; its entry is top() before heap.Pop.
 func (q *entryHeap) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*q = old[:len(old)-1]
-	e.index = -1
-	return e
+	n := len(q.ids) - 1
+	q.ents.at(q.ids[n]).index = -1
+	q.ids = q.ids[:n]
+	return nil
 }
+
+// push adds e, as heap.Push does (heap.Fix of a new last element moves
+// it up as heap.Push would).
+func (q *entryHeap) push(e *entry) {
+	e.index = int32(len(q.ids))
+	q.ids = append(q.ids, e.id)
+	heap.Fix(q, len(q.ids)-1)
+}
+
+// top is the entry at the top of the heap (it must not be empty).
+func (q *entryHeap) top() *entry { return q.ents.at(q.ids[0]) }
 
 type hostHeap []*hostQueue
 

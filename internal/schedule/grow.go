@@ -33,6 +33,7 @@ func (s *Scheduler) Grow(n int) {
 	s.dated = slices.Grow(s.dated, n)
 	s.probes = slices.Grow(s.probes, n)
 	s.front.urls.reserve(n)
+	s.front.ents.reserve(n)
 }
 
 // reserve sizes the index for n more entries at its load limit (3/4), so

@@ -49,7 +49,7 @@ func TestModelFreshnessHonest(t *testing.T) {
 		// The model's posterior (under the model's priors, not the
 		// plan's: docs/design.md §3.7).
 		p := j.models[i].ExpectFresh(j.priors.grid(), now.Sub(fromNanos(j.lastOK[i])).Seconds())
-		switch s.front.url(e) {
+		switch s.front.url(s.front.entry(e)) {
 		case "http://a/fast":
 			fastP = p
 		case "http://a/slow":
@@ -71,9 +71,10 @@ func TestModelFreshnessHonest(t *testing.T) {
 		t.Errorf("plan's model freshness %v, want %v", m, want)
 	}
 	// Degenerate estimates never give NaN or a value outside [0, 1].
-	for _, e := range s.list {
+	for _, id := range s.list {
+		e := s.front.entry(id)
 		s.rates[e.pos] = math.NaN()
-		s.posts[e.pos].Mean, s.posts[e.pos].Harmonic = math.Inf(1), math.NaN()
+		s.posts[e.pos].mean, s.posts[e.pos].harmonic = float32(math.Inf(1)), float32(math.NaN())
 		s.mirror(e)
 	}
 	if m := s.ModelFreshness(now); !(m >= 0 && m <= 1) {
@@ -169,7 +170,8 @@ func peerModel(t *testing.T, minIv, maxIv float64, seed uint64) (model, truth, p
 			p := &pages[i]
 			age := now.Sub(p.last).Hours() / 24
 			tr += math.Exp(-p.rate * age)
-			pm += s.posts[i].ExpectFresh(now.Sub(p.last).Seconds())
+			post := s.posts[i].summary()
+			pm += post.ExpectFresh(now.Sub(p.last).Seconds())
 		}
 		model += s.ModelFreshness(now)
 		truth += tr / urls

@@ -18,7 +18,7 @@ type lifecycle struct {
 	// never lets a host be fetched twice at once.
 	orphans map[string]*hostQueue
 	// givenUp caches the URLs the plan of givenUpAt gives f = 0.
-	givenUp   map[*entry]bool
+	givenUp   map[uint32]bool // by entry id
 	givenUpAt time.Time
 	// band is the last plan's freshness band (FreshnessBand), computed
 	// with the plan, outside the caller's lock (PlanJob.Solve).
@@ -83,7 +83,7 @@ func (s *Scheduler) givenUpSet(e *entry) bool {
 		return false
 	}
 	if s.life.givenUp == nil || !s.life.givenUpAt.Equal(s.planAt) {
-		set := map[*entry]bool{}
+		set := map[uint32]bool{}
 		for i, f := range s.plan.Freq {
 			if i < len(s.planList) && f <= 0 {
 				set[s.planList[i]] = true
@@ -91,7 +91,7 @@ func (s *Scheduler) givenUpSet(e *entry) bool {
 		}
 		s.life.givenUp, s.life.givenUpAt = set, s.planAt
 	}
-	return s.life.givenUp[e] && s.weights[e.pos] > 0
+	return s.life.givenUp[e.id] && s.weights[e.pos] > 0
 }
 
 // URLsIn returns the known URLs in a scheduler state (StateGivenUp,
@@ -100,7 +100,8 @@ func (s *Scheduler) givenUpSet(e *entry) bool {
 // and disallowed URLs are in none.
 func (s *Scheduler) URLsIn(state string, now time.Time) []string {
 	var out []string
-	for _, e := range s.list {
+	for _, id := range s.list {
+		e := s.front.entry(id)
 		if e.is(flagPaused) || e.is(flagDisallowed) {
 			continue
 		}
@@ -167,13 +168,13 @@ func (s *Scheduler) Resume(urls []string, now time.Time) int {
 // fetch in flight keeps its host busy until Done or Abort comes back for
 // it. It returns how many it removed.
 func (s *Scheduler) Remove(urls []string) int {
-	gone := map[*entry]bool{}
+	gone := map[uint32]bool{}
 	for _, url := range urls {
 		e, ok := s.front.urls.get(url)
 		if !ok || e.is(flagOneShot) {
 			continue
 		}
-		h := e.host
+		h := s.front.hostOf(e)
 		if e.index >= 0 {
 			heap.Remove(h.heap(e.is(flagStrict)), int(e.index))
 		}
@@ -185,7 +186,7 @@ func (s *Scheduler) Remove(urls []string) int {
 		}
 		s.front.urls.remove(e)
 		s.front.fixHost(h)
-		gone[e] = true
+		gone[e.id] = true
 	}
 	if len(gone) == 0 {
 		return 0
@@ -195,15 +196,16 @@ func (s *Scheduler) Remove(urls []string) int {
 	// progress its snapshot's: both are left as they are, so hosts gets a
 	// new array (a snapshot shares the old one) and so does list.
 	n := len(s.list) - len(gone)
-	list, hosts := make([]*entry, 0, n), make([]int32, 0, n)
+	list, hosts := make([]uint32, 0, n), make([]int32, 0, n)
 	k := 0
-	for i, e := range s.list {
-		if gone[e] {
+	for i, id := range s.list {
+		e := s.front.entry(id)
+		if gone[id] {
 			e.pos = -1
 			continue
 		}
 		e.pos = int32(k)
-		list, hosts = append(list, e), append(hosts, s.hosts[i])
+		list, hosts = append(list, id), append(hosts, s.hosts[i])
 		s.rates[k], s.rateSEs[k], s.weights[k], s.blocked[k] = s.rates[i], s.rateSEs[i], s.weights[i], s.blocked[i]
 		if s.fixed != nil {
 			s.fixed[k] = s.fixed[i]
@@ -225,7 +227,8 @@ func (s *Scheduler) Remove(urls []string) int {
 	}
 	s.posts, s.lastOK, s.probing, s.probes = s.posts[:k], s.lastOK[:k], s.probing[:k], s.probes[:k]
 	s.prevOK, s.dated, s.models = s.prevOK[:k], s.dated[:k], s.models[:k]
-	for e := range gone {
+	for id := range gone {
+		e := s.front.entry(id)
 		if e.is(flagDisallowed) {
 			s.disallowed--
 		}
@@ -235,11 +238,29 @@ func (s *Scheduler) Remove(urls []string) int {
 		if e.is(flagUnfetched) {
 			s.unfetched--
 		}
-		delete(s.captures, e)
+		delete(s.captures, id)
+		s.setRecheckTau(e, 0)
+		s.retired = append(s.retired, retiredEntry{id: id, snapshot: s.snapshots})
 	}
 	s.life.givenUp = nil
 	s.moved += len(gone)
 	return len(gone)
+}
+
+// reuseRetired frees the ids of the URLs removed before the snapshot-th
+// snapshot, which the plan that has just taken effect was made from: no
+// plan to come can name them (one PlanJob at a time).
+func (s *Scheduler) reuseRetired(snapshot uint64) {
+	k := 0
+	for _, r := range s.retired {
+		if r.snapshot <= snapshot {
+			s.front.ents.release(s.front.entry(r.id))
+			continue
+		}
+		s.retired[k] = r
+		k++
+	}
+	s.retired = s.retired[:k]
 }
 
 // releaseOrphan ends the fetch of a removed URL, spacing its host from
@@ -289,8 +310,9 @@ func (s *Scheduler) HostViews() []HostView {
 		idx[h] = len(out)
 		out = append(out, HostView{Host: name, Cap: h.capacity(), Gap: h.gap, Busy: h.busy, NextFree: h.nextFree, InFlight: h.inFlight, Saturated: h.saturated, Queued: h.queued()})
 	}
-	for _, e := range s.list { // every URL, not the one-off requests
-		v := &out[idx[e.host]]
+	for _, id := range s.list { // every URL, not the one-off requests
+		e := s.front.entry(id)
+		v := &out[idx[s.front.hostOf(e)]]
 		v.URLs++
 		switch {
 		case e.is(flagPaused):

@@ -3,7 +3,6 @@ package schedule
 import (
 	"flag"
 	"fmt"
-	"math/bits"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -59,7 +58,8 @@ func liveHeap() uint64 {
 
 // BenchmarkSchedulerMemory reports the live heap the schedule holds per
 // URL (B/URL) after loading -memory-urls URLs (a million) and planning
-// once, as a coordinator restart does. The URL strings are copied before the
+// once, as a coordinator restart does (sized by Grow first, then each
+// URL added). The URL strings are copied before the
 // measurement starts so that they count, as they do when the store
 // decodes them. Run it with -benchtime=1x.
 func BenchmarkSchedulerMemory(b *testing.B) {
@@ -74,6 +74,9 @@ func BenchmarkSchedulerMemory(b *testing.B) {
 				h0 := liveHeap()
 				b.StartTimer()
 				s := NewScheduler(SchedulerOptions{Budget: float64(n) / (30 * 86400), HostRate: 1})
+				// As the restart does: the schedule sized for the
+				// store's URL count before the load.
+				s.Grow(n)
 				for _, u := range infos {
 					// A fresh copy of the URL, which the schedule keeps.
 					u.URL = string([]byte(u.URL))
@@ -98,13 +101,23 @@ func BenchmarkSchedulerMemory(b *testing.B) {
 	}
 }
 
-// TestEntrySize keeps an entry, allocated once per URL, within the 80-byte
-// size class: one more field would cost 16 bytes a URL (the next class
-// is 96).
+// TestEntrySize keeps an entry, held once per URL in the slabs of
+// entryStore, within 64 bytes: a slab has no size classes, so every byte
+// counts, and at 64 an entry is one cache line (a slab's entries are
+// aligned to 64 bytes when the slab is) wherever it is in its slab.
 func TestEntrySize(t *testing.T) {
-	if n := unsafe.Sizeof(entry{}); n > 80 {
-		t.Fatalf("an entry takes %d bytes, want at most 80", n)
+	if n := unsafe.Sizeof(entry{}); n > 64 {
+		t.Fatalf("an entry takes %d bytes, want at most 64", n)
 	}
+}
+
+// entriesOf is the entries of ids.
+func entriesOf(s *Scheduler, ids []uint32) []*entry {
+	out := make([]*entry, len(ids))
+	for i, id := range ids {
+		out[i] = s.front.entry(id)
+	}
+	return out
 }
 
 // writeHeapProfile writes a heap profile (in use after the last GC) to
@@ -151,7 +164,7 @@ func TestPackedStateRoundTrips(t *testing.T) {
 	}
 	check := func(st estimate.State) {
 		t.Helper()
-		if got := unpackState(packState(&st)); got != st {
+		if got := unpackState(&packState(&st)[0]); got != st {
 			t.Fatalf("state %+v unpacked as %+v", st, got)
 		}
 	}
@@ -160,6 +173,7 @@ func TestPackedStateRoundTrips(t *testing.T) {
 	est := NewEstimator(DefaultHalfLife, DefaultPriorRate)
 	now := time.Unix(1_800_000_000, 0)
 	packed, states := 0, 0
+	ents := &entryStore{}
 	for range 50 {
 		var st EstimateState
 		iv := time.Duration(1+rng.Int64N(14*24)) * time.Hour
@@ -168,12 +182,12 @@ func TestPackedStateRoundTrips(t *testing.T) {
 		for range 2 + rng.IntN(30) {
 			fb := est.Learn(&st, rate, Observation{URL: "http://h.example/p", Host: "h.example", Start: at, End: at.Add(time.Second), OK: true, First: prev.IsZero(), Prev: prev, Changed: rng.IntN(3) == 0, LastModified: at.Add(-time.Duration(rng.IntN(2)) * time.Hour)})
 			check(fb.State)
-			var e entry
-			e.setState(fb.State)
+			e := ents.alloc()
+			ents.setState(e, fb.State)
 			if e.state() != fb.State || e.observed() != (fb.State.Observations() > 0) {
 				t.Fatalf("entry state %+v (observed %v), want %+v", e.state(), e.observed(), fb.State)
 			}
-			packed += stateMap + popcount(packState(&fb.State))
+			packed += len(packState(&fb.State))
 			states++
 			rate, prev = fb.Rate, at
 			at = at.Add(iv + time.Duration(rng.Int64N(int64(iv))))
@@ -185,11 +199,155 @@ func TestPackedStateRoundTrips(t *testing.T) {
 	t.Logf("%d states packed into %.1f bytes on average (%d unpacked)", states, float64(packed)/float64(states), stateSize)
 }
 
-// popcount is the number of non-zero bytes a packed state holds.
-func popcount(p *byte) int {
-	n := 0
-	for _, b := range unsafe.Slice(p, stateMap) {
-		n += bits.OnesCount8(b)
+// TestStateArenaKeepsStates: states set, replaced (by longer, shorter
+// and zero ones) and released at random over three slabs of entries
+// read back as set, through the arenas' compactions; each arena's live
+// bytes are its entries' packed states, and its dead bytes stay within
+// a block or an eighth of the live ones.
+func TestStateArenaKeepsStates(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 4))
+	now := time.Unix(1_800_000_000, 0)
+	est := NewEstimator(7*24*time.Hour, 1.0/86400)
+	pool := learntHistories(&est, rng, 64, now, 1.0/86400, "https://h.example.org/p", "h.example.org")
+	states := []estimate.State{{}}
+	for _, u := range pool {
+		var st EstimateState
+		if len(u.Estimate) > 0 && st.UnmarshalBinary(u.Estimate) == nil {
+			states = append(states, st.State)
+		}
 	}
-	return n
+	ents := &entryStore{}
+	live := map[*entry]estimate.State{}
+	var order []*entry
+	compactions := 0
+	for op := range 60_000 {
+		switch {
+		case len(order) < 2*entryChunk+100 || rng.IntN(10) < 6:
+			var e *entry
+			if len(order) < 2*entryChunk+100 || rng.IntN(4) == 0 {
+				e = ents.alloc()
+				order = append(order, e)
+			} else {
+				e = order[rng.IntN(len(order))]
+			}
+			st := states[rng.IntN(len(states))]
+			dead := ents.arenas[e.id>>entryChunkBits].dead
+			ents.setState(e, st)
+			live[e] = st
+			if ents.arenas[e.id>>entryChunkBits].dead < dead {
+				compactions++
+			}
+		default:
+			k := rng.IntN(len(order))
+			e := order[k]
+			ents.release(e)
+			delete(live, e)
+			order[k] = order[len(order)-1]
+			order = order[:len(order)-1]
+		}
+		if op%5000 != 0 {
+			continue
+		}
+		for e, st := range live {
+			if e.state() != st {
+				t.Fatalf("op %d: entry %d has state %+v, want %+v", op, e.id, e.state(), st)
+			}
+		}
+		for c, a := range ents.arenas {
+			sum := 0
+			for i := range ents.chunks[c] {
+				if p := ents.chunks[c][i].st; p != nil {
+					sum += packedLen(p)
+				}
+			}
+			if a.live != sum {
+				t.Fatalf("op %d: slab %d counts %d live bytes, its states take %d", op, c, a.live, sum)
+			}
+			if a.dead > stateBlock && a.dead > a.live/8 {
+				t.Fatalf("op %d: slab %d has %d dead bytes for %d live", op, c, a.dead, a.live)
+			}
+		}
+	}
+	if compactions == 0 {
+		t.Fatal("no arena was ever compacted")
+	}
+}
+
+// TestEntryIDsReused: the id of a removed URL is not given to a new URL
+// while a plan made before the removal may still be applied (its list
+// names the id), and is once a plan made after it has taken effect; a
+// one-off request's id is free as soon as it is done. Throughout, every
+// URL keeps its own entry.
+func TestEntryIDsReused(t *testing.T) {
+	s, now := randomScheduler(t, 300, 7, 3, nil)
+	if _, err := s.Replan(now); err != nil {
+		t.Fatal(err)
+	}
+	j := s.Snapshot(now) // made before the removal, applied after it
+	var removed []string
+	gone := map[uint32]bool{}
+	for i := 0; i < len(s.list); i += 10 {
+		e := s.front.entry(s.list[i])
+		removed = append(removed, s.front.url(e))
+		gone[e.id] = true
+	}
+	if n := s.Remove(removed); n != len(removed) {
+		t.Fatalf("removed %d of %d", n, len(removed))
+	}
+	add := func(prefix string, k int) {
+		t.Helper()
+		for i := range k {
+			u := fmt.Sprintf("http://new/%s%d", prefix, i)
+			s.Add(URLInfo{URL: u, Host: "new", Weight: 1, Rate: 1.0 / 3600}, now)
+			e, ok := s.front.urls.get(u)
+			if !ok || s.front.url(e) != u {
+				t.Fatalf("%s lost", u)
+			}
+			if gone[e.id] {
+				t.Fatalf("%s took the id %d of a removed URL a pending plan names", u, e.id)
+			}
+		}
+	}
+	add("a", 50)
+	if err := j.Solve(); err != nil {
+		t.Fatal(err)
+	}
+	for !s.Apply(j, now, 64) {
+	}
+	checkInvariants(t, s)
+	add("b", 50) // the plan applied was made before the removal
+	if _, err := s.Replan(now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.front.ents.free) != len(removed) || len(s.retired) != 0 {
+		t.Fatalf("%d ids free and %d retired after a plan made after the removal of %d URLs", len(s.front.ents.free), len(s.retired), len(removed))
+	}
+	next := s.front.ents.next
+	for i := range len(removed) {
+		s.Add(URLInfo{URL: fmt.Sprintf("http://new/c%d", i), Host: "new", Weight: 1, Rate: 1.0 / 3600}, now)
+	}
+	if s.front.ents.next != next || len(s.front.ents.free) != 0 {
+		t.Fatalf("new URLs took fresh ids (next %d, was %d; %d free) instead of the removed URLs'", s.front.ents.next, next, len(s.front.ents.free))
+	}
+	if !s.Enqueue("http://new/once", "new", now) {
+		t.Fatal("one-off request refused")
+	}
+	d, ok, _ := s.Next(now.Add(48 * time.Hour))
+	for ok && d.URL != "http://new/once" {
+		s.Done(d.URL, Feedback{Start: now, End: now, OK: true})
+		d, ok, _ = s.Next(now.Add(48 * time.Hour))
+	}
+	if !ok {
+		t.Fatal("the one-off request was never handed out")
+	}
+	s.Done(d.URL, Feedback{Start: now, End: now, OK: true})
+	if len(s.front.ents.free) != 1 || s.Has("http://new/once") {
+		t.Fatalf("one-off request done: %d ids free, still known %v", len(s.front.ents.free), s.Has("http://new/once"))
+	}
+	for _, u := range removed {
+		if s.Has(u) {
+			t.Fatalf("removed %s is known", u)
+		}
+	}
+	checkInvariants(t, s)
 }

@@ -30,14 +30,14 @@ func checkInvariants(t *testing.T, s *Scheduler) {
 	for _, h := range s.front.hosts {
 		for k, q := range []entryHeap{h.urls, h.polls} {
 			strict := k == 1
-			for i, e := range q {
-				if int(e.index) != i || e.host != h {
+			for i, e := range entriesOf(s, q.ids) {
+				if int(e.index) != i || s.front.hostOf(e) != h {
 					t.Fatalf("host %s: entry %s at %d has index %d", h.name, s.front.url(e), i, e.index)
 				}
 				if e.is(flagStrict) != strict || strict != (s.capOf(e) != nil) {
 					t.Fatalf("host %s: entry %s (capture %v) in the wrong heap", h.name, s.front.url(e), s.capOf(e) != nil)
 				}
-				if p := (i - 1) / 2; i > 0 && q[i].nextDue < q[p].nextDue {
+				if p := (i - 1) / 2; i > 0 && q.Less(i, p) {
 					t.Fatalf("host %s: URL heap out of order at %d", h.name, i)
 				}
 			}
@@ -61,12 +61,12 @@ func checkInvariants(t *testing.T, s *Scheduler) {
 		}
 	}
 	disallowed := 0
-	for i, e := range s.list {
+	for i, e := range entriesOf(s, s.list) {
 		if e.is(flagDisallowed) {
 			disallowed++
 		}
 		off := e.is(flagDisallowed) || e.is(flagPaused)
-		if int(e.pos) != i || s.blocked[i] != off || s.planHosts[s.hosts[i]] != e.host {
+		if int(e.pos) != i || s.blocked[i] != off || s.planHosts[s.hosts[i]] != s.front.hostOf(e) {
 			t.Fatalf("mirror of %s (pos %d) disagrees with the entry", s.front.url(e), i)
 		}
 		if s.adaptive && e.interval > 0 && !off && (s.fixed == nil || s.fixed[i] == 0) && s.freqs[i] != float64(time.Second)/float64(e.interval) {
@@ -111,8 +111,8 @@ func TestReplanInStepsEqualsReplan(t *testing.T) {
 			if name != "nutch" && steps != (3000+96)/97 {
 				t.Errorf("%d Apply steps of 97 for 3000 URLs", steps)
 			}
-			for i, ea := range a.list {
-				eb := b.list[i]
+			for i, ea := range entriesOf(a, a.list) {
+				eb := b.front.entry(b.list[i])
 				if ea.interval != eb.interval || ea.nextDue != eb.nextDue {
 					t.Fatalf("%s: interval %v due %v in one step, %v %v in steps", a.front.url(ea), ea.interval, ea.nextDue, eb.interval, eb.nextDue)
 				}
@@ -149,7 +149,7 @@ func TestReplanStepsInterleavedWithFetches(t *testing.T) {
 	// While the policy solves: every URL moves its estimate; one becomes
 	// disallowed; one is added.
 	var blocked *entry
-	for _, e := range s.list {
+	for _, e := range entriesOf(s, s.list) {
 		if !e.is(flagDisallowed) {
 			blocked = e
 			break
@@ -200,7 +200,7 @@ func TestReplanStepsInterleavedWithFetches(t *testing.T) {
 	if !s.ReplanDue(at) {
 		t.Errorf("%d estimates moved during the plan (of %d URLs), yet no re-plan is due", s.moved, s.Len())
 	}
-	for i, e := range s.list[:j.size()] {
+	for i, e := range entriesOf(s, s.list[:j.size()]) {
 		if e.is(flagDisallowed) || j.freq[i] <= 0 {
 			continue
 		}
@@ -217,7 +217,7 @@ func TestSnapshotIsACopy(t *testing.T) {
 	s, now := randomScheduler(t, 100, 5, 1, nil)
 	j := s.Snapshot(now)
 	rate := j.in.Rates[0]
-	s.Done(s.front.url(s.list[0]), Feedback{Start: now, End: now, OK: true, Rate: rate * 10})
+	s.Done(s.front.url(s.front.entry(s.list[0])), Feedback{Start: now, End: now, OK: true, Rate: rate * 10})
 	if j.in.Rates[0] != rate || s.rates[0] != rate*10 {
 		t.Errorf("snapshot rate %v (want %v unchanged), live %v (want %v)", j.in.Rates[0], rate, s.rates[0], rate*10)
 	}
@@ -260,7 +260,7 @@ func TestReplanInStepsWithPausedURLs(t *testing.T) {
 			b, _ := randomScheduler(t, 2000, 20, 11, pol())
 			var paused []string
 			before := map[string]time.Duration{}
-			for i, e := range a.list {
+			for i, e := range entriesOf(a, a.list) {
 				if i%37 == 0 {
 					paused = append(paused, a.front.url(e))
 					before[a.front.url(e)] = e.interval
@@ -279,8 +279,8 @@ func TestReplanInStepsWithPausedURLs(t *testing.T) {
 			}
 			for !b.Apply(j, at, 101) {
 			}
-			for i, ea := range a.list {
-				eb := b.list[i]
+			for i, ea := range entriesOf(a, a.list) {
+				eb := b.front.entry(b.list[i])
 				if ea.interval != eb.interval || ea.nextDue != eb.nextDue {
 					t.Fatalf("%s: interval %v due %v in one step, %v %v in steps", a.front.url(ea), ea.interval, ea.nextDue, eb.interval, eb.nextDue)
 				}
@@ -330,7 +330,7 @@ func TestLifecycleBetweenReplanSteps(t *testing.T) {
 	j := s.Snapshot(at)
 	removed := append([]string(nil), inFlight...)
 	for i := 0; i < len(s.list); i += 41 {
-		removed = append(removed, s.front.url(s.list[i]))
+		removed = append(removed, s.front.url(s.front.entry(s.list[i])))
 	}
 	if got := s.Remove(removed); got != len(removed) {
 		t.Fatalf("removed %d of %d", got, len(removed))
@@ -339,8 +339,8 @@ func TestLifecycleBetweenReplanSteps(t *testing.T) {
 	var paused []string
 	before := map[string]time.Duration{}
 	for i := 7; i < len(s.list); i += 53 {
-		paused = append(paused, s.front.url(s.list[i]))
-		before[s.front.url(s.list[i])] = s.list[i].interval
+		paused = append(paused, s.front.url(s.front.entry(s.list[i])))
+		before[s.front.url(s.front.entry(s.list[i]))] = s.front.entry(s.list[i]).interval
 	}
 	s.Pause(paused)
 	s.Add(URLInfo{URL: "http://late/x", Host: "late", Weight: 1, Rate: 1.0 / 3600, Interval: 42 * time.Second, NextDue: at}, at)
@@ -354,7 +354,7 @@ func TestLifecycleBetweenReplanSteps(t *testing.T) {
 	for !s.Apply(j, at, 64) {
 		if steps++; steps == 5 {
 			// Removing during the apply too.
-			s.Remove([]string{s.front.url(s.list[len(s.list)/2]), s.front.url(s.list[3])})
+			s.Remove([]string{s.front.url(s.front.entry(s.list[len(s.list)/2])), s.front.url(s.front.entry(s.list[3]))})
 		}
 		checkInvariants(t, s)
 	}
@@ -372,7 +372,7 @@ func TestLifecycleBetweenReplanSteps(t *testing.T) {
 	}
 	// Every URL of the snapshot still known got its own plan frequency,
 	// and its given-up view is its own.
-	for i, e := range j.list {
+	for i, e := range entriesOf(s, j.list) {
 		if e.pos < 0 {
 			continue
 		}

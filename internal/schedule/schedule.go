@@ -161,7 +161,7 @@ type Scheduler struct {
 	moved  int
 	inUse  float64
 	shots  int      // one-off entries queued or in flight
-	list   []*entry // every URL (not one-off requests), in the order added: the plan's element order
+	list   []uint32 // every URL's entry id (not one-off requests), in the order added: the plan's element order
 
 	// The plan's input, kept up to date element by element (mirror) so a
 	// re-plan copies arrays instead of walking a million entries under
@@ -192,7 +192,7 @@ type Scheduler struct {
 	// Per element as well: the posterior summary and the last successful
 	// fetch (unix nanoseconds, 0: never), for the model's freshness and
 	// for exploration.
-	posts   []estimate.Summary
+	posts   []postSummary
 	models  []estimate.Sketch // the posterior under the model's priors (Feedback.Model)
 	lastOK  []int64
 	prevOK  []int64 // the successful fetch before lastOK (0: fewer than two)
@@ -201,7 +201,18 @@ type Scheduler struct {
 	dated   []bool  // the newest fetch's Last-Modified was trusted (Feedback.Dated)
 
 	disallowed int                      // URLs disallowed now
-	captures   map[*entry]*captureState // capture URLs: their capture state
+	captures   map[uint32]*captureState // capture URLs (entry ids): their capture state
+	// rechecks holds the probe interval of the URLs (entry ids) given
+	// up and rechecked (flagRecheck): each check is followed by a probe
+	// that long after it; flagRechecked is set between the two. Few
+	// URLs have one, so it is not in every entry.
+	rechecks map[uint32]time.Duration
+	// retired are the ids of removed URLs, with the number of snapshots
+	// made before their removal: a plan made over an older list may
+	// still name them, so they are reused only once a plan made after
+	// it has taken effect (Apply).
+	retired   []retiredEntry
+	snapshots uint64
 
 	priors *PriorSet
 	// Interned path templates: an entry holds the index in tmplNames.
@@ -221,8 +232,15 @@ type Scheduler struct {
 	resumFrom             int // where the next re-summary batch starts
 	// planList is the list the last plan was made over: plan.Freq[i]
 	// is list element planList[i] (removed ones have pos < 0).
-	planList []*entry
+	planList []uint32
 	life     lifecycle
+}
+
+// retiredEntry is the id of a removed URL and the number of snapshots
+// made before it was removed.
+type retiredEntry struct {
+	id       uint32
+	snapshot uint64
 }
 
 // NewScheduler returns an empty scheduler.
@@ -252,7 +270,7 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 		o.Priors = newPriorSet(o.PriorRate)
 	}
 	_, adaptive := o.Policy.(adaptivePolicy)
-	return &Scheduler{o: o, front: newFrontier(), captures: map[*entry]*captureState{}, priors: o.Priors, tmpls: map[string]uint32{}, adaptive: adaptive}
+	return &Scheduler{o: o, front: newFrontier(), captures: map[uint32]*captureState{}, rechecks: map[uint32]time.Duration{}, priors: o.Priors, tmpls: map[string]uint32{}, adaptive: adaptive}
 }
 
 // mirror copies e's plan input into the scheduler's arrays; every change
@@ -282,6 +300,28 @@ func (s *Scheduler) mirror(e *entry) {
 	if s.adaptive {
 		s.freqs[e.pos] = f
 	}
+}
+
+// postSummary is an estimate.Summary held for every URL
+// (Scheduler.posts) with its mean and harmonic mean as float32, like its
+// quantiles: 40 bytes instead of 48. Every policy's figures in
+// `freshcrawl bench policies` are the same either way (docs/benchmarks.md,
+// "The schedule's memory per URL"): a plan's rates come from the
+// estimates (Scheduler.rates), and the summaries only weigh exploration
+// and the expected freshness.
+type postSummary struct {
+	mean, harmonic float32
+	q              [estimate.SummaryQuantiles]float32
+}
+
+// compactSummary is s as a postSummary.
+func compactSummary(s estimate.Summary) postSummary {
+	return postSummary{mean: float32(s.Mean), harmonic: float32(s.Harmonic), q: s.Q}
+}
+
+// summary is p as an estimate.Summary.
+func (p postSummary) summary() estimate.Summary {
+	return estimate.Summary{Mean: float64(p.mean), Harmonic: float64(p.harmonic), Q: p.q}
 }
 
 // pointSummary is the summary of a rate known exactly: the stand-in until
@@ -363,7 +403,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	if len(u.Estimate) > 0 {
 		var st EstimateState
 		if st.UnmarshalBinary(u.Estimate) == nil {
-			e.setState(st.State)
+			s.front.ents.setState(e, st.State)
 			if e.observed() {
 				s.learnt++
 			}
@@ -379,12 +419,12 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	e.priorVer = 0
 	e.set(flagStale, true)
 	e.pos = int32(len(s.list))
-	s.list = append(s.list, e)
-	if e.host.plan < 0 {
-		e.host.plan = int32(len(s.planHosts))
-		s.planHosts = append(s.planHosts, e.host)
+	s.list = append(s.list, e.id)
+	if h := s.front.hostOf(e); h.plan < 0 {
+		h.plan = int32(len(s.planHosts))
+		s.planHosts = append(s.planHosts, h)
 	}
-	s.hosts = append(s.hosts, e.host.plan)
+	s.hosts = append(s.hosts, s.front.hostOf(e).plan)
 	s.rates, s.rateSEs, s.weights, s.blocked = append(s.rates, u.Rate), append(s.rateSEs, u.RateSE), append(s.weights, u.Weight), append(s.blocked, false)
 	if s.adaptive {
 		s.freqs, s.adModified = append(s.freqs, 0), append(s.adModified, 0)
@@ -392,7 +432,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	if s.fixed != nil {
 		s.fixed = append(s.fixed, 0)
 	}
-	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, pointSummary(u.Rate)), append(s.lastOK, nanos(u.LastOK)), append(s.probing, false), append(s.probes, 0)
+	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, compactSummary(pointSummary(u.Rate))), append(s.lastOK, nanos(u.LastOK)), append(s.probing, false), append(s.probes, 0)
 	s.models = append(s.models, estimate.PointSketch(s.priors.load().grid(), u.Rate))
 	s.prevOK, s.dated = append(s.prevOK, 0), append(s.dated, dated)
 	s.setCapture(e, u)
@@ -434,14 +474,14 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 // when only the seed's fields change.
 func (s *Scheduler) setCapture(e *entry, u URLInfo) {
 	if !u.Capture {
-		delete(s.captures, e)
+		delete(s.captures, e.id)
 		return
 	}
-	cs := s.captures[e]
+	cs := s.captures[e.id]
 	if cs == nil || (cs.configured && cs.period != u.Period.Seconds()) || (!cs.configured && u.Period > 0) {
 		cs = newCaptureState(u.Period, u.Polls)
 		cs.uniform = s.o.CaptureUniform
-		s.captures[e] = cs
+		s.captures[e.id] = cs
 		return
 	}
 	cs.polls = u.Polls
@@ -453,7 +493,26 @@ func (s *Scheduler) capOf(e *entry) *captureState {
 	if !e.is(flagCapture) {
 		return nil
 	}
-	return s.captures[e]
+	return s.captures[e.id]
+}
+
+// recheckTau is the probe interval of e's recheck (0: none).
+func (s *Scheduler) recheckTau(e *entry) time.Duration {
+	if !e.is(flagRecheck) {
+		return 0
+	}
+	return s.rechecks[e.id]
+}
+
+// setRecheckTau sets the probe interval of e's recheck (0: none).
+func (s *Scheduler) setRecheckTau(e *entry, tau time.Duration) {
+	switch {
+	case tau != 0:
+		s.rechecks[e.id] = tau
+	case e.is(flagRecheck):
+		delete(s.rechecks, e.id)
+	}
+	e.set(flagRecheck, tau != 0)
 }
 
 // observeCapture records an update a poll of a capture URL saw: exactly at
@@ -477,7 +536,8 @@ func (s *Scheduler) observeCapture(url string, from, to time.Time, exact bool) {
 // CaptureStatus lists the capture URLs' schedules (at most limit).
 func (s *Scheduler) CaptureStatus(limit int) []CaptureStatus {
 	var out []CaptureStatus
-	for e, cs := range s.captures {
+	for id, cs := range s.captures {
+		e := s.front.entry(id)
 		out = append(out, cs.status(s.front.url(e), e.interval))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].URL < out[j].URL })
@@ -513,7 +573,8 @@ func (s *Scheduler) Next(now time.Time) (Dispatch, bool, time.Time) {
 	if e == nil {
 		return Dispatch{}, false, next
 	}
-	return Dispatch{URL: s.front.url(e), Host: e.host.name, Capture: e.is(flagCapture), Gap: e.host.gap, Due: fromNanos(e.nextDue)}, true, time.Time{}
+	h := s.front.hostOf(e)
+	return Dispatch{URL: s.front.url(e), Host: h.name, Capture: e.is(flagCapture), Gap: h.gap, Due: fromNanos(e.nextDue)}, true, time.Time{}
 }
 
 // Done folds a fetch's outcome into the schedule: the host's spacing, the
@@ -526,7 +587,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	if !ok {
 		return
 	}
-	h := e.host
+	h := s.front.hostOf(e)
 	gap := max(s.baseGap(), fb.HostGap)
 	s.front.setGap(h, gap, fb.HostNotBefore)
 	if !fb.End.IsZero() && !fb.Start.IsZero() {
@@ -559,11 +620,11 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		if !e.observed() && fb.State.Observations() > 0 {
 			s.learnt++
 		}
-		e.setState(fb.State)
-		e.priorVer = fb.PriorVersion
+		s.front.ents.setState(e, fb.State)
+		e.priorVer = uint32(fb.PriorVersion)
 		e.set(flagStale, false)
 		if e.pos >= 0 {
-			s.posts[e.pos] = fb.Posterior
+			s.posts[e.pos] = compactSummary(fb.Posterior)
 			s.models[e.pos] = fb.Model
 			if !fb.Model.Valid() {
 				s.models[e.pos] = fb.Posterior.Sketch(s.priors.load().grid())
@@ -618,19 +679,20 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	// instead put it up to N/B later: a first fetch often gives the
 	// estimator no observation.)
 	firstOK := fb.OK && e.pos >= 0 && s.prevOK[e.pos] == 0
-	if firstOK && e.recheckTau == 0 {
+	recheckTau := s.recheckTau(e)
+	if firstOK && recheckTau == 0 {
 		due = fb.Start.Add(s.firstPassLeft() + time.Duration(float64(e.interval)*frac(s.front.url(e))))
-	} else if e.recheckTau > 0 && fb.OK && !e.is(flagRechecked) {
+	} else if recheckTau > 0 && fb.OK && !e.is(flagRechecked) {
 		// The check of a URL given up is followed by its probe.
 		e.set(flagRechecked, true)
-		due = fb.Start.Add(e.recheckTau)
+		due = fb.Start.Add(recheckTau)
 	} else if d := fromNanos(e.nextDue).Add(e.interval); e.nextDue != 0 && e.nextDue <= nanos(fb.Start) && d.Before(due) {
 		due = d
 		if half := fb.Start.Add(e.interval / 2); due.Before(half) {
 			due = half
 		}
 	}
-	if e.recheckTau == 0 || !fb.OK || due.Sub(fb.Start) != e.recheckTau {
+	if recheckTau == 0 || !fb.OK || due.Sub(fb.Start) != recheckTau {
 		e.set(flagRechecked, false)
 	}
 	cs := s.capOf(e)
@@ -749,10 +811,12 @@ type PlanJob struct {
 	horizon  float64   // seconds a rate is expected to last (1/hazard)
 	halfLife float64   // the estimator's half-life, seconds
 	hazard   float64   // rate changes per URL per second
-	// list is the scheduler's list at the snapshot, element i of the
-	// plan. Appends never touch it and Remove builds a new list, so it is
-	// shared, not copied; a URL removed meanwhile has pos < 0.
-	list []*entry
+	// list is the scheduler's list at the snapshot (entry ids), element
+	// i of the plan. Appends never touch it and Remove builds a new list,
+	// so it is shared, not copied; a URL removed meanwhile has pos < 0
+	// (its id is not reused until a later plan takes effect).
+	list     []uint32
+	snapshot uint64 // snapshots made before this one
 
 	// Priors: the current ones, a sample to refit them from (nil: no
 	// refit due), and URLs whose posterior is recomputed under the
@@ -799,7 +863,7 @@ func reuse(buf *[]float64, n int) []float64 {
 // resummary is one URL's posterior to recompute under the priors.
 type resummary struct {
 	i          int
-	seq        uint32
+	seq        uint16
 	st         estimate.State
 	host, tmpl string
 	post       estimate.Summary
@@ -829,12 +893,18 @@ func (j *PlanJob) Output() PlanOutput { return j.out }
 func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	n := len(s.list)
 	_, adaptive := s.o.Policy.(adaptivePolicy)
-	j := &PlanJob{at: now, policy: s.o.Policy, adaptive: adaptive, explore: s.o.ExploreShare, moved: s.moved, list: s.list[:n:n], liftGuess: s.exploreLift, itemsHint: s.exploreItems}
+	j := &PlanJob{at: now, policy: s.o.Policy, adaptive: adaptive, explore: s.o.ExploreShare, moved: s.moved, list: s.list[:n:n], liftGuess: s.exploreLift, itemsHint: s.exploreItems, snapshot: s.snapshots}
+	s.snapshots++
 	// The posterior summaries are half of the bytes copied (48 a URL):
 	// copied on the other core meanwhile, since a caller holds its lock
 	// (folds wait) for the whole snapshot. Nothing below touches them.
 	var posts sync.WaitGroup
-	posts.Go(func() { j.posts = append([]estimate.Summary(nil), s.posts...) })
+	posts.Go(func() {
+		j.posts = make([]estimate.Summary, n)
+		for i := range j.posts {
+			j.posts[i] = s.posts[i].summary()
+		}
+	})
 	j.in = PlanInput{
 		Budget:  s.o.Budget,
 		Rates:   append([]float64(nil), s.rates...),
@@ -923,7 +993,8 @@ func (s *Scheduler) sampleStates() *refitInput {
 	m := s.learnt/stride + 1 // about the sample's size: sized once, not doubled
 	in := &refitInput{states: make([]estimate.State, 0, m), hosts: make([]string, 0, m), tmpls: make([]string, 0, m)}
 	k := 0
-	for _, e := range s.list {
+	for _, id := range s.list {
+		e := s.front.entry(id)
 		if !e.observed() || e.is(flagDisallowed) {
 			continue
 		}
@@ -931,7 +1002,7 @@ func (s *Scheduler) sampleStates() *refitInput {
 			continue
 		}
 		in.states = append(in.states, e.state())
-		in.hosts = append(in.hosts, e.host.name)
+		in.hosts = append(in.hosts, s.front.hostOf(e).name)
 		in.tmpls = append(in.tmpls, s.tmplNames[e.tmpl])
 	}
 	return in
@@ -953,14 +1024,14 @@ func (s *Scheduler) pickResummaries(j *PlanJob) {
 	start := s.resumFrom % n
 	for k := 0; k < n && len(j.resum) < resumPerPlan; k++ {
 		i := (start + k) % n
-		e := s.list[i]
+		e := s.front.entry(s.list[i])
 		// A URL never observed keeps the rate it was added with until the
 		// priors have been fitted to the collection (version > 0): before
 		// that, the configured prior rate is all there is.
-		if e.is(flagDisallowed) || (!e.is(flagStale) && e.priorVer >= ver) || (ver == 0 && !e.observed()) {
+		if e.is(flagDisallowed) || (!e.is(flagStale) && uint64(e.priorVer) >= ver) || (ver == 0 && !e.observed()) {
 			continue
 		}
-		j.resum = append(j.resum, resummary{i: i, seq: e.seq, st: e.state(), host: e.host.name, tmpl: s.tmplNames[e.tmpl]})
+		j.resum = append(j.resum, resummary{i: i, seq: e.seq, st: e.state(), host: s.front.hostOf(e).name, tmpl: s.tmplNames[e.tmpl]})
 		s.resumFrom = i + 1
 	}
 }
@@ -1720,11 +1791,11 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		s.exploreLift, s.exploreItems = j.lift, j.itemsHint
 		ver := s.priors.load().revision()
 		for _, r := range j.resum {
-			e := j.list[r.i]
+			e := s.front.entry(j.list[r.i])
 			if e.pos < 0 || e.seq != r.seq {
 				continue // fetched meanwhile: its own posterior is newer
 			}
-			s.posts[e.pos], s.models[e.pos], e.priorVer = r.post, r.model, ver
+			s.posts[e.pos], s.models[e.pos], e.priorVer = compactSummary(r.post), r.model, uint32(ver)
 			e.set(flagStale, false)
 			if r.post.Harmonic > 0 && r.post.Harmonic != s.rates[e.pos] {
 				s.rates[e.pos] = r.post.Harmonic
@@ -1735,12 +1806,12 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		// snapshot has pos < 0, and the others may have moved.
 		clear(s.probing)
 		for i, p := range j.probe {
-			if e := j.list[i]; p && e.pos >= 0 {
+			if e := s.front.entry(j.list[i]); p && e.pos >= 0 {
 				s.probing[e.pos] = true
 			}
 		}
 		for _, i := range j.sessionsOver {
-			if e := j.list[i]; e.pos >= 0 {
+			if e := s.front.entry(j.list[i]); e.pos >= 0 {
 				s.probes[e.pos] = 0
 			}
 		}
@@ -1761,7 +1832,7 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		end = j.next + limit
 	}
 	for i := j.next; i < end; i++ {
-		e := j.list[i]
+		e := s.front.entry(j.list[i])
 		if e.pos < 0 || e.is(flagPaused) {
 			// Removed since the snapshot, or paused: a paused URL keeps
 			// its interval for when it is resumed.
@@ -1783,12 +1854,13 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 			// recheck interval or a later plan's recheck.
 			f = 1 / (maxRecheck * j.halfLife)
 		}
-		e.recheckTau = 0
+		tau := time.Duration(0)
 		if j.recheckTau != nil && j.recheckTau[i] > 0 {
 			// A recheck: a fetch every 2/f, each followed by its probe.
-			e.recheckTau = time.Duration(j.recheckTau[i] * float64(time.Second))
+			tau = time.Duration(j.recheckTau[i] * float64(time.Second))
 			f /= 2
 		}
+		s.setRecheckTau(e, tau)
 		old := e.interval
 		// f is within the host's cap, so iv is at least the host's gap;
 		// the floor only keeps a rounding from making it zero (which
@@ -1834,6 +1906,7 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		return false
 	}
 	s.plan, s.planAt, s.inUse, s.planList, s.life.band = j.out, j.at, j.inUse, j.list, j.band
+	s.reuseRetired(j.snapshot)
 	s.moved -= j.moved
 	if s.moved < 0 {
 		s.moved = 0

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"strings"
 )
@@ -13,11 +14,18 @@ import (
 //     holds its index; the rest (the path) is copied into large byte
 //     chunks, so that it costs its bytes and no allocation of its own,
 //     and the entry holds where it is (a pathRef, 8 bytes where a string
-//     header takes 16).
-//   - The index is an open-addressing table of entry pointers with linear
-//     probing: 8 bytes a slot at a load of at most 3/4, where a
-//     map[string]*entry takes 24 bytes a slot (the key's string header
-//     and the pointer) plus control bytes. It is never iterated, so its
+//     header takes 16). The paths are front coded in blocks of
+//     blockLen: each is stored as the length of the prefix it shares
+//     with the path stored before it in its block, then the rest. A
+//     restart adds the URLs in the store's key order, so neighbours are
+//     mostly of one host and share much of their paths. Reading a path
+//     decodes its block up to it (at most blockLen short records, one
+//     or two cache lines' worth), which only a lookup whose tag matches,
+//     a dispatch and a rehash do.
+//   - The index is an open-addressing table of entry ids (entryStore)
+//     with linear probing: 4 bytes a slot at a load of at most 3/4,
+//     where a map[string]*entry takes 24 bytes a slot (the key's string
+//     header and the pointer) plus control bytes. It is never iterated, so its
 //     order (random per index) cannot leak into the schedule.
 //   - Each slot has a tag, 8 bits of its entry's hash that the slot
 //     number does not give (tags, 1 byte a slot). A lookup compares an
@@ -32,7 +40,8 @@ import (
 // old chunks. A removed entry loses its path: its URL is its origin.
 type urlIndex struct {
 	seed  maphash.Seed
-	slots []*entry // nil: empty; len is a power of two
+	ents  *entryStore
+	slots []uint32 // entry ids, 0: empty; len is a power of two
 	tags  []uint8  // per slot: tagOf the hash of its entry's URL
 	n     int
 
@@ -40,56 +49,124 @@ type urlIndex struct {
 	originIDs map[string]uint32
 	chunks    [][]byte // the paths
 	fill      int      // the chunk being filled (-1: none)
+	block     int      // where the block being filled starts in it
+	inBlock   int      // paths in that block
+	prev      []byte   // the path stored last
 	live      int      // bytes of the paths of the entries in the index
 	dead      int      // bytes of removed paths still in the chunks
 }
 
 // pathRef says where an entry's path is: the chunk (bits 40 to 62), the
-// offset in it (bits 20 to 39) and the length (bits 0 to 19); a path
-// longer than a shared chunk takes (bit 63) has a chunk of its own, all
-// of it. 0 is the empty path.
+// offset of its block in it (bits 20 to 39), its place in the block
+// (bits 16 to 19) and its length (bits 0 to 15); a path longer than
+// that holds (bit 63) has a chunk of its own, all of it, unencoded. 0 is
+// the empty path.
 type pathRef uint64
 
 const (
-	refLenBits  = 20
-	refOffBits  = 20
-	refOwnChunk = pathRef(1) << 63
-	refMask     = 1<<refLenBits - 1
+	refLenBits   = 16
+	refPosBits   = 4
+	refOffBits   = 20
+	refOwnChunk  = pathRef(1) << 63
+	refMaxLen    = 1<<refLenBits - 1
+	refOffMask   = 1<<refOffBits - 1
+	blockLen     = 1 << refPosBits // paths in a front-coded block
+	maxSharedLen = 255             // the shared prefix is one byte
 )
 
 // chunkSize is the size of a chunk of paths: large next to a path, so
 // the unused end of each chunk is negligible.
 const chunkSize = 1 << 20
 
-func newURLIndex() urlIndex {
-	return urlIndex{seed: maphash.MakeSeed(), originIDs: map[string]uint32{}, fill: -1}
+func newURLIndex(ents *entryStore) urlIndex {
+	return urlIndex{seed: maphash.MakeSeed(), ents: ents, originIDs: map[string]uint32{}, fill: -1}
 }
 
 // len is the number of entries.
 func (x *urlIndex) len() int { return x.n }
 
-// path is the bytes of e's path (not to be modified).
-func (x *urlIndex) path(e *entry) []byte {
-	r := e.path
+// pieces is the path r refers to as pieces of the chunks, in order, at
+// most one a record of its block (held in buf). The block's records are
+// walked up to the path's, and the pieces then taken from the back: the
+// bytes past a record's shared prefix are its own, the prefix is the
+// record before's. So reading a path copies nothing, and each of its
+// bytes is read once, whatever the paths before it.
+func (x *urlIndex) pieces(r pathRef, buf *[blockLen][]byte) [][]byte {
 	switch {
 	case r == 0:
 		return nil
 	case r&refOwnChunk != 0:
-		return x.chunks[r&^refOwnChunk]
+		buf[0] = x.chunks[r&^refOwnChunk]
+		return buf[:1]
 	}
-	c := x.chunks[r>>(refLenBits+refOffBits)]
-	off := int(r>>refLenBits) & refMask
-	return c[off : off+int(r&refMask)]
+	c := x.chunks[r>>(refLenBits+refPosBits+refOffBits)]
+	off := int(r>>(refLenBits+refPosBits)) & refOffMask
+	pos := int(r>>refLenBits) & (blockLen - 1)
+	var shared, suffix [blockLen]int
+	for k := 0; k <= pos; k++ {
+		n, w := binary.Uvarint(c[off+1:])
+		shared[k], suffix[k] = int(c[off]), off+1+w
+		off = suffix[k] + int(n)
+	}
+	i, end := blockLen, int(r&refMaxLen)
+	for k := pos; end > 0; k-- {
+		if end > shared[k] {
+			i--
+			buf[i] = c[suffix[k] : suffix[k]+end-shared[k]]
+			end = shared[k]
+		}
+	}
+	return buf[i:]
+}
+
+// appendPath appends the path r refers to to dst.
+func (x *urlIndex) appendPath(dst []byte, r pathRef) []byte {
+	var buf [blockLen][]byte
+	for _, p := range x.pieces(r, &buf) {
+		dst = append(dst, p...)
+	}
+	return dst
+}
+
+// pathLen is the length of the path r refers to.
+func (x *urlIndex) pathLen(r pathRef) int {
+	switch {
+	case r == 0:
+		return 0
+	case r&refOwnChunk != 0:
+		return len(x.chunks[r&^refOwnChunk])
+	}
+	return int(r & refMaxLen)
 }
 
 // url is e's URL (a new string).
-func (x *urlIndex) url(e *entry) string { return x.origins[e.origin] + string(x.path(e)) }
+func (x *urlIndex) url(e *entry) string {
+	o := x.origins[e.origin]
+	var b strings.Builder
+	b.Grow(len(o) + x.pathLen(e.path))
+	b.WriteString(o)
+	var buf [blockLen][]byte
+	for _, p := range x.pieces(e.path, &buf) {
+		b.Write(p)
+	}
+	return b.String()
+}
 
 // is reports whether url is e's URL.
 func (x *urlIndex) is(e *entry, url string) bool {
 	o := x.origins[e.origin]
-	p := x.path(e)
-	return len(url) == len(o)+len(p) && url[:len(o)] == o && url[len(o):] == string(p)
+	if len(url) != len(o)+x.pathLen(e.path) || url[:len(o)] != o {
+		return false
+	}
+	rest := url[len(o):]
+	var buf [blockLen][]byte
+	for _, p := range x.pieces(e.path, &buf) {
+		if rest[:len(p)] != string(p) {
+			return false
+		}
+		rest = rest[len(p):]
+	}
+	return true
 }
 
 // originEnd is where the origin of url ends: the first '/' after "://"
@@ -115,7 +192,10 @@ func (x *urlIndex) hashOf(e *entry) uint64 {
 	var h maphash.Hash
 	h.SetSeed(x.seed)
 	h.WriteString(x.origins[e.origin])
-	h.Write(x.path(e))
+	var buf [blockLen][]byte
+	for _, p := range x.pieces(e.path, &buf) {
+		h.Write(p)
+	}
 	return h.Sum64()
 }
 
@@ -135,12 +215,14 @@ func (x *urlIndex) get(url string) (*entry, bool) {
 	h := x.hash(url)
 	tag := tagOf(h)
 	for i := int(h) & mask; ; i = (i + 1) & mask {
-		e := x.slots[i]
-		if e == nil {
+		id := x.slots[i]
+		if id == 0 {
 			return nil, false
 		}
-		if x.tags[i] == tag && x.is(e, url) {
-			return e, true
+		if x.tags[i] == tag {
+			if e := x.ents.at(id); x.is(e, url) {
+				return e, true
+			}
 		}
 	}
 }
@@ -166,24 +248,40 @@ func (x *urlIndex) put(e *entry, url string) {
 	x.n++
 }
 
-// storePath copies path into x's chunks.
+// storePath copies path into x's chunks, front coded against the path
+// stored before it in its block.
 func storePath[P string | []byte](x *urlIndex, path P) pathRef {
 	if len(path) == 0 {
 		return 0
 	}
-	if len(path) > chunkSize/16 {
+	if len(path) > refMaxLen {
 		// Rare: not worth a shared chunk's tail.
 		x.chunks = append(x.chunks, append([]byte(nil), path...))
 		return refOwnChunk | pathRef(len(x.chunks)-1)
 	}
-	if x.fill < 0 || len(path) > cap(x.chunks[x.fill])-len(x.chunks[x.fill]) {
+	// A record takes at most a byte, a 3-byte varint and the path.
+	if x.fill < 0 || 4+len(path) > cap(x.chunks[x.fill])-len(x.chunks[x.fill]) {
 		x.fill = len(x.chunks)
 		x.chunks = append(x.chunks, make([]byte, 0, chunkSize))
+		x.inBlock = blockLen
 	}
 	c := x.chunks[x.fill]
-	at := len(c)
-	x.chunks[x.fill] = append(c, path...)
-	return pathRef(x.fill)<<(refLenBits+refOffBits) | pathRef(at)<<refLenBits | pathRef(len(path))
+	shared := 0
+	if x.inBlock == blockLen {
+		x.block, x.inBlock = len(c), 0
+	} else {
+		for shared < min(len(path), len(x.prev), maxSharedLen) && path[shared] == x.prev[shared] {
+			shared++
+		}
+	}
+	c = append(c, byte(shared))
+	c = binary.AppendUvarint(c, uint64(len(path)-shared))
+	c = append(c, path[shared:]...)
+	x.chunks[x.fill] = c
+	x.prev = append(x.prev[:0], path...)
+	r := pathRef(x.fill)<<(refLenBits+refPosBits+refOffBits) | pathRef(x.block)<<(refLenBits+refPosBits) | pathRef(x.inBlock)<<refLenBits | pathRef(len(path))
+	x.inBlock++
+	return r
 }
 
 func (x *urlIndex) place(e *entry) { x.placeAt(e, x.hashOf(e)) }
@@ -193,10 +291,10 @@ func (x *urlIndex) place(e *entry) { x.placeAt(e, x.hashOf(e)) }
 func (x *urlIndex) placeAt(e *entry, h uint64) {
 	mask := len(x.slots) - 1
 	i := int(h) & mask
-	for x.slots[i] != nil {
+	for x.slots[i] != 0 {
 		i = (i + 1) & mask
 	}
-	x.slots[i], x.tags[i] = e, tagOf(h)
+	x.slots[i], x.tags[i] = e.id, tagOf(h)
 }
 
 func (x *urlIndex) grow() { x.resize(max(16, 2*len(x.slots))) }
@@ -204,10 +302,10 @@ func (x *urlIndex) grow() { x.resize(max(16, 2*len(x.slots))) }
 // resize re-places every entry in a table of size slots.
 func (x *urlIndex) resize(size int) {
 	old := x.slots
-	x.slots, x.tags = make([]*entry, size), make([]uint8, size)
-	for _, e := range old {
-		if e != nil {
-			x.place(e)
+	x.slots, x.tags = make([]uint32, size), make([]uint8, size)
+	for _, id := range old {
+		if id != 0 {
+			x.place(x.ents.at(id))
 		}
 	}
 }
@@ -221,8 +319,8 @@ func (x *urlIndex) remove(e *entry) {
 	}
 	mask := len(x.slots) - 1
 	i := x.homeOf(e)
-	for x.slots[i] != e {
-		if x.slots[i] == nil {
+	for x.slots[i] != e.id {
+		if x.slots[i] == 0 {
 			return
 		}
 		i = (i + 1) & mask
@@ -230,15 +328,15 @@ func (x *urlIndex) remove(e *entry) {
 	x.n--
 	// Backward-shift deletion: move into the hole i any later entry of
 	// the run whose home is not in (i, j].
-	for j := (i + 1) & mask; x.slots[j] != nil; j = (j + 1) & mask {
-		h := x.homeOf(x.slots[j])
+	for j := (i + 1) & mask; x.slots[j] != 0; j = (j + 1) & mask {
+		h := x.homeOf(x.ents.at(x.slots[j]))
 		if (j > i && (h <= i || h > j)) || (j < i && h <= i && h > j) {
 			x.slots[i], x.tags[i] = x.slots[j], x.tags[j]
 			i = j
 		}
 	}
-	x.slots[i] = nil
-	p := len(x.path(e))
+	x.slots[i] = 0
+	p := x.pathLen(e.path)
 	e.path = 0
 	x.live -= p
 	x.dead += p
@@ -247,15 +345,21 @@ func (x *urlIndex) remove(e *entry) {
 	}
 }
 
-// compact copies the paths of the entries in the index into new chunks,
-// leaving the old chunks to the garbage collector.
+// compact copies the paths of the entries in the index into new chunks
+// in the order of the entries' ids (about the order they were added, so
+// that neighbours still share prefixes), leaving the old chunks to the
+// garbage collector. An entry out of the index has no path.
 func (x *urlIndex) compact() {
 	fresh := &urlIndex{fill: -1}
-	for _, e := range x.slots {
-		if e != nil {
-			e.path = storePath(fresh, x.path(e))
+	var buf []byte
+	for _, c := range x.ents.chunks {
+		for i := range c {
+			if e := &c[i]; e.path != 0 {
+				buf = x.appendPath(buf[:0], e.path)
+				e.path = storePath(fresh, buf)
+			}
 		}
 	}
-	x.chunks, x.fill = fresh.chunks, fresh.fill
+	x.chunks, x.fill, x.block, x.inBlock, x.prev = fresh.chunks, fresh.fill, fresh.block, fresh.inBlock, fresh.prev
 	x.dead = 0
 }
