@@ -10,6 +10,14 @@ type ChangeTest struct {
 	// Newest is the number of newest observations made at the new rate
 	// under the most probable change point (0 when there are none).
 	Newest int
+	// Held is the posterior probability of a change with at least two
+	// observations after it, and HeldNewest the number of those under
+	// the most probable such change point (both 0 with fewer than three
+	// recent observations). A change with one observation after it is
+	// as often one surprising fetch of a steady page; the scheduler
+	// restarts on Held (docs/design.md §3.3).
+	Held       float64
+	HeldNewest int
 }
 
 // TestChange is the Bayesian test of docs/design.md §3.3 for a change of
@@ -314,7 +322,18 @@ func (ev *ChangeEvidence) Test(hazard float64) ChangeTest {
 	if !(den > 0) || math.IsNaN(num) {
 		return ChangeTest{}
 	}
-	return ChangeTest{Prob: num / den, Newest: m - best}
+	ct := ChangeTest{Prob: num / den, Newest: m - best}
+	if m >= 3 {
+		held, hb := 0.0, 0
+		for i := range m - 1 {
+			held += math.Exp(lp[i] - top)
+			if lp[i] > lp[hb] {
+				hb = i
+			}
+		}
+		ct.Held, ct.HeldNewest = held/den, m-hb
+	}
+	return ct
 }
 
 // logEvidence is ln Z, the marginal likelihood of the statistics x under
@@ -328,26 +347,41 @@ func (p GridPrior) logEvidence(x *sums) float64 {
 // Restart ends the State's history at a change point: the statistics start
 // afresh from its newest observations (newest of them, at most the recent
 // window), which were made at the new rate, and the count of change points
-// goes up.
-func (s *State) Restart(newest int, cfg Config) {
+// goes up. The older statistics are kept at weight keep (0: dropped, the
+// hard restart; the caller passes the posterior probability of no change,
+// so that what is kept is the posterior's mixture of "changed" and "not
+// changed" in sufficient statistics): a restart decided by the data
+// selects the URLs whose newest observations are extreme, and dropping
+// all the rest would bias the statistics the collection's prior is fitted
+// from (docs/design.md §3.3).
+func (s *State) Restart(newest int, keep float64, cfg Config) {
 	m := int(s.nRecent)
 	newest = min(max(newest, 0), m)
 	var buf [recentSize]recentObs
-	keep := buf[:0]
+	kept := buf[:0]
 	for i := m - newest; i < m; i++ {
-		keep = append(keep, s.recentObs(i))
+		kept = append(kept, s.recentObs(i))
 	}
-	*s = State{last: s.last, cps: s.cps + 1}
-	for _, o := range keep {
-		s.n++
+	// keep·(older) + newest = keep·(all) + (1 − keep)·newest: the
+	// statistics hold the newest observations already.
+	w := 1.0
+	old := State{last: s.last, cps: s.cps + 1}
+	if keep > 0 && keep < 1 && !math.IsNaN(keep) {
+		s.scale(keep)
+		w = 1 - keep
+		old.exposure, old.count, old.sumT, old.lmChanges, old.n = s.exposure, s.count, s.sumT, s.lmChanges, s.n
+	}
+	*s = old
+	for _, o := range kept {
+		s.n += float32(w)
 		switch o.kind {
 		case obsChanged:
-			s.addChanged(float64(o.t), 1, cfg.MergeRatio)
+			s.addChanged(float64(o.t), w, cfg.MergeRatio)
 		case obsLMChange:
-			s.lmChanges++
-			s.exposure += float64(o.t)
+			s.lmChanges += float32(w)
+			s.exposure += w * float64(o.t)
 		default:
-			s.exposure += float64(o.t)
+			s.exposure += w * float64(o.t)
 		}
 		s.remember(o)
 	}

@@ -148,7 +148,7 @@ func (b *bayesPage) fetch(iv float64, changed bool) bool {
 	b.now += iv
 	_ = b.s.Observe(b.now, iv, changed, bayesConfig)
 	if ct := b.p.TestChange(&b.s, testHazard); ct.Prob > 0.5 {
-		b.s.Restart(ct.Newest, bayesConfig)
+		b.s.Restart(ct.Newest, 0, bayesConfig)
 		return true
 	}
 	return false

@@ -88,7 +88,7 @@ func TestChangeEvidenceBoundHolds(t *testing.T) {
 			// Restart as the scheduler's estimator does, so that the
 			// histories after a change are tested too.
 			if ct := exact.Test(testHazard); ct.Prob > 0.5 {
-				s.Restart(ct.Newest, bayesConfig)
+				s.Restart(ct.Newest, 0, bayesConfig)
 			}
 		}
 	}

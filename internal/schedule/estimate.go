@@ -191,10 +191,15 @@ func (e Estimator) testChange(st *EstimateState, o Observation) bool {
 	}
 	ev := prior.ChangeEvidence(&st.State)
 	found, ct := e.changeTests(&ev, h)
-	if ct.Prob > changeProb {
-		st.State.Restart(ct.Newest, e.Config)
+	// A restart needs a change with two observations after it (Held),
+	// and keeps the older statistics at the posterior probability of no
+	// change: on a steady collection every restart is a false alarm, and
+	// a hard one keeps only the observations that raised it, selected by
+	// their outcome (docs/design.md §3.3).
+	if ct.Held > changeProb {
+		st.State.Restart(ct.HeldNewest, 1-ct.Prob, e.Config)
 	}
-	return found.Prob > changeProb
+	return found.Held > changeProb
 }
 
 // changeTests is the test of ev at the prior hazard (found) and at the one

@@ -18,10 +18,10 @@ func (e Estimator) exactTestChange(st *EstimateState, o Observation) bool {
 	if h := e.Priors.hazard(); h > e.Hazard {
 		ct = ev.Test(h)
 	}
-	if ct.Prob > changeProb {
-		st.State.Restart(ct.Newest, e.Config)
+	if ct.Held > changeProb {
+		st.State.Restart(ct.HeldNewest, 1-ct.Prob, e.Config)
 	}
-	return found.Prob > changeProb
+	return found.Held > changeProb
 }
 
 // TestChangeBoundKeepsDecisions: on random histories (pages whose rate
