@@ -22,15 +22,7 @@ func TestSoftRestartMixesStatistics(t *testing.T) {
 	}
 	near := func(got, want, tol float64) bool { return math.Abs(got-want) <= tol*math.Max(1, math.Abs(want)) }
 	for trial := range 200 {
-		var s State
-		now := 0.0
-		for range 4 + rng.IntN(20) {
-			iv := 0.2 + rng.Float64()*30
-			now += iv
-			if err := s.Observe(now, iv, rng.Float64() < 0.5, bayesConfig); err != nil {
-				t.Fatal(err)
-			}
-		}
+		s := randomHistory(t, rng, 4+rng.IntN(20), 0.2, 30, 0.5)
 		newest := 1 + rng.IntN(int(s.nRecent))
 		keep := rng.Float64()
 		hard, soft := s, s
@@ -73,15 +65,7 @@ func TestHeldChange(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
 	p := table6Prior(t)
 	for trial := range 300 {
-		var s State
-		now := 0.0
-		for range 1 + rng.IntN(12) {
-			iv := 0.5 + rng.Float64()*20
-			now += iv
-			if err := s.Observe(now, iv, rng.Float64() < 0.4, bayesConfig); err != nil {
-				t.Fatal(err)
-			}
-		}
+		s := randomHistory(t, rng, 1+rng.IntN(12), 0.5, 20, 0.4)
 		ct := p.TestChange(&s, testHazard)
 		if ct.Held < 0 || ct.Held > ct.Prob*(1+1e-12) {
 			t.Errorf("trial %d: held %.6g, want within [0, prob %.6g]", trial, ct.Held, ct.Prob)
@@ -93,4 +77,21 @@ func TestHeldChange(t *testing.T) {
 			t.Errorf("trial %d: held newest %d of %d, want at least 2", trial, ct.HeldNewest, s.nRecent)
 		}
 	}
+}
+
+// randomHistory is a State after n fetches at intervals drawn uniformly
+// from [minIv, minIv+spanIv), each seeing a change with probability
+// pChanged.
+func randomHistory(t *testing.T, rng *rand.Rand, n int, minIv, spanIv, pChanged float64) State {
+	t.Helper()
+	var s State
+	now := 0.0
+	for range n {
+		iv := minIv + rng.Float64()*spanIv
+		now += iv
+		if err := s.Observe(now, iv, rng.Float64() < pChanged, bayesConfig); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
 }
