@@ -152,27 +152,10 @@ func (k console) SetSeed(urls []string, ch store.SeedChange) (int, error) {
 // of known ones (as seeding does).
 func (k console) Adopt(recs []store.URL) {
 	now := time.Now()
+	k.c.withIDs(recs)
 	infos := make([]schedule.URLInfo, len(recs))
-	var unknown []string // records not read from the store carry no id
 	for i, u := range recs {
 		infos[i] = info(k.c.withPrior(u))
-		if u.ID == 0 {
-			unknown = append(unknown, u.URL)
-		}
-	}
-	if len(unknown) > 0 {
-		// The schedule holds a URL without an id itself: nothing is lost
-		// if the read fails, only memory.
-		if ids, err := k.c.db.URLIDs(unknown); err != nil {
-			k.c.log.Warn("read the ids of adopted URLs", "n", len(unknown), "err", err)
-		} else {
-			j := 0
-			for i := range infos {
-				if recs[i].ID == 0 {
-					infos[i].ID, j = ids[j], j+1
-				}
-			}
-		}
 	}
 	var n int
 	k.c.disp.Do(func(s *schedule.Scheduler) {
