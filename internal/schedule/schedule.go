@@ -400,6 +400,7 @@ func (s *Scheduler) Has(url string) bool { _, ok := s.front.urls.get(url); retur
 func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	e, ok, collided := s.front.urls.find(u.URL, u.ID)
 	if ok {
+		s.front.urls.learnID(e, u.ID)
 		if e.pos >= 0 && s.weights[e.pos] != u.Weight {
 			s.moved++
 			s.weights[e.pos] = u.Weight

@@ -176,6 +176,18 @@ func (x *urlIndex) sameURL(e *entry, url string, id uint64) bool {
 	return err == nil && got == url
 }
 
+// learnID gives e, whose URL is held for want of a store id, the store
+// id id (0: none yet), and stops holding its URL.
+func (x *urlIndex) learnID(e *entry, id uint64) {
+	if x.src == nil || id == 0 {
+		return
+	}
+	if _, ok := x.src.held[e.id]; ok {
+		delete(x.src.held, e.id)
+		x.src.setID(e, id, "")
+	}
+}
+
 // putID gives e the URL url with store id id (0: none; url is then held)
 // and adds it; url must not be in the index (find). A collided URL goes
 // to the exact map, not the table.

@@ -260,3 +260,24 @@ func TestFracIDSpreads(t *testing.T) {
 		}
 	}
 }
+
+// TestSourceSchedulerLearnsID: a URL added without a store id is held;
+// added again with its id, it is no longer held and is spelled by the
+// source.
+func TestSourceSchedulerLearnsID(t *testing.T) {
+	src := &mapSource{urls: map[uint64]string{7: "http://a.example/x"}}
+	s := NewScheduler(SchedulerOptions{URLs: src})
+	s.Add(URLInfo{URL: "http://a.example/x", Host: "a.example", Weight: 1}, t0)
+	if len(s.front.urls.src.held) != 1 {
+		t.Fatalf("%d URLs held, want 1", len(s.front.urls.src.held))
+	}
+	if s.Add(URLInfo{URL: "http://a.example/x", ID: 7, Host: "a.example", Weight: 2}, t0) {
+		t.Error("added twice")
+	}
+	if len(s.front.urls.src.held) != 0 || s.Len() != 1 {
+		t.Fatalf("%d URLs held, Len %d: want 0 and 1", len(s.front.urls.src.held), s.Len())
+	}
+	if got := drainOnce(s, t0.Add(time.Hour)); got["http://a.example/x"] != 1 || len(got) != 1 || src.reads == 0 {
+		t.Errorf("dispatched %v (%d source reads)", got, src.reads)
+	}
+}
