@@ -25,7 +25,8 @@ import (
 // 8-byte pointers.
 type entry struct {
 	// The URL is urlIndex.origins[origin] + the path path points to
-	// (urlIndex.url).
+	// (urlIndex.url). With a URL source (sourceIndex) path holds the
+	// URL's fingerprint and origin its store id instead.
 	path pathRef
 	// st is the estimator's state (docs/design.md §3.3), packed
 	// (packState) into its slab's arena (stateArena), nil while it is
