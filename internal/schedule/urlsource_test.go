@@ -281,3 +281,26 @@ func TestSourceSchedulerLearnsID(t *testing.T) {
 		t.Errorf("dispatched %v (%d source reads)", got, src.reads)
 	}
 }
+
+// TestSourceSchedulerWideIDs: store ids past 32 bits (and one whose low
+// 32 bits are 0) are kept whole, and forgotten with their URL.
+func TestSourceSchedulerWideIDs(t *testing.T) {
+	ids := []uint64{1 << 32, 1<<32 + 5, 5, 1<<63 + 1}
+	src := &mapSource{urls: map[uint64]string{}}
+	s := NewScheduler(SchedulerOptions{URLs: src})
+	for i, id := range ids {
+		u := fmt.Sprintf("http://h%d.example/", i)
+		src.urls[id] = u
+		s.Add(URLInfo{URL: u, ID: id, Host: fmt.Sprintf("h%d.example", i), Weight: 1}, t0)
+	}
+	if len(s.front.urls.src.wide) != 3 {
+		t.Errorf("%d ids kept wide, want 3", len(s.front.urls.src.wide))
+	}
+	if got := drainOnce(s, t0.Add(time.Hour)); len(got) != len(ids) {
+		t.Errorf("dispatched %v, want the %d URLs", got, len(ids))
+	}
+	s.Remove([]string{"http://h0.example/", "http://h3.example/"})
+	if len(s.front.urls.src.wide) != 1 {
+		t.Errorf("%d ids kept wide after removing two, want 1", len(s.front.urls.src.wide))
+	}
+}
