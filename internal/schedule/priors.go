@@ -347,3 +347,24 @@ func FitPriors(priorRate float64, urls, hosts []string, states []estimate.State)
 	}
 	return p.refit(in, 300)
 }
+
+// rateSwitch is what the model freshness needs to weigh a change of a
+// URL's rate since its posterior (docs/design.md §3.7, "An honest
+// model"): the collection's hazard of a rate change, per URL per second,
+// and the rate a URL switches to, a draw from the model's population
+// prior.
+type rateSwitch struct {
+	hazard float64
+	next   estimate.Sketch
+}
+
+// rateSwitch is the switch at hazard h to a draw from p's model
+// population prior.
+func (p *Priors) rateSwitch(h float64) rateSwitch {
+	pop := p.pop
+	if p.model != nil {
+		pop = p.model.pop
+	}
+	post := pop.Posterior(estimate.State{})
+	return rateSwitch{hazard: h, next: post.Sketch(p.grid())}
+}
