@@ -93,3 +93,44 @@ func TestSketch(t *testing.T) {
 		t.Errorf("point Sketch at 1e6/day: mean %v, want at most the grid's top bin", m)
 	}
 }
+
+// TestExpectFreshSwitching: the probability that a copy is current when
+// the rate may switch at hazard h to a draw from another Sketch is the
+// integral over the first switch, checked by the midpoint rule on 20 000
+// steps over random Sketches, ages and hazards (the equal-rate case of
+// the closed form included); no hazard is ExpectFresh, and a hazard far
+// above 1/a is the new rate's own ExpectFresh.
+func TestExpectFreshSwitching(t *testing.T) {
+	g := testGrid(t)
+	rng := rand.New(rand.NewPCG(9, 10))
+	sketch := func() Sketch {
+		p := randomPrior(t, rng, g)
+		lambda := math.Exp(math.Log(1.0/365) + rng.Float64()*math.Log(365*5))
+		post := p.Posterior(randomState(rng, lambda, 1+rng.IntN(30), rng.IntN(3) == 0))
+		return post.Sketch(g)
+	}
+	for trial := range 200 {
+		s, next := sketch(), sketch()
+		if trial%10 == 0 {
+			next = s // equal rates: the closed form's limit
+		}
+		a := math.Exp(math.Log(0.1) + rng.Float64()*math.Log(2e4))
+		h := math.Exp(math.Log(1e-4) + rng.Float64()*math.Log(1e3))
+		const steps = 20000
+		ds := a / steps
+		want := math.Exp(-h*a) * s.ExpectFresh(g, a)
+		for i := range steps {
+			x := (float64(i) + 0.5) * ds
+			want += ds * h * math.Exp(-h*x) * s.ExpectFresh(g, x) * next.ExpectFresh(g, a-x)
+		}
+		if got := s.ExpectFreshSwitching(g, a, h, next); math.Abs(got-want) > 1e-5 {
+			t.Errorf("trial %d: a = %.4g days, h = %.4g/day: %.7f, by quadrature %.7f", trial, a, h, got, want)
+		}
+		if got, want := s.ExpectFreshSwitching(g, a, 0, next), s.ExpectFresh(g, a); got != want {
+			t.Errorf("trial %d: no hazard: %v, want ExpectFresh %v", trial, got, want)
+		}
+		if got, want := s.ExpectFreshSwitching(g, a, 1e10/a, next), next.ExpectFresh(g, a); math.Abs(got-want) > 1e-5 {
+			t.Errorf("trial %d: hazard 1e10/a: %v, want the new rate's ExpectFresh %v", trial, got, want)
+		}
+	}
+}
