@@ -48,16 +48,16 @@ func TestModelFreshnessHonest(t *testing.T) {
 	if j.newPrior != nil {
 		pr = j.newPrior
 	}
-	sw := pr.rateSwitch(j.hazard)
-	if !(sw.hazard > 0) || !sw.next.Valid() {
-		t.Fatalf("no rate switch to weigh: hazard %v, prior valid %v", sw.hazard, sw.next.Valid())
+	if !(j.hazard > 0) {
+		t.Fatalf("hazard %v: no rate switch to weigh", j.hazard)
 	}
+	sw := pr.rateSwitch(j.hazard)
 	var fastP, slowP float64
 	for i, e := range j.list {
 		// The model's posterior (under the model's priors, not the
 		// plan's: docs/design.md §3.7), its rate switching at the
 		// collection's hazard to a draw from the population's.
-		p := j.models[i].ExpectFreshSwitching(pr.grid(), now.Sub(fromNanos(j.lastOK[i])).Seconds(), sw.hazard, sw.next)
+		p := sw.ExpectFresh(j.models[i], now.Sub(fromNanos(j.lastOK[i])).Seconds())
 		switch s.front.url(s.front.entry(e)) {
 		case "http://a/fast":
 			fastP = p

@@ -350,21 +350,13 @@ func FitPriors(priorRate float64, urls, hosts []string, states []estimate.State)
 
 // rateSwitch is what the model freshness needs to weigh a change of a
 // URL's rate since its posterior (docs/design.md §3.7, "An honest
-// model"): the collection's hazard of a rate change, per URL per second,
-// and the rate a URL switches to, a draw from the model's population
-// prior.
-type rateSwitch struct {
-	hazard float64
-	next   estimate.Sketch
-}
-
-// rateSwitch is the switch at hazard h to a draw from p's model
-// population prior.
-func (p *Priors) rateSwitch(h float64) rateSwitch {
+// model"): the switch at the collection's hazard h of a rate change (per
+// URL per second) to a draw from the model's population prior.
+func (p *Priors) rateSwitch(h float64) *estimate.RateSwitch {
 	pop := p.pop
 	if p.model != nil {
 		pop = p.model.pop
 	}
 	post := pop.Posterior(estimate.State{})
-	return rateSwitch{hazard: h, next: post.Sketch(p.grid())}
+	return estimate.NewRateSwitch(p.grid(), h, post.Sketch(p.grid()))
 }
