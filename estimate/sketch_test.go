@@ -96,7 +96,7 @@ func TestSketch(t *testing.T) {
 
 // TestRateSwitch: the probability that a copy is current when
 // the rate may switch at hazard h to a draw from another Sketch is the
-// integral over the first switch, checked by the midpoint rule on 20 000
+// integral over the first switch, checked by the midpoint rule on 8 000
 // steps over random Sketches, ages and hazards (the equal-rate case of
 // the closed form included); no hazard is ExpectFresh, and a hazard far
 // above 1/a is the new rate's own ExpectFresh.
@@ -109,14 +109,14 @@ func TestRateSwitch(t *testing.T) {
 		post := p.Posterior(randomState(rng, lambda, 1+rng.IntN(30), rng.IntN(3) == 0))
 		return post.Sketch(g)
 	}
-	for trial := range 200 {
+	for trial := range 80 {
 		s, next := sketch(), sketch()
 		if trial%10 == 0 {
 			next = s // equal rates: the closed form's limit
 		}
 		a := math.Exp(math.Log(0.1) + rng.Float64()*math.Log(2e4))
 		h := math.Exp(math.Log(1e-4) + rng.Float64()*math.Log(1e3))
-		const steps = 20000
+		const steps = 8000
 		ds := a / steps
 		want := math.Exp(-h*a) * s.ExpectFresh(g, a)
 		for i := range steps {
