@@ -1698,11 +1698,11 @@ const resolved = 0.05
 const maxRecheck = 4.0
 
 // modelNow is the model's expected freshness of the copies now
-// (docs/design.md §3.3, "an honest model"): Σ w·E[e^{−λ·age}] / Σ w over
-// the URLs that count (weight > 0, not disallowed), the copy of a URL
-// never fetched counting as stale, the expectation over each URL's
-// posterior under the model's priors (models, coded on grid). It is
-// always a number in [0, 1].
+// (docs/design.md §3.7, "An honest model"): Σ w·P(copy current) / Σ w
+// over the URLs that count (weight > 0, not disallowed), the copy of a
+// URL never fetched counting as stale, the probability over each URL's
+// posterior under the model's priors (models) and a switch of its rate
+// since the fetch (sw). It is always a number in [0, 1].
 func modelNow(weights []float64, blocked []bool, models []estimate.Sketch, sw *estimate.RateSwitch, lastOK []int64, now int64) float64 {
 	var num, den float64
 	for i, w := range weights {
