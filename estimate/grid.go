@@ -621,8 +621,11 @@ func NewRateSwitch(g LogGrid, h float64, next Sketch) *RateSwitch {
 //	P = e^{−h a}·E_s[e^{−λ a}] + ∫₀ᵃ h e^{−h s′} E_s[e^{−λ s′}] E_next[e^{−λ′(a−s′)}] ds′,
 //
 // which, over the eight rates of each Sketch, is a sum of closed-form
-// integrals (a later switch changes nothing: the new rate is already a
-// draw from next). Without a switch it is s.ExpectFresh.
+// integrals. A second switch is not modelled: it would redraw the new
+// rate, which can only lower the survival (e^{−λs} and e^{−λt} rise and
+// fall together, so one held draw survives at least as well as two), and
+// it happens with probability about (h·a)²/2, a percent or two for copies
+// years old at the hazards seen. Without a switch it is s.ExpectFresh.
 func (r *RateSwitch) ExpectFresh(s Sketch, a float64) float64 {
 	if !r.valid || !(a > 0) {
 		return s.ExpectFresh(r.grid, a)
