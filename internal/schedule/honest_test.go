@@ -51,7 +51,7 @@ func TestModelFreshnessHonest(t *testing.T) {
 	if !(j.hazard > 0) {
 		t.Fatalf("hazard %v: no rate switch to weigh", j.hazard)
 	}
-	sw := pr.rateSwitch(j.hazard)
+	sw := pr.RateSwitch(j.hazard)
 	var fastP, slowP float64
 	for i, e := range j.list {
 		// The model's posterior (under the model's priors, not the

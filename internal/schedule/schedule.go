@@ -264,7 +264,7 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 		o.DisallowRetry = DefaultDisallowRetry
 	}
 	if o.HalfLife <= 0 {
-		o.HalfLife = 90 * 24 * time.Hour
+		o.HalfLife = DefaultHalfLife
 	}
 	if o.Priors == nil {
 		o.Priors = newPriorSet(o.PriorRate)
@@ -944,7 +944,7 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 		j.freq = append([]float64(nil), s.freqs...)
 	}
 	s.updateHazard(now)
-	j.hazard = (s.changePoints + 1) / (s.urlTime + hazardPriorTime*s.o.HalfLife.Seconds())
+	j.hazard = CollectionHazard(s.changePoints, s.urlTime, s.o.HalfLife)
 	j.horizon = 1 / j.hazard
 	s.priors.setHazard(j.hazard)
 	j.halfLife = s.o.HalfLife.Seconds()
@@ -956,6 +956,15 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	s.pickResummaries(j)
 	posts.Wait()
 	return j
+}
+
+// CollectionHazard is the hazard of a change of a URL's rate (per URL per
+// second) that the exploration, the rechecks and the model freshness use:
+// changePoints detected over observed seconds of the collection's URLs,
+// with the prior's one change in hazardPriorTime half-lives added, so that
+// a young collection is not taken to have none.
+func CollectionHazard(changePoints, observed float64, halfLife time.Duration) float64 {
+	return (changePoints + 1) / (observed + hazardPriorTime*halfLife.Seconds())
 }
 
 // hazardPriorTime is the prior's observed time of the hazard estimate, in
@@ -1068,7 +1077,7 @@ func (j *PlanJob) Solve() error {
 		}
 		j.out = PlanOutput{Freq: j.freq}
 		j.out.Freshness, j.out.Age = modelFreshness(in, j.freq)
-		j.out.ModelFreshness = modelNow(in.Weights, j.blocked, j.models, pr.rateSwitch(j.hazard), j.lastOK, now)
+		j.out.ModelFreshness = modelNow(in.Weights, j.blocked, j.models, pr.RateSwitch(j.hazard), j.lastOK, now)
 		return nil
 	}
 	// Capture URLs that poll at their own rate take it off the budget
@@ -1156,7 +1165,7 @@ func (j *PlanJob) Solve() error {
 	// order, so the figures do not depend on the split.
 	var wg sync.WaitGroup
 	wg.Go(func() { out.Freshness = expectedFreshness(j.in.Weights, j.posts, freq) })
-	model := modelNow(j.in.Weights, j.blocked, j.models, pr.rateSwitch(j.hazard), j.lastOK, now)
+	model := modelNow(j.in.Weights, j.blocked, j.models, pr.RateSwitch(j.hazard), j.lastOK, now)
 	band := bandOf(j.in, j.rateSE, out.Freq) // every element: out.Freq is spread back above
 	wg.Wait()
 	out.ModelFreshness = model
@@ -1773,7 +1782,7 @@ func expectedFreshness(weights []float64, posts []estimate.Summary, freq []float
 // computes (PlanOutput.ModelFreshness).
 func (s *Scheduler) ModelFreshness(now time.Time) float64 {
 	pr := s.priors.load()
-	return modelNow(s.weights, s.blocked, s.models, pr.rateSwitch(s.priors.hazard()), s.lastOK, now.UnixNano())
+	return modelNow(s.weights, s.blocked, s.models, pr.RateSwitch(s.priors.hazard()), s.lastOK, now.UnixNano())
 }
 
 // Apply sets the intervals of up to limit more URLs from a solved job,
