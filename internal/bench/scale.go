@@ -355,6 +355,17 @@ func restartAt(data string, r ScaleResult, o ScaleOptions) (ScaleResult, error) 
 		r.PlanError += " re-plan: " + err.Error()
 	}
 	r.ReplanSeconds, r.ReplanCPUSeconds = time.Since(t5).Seconds(), (selfUsage().CPU - c5).Seconds()
+	// The schedule names its URLs by their store ids and spells them
+	// through the store: what it hands out must be a stored URL.
+	for range 10 {
+		d, ok, _ := sched.Next(now.Add(time.Hour))
+		if !ok {
+			break
+		}
+		if _, err := db.Get(d.URL); err != nil {
+			return r, fmt.Errorf("restart: the schedule handed out %q: %w", d.URL, err)
+		}
+	}
 	runtime.KeepAlive(sched)
 	return r, nil
 }

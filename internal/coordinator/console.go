@@ -152,6 +152,7 @@ func (k console) SetSeed(urls []string, ch store.SeedChange) (int, error) {
 // of known ones (as seeding does).
 func (k console) Adopt(recs []store.URL) {
 	now := time.Now()
+	k.c.withIDs(recs)
 	infos := make([]schedule.URLInfo, len(recs))
 	for i, u := range recs {
 		infos[i] = info(k.c.withPrior(u))

@@ -260,7 +260,7 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 		return nil, err
 	}
 	c := &Coordinator{opts: opts, db: db, nc: nc, js: js, log: opts.Log.With("role", "coordinator")}
-	est, sched := newSchedule(opts)
+	est, sched := newSchedule(opts, db, c.log)
 	c.opts.Policy = sched.Policy()
 	est.Trust.ClockSkew = opts.LMSkew.Seconds()
 	c.disp = dispatch.New(js, sched, dispatch.Options{Budget: opts.Budget, MaxInFlight: opts.MaxInFlight, Prepare: c.prepare, Log: c.log})
@@ -385,24 +385,49 @@ func LoadScheduler(db *store.DB, opts Options) (*schedule.Scheduler, int, error)
 	if err := opts.validate(); err != nil {
 		return nil, 0, err
 	}
-	est, sched := newSchedule(opts)
+	est, sched := newSchedule(opts, db, opts.Log)
 	c := &Coordinator{opts: opts, db: db, est: est}
 	n, err := c.loadInto(func(fn func(*schedule.Scheduler)) { fn(sched) })
 	return sched, n, err
 }
 
-// newSchedule builds the estimator and the scheduler of opts.
-func newSchedule(opts Options) (schedule.Estimator, *schedule.Scheduler) {
+// newSchedule builds the estimator and the scheduler of opts. The
+// scheduler holds each URL's store id, not the URL, and spells URLs
+// through db (storeURLs).
+func newSchedule(opts Options, db *store.DB, log *slog.Logger) (schedule.Estimator, *schedule.Scheduler) {
 	est := schedule.NewEstimator(opts.HalfLife, opts.PriorRate)
 	sched := schedule.NewScheduler(schedule.SchedulerOptions{Budget: opts.Budget, HostRate: opts.HostRate, Policy: opts.Policy, ExploreShare: opts.ExploreShare, Replan: opts.Replan, CaptureUniform: opts.CaptureUniform,
-		Priors: est.Priors, HalfLife: opts.HalfLife})
+		Priors: est.Priors, HalfLife: opts.HalfLife, URLs: storeURLs{db: db, log: log}})
 	return est, sched
+}
+
+// storeURLs spells the schedule's URLs by their store ids
+// (schedule.URLSource), one read transaction a call.
+type storeURLs struct {
+	db  *store.DB
+	log *slog.Logger
+}
+
+// URLs reads ids' URLs from the store. A failed read, or an id the store
+// no longer holds (a URL deleted while scheduled), is logged: the
+// schedule keeps the URL and tries it again.
+func (s storeURLs) URLs(ids []uint64, fn func(i int, url string)) error {
+	n := 0
+	err := s.db.URLsByID(ids, func(i int, url string) { n++; fn(i, url) })
+	if err != nil {
+		s.log.Error("read the schedule's URLs from the store", "ids", len(ids), "err", err)
+		return err
+	}
+	if n < len(ids) {
+		s.log.Warn("the store does not hold scheduled URL ids", "missing", len(ids)-n, "of", len(ids))
+	}
+	return nil
 }
 
 // info is what the scheduler needs of a stored URL.
 func info(u store.URL) schedule.URLInfo {
 	period, _ := time.ParseDuration(u.Period) // validated when seeded
-	return schedule.URLInfo{URL: u.URL, Host: u.Host, Weight: u.Weight, Capture: u.Mode == string(seed.ModeCapture), Rate: u.Rate, Interval: u.Interval, NextDue: u.NextDue, Disallowed: u.Disallowed,
+	return schedule.URLInfo{URL: u.URL, ID: u.ID, Host: u.Host, Weight: u.Weight, Capture: u.Mode == string(seed.ModeCapture), Rate: u.Rate, Interval: u.Interval, NextDue: u.NextDue, Disallowed: u.Disallowed,
 		Period: period, Polls: u.Polls, Paused: u.Paused, RateSE: u.RateSE, LastOK: u.LastOK, Estimate: u.Estimate}
 }
 

@@ -169,6 +169,7 @@ func ingestSeedsBatch(ctx context.Context, db *store.DB, r io.Reader, file strin
 // at a time.
 func (c *Coordinator) AddSeeds(r io.Reader, file string) (SeedSummary, error) {
 	return ingestSeedsBatch(context.Background(), c.db, r, file, seedBatch, nil, func(batch []store.URL) {
+		c.withIDs(batch)
 		now := time.Now()
 		var n int
 		c.disp.Do(func(s *schedule.Scheduler) {
@@ -182,4 +183,32 @@ func (c *Coordinator) AddSeeds(r io.Reader, file string) (SeedSummary, error) {
 		c.m.urls.Set(float64(n))
 		c.disp.Poke()
 	})
+}
+
+// withIDs gives the records that carry no store id (those not read from
+// the store: seeds as ingested, an import's) their ids, read in one
+// transaction, for the schedule, which spells URLs by them. A URL left
+// without one (the read failed) is held by the schedule itself: that
+// costs memory, and loses nothing.
+func (c *Coordinator) withIDs(recs []store.URL) {
+	var unknown []string
+	for _, u := range recs {
+		if u.ID == 0 {
+			unknown = append(unknown, u.URL)
+		}
+	}
+	if len(unknown) == 0 {
+		return
+	}
+	ids, err := c.db.URLIDs(unknown)
+	if err != nil {
+		c.log.Warn("read the store ids of new URLs; the schedule holds them itself", "n", len(unknown), "err", err)
+		return
+	}
+	j := 0
+	for i := range recs {
+		if recs[i].ID == 0 {
+			recs[i].ID, j = ids[j], j+1
+		}
+	}
 }

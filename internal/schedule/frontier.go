@@ -25,7 +25,8 @@ import (
 // 8-byte pointers.
 type entry struct {
 	// The URL is urlIndex.origins[origin] + the path path points to
-	// (urlIndex.url).
+	// (urlIndex.url). With a URL source (sourceIndex) path holds the
+	// URL's fingerprint and origin its store id instead.
 	path pathRef
 	// st is the estimator's state (docs/design.md §3.3), packed
 	// (packState) into its slab's arena (stateArena), nil while it is
@@ -491,21 +492,18 @@ func (f *frontier) entry(id uint32) *entry { return f.ents.at(id) }
 // url is e's URL.
 func (f *frontier) url(e *entry) string { return f.urls.url(e) }
 
-// add inserts or returns the entry of url.
-func (f *frontier) add(url, host string, gap time.Duration) (*entry, bool) {
-	if e, ok := f.urls.get(url); ok {
-		return e, false
-	}
-	return f.insert(url, host, gap), true
-}
-
 // insert adds the entry of url, which must not be in the index: for a
-// caller that has just looked it up (Scheduler.Add), so that a restart
-// adding millions of URLs hashes and probes each once, not twice.
-func (f *frontier) insert(url, host string, gap time.Duration) *entry {
+// caller that has just looked it up (urlIndex.find), so that a restart
+// adding millions of URLs hashes and probes each once, not twice. With a
+// URL source, id is its store id (0: none) and collided what find said.
+func (f *frontier) insert(url, host string, gap time.Duration, id uint64, collided bool) *entry {
 	e := f.ents.alloc()
 	e.host, e.index, e.pos = f.host(host, gap).id, -1, -1
-	f.urls.put(e, url)
+	if f.urls.src != nil {
+		f.urls.putID(e, url, id, collided)
+	} else {
+		f.urls.put(e, url)
+	}
 	return e
 }
 

@@ -99,7 +99,7 @@ func (s *Scheduler) givenUpSet(e *entry) bool {
 // shares the Scheduler under a lock sorts them after releasing it. Paused
 // and disallowed URLs are in none.
 func (s *Scheduler) URLsIn(state string, now time.Time) []string {
-	var out []string
+	var in []*entry
 	for _, id := range s.list {
 		e := s.front.entry(id)
 		if e.is(flagPaused) || e.is(flagDisallowed) {
@@ -115,8 +115,21 @@ func (s *Scheduler) URLsIn(state string, now time.Time) []string {
 			st = StateScheduled
 		}
 		if st == state {
-			out = append(out, s.front.url(e))
+			in = append(in, e)
 		}
+	}
+	// In the list's order; a URL the source cannot spell is left out
+	// (the source logs why).
+	urls := make([]string, len(in))
+	_ = s.front.urls.spellAll(in, func(i int, url string) { urls[i] = url })
+	out := urls[:0]
+	for _, u := range urls {
+		if u != "" {
+			out = append(out, u)
+		}
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }

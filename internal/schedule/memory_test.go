@@ -62,24 +62,40 @@ func liveHeap() uint64 {
 // URL added). The URL strings are copied before the
 // measurement starts so that they count, as they do when the store
 // decodes them. Run it with -benchtime=1x.
+//
+// The source-N run is what a coordinator holds: the scheduler spells URLs
+// through a URL source (SchedulerOptions.URLs), here one over the
+// benchmark's own URLs by their index, whose strings are made before
+// the measurement and not counted (a coordinator's source is its store,
+// which holds nothing on the heap); each URL is added with its id.
 func BenchmarkSchedulerMemory(b *testing.B) {
-	for _, n := range []int{*memoryURLCount} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
+	for _, name := range []string{fmt.Sprint(*memoryURLCount), fmt.Sprint("source-", *memoryURLCount)} {
+		n := *memoryURLCount
+		b.Run(name, func(b *testing.B) {
 			now := time.Unix(1_800_000_000, 0)
 			infos := memoryURLs(n, now)
+			var src URLSource
+			if strings.HasPrefix(name, "source-") {
+				src = sliceSource(infos)
+				for i := range infos {
+					infos[i].ID = uint64(i + 1)
+				}
+			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
 				b.StopTimer()
 				h0 := liveHeap()
 				b.StartTimer()
-				s := NewScheduler(SchedulerOptions{Budget: float64(n) / (30 * 86400), HostRate: 1})
+				s := NewScheduler(SchedulerOptions{Budget: float64(n) / (30 * 86400), HostRate: 1, URLs: src})
 				// As the restart does: the schedule sized for the
 				// store's URL count before the load.
 				s.Grow(n)
 				for _, u := range infos {
-					// A fresh copy of the URL, which the schedule keeps.
-					u.URL = string([]byte(u.URL))
+					if src == nil {
+						// A fresh copy of the URL, which the schedule keeps.
+						u.URL = string([]byte(u.URL))
+					}
 					s.Add(u, now)
 				}
 				if _, err := s.Replan(now); err != nil {
@@ -99,6 +115,18 @@ func BenchmarkSchedulerMemory(b *testing.B) {
 			}
 		})
 	}
+}
+
+// sliceSource spells the URL of id i+1 as the URL of infos[i].
+type sliceSource []URLInfo
+
+func (s sliceSource) URLs(ids []uint64, fn func(i int, url string)) error {
+	for i, id := range ids {
+		if id >= 1 && id <= uint64(len(s)) {
+			fn(i, s[id-1].URL)
+		}
+	}
+	return nil
 }
 
 // TestEntrySize keeps an entry, held once per URL in the slabs of

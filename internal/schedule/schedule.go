@@ -51,11 +51,20 @@ type SchedulerOptions struct {
 	// CaptureUniform keeps capture URLs on uniform polls at fixed phases
 	// (k·T/N), never learning: the baseline of Ashish, Kulkarni & Wang.
 	CaptureUniform bool
+	// URLs, when set, spells URLs by their store ids (URLInfo.ID): the
+	// scheduler then holds a fingerprint and the id of each URL instead
+	// of the URL (a coordinator, whose store holds the URLs). Nil: the
+	// scheduler holds the URLs (front coded, urlIndex).
+	URLs URLSource
 }
 
 // URLInfo is what the scheduler is told about a URL.
 type URLInfo struct {
-	URL, Host  string
+	URL, Host string
+	// ID is the URL's id in the store SchedulerOptions.URLs reads (0: not
+	// known; the scheduler then holds the URL). Without a source it is
+	// not used.
+	ID         uint64
 	Weight     float64
 	Capture    bool
 	Rate       float64       // estimated changes per second (0: prior)
@@ -154,14 +163,15 @@ type adaptiveState struct {
 // three steps (Snapshot, PlanJob.Solve, Apply) so that the lock is never
 // held while the policy runs.
 type Scheduler struct {
-	o      SchedulerOptions
-	front  *frontier
-	plan   PlanOutput
-	planAt time.Time
-	moved  int
-	inUse  float64
-	shots  int      // one-off entries queued or in flight
-	list   []uint32 // every URL's entry id (not one-off requests), in the order added: the plan's element order
+	o         SchedulerOptions
+	front     *frontier
+	plan      PlanOutput
+	planAt    time.Time
+	moved     int
+	inUse     float64
+	shots     int      // one-off entries queued or in flight
+	unspelled int      // Next could not spell a due URL (URLSource): Unspelled
+	list      []uint32 // every URL's entry id (not one-off requests), in the order added: the plan's element order
 
 	// The plan's input, kept up to date element by element (mirror) so a
 	// re-plan copies arrays instead of walking a million entries under
@@ -270,7 +280,11 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 		o.Priors = newPriorSet(o.PriorRate)
 	}
 	_, adaptive := o.Policy.(adaptivePolicy)
-	return &Scheduler{o: o, front: newFrontier(), captures: map[uint32]*captureState{}, rechecks: map[uint32]time.Duration{}, priors: o.Priors, tmpls: map[string]uint32{}, adaptive: adaptive}
+	front := newFrontier()
+	if o.URLs != nil {
+		front.urls.src = newSourceIndex(o.URLs)
+	}
+	return &Scheduler{o: o, front: front, captures: map[uint32]*captureState{}, rechecks: map[uint32]time.Duration{}, priors: o.Priors, tmpls: map[string]uint32{}, adaptive: adaptive}
 }
 
 // mirror copies e's plan input into the scheduler's arrays; every change
@@ -363,10 +377,11 @@ func (s *Scheduler) Len() int { return s.front.urls.len() - s.shots }
 // as every URL and forgotten once Done. It returns false if url is already
 // known.
 func (s *Scheduler) Enqueue(url, host string, at time.Time) bool {
-	if _, ok := s.front.urls.get(url); ok {
+	_, ok, collided := s.front.urls.find(url, 0)
+	if ok {
 		return false
 	}
-	e, _ := s.front.add(url, host, s.baseGap())
+	e := s.front.insert(url, host, s.baseGap(), 0, collided)
 	e.set(flagOneShot, true)
 	e.interval = time.Hour // any interval > 0 keeps it queued
 	s.shots++
@@ -383,7 +398,9 @@ func (s *Scheduler) Has(url string) bool { _, ok := s.front.urls.get(url); retur
 // Add adds a URL, or for a known one updates its weight and mode only (it
 // keeps its estimate and schedule).
 func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
-	if e, ok := s.front.urls.get(u.URL); ok {
+	e, ok, collided := s.front.urls.find(u.URL, u.ID)
+	if ok {
+		s.front.urls.learnID(e, u.ID)
 		if e.pos >= 0 && s.weights[e.pos] != u.Weight {
 			s.moved++
 			s.weights[e.pos] = u.Weight
@@ -396,7 +413,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		}
 		return false
 	}
-	e := s.front.insert(u.URL, u.Host, s.baseGap()) // not found above
+	e = s.front.insert(u.URL, u.Host, s.baseGap(), u.ID, collided) // not found above
 	e.set(flagCapture, u.Capture)
 	e.tmpl = s.template(u.URL)
 	dated := false
@@ -536,10 +553,15 @@ func (s *Scheduler) observeCapture(url string, from, to time.Time, exact bool) {
 // CaptureStatus lists the capture URLs' schedules (at most limit).
 func (s *Scheduler) CaptureStatus(limit int) []CaptureStatus {
 	var out []CaptureStatus
+	var es []*entry
+	var css []*captureState
 	for id, cs := range s.captures {
-		e := s.front.entry(id)
-		out = append(out, cs.status(s.front.url(e), e.interval))
+		es, css = append(es, s.front.entry(id)), append(css, cs)
 	}
+	// A URL the source cannot spell is left out (the source logs why).
+	_ = s.front.urls.spellAll(es, func(i int, url string) {
+		out = append(out, css[i].status(url, es[i].interval))
+	})
 	sort.Slice(out, func(i, j int) bool { return out[i].URL < out[j].URL })
 	if len(out) > limit {
 		out = out[:limit]
@@ -566,16 +588,66 @@ func frac(s string) float64 {
 	return float64(binary.BigEndian.Uint64(h[:8])>>11) / float64(uint64(1)<<53)
 }
 
+// phase is a stable pseudo-random number in [0,1) for e: frac of its URL,
+// or with a URL source, of its store id (the same across restarts, and
+// no read of the source).
+func (s *Scheduler) phase(e *entry) float64 {
+	if s.front.urls.src == nil {
+		return frac(s.front.url(e))
+	}
+	if id := s.front.urls.src.storeID(e); id != 0 {
+		return fracID(id)
+	}
+	return frac(s.front.urls.src.held[e.id])
+}
+
+// fracID is a stable pseudo-random number in [0,1) from id (SplitMix64's
+// finaliser: neighbouring ids land far apart).
+func fracID(id uint64) float64 {
+	z := id + 0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return float64(z>>11) / float64(uint64(1)<<53)
+}
+
+// Spelling a URL through the URL source may fail (the store could not be
+// read, or no longer holds it): Next then puts the URL back, due again
+// after unspelledRetry, and tries the next due one, up to
+// maxUnspelled times a call, after which it waits unspelledWait.
+const (
+	unspelledRetry = time.Minute
+	maxUnspelled   = 16
+	unspelledWait  = time.Second
+)
+
 // Next hands out the URL to fetch now, if any; otherwise it says when the
 // next one is due (zero if none is queued).
 func (s *Scheduler) Next(now time.Time) (Dispatch, bool, time.Time) {
-	e, next := s.front.next(now)
-	if e == nil {
-		return Dispatch{}, false, next
+	for tries := 0; ; tries++ {
+		e, next := s.front.next(now)
+		if e == nil {
+			return Dispatch{}, false, next
+		}
+		url, err := s.front.urls.spell(e)
+		if err != nil {
+			// Nothing is lost: the URL stays in the schedule and is
+			// tried again (the source logs what failed).
+			s.unspelled++
+			s.front.done(e, now, now.Add(unspelledRetry))
+			if tries+1 >= maxUnspelled {
+				return Dispatch{}, false, now.Add(unspelledWait)
+			}
+			continue
+		}
+		h := s.front.hostOf(e)
+		return Dispatch{URL: url, Host: h.name, Capture: e.is(flagCapture), Gap: h.gap, Due: fromNanos(e.nextDue)}, true, time.Time{}
 	}
-	h := s.front.hostOf(e)
-	return Dispatch{URL: s.front.url(e), Host: h.name, Capture: e.is(flagCapture), Gap: h.gap, Due: fromNanos(e.nextDue)}, true, time.Time{}
 }
+
+// Unspelled is how many times Next could not spell a due URL through the
+// URL source and put it back.
+func (s *Scheduler) Unspelled() int { return s.unspelled }
 
 // Done folds a fetch's outcome into the schedule: the host's spacing, the
 // URL's rate, and its next due time.
@@ -681,7 +753,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	firstOK := fb.OK && e.pos >= 0 && s.prevOK[e.pos] == 0
 	recheckTau := s.recheckTau(e)
 	if firstOK && recheckTau == 0 {
-		due = fb.Start.Add(s.firstPassLeft() + time.Duration(float64(e.interval)*frac(s.front.url(e))))
+		due = fb.Start.Add(s.firstPassLeft() + time.Duration(float64(e.interval)*s.phase(e)))
 	} else if recheckTau > 0 && fb.OK && !e.is(flagRechecked) {
 		// The check of a URL given up is followed by its probe.
 		e.set(flagRechecked, true)
@@ -710,7 +782,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		// After the poll just made, and after the phase it was due at:
 		// a poll handed out early (a retry) must not be due again at
 		// the same phase, where it would get the same task id.
-		due = cs.next(s.front.url(e), latest(fb.Start, fromNanos(e.nextDue)), e.interval)
+		due = cs.next(url, latest(fb.Start, fromNanos(e.nextDue)), e.interval)
 	case adaptive && e.interval > 0:
 		var st adaptiveState
 		st, due = a.Next(adaptiveState{Interval: e.interval, Modified: fromNanos(s.adModified[e.pos]), Reset: e.is(flagAdReset)}, fb)
@@ -1899,7 +1971,7 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 				}
 			}
 			if due.After(now.Add(iv)) {
-				due = now.Add(time.Duration(float64(iv) * frac(s.front.url(e))))
+				due = now.Add(time.Duration(float64(iv) * s.phase(e)))
 			}
 			// A URL whose due time stays (its interval did not move,
 			// as for most URLs in a re-plan) is where it was in its

@@ -38,8 +38,13 @@ import (
 // Removed paths are reclaimed by copying the live ones into new chunks
 // once they are more than half of the bytes (compact), which drops the
 // old chunks. A removed entry loses its path: its URL is its origin.
+//
+// With a URL source (SchedulerOptions.URLs, newSourceIndex) the index
+// holds no URL at all: an entry's path field holds its URL's 64-bit
+// fingerprint and its origin field the URL's store id (see sourceIndex).
 type urlIndex struct {
 	seed  maphash.Seed
+	src   *sourceIndex // nil: the URLs are held, front coded
 	ents  *entryStore
 	slots []uint32 // entry ids, 0: empty; len is a power of two
 	tags  []uint8  // per slot: tagOf the hash of its entry's URL
@@ -183,12 +188,20 @@ func originEnd(url string) int {
 }
 
 // hash is the hash of url: its low bits are its home slot, its top
-// byte its tag.
-func (x *urlIndex) hash(url string) uint64 { return maphash.String(x.seed, url) }
+// byte its tag. With a source it is the URL's fingerprint.
+func (x *urlIndex) hash(url string) uint64 {
+	if x.src != nil {
+		return x.src.fingerprint(url)
+	}
+	return maphash.String(x.seed, url)
+}
 
 // hashOf is the hash of e's URL without building it (a maphash.Hash fed
 // in parts sums as the whole would).
 func (x *urlIndex) hashOf(e *entry) uint64 {
+	if x.src != nil {
+		return uint64(e.path) // the fingerprint
+	}
 	var h maphash.Hash
 	h.SetSeed(x.seed)
 	h.WriteString(x.origins[e.origin])
@@ -208,6 +221,9 @@ func (x *urlIndex) homeOf(e *entry) int { return int(x.hashOf(e) & uint64(len(x.
 
 // get returns url's entry.
 func (x *urlIndex) get(url string) (*entry, bool) {
+	if x.src != nil {
+		return x.getByFingerprint(url)
+	}
 	if x.n == 0 {
 		return nil, false
 	}
@@ -221,6 +237,26 @@ func (x *urlIndex) get(url string) (*entry, bool) {
 		}
 		if x.tags[i] == tag {
 			if e := x.ents.at(id); x.is(e, url) {
+				return e, true
+			}
+		}
+	}
+}
+
+// slotOf is the entry in the table whose fingerprint is fp (source mode).
+func (x *urlIndex) slotOf(fp uint64) (*entry, bool) {
+	if len(x.slots) == 0 {
+		return nil, false
+	}
+	mask := len(x.slots) - 1
+	tag := tagOf(fp)
+	for i := int(fp) & mask; ; i = (i + 1) & mask {
+		id := x.slots[i]
+		if id == 0 {
+			return nil, false
+		}
+		if x.tags[i] == tag {
+			if e := x.ents.at(id); uint64(e.path) == fp {
 				return e, true
 			}
 		}
@@ -317,6 +353,9 @@ func (x *urlIndex) remove(e *entry) {
 	if x.n == 0 {
 		return
 	}
+	if x.src != nil && x.src.unlist(x, e) {
+		return // a collision's, never in the table
+	}
 	mask := len(x.slots) - 1
 	i := x.homeOf(e)
 	for x.slots[i] != e.id {
@@ -336,6 +375,10 @@ func (x *urlIndex) remove(e *entry) {
 		}
 	}
 	x.slots[i] = 0
+	if x.src != nil {
+		x.src.forget(e) // keeps its fingerprint and id: no chunks to reclaim
+		return
+	}
 	p := x.pathLen(e.path)
 	e.path = 0
 	x.live -= p

@@ -232,7 +232,7 @@ func decodeScheduled(key, v []byte, u *URL) error {
 // digits, Last-Modified formatted).
 func readURL(r *reader, u *URL, lean bool) error {
 	keep := !lean
-	r.uvarint() // recMeta: metaOf
+	u.ID = r.uvarint() // recMeta: metaOf
 	r.bytes()
 	flags := r.uvarint()
 	if flags&flagHostOfURL != 0 {

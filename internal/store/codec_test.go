@@ -58,6 +58,7 @@ func TestURLRecordRoundTrip(t *testing.T) {
 		if err := decodeURL([]byte(u.URL), b, &got); err != nil {
 			t.Fatalf("%s: %v", u.URL, err)
 		}
+		u.ID = 12345 // the record's id, read back
 		if !reflect.DeepEqual(got, u) {
 			t.Errorf("round trip of %s:\n got %+v\nwant %+v", u.URL, got, u)
 		}
@@ -76,6 +77,7 @@ func TestScheduledRecord(t *testing.T) {
 			t.Fatalf("%s: %v", u.URL, err)
 		}
 		want := u
+		want.ID = 12345
 		want.ETag, want.LastMod, want.Hash, want.Selector, want.Webhook = "", "", "", "", ""
 		want.Ignore, want.ErrorKinds, want.LastErrKind, want.LastErr = proto.IgnoreRules{}, nil, "", ""
 		if !reflect.DeepEqual(got, want) {
@@ -253,6 +255,7 @@ func TestURLRecordPacking(t *testing.T) {
 		}
 		m := recMeta{id: uint64(i + 1)}
 		packed, plain := appendURL(nil, &u, m), appendURLPacked(nil, &u, m, false)
+		u.ID = m.id // the record's id, read back
 		for name, b := range map[string][]byte{"packed": packed, "unpacked": plain} {
 			var got URL
 			if err := decodeURL([]byte(u.URL), b, &got); err != nil {

@@ -8,7 +8,12 @@ import (
 
 // URL is everything the coordinator knows about one URL.
 type URL struct {
-	URL      string            `json:"url"`
+	URL string `json:"url"`
+	// ID is the URL's id in the store (the url_ids bucket: URLsByID
+	// spells it), set when the record is read from the store (0 in a
+	// record not read from it, or stored before ids). It is the store's
+	// own, never serialised.
+	ID       uint64            `json:"-"`
 	Host     string            `json:"host"`
 	Weight   float64           `json:"weight"`
 	Selector string            `json:"selector,omitempty"`
