@@ -17,10 +17,10 @@ import (
 )
 
 // memoryURLs are n URLs as `freshcrawl bench scale` restarts them: 60 to
-// 100 bytes on 10 000 hosts, half of them fetched 2 to 21 times, with the
-// estimator state, rate, interval, next due time and last fetch a fold
-// leaves.
-func memoryURLs(n int, now time.Time) []URLInfo {
+// 100 bytes on 10 000 hosts, a share `fetched` of them (half, as the bench
+// seeds them) fetched 2 to 21 times, with the estimator state, rate,
+// interval, next due time and last fetch a fold leaves.
+func memoryURLs(n int, fetched float64, now time.Time) []URLInfo {
 	rng := rand.New(rand.NewPCG(1, 16))
 	est := NewEstimator(7*24*time.Hour, 1.0/86400)
 	// Learning is slow next to the rest: 1 024 fetch histories are
@@ -34,7 +34,7 @@ func memoryURLs(n int, now time.Time) []URLInfo {
 			u += "?" + strings.Repeat("q", pad-1)
 		}
 		info := URLInfo{Weight: 1}
-		if rng.IntN(2) == 0 {
+		if rng.Float64() < fetched {
 			info = pool[rng.IntN(len(pool))]
 		}
 		info.URL, info.Host = u, host
@@ -45,6 +45,7 @@ func memoryURLs(n int, now time.Time) []URLInfo {
 
 var (
 	memoryURLCount = flag.Int("memory-urls", 1_000_000, "BenchmarkSchedulerMemory: URLs in the schedule")
+	memoryFetched  = flag.Float64("memory-fetched", 0.5, "BenchmarkSchedulerMemory: share of the URLs fetched (1: a long-running crawl)")
 	memoryProfile  = flag.String("memory-profile", "", "BenchmarkSchedulerMemory: write a heap profile of the loaded schedule to this file")
 )
 
@@ -66,7 +67,7 @@ func BenchmarkSchedulerMemory(b *testing.B) {
 	for _, n := range []int{*memoryURLCount} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			now := time.Unix(1_800_000_000, 0)
-			infos := memoryURLs(n, now)
+			infos := memoryURLs(n, *memoryFetched, now)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
