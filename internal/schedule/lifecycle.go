@@ -206,27 +206,31 @@ func (s *Scheduler) Remove(urls []string) int {
 		}
 		e.pos = int32(k)
 		list, hosts = append(list, id), append(hosts, s.hosts[i])
-		s.rates[k], s.rateSEs[k], s.weights[k], s.blocked[k] = s.rates[i], s.rateSEs[i], s.weights[i], s.blocked[i]
+		s.rates[k], s.rateSEs[k], s.weights[k] = s.rates[i], s.rateSEs[i], s.weights[i]
+		s.blocked.set(k, s.blocked.has(i))
+		s.probing.set(k, s.probing.has(i))
+		s.dated.set(k, s.dated.has(i))
 		if s.fixed != nil {
 			s.fixed[k] = s.fixed[i]
 		}
 		if s.adaptive {
 			s.freqs[k], s.adModified[k] = s.freqs[i], s.adModified[i]
 		}
-		s.posts[k], s.lastOK[k], s.probing[k], s.probes[k] = s.posts[i], s.lastOK[i], s.probing[i], s.probes[i]
-		s.prevOK[k], s.dated[k], s.models[k] = s.prevOK[i], s.dated[i], s.models[i]
+		s.posts[k], s.lastOK[k], s.probes[k] = s.posts[i], s.lastOK[i], s.probes[i]
+		s.prevOK[k], s.models[k] = s.prevOK[i], s.models[i]
 		k++
 	}
 	s.list, s.hosts = list, hosts
-	s.rates, s.rateSEs, s.weights, s.blocked = s.rates[:k], s.rateSEs[:k], s.weights[:k], s.blocked[:k]
+	s.rates, s.rateSEs, s.weights = s.rates[:k], s.rateSEs[:k], s.weights[:k]
+	s.blocked, s.probing, s.dated = s.blocked.truncate(k), s.probing.truncate(k), s.dated.truncate(k)
 	if s.fixed != nil {
 		s.fixed = s.fixed[:k]
 	}
 	if s.adaptive {
 		s.freqs, s.adModified = s.freqs[:k], s.adModified[:k]
 	}
-	s.posts, s.lastOK, s.probing, s.probes = s.posts[:k], s.lastOK[:k], s.probing[:k], s.probes[:k]
-	s.prevOK, s.dated, s.models = s.prevOK[:k], s.dated[:k], s.models[:k]
+	s.posts, s.lastOK, s.probes = s.posts[:k], s.lastOK[:k], s.probes[:k]
+	s.prevOK, s.models = s.prevOK[:k], s.models[:k]
 	for id := range gone {
 		e := s.front.entry(id)
 		if e.is(flagDisallowed) {

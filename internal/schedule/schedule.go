@@ -169,7 +169,7 @@ type Scheduler struct {
 	rates   []float64
 	rateSEs []float64 // standard errors of rates, for the plan's freshness band
 	weights []float64 // the URL's weight; the plan's input is 0 where blocked (it takes no budget)
-	blocked []bool    // disallowed by robots.txt or paused: no fetches, not even exploration
+	blocked bitset    // disallowed by robots.txt or paused: no fetches, not even exploration
 	// Under an adaptive policy only (adaptive; nil otherwise): the URL's
 	// frequency now, 1/interval (0: unscheduled, disallowed or paused),
 	// which is the policy's plan, and the policy's record of the page's
@@ -196,9 +196,9 @@ type Scheduler struct {
 	models  []estimate.Sketch // the posterior under the model's priors (Feedback.Model)
 	lastOK  []int64
 	prevOK  []int64 // the successful fetch before lastOK (0: fewer than two)
-	probing []bool  // explored by the last plan
+	probing bitset  // explored by the last plan
 	probes  []uint8 // fetches in the URL's current probe session
-	dated   []bool  // the newest fetch's Last-Modified was trusted (Feedback.Dated)
+	dated   bitset  // the newest fetch's Last-Modified was trusted (Feedback.Dated)
 
 	disallowed int                      // URLs disallowed now
 	captures   map[uint32]*captureState // capture URLs (entry ids): their capture state
@@ -290,7 +290,7 @@ func (s *Scheduler) mirror(e *entry) {
 			f = fx
 		}
 	}
-	s.blocked[e.pos] = off
+	s.blocked.set(int(e.pos), off)
 	if s.fixed == nil && fx != 0 {
 		s.fixed = make([]float64, len(s.list))
 	}
@@ -425,16 +425,21 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		s.planHosts = append(s.planHosts, h)
 	}
 	s.hosts = append(s.hosts, s.front.hostOf(e).plan)
-	s.rates, s.rateSEs, s.weights, s.blocked = append(s.rates, u.Rate), append(s.rateSEs, u.RateSE), append(s.weights, u.Weight), append(s.blocked, false)
+	s.rates, s.rateSEs, s.weights = append(s.rates, u.Rate), append(s.rateSEs, u.RateSE), append(s.weights, u.Weight)
+	n := len(s.list)
+	s.blocked, s.probing, s.dated = s.blocked.extend(n), s.probing.extend(n), s.dated.extend(n)
+	s.blocked.set(n-1, false)
+	s.probing.set(n-1, false)
+	s.dated.set(n-1, dated)
 	if s.adaptive {
 		s.freqs, s.adModified = append(s.freqs, 0), append(s.adModified, 0)
 	}
 	if s.fixed != nil {
 		s.fixed = append(s.fixed, 0)
 	}
-	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, compactSummary(pointSummary(u.Rate))), append(s.lastOK, nanos(u.LastOK)), append(s.probing, false), append(s.probes, 0)
+	s.posts, s.lastOK, s.probes = append(s.posts, compactSummary(pointSummary(u.Rate))), append(s.lastOK, nanos(u.LastOK)), append(s.probes, 0)
 	s.models = append(s.models, estimate.PointSketch(s.priors.load().grid(), u.Rate))
-	s.prevOK, s.dated = append(s.prevOK, 0), append(s.dated, dated)
+	s.prevOK = append(s.prevOK, 0)
 	s.setCapture(e, u)
 	s.moved++
 	s.setDisallowed(e, u.Disallowed)
@@ -614,7 +619,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		}
 	}
 	if fb.Learnt && e.pos >= 0 {
-		s.dated[e.pos] = fb.Dated
+		s.dated.set(int(e.pos), fb.Dated)
 	}
 	if fb.Learnt {
 		if !e.observed() && fb.State.Observations() > 0 {
@@ -646,7 +651,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		s.moved++
 		s.probes[e.pos] = 0
 	}
-	if fb.OK && e.pos >= 0 && s.probing[e.pos] && s.probes[e.pos] < math.MaxUint8 {
+	if fb.OK && e.pos >= 0 && s.probing.has(int(e.pos)) && s.probes[e.pos] < math.MaxUint8 {
 		s.probes[e.pos]++
 	}
 	if e.is(flagDisallowed) != fb.Disallowed {
@@ -798,15 +803,15 @@ type PlanJob struct {
 	explore  float64
 	in       PlanInput
 	rateSE   []float64 // per element: the standard error of its rate
-	blocked  []bool
+	blocked  bitset
 	fixed    []float64 // per element: a capture URL's own rate, 0 if planned
 	moved    int       // Scheduler.moved at the snapshot
 	posts    []estimate.Summary
 	models   []estimate.Sketch // the model's posteriors (Scheduler.models), on priors.grid()
 	lastOK   []int64
-	probing  []bool    // explored by the previous plan
+	probing  bitset    // explored by the previous plan
 	probes   []uint8   // fetches in each URL's probe session
-	dated    []bool    // each URL's Last-Modified is trusted: one fetch dates its last change
+	dated    bitset    // each URL's Last-Modified is trusted: one fetch dates its last change
 	lastIv   []float64 // each URL's last interval between successful fetches, seconds (0: none)
 	horizon  float64   // seconds a rate is expected to last (1/hazard)
 	halfLife float64   // the estimator's half-life, seconds
@@ -914,9 +919,9 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 		Hosts:    s.hosts[:n:n],
 		HostCaps: make([]float64, len(s.planHosts)),
 	}
-	j.blocked = append([]bool(nil), s.blocked...)
+	j.blocked = append(bitset(nil), s.blocked...)
 	for i, w := range s.weights {
-		if !j.blocked[i] {
+		if !j.blocked.has(i) {
 			j.in.Weights[i] = w
 		}
 	}
@@ -926,9 +931,9 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	j.rateSE = append([]float64(nil), s.rateSEs...)
 	j.models = append([]estimate.Sketch(nil), s.models...)
 	j.lastOK = append([]int64(nil), s.lastOK...)
-	j.probing = append([]bool(nil), s.probing...)
+	j.probing = append(bitset(nil), s.probing...)
 	j.probes = append([]uint8(nil), s.probes...)
-	j.dated = append([]bool(nil), s.dated...)
+	j.dated = append(bitset(nil), s.dated...)
 	j.lastIv = make([]float64, n)
 	for i, last := range s.lastOK {
 		if prev := s.prevOK[i]; last != 0 && prev != 0 && last > prev {
@@ -1114,7 +1119,7 @@ func (j *PlanJob) Solve() error {
 			all[keep[k]] = f
 		}
 		for i, fx := range j.fixed {
-			if fx > 0 && !j.blocked[i] {
+			if fx > 0 && !j.blocked.has(i) {
 				all[i] = fx
 			}
 		}
@@ -1171,17 +1176,14 @@ func (j *PlanJob) Solve() error {
 // back by Solve.
 func (j *PlanJob) restricted(keep []int) *PlanJob {
 	r := *j
-	r.blocked = make([]bool, len(keep))
 	r.posts = make([]estimate.Summary, len(keep))
 	r.lastOK = make([]int64, len(keep))
-	r.probing = make([]bool, len(keep))
 	r.probes = make([]uint8, len(keep))
 	r.lastIv = make([]float64, len(keep))
-	r.dated = make([]bool, len(keep))
+	r.blocked, r.probing, r.dated = j.blocked.pick(keep), j.probing.pick(keep), j.dated.pick(keep)
 	for k, i := range keep {
-		r.blocked[k], r.posts[k], r.lastOK[k] = j.blocked[i], j.posts[i], j.lastOK[i]
-		r.probing[k], r.probes[k], r.lastIv[k] = j.probing[i], j.probes[i], j.lastIv[i]
-		r.dated[k] = j.dated[i]
+		r.posts[k], r.lastOK[k] = j.posts[i], j.lastOK[i]
+		r.probes[k], r.lastIv[k] = j.probes[i], j.lastIv[i]
 	}
 	r.recheckTau, r.probe, r.paired, r.sessionsOver = nil, nil, nil, nil
 	return &r
@@ -1220,7 +1222,7 @@ func (j *PlanJob) exploreGivenUp(in PlanInput, out PlanOutput) ([]float64, PlanO
 	}
 	freq := make([]float64, len(in.Rates))
 	for i := range freq {
-		if j.blocked[i] {
+		if j.blocked.has(i) {
 			continue
 		}
 		freq[i] = out.Freq[i]
@@ -1430,7 +1432,7 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 	items := make([]exploreItem, 0, j.itemsHint+j.itemsHint/8)
 	for i := range in.Rates {
 		w := in.Weights[i]
-		if j.blocked[i] || !(w > 0) || j.lastOK[i] == 0 || !j.posts[i].Valid() {
+		if j.blocked.has(i) || !(w > 0) || j.lastOK[i] == 0 || !j.posts[i].Valid() {
 			continue
 		}
 		mu := muOf(i)
@@ -1461,7 +1463,7 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 		// recheck is two fetches a period, the check and its probe, or
 		// one where the URL's Last-Modified is trusted (checkFetches).
 		planned := i < len(mult.Freq) && mult.Freq[i] > 0
-		dated := j.dated != nil && j.dated[i]
+		dated := j.dated.has(i)
 		recheckItem := exploreItem{i: i, f: 2 / recheck(w, mu, tau, dated), score: 1, tau: tau}
 		if dated {
 			recheckItem.f, recheckItem.tau = 1/recheck(w, mu, tau, dated), 0
@@ -1489,7 +1491,7 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 			v := probeWorth(post, w, mu, tau, rho, dated)
 			switch {
 			case v > mu:
-				it := exploreItem{i: i, f: 1 / tau, score: v / mu, sticky: j.probing[i], pairTau: tau, pairValue: v}
+				it := exploreItem{i: i, f: 1 / tau, score: v / mu, sticky: j.probing.has(i), pairTau: tau, pairValue: v}
 				if !planned {
 					it.fallback = exploreItem0{recheckItem.f, recheckItem.tau}
 				}
@@ -1649,7 +1651,7 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) (freq, tauOf []f
 		return nil, nil, PlanOutput{}, nil, nil, err
 	}
 	for i := range freq {
-		if j.blocked[i] {
+		if j.blocked.has(i) {
 			freq[i] = 0
 			continue
 		}
@@ -1671,7 +1673,7 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) (freq, tauOf []f
 			// its planned fetches dates the last change, which teaches
 			// at a long interval at least what a fetch at the probe
 			// interval would.
-			if t := pairTau[i]; t > 0 && freq[i] > 0 && 1/freq[i] > 2*t && !(j.dated != nil && j.dated[i]) && pairValue[i] > pairLoss(&j.posts[i], in.Weights[i], freq[i], t) {
+			if t := pairTau[i]; t > 0 && freq[i] > 0 && 1/freq[i] > 2*t && !j.dated.has(i) && pairValue[i] > pairLoss(&j.posts[i], in.Weights[i], freq[i], t) {
 				tauOf[i], paired[i] = t, true
 			}
 		}
@@ -1704,10 +1706,10 @@ const maxRecheck = 4.0
 // never fetched counting as stale, the expectation over each URL's
 // posterior under the model's priors (models, coded on grid). It is
 // always a number in [0, 1].
-func modelNow(weights []float64, blocked []bool, models []estimate.Sketch, grid estimate.LogGrid, lastOK []int64, now int64) float64 {
+func modelNow(weights []float64, blocked bitset, models []estimate.Sketch, grid estimate.LogGrid, lastOK []int64, now int64) float64 {
 	var num, den float64
 	for i, w := range weights {
-		if !(w > 0) || math.IsInf(w, 1) || blocked[i] {
+		if !(w > 0) || math.IsInf(w, 1) || blocked.has(i) {
 			continue
 		}
 		den += w
@@ -1807,7 +1809,7 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		clear(s.probing)
 		for i, p := range j.probe {
 			if e := s.front.entry(j.list[i]); p && e.pos >= 0 {
-				s.probing[e.pos] = true
+				s.probing.set(int(e.pos), true)
 			}
 		}
 		for _, i := range j.sessionsOver {
@@ -1920,18 +1922,18 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 // input's, and fixedHost is each host's fixed rate. With no fixed element
 // it returns in itself and keep is the identity (empty for a nil fixed:
 // no URL has a fixed rate).
-func withoutFixed(in PlanInput, fixed []float64, blocked []bool) (out PlanInput, keep []int, fixedHost []float64) {
+func withoutFixed(in PlanInput, fixed []float64, blocked bitset) (out PlanInput, keep []int, fixedHost []float64) {
 	fixedHost = make([]float64, len(in.HostCaps))
 	n := 0
 	for i, fx := range fixed {
-		if fx > 0 && !blocked[i] {
+		if fx > 0 && !blocked.has(i) {
 			fixedHost[in.Hosts[i]] += fx
 			n++
 		}
 	}
 	keep = make([]int, 0, len(fixed)-n)
 	for i, fx := range fixed {
-		if fx <= 0 || blocked[i] {
+		if fx <= 0 || blocked.has(i) {
 			keep = append(keep, i)
 		}
 	}
