@@ -59,7 +59,7 @@ func (s *Scheduler) View(url string, now time.Time) (URLView, bool) {
 		return URLView{}, false
 	}
 	v := URLView{Interval: e.interval, NextDue: fromNanos(e.nextDue), InFlight: e.is(flagInFlight), Paused: e.is(flagPaused), Disallowed: e.is(flagDisallowed),
-		Weight: s.weights[e.pos], Capture: e.is(flagCapture), Rate: s.rates[e.pos], RateSE: s.rateSEs[e.pos]}
+		Weight: s.weights[e.pos], Capture: e.is(flagCapture), Rate: s.rates[e.pos], RateSE: float64(s.rateSEs[e.pos])}
 	v.GivenUp = s.givenUpSet(e)
 	v.Due = s.due(e, now)
 	switch {
@@ -360,7 +360,7 @@ func (s *Scheduler) FreshnessBand() (mid, lo, hi float64) {
 // bandOf is the freshness band of a plan's frequencies freq over its input
 // in, whose rates have standard errors se. Paused and disallowed URLs have
 // weight 0 in the input and count for nothing, as in the plan.
-func bandOf(in PlanInput, se, freq []float64) freshnessBand {
+func bandOf(in PlanInput, se []float32, freq []float64) freshnessBand {
 	var num, numLo, numHi, den float64
 	for i, f := range freq {
 		w, rate := in.Weights[i], in.Rates[i]
@@ -369,7 +369,7 @@ func bandOf(in PlanInput, se, freq []float64) freshnessBand {
 		}
 		rLo, rHi := rate, rate
 		if se[i] > 0 {
-			rLo, rHi = estimate.RateInterval(rate, se[i], bandZ)
+			rLo, rHi = estimate.RateInterval(rate, float64(se[i]), bandZ)
 		}
 		num += w * alloc.FixedOrder.Freshness(rate, f)
 		numLo += w * alloc.FixedOrder.Freshness(rHi, f)

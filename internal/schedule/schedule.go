@@ -166,8 +166,11 @@ type Scheduler struct {
 	// The plan's input, kept up to date element by element (mirror) so a
 	// re-plan copies arrays instead of walking a million entries under
 	// the caller's lock. Index i is list[i].
-	rates   []float64
-	rateSEs []float64 // standard errors of rates, for the plan's freshness band
+	rates []float64
+	// rateSEs are the standard errors of rates, for the plan's freshness
+	// band (bandOf), which is reported, never planned by: float32's 7
+	// digits are more than an error needs.
+	rateSEs []float32
 	weights []float64 // the URL's weight; the plan's input is 0 where blocked (it takes no budget)
 	blocked bitset    // disallowed by robots.txt or paused: no fetches, not even exploration
 	// Under an adaptive policy only (adaptive; nil otherwise): the URL's
@@ -470,7 +473,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		s.planHosts = append(s.planHosts, h)
 	}
 	s.hosts = append(s.hosts, s.front.hostOf(e).plan)
-	s.rates, s.rateSEs, s.weights = append(s.rates, u.Rate), append(s.rateSEs, u.RateSE), append(s.weights, u.Weight)
+	s.rates, s.rateSEs, s.weights = append(s.rates, u.Rate), append(s.rateSEs, float32(u.RateSE)), append(s.weights, u.Weight)
 	n := len(s.list)
 	s.blocked, s.probing, s.dated = s.blocked.extend(n), s.probing.extend(n), s.dated.extend(n)
 	s.blocked.set(n-1, false)
@@ -653,7 +656,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		return
 	}
 	if fb.Rate > 0 && fb.Rate != s.rates[e.pos] {
-		s.rates[e.pos], s.rateSEs[e.pos] = fb.Rate, fb.RateSE
+		s.rates[e.pos], s.rateSEs[e.pos] = fb.Rate, float32(fb.RateSE)
 		s.moved++
 	}
 	if fb.OK {
@@ -847,7 +850,7 @@ type PlanJob struct {
 	adaptive bool
 	explore  float64
 	in       PlanInput
-	rateSE   []float64 // per element: the standard error of its rate
+	rateSE   []float32 // per element: the standard error of its rate
 	blocked  bitset
 	fixed    []float64 // per element: a capture URL's own rate, 0 if planned
 	moved    int       // Scheduler.moved at the snapshot
@@ -973,7 +976,7 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	if s.fixed != nil {
 		j.fixed = append([]float64(nil), s.fixed...)
 	}
-	j.rateSE = append([]float64(nil), s.rateSEs...)
+	j.rateSE = append([]float32(nil), s.rateSEs...)
 	j.models = append([]estimate.Sketch(nil), s.models...)
 	j.lastOK = append([]int64(nil), s.lastOK...)
 	j.probing = append(bitset(nil), s.probing...)

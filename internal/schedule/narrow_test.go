@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -76,5 +77,28 @@ func TestQuantileCodes(t *testing.T) {
 	}
 	if c := quantCode(float32(math.NaN()), a); c != 0 {
 		t.Fatalf("NaN coded %d, want 0", c)
+	}
+}
+
+// TestRateSERoundTrips: a rate's standard error, held as float32, reads
+// back (View) within float32's relative rounding (2^-24) of what Add and
+// Done were told, over the errors a posterior gives.
+func TestRateSERoundTrips(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	s := NewScheduler(SchedulerOptions{Budget: 1, HostRate: 1})
+	rng := rand.New(rand.NewPCG(16, 25))
+	near := func(got, want float64) bool { return math.Abs(got-want) <= want*0x1p-24 }
+	for i := range 200 {
+		url := fmt.Sprintf("http://h.example/p%d", i)
+		se := math.Exp(rng.Float64()*40 - 30) // 1e-13 to 2e4 changes a second
+		s.Add(URLInfo{URL: url, Host: "h.example", Weight: 1, Rate: 1.0 / 86400, RateSE: se}, now)
+		if v, _ := s.View(url, now); !near(v.RateSE, se) {
+			t.Fatalf("%s: rate SE %v added, %v read back", url, se, v.RateSE)
+		}
+		se2 := se * (1 + rng.Float64())
+		s.Done(url, Feedback{Start: now, End: now, OK: true, Rate: 2.0 / 86400, RateSE: se2})
+		if v, _ := s.View(url, now); !near(v.RateSE, se2) {
+			t.Fatalf("%s: rate SE %v after a fetch, %v read back", url, se2, v.RateSE)
+		}
 	}
 }
