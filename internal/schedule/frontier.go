@@ -43,7 +43,7 @@ type entry struct {
 	// older state is dropped: it only has to differ from the one a
 	// snapshot saw, so it may wrap). The weight and the last two
 	// successful fetches are only in the scheduler's arrays
-	// (Scheduler.weights, lastOK and prevOK).
+	// (Scheduler.weights, lastOK and prevGap).
 	priorVer uint32
 	index    int32  // in its host's heap (urls or polls), -1 when not queued
 	pos      int32  // in Scheduler.list, -1 for a one-off request or a removed URL

@@ -28,7 +28,7 @@ func (s *Scheduler) Grow(n int) {
 	s.posts = slices.Grow(s.posts, n)
 	s.models = slices.Grow(s.models, n)
 	s.lastOK = slices.Grow(s.lastOK, n)
-	s.prevOK = slices.Grow(s.prevOK, n)
+	s.prevGap = slices.Grow(s.prevGap, n)
 	s.probing = slices.Grow(s.probing, bitWords(len(s.list)+n)-len(s.probing))
 	s.dated = slices.Grow(s.dated, bitWords(len(s.list)+n)-len(s.dated))
 	s.probes = slices.Grow(s.probes, n)

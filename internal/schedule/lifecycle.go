@@ -217,7 +217,7 @@ func (s *Scheduler) Remove(urls []string) int {
 			s.freqs[k], s.adModified[k] = s.freqs[i], s.adModified[i]
 		}
 		s.posts[k], s.lastOK[k], s.probes[k] = s.posts[i], s.lastOK[i], s.probes[i]
-		s.prevOK[k], s.models[k] = s.prevOK[i], s.models[i]
+		s.prevGap[k], s.models[k] = s.prevGap[i], s.models[i]
 		k++
 	}
 	s.list, s.hosts = list, hosts
@@ -230,7 +230,7 @@ func (s *Scheduler) Remove(urls []string) int {
 		s.freqs, s.adModified = s.freqs[:k], s.adModified[:k]
 	}
 	s.posts, s.lastOK, s.probes = s.posts[:k], s.lastOK[:k], s.probes[:k]
-	s.prevOK, s.models = s.prevOK[:k], s.models[:k]
+	s.prevGap, s.models = s.prevGap[:k], s.models[:k]
 	for id := range gone {
 		e := s.front.entry(id)
 		if e.is(flagDisallowed) {

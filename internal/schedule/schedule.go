@@ -198,10 +198,10 @@ type Scheduler struct {
 	posts   []postSummary
 	models  []estimate.Sketch // the posterior under the model's priors (Feedback.Model)
 	lastOK  []int64
-	prevOK  []int64 // the successful fetch before lastOK (0: fewer than two)
-	probing bitset  // explored by the last plan
-	probes  []uint8 // fetches in the URL's current probe session
-	dated   bitset  // the newest fetch's Last-Modified was trusted (Feedback.Dated)
+	prevGap []float32 // seconds from the successful fetch before lastOK to it (okGap; 0: fewer than two)
+	probing bitset    // explored by the last plan
+	probes  []uint8   // fetches in the URL's current probe session
+	dated   bitset    // the newest fetch's Last-Modified was trusted (Feedback.Dated)
 
 	disallowed int                      // URLs disallowed now
 	captures   map[uint32]*captureState // capture URLs (entry ids): their capture state
@@ -372,6 +372,33 @@ func (p postSummary) summary() estimate.Summary {
 	return s
 }
 
+// okGap is what Scheduler.prevGap holds for the successful fetches prev
+// and last (Unix ns; prev 0: none): the seconds from prev to last as
+// float32, which holds a gap of a year to within 2 s (2^-24 of it: the
+// gap only sets how far back a URL's data reach, and a share of the
+// collection's observed time), and a gap of 0 as the negative number
+// nearest 0, so that 0 means "fewer than two fetches" only.
+func okGap(prev, last int64) float32 {
+	if prev == 0 {
+		return 0
+	}
+	g := float32(time.Duration(last - prev).Seconds())
+	if g == 0 {
+		return -math.SmallestNonzeroFloat32
+	}
+	return g
+}
+
+// prevOK is the successful fetch before element i's last (Unix ns; 0:
+// fewer than two), from its gap (okGap).
+func (s *Scheduler) prevOK(i int32) int64 {
+	g := s.prevGap[i]
+	if g == 0 {
+		return 0
+	}
+	return s.lastOK[i] - int64(math.Round(float64(g)*1e9))
+}
+
 // pointSummary is the summary of a rate known exactly: the stand-in until
 // a URL's posterior is computed.
 func pointSummary(rate float64) estimate.Summary {
@@ -487,7 +514,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	}
 	s.posts, s.lastOK, s.probes = append(s.posts, compactSummary(pointSummary(u.Rate))), append(s.lastOK, nanos(u.LastOK)), append(s.probes, 0)
 	s.models = append(s.models, estimate.PointSketch(s.priors.load().grid(), u.Rate))
-	s.prevOK = append(s.prevOK, 0)
+	s.prevGap = append(s.prevGap, 0)
 	s.setCapture(e, u)
 	s.moved++
 	s.setDisallowed(e, u.Disallowed)
@@ -660,7 +687,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		s.moved++
 	}
 	if fb.OK {
-		s.prevOK[e.pos], s.lastOK[e.pos] = s.lastOK[e.pos], nanos(fb.Start)
+		s.prevGap[e.pos], s.lastOK[e.pos] = okGap(s.lastOK[e.pos], nanos(fb.Start)), nanos(fb.Start)
 		if e.is(flagUnfetched) {
 			e.set(flagUnfetched, false)
 			s.unfetched--
@@ -690,7 +717,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		// The time this observation covered, for the hazard of a rate
 		// change per unit of observed time.
 		s.updateHazard(fb.Start)
-		if prev := s.prevOK[e.pos]; s.lastOK[e.pos] != 0 && nanos(fb.Start) > prev && prev != 0 {
+		if prev := s.prevOK(e.pos); s.lastOK[e.pos] != 0 && nanos(fb.Start) > prev && prev != 0 {
 			s.urlTime += fb.Start.Sub(fromNanos(prev)).Seconds()
 		}
 	}
@@ -731,7 +758,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	// first pass the whole budget. (Counting the URLs with no estimate
 	// instead put it up to N/B later: a first fetch often gives the
 	// estimator no observation.)
-	firstOK := fb.OK && e.pos >= 0 && s.prevOK[e.pos] == 0
+	firstOK := fb.OK && e.pos >= 0 && s.prevGap[e.pos] == 0
 	recheckTau := s.recheckTau(e)
 	if firstOK && recheckTau == 0 {
 		due = fb.Start.Add(s.firstPassLeft() + time.Duration(float64(e.interval)*frac(s.front.url(e))))
@@ -984,8 +1011,8 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	j.dated = append(bitset(nil), s.dated...)
 	j.lastIv = make([]float64, n)
 	for i, last := range s.lastOK {
-		if prev := s.prevOK[i]; last != 0 && prev != 0 && last > prev {
-			j.lastIv[i] = time.Duration(last - prev).Seconds()
+		if g := s.prevGap[i]; last != 0 && g > 0 {
+			j.lastIv[i] = float64(g)
 		}
 	}
 	for i, h := range s.planHosts {
@@ -1923,7 +1950,7 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 			// A URL never fetched keeps its due time: the first pass
 			// is not pushed back by a plan.
 			due := fromNanos(e.nextDue).Add(iv - old)
-			if s.prevOK[e.pos] == 0 {
+			if s.prevGap[e.pos] == 0 {
 				// Fetched once: Done put its next fetch at a random
 				// phase of its interval after the first pass, not one
 				// interval after the fetch. Scaling its wait past the
