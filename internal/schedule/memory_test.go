@@ -110,6 +110,16 @@ func TestEntrySize(t *testing.T) {
 	if n := unsafe.Sizeof(entry{}); n > 64 {
 		t.Fatalf("an entry takes %d bytes, want at most 64", n)
 	}
+	// Numbers only: a slab with no pointer is never scanned by the
+	// garbage collector.
+	ty := reflect.TypeFor[entry]()
+	for i := range ty.NumField() {
+		switch f := ty.Field(i); f.Type.Kind() {
+		case reflect.Int32, reflect.Int64, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		default:
+			t.Fatalf("entry.%s is a %s: an entry holds numbers only", f.Name, f.Type)
+		}
+	}
 }
 
 // entriesOf is the entries of ids.
@@ -185,8 +195,8 @@ func TestPackedStateRoundTrips(t *testing.T) {
 			check(fb.State)
 			e := ents.alloc()
 			ents.setState(e, fb.State)
-			if e.state() != fb.State || e.observed() != (fb.State.Observations() > 0) {
-				t.Fatalf("entry state %+v (observed %v), want %+v", e.state(), e.observed(), fb.State)
+			if ents.state(e) != fb.State || e.observed() != (fb.State.Observations() > 0) {
+				t.Fatalf("entry state %+v (observed %v), want %+v", ents.state(e), e.observed(), fb.State)
 			}
 			packed += len(packState(&fb.State))
 			states++
@@ -250,15 +260,15 @@ func TestStateArenaKeepsStates(t *testing.T) {
 			continue
 		}
 		for e, st := range live {
-			if e.state() != st {
-				t.Fatalf("op %d: entry %d has state %+v, want %+v", op, e.id, e.state(), st)
+			if ents.state(e) != st {
+				t.Fatalf("op %d: entry %d has state %+v, want %+v", op, e.id, ents.state(e), st)
 			}
 		}
 		for c, a := range ents.arenas {
 			sum := 0
 			for i := range ents.chunks[c] {
-				if p := ents.chunks[c][i].st; p != nil {
-					sum += packedLen(p)
+				if r := ents.chunks[c][i].st; r != 0 {
+					sum += packedLen(a.at(r))
 				}
 			}
 			if a.live != sum {

@@ -1081,7 +1081,7 @@ func (s *Scheduler) sampleStates() *refitInput {
 		if k++; k%stride != 0 {
 			continue
 		}
-		in.states = append(in.states, e.state())
+		in.states = append(in.states, s.front.ents.state(e))
 		in.hosts = append(in.hosts, s.front.hostOf(e).name)
 		in.tmpls = append(in.tmpls, s.tmplNames[e.tmpl])
 	}
@@ -1111,7 +1111,7 @@ func (s *Scheduler) pickResummaries(j *PlanJob) {
 		if e.is(flagDisallowed) || (!e.is(flagStale) && uint64(e.priorVer) >= ver) || (ver == 0 && !e.observed()) {
 			continue
 		}
-		j.resum = append(j.resum, resummary{i: i, seq: e.seq, st: e.state(), host: s.front.hostOf(e).name, tmpl: s.tmplNames[e.tmpl]})
+		j.resum = append(j.resum, resummary{i: i, seq: e.seq, st: s.front.ents.state(e), host: s.front.hostOf(e).name, tmpl: s.tmplNames[e.tmpl]})
 		s.resumFrom = i + 1
 	}
 }
