@@ -472,7 +472,7 @@ func (s *Scheduler) ObserveVersion(url string, after, before time.Time, exact bo
 		cs.exactAt(secs(earliest(before.Add(time.Second), capturedAt)))
 	}
 	if rebuild {
-		cs.maybeLearn(e.interval())
+		cs.maybeLearn(e.interval)
 		s.captureMoved(e, rate)
 	}
 }

@@ -2,7 +2,6 @@ package schedule
 
 import (
 	"container/heap"
-	"math"
 	"math/bits"
 	"slices"
 	"time"
@@ -36,11 +35,9 @@ type entry struct {
 	// garbage collector to scan.
 	st stateRef
 
-	// iv is the interval, 1/f from the plan (0: not scheduled: given
-	// up, disallowed), in seconds as float32 (interval, setInterval).
-	iv      float32
-	nextDue int64  // Unix ns
-	host    uint32 // index in frontier.hostList
+	interval time.Duration // 1/f from the plan; 0 = not scheduled (given up, disallowed)
+	nextDue  int64         // Unix ns
+	host     uint32        // index in frontier.hostList
 	// What the estimator learnt (docs/design.md §3.3): its state (st),
 	// the version of the priors its posterior's summary was computed
 	// under (priorVer; stale: to be recomputed under the current ones),
@@ -163,22 +160,6 @@ func (e *entry) set(f entryFlags, v bool) {
 	} else {
 		e.flags &^= f
 	}
-}
-
-// interval is e's interval between fetches (0: not scheduled).
-func (e *entry) interval() time.Duration {
-	return time.Duration(math.Round(float64(e.iv) * 1e9))
-}
-
-// setInterval sets e's interval, held as float32 seconds: to within
-// 2^-24 of it (5 ms of a day, 30 ns of the half-second "day" of the
-// live bench), which moves a fetch by as much; heldInterval(d) is what
-// interval then gives back.
-func (e *entry) setInterval(d time.Duration) { e.iv = float32(d.Seconds()) }
-
-// heldInterval is d as an entry holds it (setInterval).
-func heldInterval(d time.Duration) time.Duration {
-	return time.Duration(math.Round(float64(float32(d.Seconds())) * 1e9))
 }
 
 // state is e's estimator state.
@@ -557,7 +538,7 @@ func (f *frontier) schedule(e *entry, due time.Time) {
 		return // requeued when its result comes back
 	}
 	strict := e.is(flagCapture)
-	off := e.interval() <= 0 || e.is(flagPaused)
+	off := e.interval <= 0 || e.is(flagPaused)
 	if e.index >= 0 && (e.is(flagStrict) != strict || off) {
 		heap.Remove(h.heap(e.is(flagStrict)), int(e.index))
 	}

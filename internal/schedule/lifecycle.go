@@ -58,7 +58,7 @@ func (s *Scheduler) View(url string, now time.Time) (URLView, bool) {
 	if !ok || e.is(flagOneShot) {
 		return URLView{}, false
 	}
-	v := URLView{Interval: e.interval(), NextDue: fromNanos(e.nextDue), InFlight: e.is(flagInFlight), Paused: e.is(flagPaused), Disallowed: e.is(flagDisallowed),
+	v := URLView{Interval: e.interval, NextDue: fromNanos(e.nextDue), InFlight: e.is(flagInFlight), Paused: e.is(flagPaused), Disallowed: e.is(flagDisallowed),
 		Weight: s.weights[e.pos], Capture: e.is(flagCapture), Rate: s.rates[e.pos], RateSE: float64(s.rateSEs[e.pos])}
 	v.GivenUp = s.givenUpSet(e)
 	v.Due = s.due(e, now)
@@ -149,8 +149,8 @@ func (s *Scheduler) Resume(urls []string, now time.Time) int {
 			continue
 		}
 		e.set(flagPaused, false)
-		if e.interval() <= 0 {
-			e.setInterval(time.Duration(float64(s.Len()) / s.o.Budget * float64(time.Second)))
+		if e.interval <= 0 {
+			e.interval = time.Duration(float64(s.Len()) / s.o.Budget * float64(time.Second))
 		}
 		due := fromNanos(e.nextDue)
 		if due.Before(now) {
@@ -323,8 +323,8 @@ func (s *Scheduler) HostViews() []HostView {
 			v.Paused++
 		case e.is(flagDisallowed):
 			v.Disallowed++
-		case e.interval() > 0:
-			v.Planned += float64(time.Second) / float64(e.interval())
+		case e.interval > 0:
+			v.Planned += float64(time.Second) / float64(e.interval)
 		}
 	}
 	slices.SortFunc(out, func(a, b HostView) int {

@@ -72,30 +72,3 @@ func TestPrevGapRoundTrips(t *testing.T) {
 		}
 	}
 }
-
-// TestIntervalRoundTrips: an entry's interval, held as float32 seconds,
-// reads back within 2^-24 of what was set (and a nanosecond of
-// rounding), from a nanosecond to ten years and at the fractions of a
-// second of the live bench's half-second day, as heldInterval says, and
-// setting what it read back holds it unchanged; 0 (not scheduled) is 0.
-func TestIntervalRoundTrips(t *testing.T) {
-	rng := rand.New(rand.NewPCG(16, 27))
-	var e entry
-	for range 10_000 {
-		d := time.Duration(math.Exp(rng.Float64() * math.Log(10*365*86400e9)))
-		e.setInterval(d)
-		got := e.interval()
-		if diff := math.Abs(float64(got - d)); diff > float64(d)*0x1p-24+1 {
-			t.Fatalf("interval %v read back as %v (off by %v ns)", d, got, diff)
-		}
-		if got != heldInterval(d) {
-			t.Fatalf("interval %v read back as %v, heldInterval says %v", d, got, heldInterval(d))
-		}
-		if e.setInterval(got); e.interval() != got && got >= time.Millisecond {
-			t.Fatalf("interval %v held again read back as %v", got, e.interval())
-		}
-	}
-	if e.setInterval(0); e.interval() != 0 {
-		t.Fatalf("interval 0 read back as %v", e.interval())
-	}
-}

@@ -69,8 +69,8 @@ func checkInvariants(t *testing.T, s *Scheduler) {
 		if int(e.pos) != i || s.blocked.has(i) != off || s.planHosts[s.hosts[i]] != s.front.hostOf(e) {
 			t.Fatalf("mirror of %s (pos %d) disagrees with the entry", s.front.url(e), i)
 		}
-		if s.adaptive && e.interval() > 0 && !off && (s.fixed == nil || s.fixed[i] == 0) && s.freqs[i] != float64(time.Second)/float64(e.interval()) {
-			t.Fatalf("mirror of %s: frequency %v for interval %v", s.front.url(e), s.freqs[i], e.interval())
+		if s.adaptive && e.interval > 0 && !off && (s.fixed == nil || s.fixed[i] == 0) && s.freqs[i] != float64(time.Second)/float64(e.interval) {
+			t.Fatalf("mirror of %s: frequency %v for interval %v", s.front.url(e), s.freqs[i], e.interval)
 		}
 	}
 	if len(s.rates) != len(s.list) || len(s.rateSEs) != len(s.list) || len(s.weights) != len(s.list) || (s.adaptive && (len(s.freqs) != len(s.list) || len(s.adModified) != len(s.list))) || (s.fixed != nil && len(s.fixed) != len(s.list)) || len(s.hosts) != len(s.list) {
@@ -123,8 +123,8 @@ func TestReplanInStepsEqualsReplan(t *testing.T) {
 			}
 			for i, ea := range entriesOf(a, a.list) {
 				eb := b.front.entry(b.list[i])
-				if ea.interval() != eb.interval() || ea.nextDue != eb.nextDue {
-					t.Fatalf("%s: interval %v due %v in one step, %v %v in steps", a.front.url(ea), ea.interval(), ea.nextDue, eb.interval(), eb.nextDue)
+				if ea.interval != eb.interval || ea.nextDue != eb.nextDue {
+					t.Fatalf("%s: interval %v due %v in one step, %v %v in steps", a.front.url(ea), ea.interval, ea.nextDue, eb.interval, eb.nextDue)
 				}
 			}
 			planA, atA, useA := a.Plan()
@@ -195,8 +195,8 @@ func TestReplanStepsInterleavedWithFetches(t *testing.T) {
 		checkInvariants(t, s)
 	}
 	checkInvariants(t, s)
-	if !blocked.is(flagDisallowed) || blocked.interval() != s.o.DisallowRetry {
-		t.Errorf("URL disallowed during the plan: disallowed %v, interval %v, want %v", blocked.is(flagDisallowed), blocked.interval(), s.o.DisallowRetry)
+	if !blocked.is(flagDisallowed) || blocked.interval != s.o.DisallowRetry {
+		t.Errorf("URL disallowed during the plan: disallowed %v, interval %v, want %v", blocked.is(flagDisallowed), blocked.interval, s.o.DisallowRetry)
 	}
 	if iv := s.Interval("http://late/x"); iv != 42*time.Second {
 		t.Errorf("URL added during the plan has interval %v, want its own 42s until the next plan", iv)
@@ -214,9 +214,9 @@ func TestReplanStepsInterleavedWithFetches(t *testing.T) {
 		if e.is(flagDisallowed) || j.freq[i] <= 0 {
 			continue
 		}
-		want := heldInterval(max(time.Duration(float64(time.Second)/j.freq[i]), time.Millisecond))
-		if e.interval() != want && s.capOf(e) == nil {
-			t.Fatalf("%s: interval %v, plan says %v", s.front.url(e), e.interval(), want)
+		want := max(time.Duration(float64(time.Second)/j.freq[i]), time.Millisecond)
+		if e.interval != want && s.capOf(e) == nil {
+			t.Fatalf("%s: interval %v, plan says %v", s.front.url(e), e.interval, want)
 		}
 	}
 }
@@ -273,7 +273,7 @@ func TestReplanInStepsWithPausedURLs(t *testing.T) {
 			for i, e := range entriesOf(a, a.list) {
 				if i%37 == 0 {
 					paused = append(paused, a.front.url(e))
-					before[a.front.url(e)] = e.interval()
+					before[a.front.url(e)] = e.interval
 				}
 			}
 			if a.Pause(paused) != len(paused) || b.Pause(paused) != len(paused) {
@@ -291,15 +291,15 @@ func TestReplanInStepsWithPausedURLs(t *testing.T) {
 			}
 			for i, ea := range entriesOf(a, a.list) {
 				eb := b.front.entry(b.list[i])
-				if ea.interval() != eb.interval() || ea.nextDue != eb.nextDue {
-					t.Fatalf("%s: interval %v due %v in one step, %v %v in steps", a.front.url(ea), ea.interval(), ea.nextDue, eb.interval(), eb.nextDue)
+				if ea.interval != eb.interval || ea.nextDue != eb.nextDue {
+					t.Fatalf("%s: interval %v due %v in one step, %v %v in steps", a.front.url(ea), ea.interval, ea.nextDue, eb.interval, eb.nextDue)
 				}
 				if ea.is(flagPaused) {
 					if j.freq[i] != 0 || j.in.Weights[i] != 0 {
 						t.Fatalf("paused %s: plan frequency %v, weight %v; want 0 and 0", a.front.url(ea), j.freq[i], j.in.Weights[i])
 					}
-					if ea.interval() != before[a.front.url(ea)] || ea.index >= 0 {
-						t.Fatalf("paused %s: interval %v (was %v), queued at %d", a.front.url(ea), ea.interval(), before[a.front.url(ea)], ea.index)
+					if ea.interval != before[a.front.url(ea)] || ea.index >= 0 {
+						t.Fatalf("paused %s: interval %v (was %v), queued at %d", a.front.url(ea), ea.interval, before[a.front.url(ea)], ea.index)
 					}
 				}
 			}
@@ -350,7 +350,7 @@ func TestLifecycleBetweenReplanSteps(t *testing.T) {
 	before := map[string]time.Duration{}
 	for i := 7; i < len(s.list); i += 53 {
 		paused = append(paused, s.front.url(s.front.entry(s.list[i])))
-		before[s.front.url(s.front.entry(s.list[i]))] = s.front.entry(s.list[i]).interval()
+		before[s.front.url(s.front.entry(s.list[i]))] = s.front.entry(s.list[i]).interval
 	}
 	s.Pause(paused)
 	s.Add(URLInfo{URL: "http://late/x", Host: "late", Weight: 1, Rate: 1.0 / 3600, Interval: 42 * time.Second, NextDue: at}, at)
@@ -391,8 +391,8 @@ func TestLifecycleBetweenReplanSteps(t *testing.T) {
 			t.Fatalf("%s: no view", s.front.url(e))
 		}
 		if e.is(flagPaused) {
-			if e.interval() != before[s.front.url(e)] {
-				t.Fatalf("paused %s: interval %v, was %v", s.front.url(e), e.interval(), before[s.front.url(e)])
+			if e.interval != before[s.front.url(e)] {
+				t.Fatalf("paused %s: interval %v, was %v", s.front.url(e), e.interval, before[s.front.url(e)])
 			}
 			continue
 		}
@@ -402,8 +402,8 @@ func TestLifecycleBetweenReplanSteps(t *testing.T) {
 		if e.is(flagDisallowed) || j.freq[i] <= 0 {
 			continue
 		}
-		if want := heldInterval(max(time.Duration(float64(time.Second)/j.freq[i]), time.Millisecond)); e.interval() != want {
-			t.Fatalf("%s: interval %v, plan says %v", s.front.url(e), e.interval(), want)
+		if want := max(time.Duration(float64(time.Second)/j.freq[i]), time.Millisecond); e.interval != want {
+			t.Fatalf("%s: interval %v, plan says %v", s.front.url(e), e.interval, want)
 		}
 	}
 	// The host of a fetch in flight when its URL was removed was released.

@@ -285,8 +285,8 @@ func (s *Scheduler) mirror(e *entry) {
 	}
 	off := e.is(flagDisallowed) || e.is(flagPaused)
 	f, fx := 0.0, 0.0
-	if !off && e.interval() > 0 {
-		f = float64(time.Second) / float64(e.interval())
+	if !off && e.interval > 0 {
+		f = float64(time.Second) / float64(e.interval)
 	}
 	if cs := s.capOf(e); cs != nil && !off {
 		if fx = cs.rate(); fx > 0 {
@@ -398,7 +398,7 @@ func (s *Scheduler) Enqueue(url, host string, at time.Time) bool {
 	}
 	e, _ := s.front.add(url, host, s.baseGap())
 	e.set(flagOneShot, true)
-	e.setInterval(time.Hour) // any interval > 0 keeps it queued
+	e.interval = time.Hour // any interval > 0 keeps it queued
 	s.shots++
 	s.front.schedule(e, at)
 	return true
@@ -478,14 +478,14 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		e.set(flagUnfetched, true)
 		s.unfetched++
 	}
-	e.setInterval(u.Interval)
-	if e.interval() <= 0 {
+	e.interval = u.Interval
+	if e.interval <= 0 {
 		if a, ok := s.o.Policy.(adaptivePolicy); ok {
-			e.setInterval(a.Initial())
+			e.interval = a.Initial()
 		} else {
 			// Until the next plan: the uniform share, so a new URL is
 			// fetched soon and learnt.
-			e.setInterval(time.Duration(float64(s.Len()) / s.o.Budget * float64(time.Second)))
+			e.interval = time.Duration(float64(s.Len()) / s.o.Budget * float64(time.Second))
 		}
 	}
 	due := u.NextDue
@@ -564,7 +564,7 @@ func (s *Scheduler) observeCapture(url string, from, to time.Time, exact bool) {
 	} else {
 		cs.changedIn(secs(from), secs(to))
 	}
-	cs.maybeLearn(e.interval())
+	cs.maybeLearn(e.interval)
 	s.captureMoved(e, before)
 }
 
@@ -573,7 +573,7 @@ func (s *Scheduler) CaptureStatus(limit int) []CaptureStatus {
 	var out []CaptureStatus
 	for id, cs := range s.captures {
 		e := s.front.entry(id)
-		out = append(out, cs.status(s.front.url(e), e.interval()))
+		out = append(out, cs.status(s.front.url(e), e.interval))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].URL < out[j].URL })
 	if len(out) > limit {
@@ -688,8 +688,8 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		s.setDisallowed(e, fb.Disallowed)
 		s.moved++
 	}
-	if e.interval() <= 0 {
-		e.setInterval(time.Duration(float64(s.Len()) / s.o.Budget * float64(time.Second)))
+	if e.interval <= 0 {
+		e.interval = time.Duration(float64(s.Len()) / s.o.Budget * float64(time.Second))
 	}
 	// Space the host from when the request finished: measured at the
 	// server, a request's start can lag ours by the connection set-up, so
@@ -702,7 +702,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	// due, not after it started, so that waiting for the budget's token
 	// or a busy host does not stretch every interval and lose fetches.
 	// A fetch later than half an interval starts a new phase.
-	due := fb.Start.Add(e.interval())
+	due := fb.Start.Add(e.interval)
 	// A URL's first fetch has no phase to keep: its due time was when it
 	// was added. A cold start fetches N URLs over N/B at the budget; one
 	// interval after each (or after the seeding) would leave the budget
@@ -716,14 +716,14 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	firstOK := fb.OK && e.pos >= 0 && s.prevGap[e.pos] == 0
 	recheckTau := s.recheckTau(e)
 	if firstOK && recheckTau == 0 {
-		due = fb.Start.Add(s.firstPassLeft() + time.Duration(float64(e.interval())*frac(s.front.url(e))))
+		due = fb.Start.Add(s.firstPassLeft() + time.Duration(float64(e.interval)*frac(s.front.url(e))))
 	} else if recheckTau > 0 && fb.OK && !e.is(flagRechecked) {
 		// The check of a URL given up is followed by its probe.
 		e.set(flagRechecked, true)
 		due = fb.Start.Add(recheckTau)
-	} else if d := fromNanos(e.nextDue).Add(e.interval()); e.nextDue != 0 && e.nextDue <= nanos(fb.Start) && d.Before(due) {
+	} else if d := fromNanos(e.nextDue).Add(e.interval); e.nextDue != 0 && e.nextDue <= nanos(fb.Start) && d.Before(due) {
 		due = d
-		if half := fb.Start.Add(e.interval() / 2); due.Before(half) {
+		if half := fb.Start.Add(e.interval / 2); due.Before(half) {
 			due = half
 		}
 	}
@@ -734,10 +734,10 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	switch a, adaptive := s.o.Policy.(adaptivePolicy); {
 	case e.is(flagDisallowed):
 		due = fb.Start.Add(s.o.DisallowRetry)
-	case cs != nil && e.interval() > 0:
+	case cs != nil && e.interval > 0:
 		if fb.OK {
 			before := cs.rate()
-			cs.poll(fb.Start, fb.Changed, e.interval())
+			cs.poll(fb.Start, fb.Changed, e.interval)
 			if cs.rate() != before {
 				s.moved++ // mirrored below
 			}
@@ -745,12 +745,11 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		// After the poll just made, and after the phase it was due at:
 		// a poll handed out early (a retry) must not be due again at
 		// the same phase, where it would get the same task id.
-		due = cs.next(s.front.url(e), latest(fb.Start, fromNanos(e.nextDue)), e.interval())
-	case adaptive && e.interval() > 0:
+		due = cs.next(s.front.url(e), latest(fb.Start, fromNanos(e.nextDue)), e.interval)
+	case adaptive && e.interval > 0:
 		var st adaptiveState
-		st, due = a.Next(adaptiveState{Interval: e.interval(), Modified: fromNanos(s.adModified[e.pos]), Reset: e.is(flagAdReset)}, fb)
-		e.setInterval(st.Interval)
-		s.adModified[e.pos] = nanos(st.Modified)
+		st, due = a.Next(adaptiveState{Interval: e.interval, Modified: fromNanos(s.adModified[e.pos]), Reset: e.is(flagAdReset)}, fb)
+		e.interval, s.adModified[e.pos] = st.Interval, nanos(st.Modified)
 		e.set(flagAdReset, st.Reset)
 	}
 	s.mirror(e)
@@ -777,7 +776,7 @@ func (s *Scheduler) Abort(url string, at, due time.Time) {
 // Interval is the URL's current interval (0 if unknown or unscheduled).
 func (s *Scheduler) Interval(url string) time.Duration {
 	if e, ok := s.front.urls.get(url); ok {
-		return e.interval()
+		return e.interval
 	}
 	return 0
 }
@@ -1872,7 +1871,7 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 			continue
 		}
 		if e.is(flagDisallowed) {
-			e.setInterval(s.o.DisallowRetry)
+			e.interval = s.o.DisallowRetry
 			s.mirror(e)
 			continue
 		}
@@ -1894,12 +1893,12 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 			f /= 2
 		}
 		s.setRecheckTau(e, tau)
-		old := e.interval()
+		old := e.interval
 		// f is within the host's cap, so iv is at least the host's gap;
 		// the floor only keeps a rounding from making it zero (which
 		// would unschedule the URL), and is no time scale of its own.
-		iv := heldInterval(max(time.Duration(float64(time.Second)/f), time.Nanosecond))
-		e.setInterval(iv)
+		iv := max(time.Duration(float64(time.Second)/f), time.Nanosecond)
+		e.interval = iv
 		if e.index >= 0 && old > 0 && e.nextDue != 0 && !e.is(flagCapture) && s.lastOK[e.pos] != 0 {
 			// Keep the phase: move the next fetch by the change of
 			// interval, but never further than one new interval away.
