@@ -212,7 +212,7 @@ fetched) are null.`,
 	f.IntVar(&top, "top", 20, "list this many elements, the largest by weight×rate (0: all)")
 	f.BoolVar(&all, "all", false, "list every element")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
-	withConfig(cmd, &cfg, "data", "listen", "api", "api-token", "api-read-token", "tls-cert", "policy", "objective", "prior-rate", "log-level")
+	withConfig(cmd, &cfg, "data", "listen", "api", "api-token", "api-read-token", "tls-cert", "policy", "objective", "prior-rate", "half-life", "log-level")
 	return cmd
 }
 
@@ -224,7 +224,7 @@ func planElements(cfg config.Config) ([]plan.Element, map[string]float64, error)
 		db, err := openStore(cfg, true)
 		if err == nil {
 			defer db.Close()
-			els, err := plan.FromStore(db, prior, time.Now())
+			els, err := plan.FromStore(db, prior, cfg.HalfLife, time.Now())
 			if err != nil {
 				return nil, nil, err
 			}

@@ -268,12 +268,17 @@ func parseRow(rec []string, name string, line int) (Element, []*lineError) {
 // Every element also carries the model of docs/design.md §3.3: its
 // posterior under the population priors fitted, as the coordinator fits
 // them, to the estimator states stored, and the probability that its
-// stored copy is current at now.
-func FromStore(db *store.DB, priorRate float64, now time.Time) ([]Element, error) {
+// stored copy is current at now, allowing, as the coordinator does, for
+// a change of its rate since the fetch at the collection's hazard: the
+// change points the states counted over the time the URLs were watched
+// (from being added to their last successful fetch), with halfLife, the
+// estimator's, scaling the hazard's prior.
+func FromStore(db *store.DB, priorRate float64, halfLife time.Duration, now time.Time) ([]Element, error) {
 	var out []Element
 	var urls, hosts []string
 	var states []estimate.State
 	var lastOK []time.Time
+	var changePoints, watched float64
 	err := db.ForEach(func(u store.URL) error {
 		r := u.Rate
 		if !(r > 0) || math.IsInf(r, 1) {
@@ -283,6 +288,10 @@ func FromStore(db *store.DB, priorRate float64, now time.Time) ([]Element, error
 		if len(u.Estimate) > 0 && st.UnmarshalBinary(u.Estimate) != nil {
 			st = schedule.EstimateState{} // unreadable: as if unobserved
 		}
+		changePoints += float64(st.State.ChangePoints())
+		if !u.LastOK.IsZero() && u.LastOK.After(u.AddedAt) {
+			watched += u.LastOK.Sub(u.AddedAt).Seconds()
+		}
 		out = append(out, Element{ID: u.URL, Rate: r, Weight: u.Weight, Host: u.Host, Model: true})
 		urls, hosts, states, lastOK = append(urls, u.URL), append(hosts, u.Host), append(states, st.State), append(lastOK, u.LastOK)
 		return nil
@@ -291,6 +300,7 @@ func FromStore(db *store.DB, priorRate float64, now time.Time) ([]Element, error
 		return nil, fmt.Errorf("read URLs from %s: %w", db.Path(), err)
 	}
 	pr := schedule.FitPriors(priorRate, urls, hosts, states)
+	sw := pr.RateSwitch(schedule.CollectionHazard(changePoints, watched, halfLife))
 	for i := range out {
 		tmpl := schedule.PathTemplate(urls[i])
 		prior := pr.For(hosts[i], tmpl)
@@ -301,7 +311,7 @@ func FromStore(db *store.DB, priorRate float64, now time.Time) ([]Element, error
 			// the model's prior (docs/design.md §3.7, "An honest model").
 			model := post.Reweighted(prior, pr.ForModel(hosts[i], tmpl))
 			age := math.Max(now.Sub(lastOK[i]).Seconds(), 0)
-			out[i].CopyFresh = model.Expect(func(l float64) float64 { return math.Exp(-l * age) })
+			out[i].CopyFresh = sw.ExpectFresh(model.Sketch(prior.Grid()), age)
 		}
 	}
 	return out, nil

@@ -44,11 +44,20 @@ func TestModelFreshnessHonest(t *testing.T) {
 	if err := j.Solve(); err != nil {
 		t.Fatal(err)
 	}
+	pr := j.priors
+	if j.newPrior != nil {
+		pr = j.newPrior
+	}
+	if !(j.hazard > 0) {
+		t.Fatalf("hazard %v: no rate switch to weigh", j.hazard)
+	}
+	sw := pr.RateSwitch(j.hazard)
 	var fastP, slowP float64
 	for i, e := range j.list {
 		// The model's posterior (under the model's priors, not the
-		// plan's: docs/design.md §3.7).
-		p := j.models[i].ExpectFresh(j.priors.grid(), now.Sub(fromNanos(j.lastOK[i])).Seconds())
+		// plan's: docs/design.md §3.7), its rate switching at the
+		// collection's hazard to a draw from the population's.
+		p := sw.ExpectFresh(j.models[i], now.Sub(fromNanos(j.lastOK[i])).Seconds())
 		switch s.front.url(s.front.entry(e)) {
 		case "http://a/fast":
 			fastP = p
@@ -64,6 +73,8 @@ func TestModelFreshnessHonest(t *testing.T) {
 	}
 	// The model is the weighted mean, the never-fetched URL counting 0.
 	want := (fastP + slowP + 0) / 3
+	for !s.Apply(j, now, 1<<30) { // the scheduler's priors become the plan's
+	}
 	if m := s.ModelFreshness(now); math.Abs(m-want) > 1e-6 {
 		t.Errorf("model freshness %v, want (%.4f + %.4f + 0)/3 = %v", m, fastP, slowP, want)
 	}

@@ -347,3 +347,17 @@ func FitPriors(priorRate float64, urls, hosts []string, states []estimate.State)
 	}
 	return p.refit(in, 300)
 }
+
+// RateSwitch is what the model freshness needs to weigh a change of a
+// URL's rate since its posterior (docs/design.md §3.7, "An honest
+// model"): the switch at the collection's hazard h of a rate change (per
+// URL per second, CollectionHazard) to a draw from the model's population
+// prior, for the Sketches of posteriors under ForModel's priors.
+func (p *Priors) RateSwitch(h float64) *estimate.RateSwitch {
+	pop := p.pop
+	if p.model != nil {
+		pop = p.model.pop
+	}
+	post := pop.Posterior(estimate.State{})
+	return estimate.NewRateSwitch(p.grid(), h, post.Sketch(p.grid()))
+}

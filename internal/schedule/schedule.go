@@ -267,7 +267,7 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 		o.DisallowRetry = DefaultDisallowRetry
 	}
 	if o.HalfLife <= 0 {
-		o.HalfLife = 90 * 24 * time.Hour
+		o.HalfLife = DefaultHalfLife
 	}
 	if o.Priors == nil {
 		o.Priors = newPriorSet(o.PriorRate)
@@ -979,7 +979,7 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 		j.freq = append([]float64(nil), s.freqs...)
 	}
 	s.updateHazard(now)
-	j.hazard = (s.changePoints + 1) / (s.urlTime + hazardPriorTime*s.o.HalfLife.Seconds())
+	j.hazard = CollectionHazard(s.changePoints, s.urlTime, s.o.HalfLife)
 	j.horizon = 1 / j.hazard
 	s.priors.setHazard(j.hazard)
 	j.halfLife = s.o.HalfLife.Seconds()
@@ -991,6 +991,15 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	s.pickResummaries(j)
 	posts.Wait()
 	return j
+}
+
+// CollectionHazard is the hazard of a change of a URL's rate (per URL per
+// second) that the exploration, the rechecks and the model freshness use:
+// changePoints detected over observed seconds of the collection's URLs,
+// with the prior's one change in hazardPriorTime half-lives added, so that
+// a young collection is not taken to have none.
+func CollectionHazard(changePoints, observed float64, halfLife time.Duration) float64 {
+	return (changePoints + 1) / (observed + hazardPriorTime*halfLife.Seconds())
 }
 
 // hazardPriorTime is the prior's observed time of the hazard estimate, in
@@ -1103,7 +1112,7 @@ func (j *PlanJob) Solve() error {
 		}
 		j.out = PlanOutput{Freq: j.freq}
 		j.out.Freshness, j.out.Age = modelFreshness(in, j.freq)
-		j.out.ModelFreshness = modelNow(in.Weights, j.blocked, j.models, pr.grid(), j.lastOK, now)
+		j.out.ModelFreshness = modelNow(in.Weights, j.blocked, j.models, pr.RateSwitch(j.hazard), j.lastOK, now)
 		return nil
 	}
 	// Capture URLs that poll at their own rate take it off the budget
@@ -1190,9 +1199,8 @@ func (j *PlanJob) Solve() error {
 	// freshness now and the band on the other. Each sums in element
 	// order, so the figures do not depend on the split.
 	var wg sync.WaitGroup
-	grid := j.priors.grid()
 	wg.Go(func() { out.Freshness = expectedFreshness(j.in.Weights, j.posts, freq) })
-	model := modelNow(j.in.Weights, j.blocked, j.models, grid, j.lastOK, now)
+	model := modelNow(j.in.Weights, j.blocked, j.models, pr.RateSwitch(j.hazard), j.lastOK, now)
 	band := bandOf(j.in, j.rateSE, out.Freq) // every element: out.Freq is spread back above
 	wg.Wait()
 	out.ModelFreshness = model
@@ -1731,12 +1739,12 @@ const resolved = 0.05
 const maxRecheck = 4.0
 
 // modelNow is the model's expected freshness of the copies now
-// (docs/design.md §3.3, "an honest model"): Σ w·E[e^{−λ·age}] / Σ w over
-// the URLs that count (weight > 0, not disallowed), the copy of a URL
-// never fetched counting as stale, the expectation over each URL's
-// posterior under the model's priors (models, coded on grid). It is
-// always a number in [0, 1].
-func modelNow(weights []float64, blocked bitset, models []estimate.Sketch, grid estimate.LogGrid, lastOK []int64, now int64) float64 {
+// (docs/design.md §3.7, "An honest model"): Σ w·P(copy current) / Σ w
+// over the URLs that count (weight > 0, not disallowed), the copy of a
+// URL never fetched counting as stale, the probability over each URL's
+// posterior under the model's priors (models) and a switch of its rate
+// since the fetch (sw). It is always a number in [0, 1].
+func modelNow(weights []float64, blocked bitset, models []estimate.Sketch, sw *estimate.RateSwitch, lastOK []int64, now int64) float64 {
 	var num, den float64
 	for i, w := range weights {
 		if !(w > 0) || math.IsInf(w, 1) || blocked.has(i) {
@@ -1747,7 +1755,7 @@ func modelNow(weights []float64, blocked bitset, models []estimate.Sketch, grid 
 			continue
 		}
 		age := float64(now-lastOK[i]) / 1e9
-		if p := models[i].ExpectFresh(grid, math.Max(age, 0)); p >= 0 && p <= 1 {
+		if p := sw.ExpectFresh(models[i], math.Max(age, 0)); p >= 0 && p <= 1 {
 			num += w * p
 		}
 	}
@@ -1805,7 +1813,8 @@ func expectedFreshness(weights []float64, posts []estimate.Summary, freq []float
 // (the virtual benchmark); the coordinator reports the value each plan
 // computes (PlanOutput.ModelFreshness).
 func (s *Scheduler) ModelFreshness(now time.Time) float64 {
-	return modelNow(s.weights, s.blocked, s.models, s.priors.load().grid(), s.lastOK, now.UnixNano())
+	pr := s.priors.load()
+	return modelNow(s.weights, s.blocked, s.models, pr.RateSwitch(s.priors.hazard()), s.lastOK, now.UnixNano())
 }
 
 // Apply sets the intervals of up to limit more URLs from a solved job,
