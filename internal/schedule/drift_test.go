@@ -209,8 +209,8 @@ func TestDatedRecheckIsOneFetch(t *testing.T) {
 		if !ok {
 			continue
 		}
-		if j.dated[i] != lm {
-			t.Errorf("%s: dated %v in the plan, want %v (from the stored state)", url, j.dated[i], lm)
+		if j.dated.has(i) != lm {
+			t.Errorf("%s: dated %v in the plan, want %v (from the stored state)", url, j.dated.has(i), lm)
 		}
 		f, tau := j.freq[i], j.recheckTau[i]
 		switch {
@@ -249,8 +249,8 @@ func TestDatedRecheckIsOneFetch(t *testing.T) {
 		var st EstimateState
 		fb := learnEvery(est, url, "h0", &st, now, time.Hour, 3*time.Hour, 40, dated)
 		s.Done(url, fb)
-		if s.dated[e.pos] != dated {
-			t.Errorf("after a fetch with Dated %v: dated %v", dated, s.dated[e.pos])
+		if s.dated.has(int(e.pos)) != dated {
+			t.Errorf("after a fetch with Dated %v: dated %v", dated, s.dated.has(int(e.pos)))
 		}
 	}
 }
@@ -279,14 +279,14 @@ func TestDatedNeverPaired(t *testing.T) {
 			n++
 		}
 	}
-	for k := range s.dated {
-		s.dated[k] = k%2 == 0
+	for k := range s.list {
+		s.dated.set(k, k%2 == 0)
 	}
 	j := planTwice(t, s, now, n)
 	pairs := 0
 	for i, p := range j.paired {
 		switch {
-		case p && j.dated[i]:
+		case p && j.dated.has(i):
 			t.Errorf("URL %d: dated, and its fetches come in pairs", i)
 		case p:
 			pairs++

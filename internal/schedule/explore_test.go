@@ -278,11 +278,11 @@ func TestGivenUpAfterProbesStaysResolved(t *testing.T) {
 	} {
 		j := &PlanJob{
 			in:       PlanInput{Budget: 1, Rates: []float64{fast.Harmonic}, Weights: []float64{w}, Hosts: []int32{0}, HostCaps: []float64{1}},
-			blocked:  []bool{false},
+			blocked:  bitset{0},
 			posts:    []estimate.Summary{fast},
 			lastOK:   []int64{1},
 			lastIv:   []float64{tc.lastIv},
-			probing:  []bool{false},
+			probing:  bitset{0},
 			probes:   []uint8{0},
 			halfLife: 90 * day,
 			hazard:   1 / (20 * 365 * day), // a rate change every twenty years

@@ -29,10 +29,12 @@ type entry struct {
 	// URL's fingerprint and origin its store id instead.
 	path pathRef
 	// st is the estimator's state (docs/design.md §3.3), packed
-	// (packState) into its slab's arena (stateArena), nil while it is
+	// (packState) into its slab's arena (stateArena), 0 while it is
 	// the zero state: most URLs of a new collection have none, and a
-	// state takes 112 bytes unpacked.
-	st *byte
+	// state takes 112 bytes unpacked. A 4-byte reference, not an 8-byte
+	// pointer, which also leaves the slabs with no pointer for the
+	// garbage collector to scan.
+	st stateRef
 
 	interval time.Duration // 1/f from the plan; 0 = not scheduled (given up, disallowed)
 	nextDue  int64         // Unix ns
@@ -44,7 +46,7 @@ type entry struct {
 	// older state is dropped: it only has to differ from the one a
 	// snapshot saw, so it may wrap). The weight and the last two
 	// successful fetches are only in the scheduler's arrays
-	// (Scheduler.weights, lastOK and prevOK).
+	// (Scheduler.weights, lastOK and prevGap).
 	priorVer uint32
 	index    int32  // in its host's heap (urls or polls), -1 when not queued
 	pos      int32  // in Scheduler.list, -1 for a one-off request or a removed URL
@@ -162,11 +164,11 @@ func (e *entry) set(f entryFlags, v bool) {
 }
 
 // state is e's estimator state.
-func (e *entry) state() estimate.State {
-	if e.st == nil {
+func (p *entryStore) state(e *entry) estimate.State {
+	if e.st == 0 {
 		return estimate.State{}
 	}
-	return unpackState(e.st)
+	return unpackState(p.arenas[e.id>>entryChunkBits].at(e.st))
 }
 
 // observed reports whether e's estimate holds observations.
@@ -185,8 +187,8 @@ const (
 // high bytes of small counts). A state is plain numbers (no pointers,
 // TestPackedStateRoundTrips), so its bytes are all there is to it and
 // unpackState gives it back exactly. The length of the packed form
-// follows from its bitmap (packedLen), so the entry holds a pointer to
-// its first byte, 8 bytes where a slice takes 24.
+// follows from its bitmap (packedLen), so the entry holds a reference
+// to its first byte (stateRef), 4 bytes where a slice takes 24.
 func packState(st *estimate.State) []byte {
 	buf := make([]byte, packedSize(st))
 	packInto(buf, st)
@@ -228,7 +230,17 @@ func packedLen(p *byte) int {
 // stateBlock is the size of a block of a stateArena: some hundred
 // packed states, so that a slab's partly filled last block costs about a
 // byte an entry.
-const stateBlock = 8 << 10
+const (
+	stateBlockBits = 13
+	stateBlock     = 1 << stateBlockBits
+)
+
+// stateRef names the first byte of a packed state in its slab's arena
+// (stateArena.at): one more than its block's index times stateBlock plus
+// its offset in the block, so that 0 names none. A slab's 4 096 states of
+// at most 126 bytes fill at most 63 blocks of 8 KiB, far below the 2^19
+// a reference can name.
+type stateRef uint32
 
 // stateArena holds the packed estimator states of one slab of entries
 // in blocks, so that a state costs its bytes and no allocation of its
@@ -243,8 +255,8 @@ type stateArena struct {
 	live, dead int
 }
 
-// take returns n zero bytes in the arena.
-func (a *stateArena) take(n int) []byte {
+// take returns n zero bytes in the arena and their reference.
+func (a *stateArena) take(n int) ([]byte, stateRef) {
 	last := len(a.blocks) - 1
 	if last < 0 || cap(a.blocks[last])-len(a.blocks[last]) < n {
 		a.blocks = append(a.blocks, make([]byte, 0, stateBlock))
@@ -253,7 +265,13 @@ func (a *stateArena) take(n int) []byte {
 	b := a.blocks[last]
 	a.blocks[last] = b[:len(b)+n]
 	a.live += n
-	return b[len(b) : len(b)+n : len(b)+n]
+	return b[len(b) : len(b)+n : len(b)+n], stateRef(last<<stateBlockBits+len(b)) + 1
+}
+
+// at is the first byte of the packed state r names (r > 0).
+func (a *stateArena) at(r stateRef) *byte {
+	r--
+	return &a.blocks[r>>stateBlockBits][r&(stateBlock-1)]
 }
 
 // setState sets e's estimator state.
@@ -261,11 +279,11 @@ func (p *entryStore) setState(e *entry, st estimate.State) {
 	e.set(flagObserved, st.Observations() > 0)
 	a := &p.arenas[e.id>>entryChunkBits]
 	old := 0
-	if e.st != nil {
-		old = packedLen(e.st)
+	if e.st != 0 {
+		old = packedLen(a.at(e.st))
 	}
 	if st == (estimate.State{}) {
-		e.st = nil
+		e.st = 0
 		a.live -= old
 		a.dead += old
 		return
@@ -273,15 +291,15 @@ func (p *entryStore) setState(e *entry, st estimate.State) {
 	n := packedSize(&st)
 	if n <= old {
 		// In place: the bytes after it are dead.
-		buf := unsafe.Slice(e.st, old)
+		buf := unsafe.Slice(a.at(e.st), old)
 		clear(buf)
 		packInto(buf[:n], &st)
 		a.live -= old - n
 		a.dead += old - n
 	} else {
-		buf := a.take(n)
+		buf, ref := a.take(n)
 		packInto(buf, &st)
-		e.st = &buf[0]
+		e.st = ref
 		a.live -= old
 		a.dead += old
 	}
@@ -294,15 +312,17 @@ func (p *entryStore) setState(e *entry, st estimate.State) {
 // leaving the old ones to the garbage collector.
 func (p *entryStore) compactStates(c uint32) {
 	var fresh stateArena
+	old := &p.arenas[c]
 	for i := range p.chunks[c] {
 		e := &p.chunks[c][i]
-		if e.st == nil {
+		if e.st == 0 {
 			continue
 		}
-		n := packedLen(e.st)
-		buf := fresh.take(n)
-		copy(buf, unsafe.Slice(e.st, n))
-		e.st = &buf[0]
+		src := old.at(e.st)
+		n := packedLen(src)
+		buf, ref := fresh.take(n)
+		copy(buf, unsafe.Slice(src, n))
+		e.st = ref
 	}
 	p.arenas[c] = fresh
 }

@@ -12,7 +12,7 @@ import (
 // order, with the same due times, over a simulated hour of fetches.
 func TestGrowPlansAlike(t *testing.T) {
 	now := time.Unix(1_790_000_000, 0)
-	urls := memoryURLs(3000, now)
+	urls := memoryURLs(3000, 0.5, now)
 	build := func(grow bool) *Scheduler {
 		// Each its own priors: a plan refits the ones it is given.
 		est := NewEstimator(7*24*time.Hour, 1.0/86400)

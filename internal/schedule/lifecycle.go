@@ -59,7 +59,7 @@ func (s *Scheduler) View(url string, now time.Time) (URLView, bool) {
 		return URLView{}, false
 	}
 	v := URLView{Interval: e.interval, NextDue: fromNanos(e.nextDue), InFlight: e.is(flagInFlight), Paused: e.is(flagPaused), Disallowed: e.is(flagDisallowed),
-		Weight: s.weights[e.pos], Capture: e.is(flagCapture), Rate: s.rates[e.pos], RateSE: s.rateSEs[e.pos]}
+		Weight: s.weights[e.pos], Capture: e.is(flagCapture), Rate: s.rates[e.pos], RateSE: float64(s.rateSEs[e.pos])}
 	v.GivenUp = s.givenUpSet(e)
 	v.Due = s.due(e, now)
 	switch {
@@ -219,27 +219,31 @@ func (s *Scheduler) Remove(urls []string) int {
 		}
 		e.pos = int32(k)
 		list, hosts = append(list, id), append(hosts, s.hosts[i])
-		s.rates[k], s.rateSEs[k], s.weights[k], s.blocked[k] = s.rates[i], s.rateSEs[i], s.weights[i], s.blocked[i]
+		s.rates[k], s.rateSEs[k], s.weights[k] = s.rates[i], s.rateSEs[i], s.weights[i]
+		s.blocked.set(k, s.blocked.has(i))
+		s.probing.set(k, s.probing.has(i))
+		s.dated.set(k, s.dated.has(i))
 		if s.fixed != nil {
 			s.fixed[k] = s.fixed[i]
 		}
 		if s.adaptive {
 			s.freqs[k], s.adModified[k] = s.freqs[i], s.adModified[i]
 		}
-		s.posts[k], s.lastOK[k], s.probing[k], s.probes[k] = s.posts[i], s.lastOK[i], s.probing[i], s.probes[i]
-		s.prevOK[k], s.dated[k], s.models[k] = s.prevOK[i], s.dated[i], s.models[i]
+		s.posts[k], s.lastOK[k], s.probes[k] = s.posts[i], s.lastOK[i], s.probes[i]
+		s.prevGap[k], s.models[k] = s.prevGap[i], s.models[i]
 		k++
 	}
 	s.list, s.hosts = list, hosts
-	s.rates, s.rateSEs, s.weights, s.blocked = s.rates[:k], s.rateSEs[:k], s.weights[:k], s.blocked[:k]
+	s.rates, s.rateSEs, s.weights = s.rates[:k], s.rateSEs[:k], s.weights[:k]
+	s.blocked, s.probing, s.dated = s.blocked.truncate(k), s.probing.truncate(k), s.dated.truncate(k)
 	if s.fixed != nil {
 		s.fixed = s.fixed[:k]
 	}
 	if s.adaptive {
 		s.freqs, s.adModified = s.freqs[:k], s.adModified[:k]
 	}
-	s.posts, s.lastOK, s.probing, s.probes = s.posts[:k], s.lastOK[:k], s.probing[:k], s.probes[:k]
-	s.prevOK, s.dated, s.models = s.prevOK[:k], s.dated[:k], s.models[:k]
+	s.posts, s.lastOK, s.probes = s.posts[:k], s.lastOK[:k], s.probes[:k]
+	s.prevGap, s.models = s.prevGap[:k], s.models[:k]
 	for id := range gone {
 		e := s.front.entry(id)
 		if e.is(flagDisallowed) {
@@ -369,7 +373,7 @@ func (s *Scheduler) FreshnessBand() (mid, lo, hi float64) {
 // bandOf is the freshness band of a plan's frequencies freq over its input
 // in, whose rates have standard errors se. Paused and disallowed URLs have
 // weight 0 in the input and count for nothing, as in the plan.
-func bandOf(in PlanInput, se, freq []float64) freshnessBand {
+func bandOf(in PlanInput, se []float32, freq []float64) freshnessBand {
 	var num, numLo, numHi, den float64
 	for i, f := range freq {
 		w, rate := in.Weights[i], in.Rates[i]
@@ -378,7 +382,7 @@ func bandOf(in PlanInput, se, freq []float64) freshnessBand {
 		}
 		rLo, rHi := rate, rate
 		if se[i] > 0 {
-			rLo, rHi = estimate.RateInterval(rate, se[i], bandZ)
+			rLo, rHi = estimate.RateInterval(rate, float64(se[i]), bandZ)
 		}
 		num += w * alloc.FixedOrder.Freshness(rate, f)
 		numLo += w * alloc.FixedOrder.Freshness(rHi, f)

@@ -17,10 +17,10 @@ import (
 )
 
 // memoryURLs are n URLs as `freshcrawl bench scale` restarts them: 60 to
-// 100 bytes on 10 000 hosts, half of them fetched 2 to 21 times, with the
-// estimator state, rate, interval, next due time and last fetch a fold
-// leaves.
-func memoryURLs(n int, now time.Time) []URLInfo {
+// 100 bytes on 10 000 hosts, a share `fetched` of them (half, as the bench
+// seeds them) fetched 2 to 21 times, with the estimator state, rate,
+// interval, next due time and last fetch a fold leaves.
+func memoryURLs(n int, fetched float64, now time.Time) []URLInfo {
 	rng := rand.New(rand.NewPCG(1, 16))
 	est := NewEstimator(7*24*time.Hour, 1.0/86400)
 	// Learning is slow next to the rest: 1 024 fetch histories are
@@ -34,7 +34,7 @@ func memoryURLs(n int, now time.Time) []URLInfo {
 			u += "?" + strings.Repeat("q", pad-1)
 		}
 		info := URLInfo{Weight: 1}
-		if rng.IntN(2) == 0 {
+		if rng.Float64() < fetched {
 			info = pool[rng.IntN(len(pool))]
 		}
 		info.URL, info.Host = u, host
@@ -45,6 +45,7 @@ func memoryURLs(n int, now time.Time) []URLInfo {
 
 var (
 	memoryURLCount = flag.Int("memory-urls", 1_000_000, "BenchmarkSchedulerMemory: URLs in the schedule")
+	memoryFetched  = flag.Float64("memory-fetched", 0.5, "BenchmarkSchedulerMemory: share of the URLs fetched (1: a long-running crawl)")
 	memoryProfile  = flag.String("memory-profile", "", "BenchmarkSchedulerMemory: write a heap profile of the loaded schedule to this file")
 )
 
@@ -73,7 +74,7 @@ func BenchmarkSchedulerMemory(b *testing.B) {
 		n := *memoryURLCount
 		b.Run(name, func(b *testing.B) {
 			now := time.Unix(1_800_000_000, 0)
-			infos := memoryURLs(n, now)
+			infos := memoryURLs(n, *memoryFetched, now)
 			var src URLSource
 			if strings.HasPrefix(name, "source-") {
 				src = sliceSource(infos)
@@ -136,6 +137,16 @@ func (s sliceSource) URLs(ids []uint64, fn func(i int, url string)) error {
 func TestEntrySize(t *testing.T) {
 	if n := unsafe.Sizeof(entry{}); n > 64 {
 		t.Fatalf("an entry takes %d bytes, want at most 64", n)
+	}
+	// Numbers only: a slab with no pointer is never scanned by the
+	// garbage collector.
+	ty := reflect.TypeFor[entry]()
+	for i := range ty.NumField() {
+		switch f := ty.Field(i); f.Type.Kind() {
+		case reflect.Int32, reflect.Int64, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		default:
+			t.Fatalf("entry.%s is a %s: an entry holds numbers only", f.Name, f.Type)
+		}
 	}
 }
 
@@ -212,8 +223,8 @@ func TestPackedStateRoundTrips(t *testing.T) {
 			check(fb.State)
 			e := ents.alloc()
 			ents.setState(e, fb.State)
-			if e.state() != fb.State || e.observed() != (fb.State.Observations() > 0) {
-				t.Fatalf("entry state %+v (observed %v), want %+v", e.state(), e.observed(), fb.State)
+			if ents.state(e) != fb.State || e.observed() != (fb.State.Observations() > 0) {
+				t.Fatalf("entry state %+v (observed %v), want %+v", ents.state(e), e.observed(), fb.State)
 			}
 			packed += len(packState(&fb.State))
 			states++
@@ -277,15 +288,15 @@ func TestStateArenaKeepsStates(t *testing.T) {
 			continue
 		}
 		for e, st := range live {
-			if e.state() != st {
-				t.Fatalf("op %d: entry %d has state %+v, want %+v", op, e.id, e.state(), st)
+			if ents.state(e) != st {
+				t.Fatalf("op %d: entry %d has state %+v, want %+v", op, e.id, ents.state(e), st)
 			}
 		}
 		for c, a := range ents.arenas {
 			sum := 0
 			for i := range ents.chunks[c] {
-				if p := ents.chunks[c][i].st; p != nil {
-					sum += packedLen(p)
+				if r := ents.chunks[c][i].st; r != 0 {
+					sum += packedLen(a.at(r))
 				}
 			}
 			if a.live != sum {

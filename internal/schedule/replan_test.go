@@ -66,15 +66,25 @@ func checkInvariants(t *testing.T, s *Scheduler) {
 			disallowed++
 		}
 		off := e.is(flagDisallowed) || e.is(flagPaused)
-		if int(e.pos) != i || s.blocked[i] != off || s.planHosts[s.hosts[i]] != s.front.hostOf(e) {
+		if int(e.pos) != i || s.blocked.has(i) != off || s.planHosts[s.hosts[i]] != s.front.hostOf(e) {
 			t.Fatalf("mirror of %s (pos %d) disagrees with the entry", s.front.url(e), i)
 		}
 		if s.adaptive && e.interval > 0 && !off && (s.fixed == nil || s.fixed[i] == 0) && s.freqs[i] != float64(time.Second)/float64(e.interval) {
 			t.Fatalf("mirror of %s: frequency %v for interval %v", s.front.url(e), s.freqs[i], e.interval)
 		}
 	}
-	if len(s.rates) != len(s.list) || len(s.rateSEs) != len(s.list) || len(s.weights) != len(s.list) || len(s.blocked) != len(s.list) || (s.adaptive && (len(s.freqs) != len(s.list) || len(s.adModified) != len(s.list))) || (s.fixed != nil && len(s.fixed) != len(s.list)) || len(s.hosts) != len(s.list) {
+	if len(s.rates) != len(s.list) || len(s.rateSEs) != len(s.list) || len(s.weights) != len(s.list) || (s.adaptive && (len(s.freqs) != len(s.list) || len(s.adModified) != len(s.list))) || (s.fixed != nil && len(s.fixed) != len(s.list)) || len(s.hosts) != len(s.list) {
 		t.Fatalf("mirrors of %d/%d/%d/%d/%d elements for %d URLs", len(s.rates), len(s.weights), len(s.blocked), len(s.freqs), len(s.hosts), len(s.list))
+	}
+	// The flag bits: a word for every 64 elements, none set past the
+	// last element (an element added later starts false).
+	for name, b := range map[string]bitset{"blocked": s.blocked, "probing": s.probing, "dated": s.dated} {
+		if len(b) != bitWords(len(s.list)) {
+			t.Fatalf("%s: %d words of bits for %d URLs", name, len(b), len(s.list))
+		}
+		if r := len(s.list) & 63; r != 0 && b[len(b)-1]>>r != 0 {
+			t.Fatalf("%s: bits set past the last of %d URLs: %#x", name, len(s.list), b[len(b)-1])
+		}
 	}
 	if disallowed != s.Disallowed() {
 		t.Fatalf("%d disallowed URLs, Disallowed() says %d", disallowed, s.Disallowed())

@@ -176,10 +176,13 @@ type Scheduler struct {
 	// The plan's input, kept up to date element by element (mirror) so a
 	// re-plan copies arrays instead of walking a million entries under
 	// the caller's lock. Index i is list[i].
-	rates   []float64
-	rateSEs []float64 // standard errors of rates, for the plan's freshness band
+	rates []float64
+	// rateSEs are the standard errors of rates, for the plan's freshness
+	// band (bandOf), which is reported, never planned by: float32's 7
+	// digits are more than an error needs.
+	rateSEs []float32
 	weights []float64 // the URL's weight; the plan's input is 0 where blocked (it takes no budget)
-	blocked []bool    // disallowed by robots.txt or paused: no fetches, not even exploration
+	blocked bitset    // disallowed by robots.txt or paused: no fetches, not even exploration
 	// Under an adaptive policy only (adaptive; nil otherwise): the URL's
 	// frequency now, 1/interval (0: unscheduled, disallowed or paused),
 	// which is the policy's plan, and the policy's record of the page's
@@ -205,10 +208,10 @@ type Scheduler struct {
 	posts   []postSummary
 	models  []estimate.Sketch // the posterior under the model's priors (Feedback.Model)
 	lastOK  []int64
-	prevOK  []int64 // the successful fetch before lastOK (0: fewer than two)
-	probing []bool  // explored by the last plan
-	probes  []uint8 // fetches in the URL's current probe session
-	dated   []bool  // the newest fetch's Last-Modified was trusted (Feedback.Dated)
+	prevGap []float32 // seconds from the successful fetch before lastOK to it (okGap; 0: fewer than two)
+	probing bitset    // explored by the last plan
+	probes  []uint8   // fetches in the URL's current probe session
+	dated   bitset    // the newest fetch's Last-Modified was trusted (Feedback.Dated)
 
 	disallowed int                      // URLs disallowed now
 	captures   map[uint32]*captureState // capture URLs (entry ids): their capture state
@@ -304,7 +307,7 @@ func (s *Scheduler) mirror(e *entry) {
 			f = fx
 		}
 	}
-	s.blocked[e.pos] = off
+	s.blocked.set(int(e.pos), off)
 	if s.fixed == nil && fx != 0 {
 		s.fixed = make([]float64, len(s.list))
 	}
@@ -336,6 +339,33 @@ func compactSummary(s estimate.Summary) postSummary {
 // summary is p as an estimate.Summary.
 func (p postSummary) summary() estimate.Summary {
 	return estimate.Summary{Mean: float64(p.mean), Harmonic: float64(p.harmonic), Q: p.q}
+}
+
+// okGap is what Scheduler.prevGap holds for the successful fetches prev
+// and last (Unix ns; prev 0: none): the seconds from prev to last as
+// float32, which holds a gap of a year to within 2 s (2^-24 of it: the
+// gap only sets how far back a URL's data reach, and a share of the
+// collection's observed time), and a gap of 0 as the negative number
+// nearest 0, so that 0 means "fewer than two fetches" only.
+func okGap(prev, last int64) float32 {
+	if prev == 0 {
+		return 0
+	}
+	g := float32(time.Duration(last - prev).Seconds())
+	if g == 0 {
+		return -math.SmallestNonzeroFloat32
+	}
+	return g
+}
+
+// prevOK is the successful fetch before element i's last (Unix ns; 0:
+// fewer than two), from its gap (okGap).
+func (s *Scheduler) prevOK(i int32) int64 {
+	g := s.prevGap[i]
+	if g == 0 {
+		return 0
+	}
+	return s.lastOK[i] - int64(math.Round(float64(g)*1e9))
 }
 
 // pointSummary is the summary of a rate known exactly: the stand-in until
@@ -442,16 +472,21 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		s.planHosts = append(s.planHosts, h)
 	}
 	s.hosts = append(s.hosts, s.front.hostOf(e).plan)
-	s.rates, s.rateSEs, s.weights, s.blocked = append(s.rates, u.Rate), append(s.rateSEs, u.RateSE), append(s.weights, u.Weight), append(s.blocked, false)
+	s.rates, s.rateSEs, s.weights = append(s.rates, u.Rate), append(s.rateSEs, float32(u.RateSE)), append(s.weights, u.Weight)
+	n := len(s.list)
+	s.blocked, s.probing, s.dated = s.blocked.extend(n), s.probing.extend(n), s.dated.extend(n)
+	s.blocked.set(n-1, false)
+	s.probing.set(n-1, false)
+	s.dated.set(n-1, dated)
 	if s.adaptive {
 		s.freqs, s.adModified = append(s.freqs, 0), append(s.adModified, 0)
 	}
 	if s.fixed != nil {
 		s.fixed = append(s.fixed, 0)
 	}
-	s.posts, s.lastOK, s.probing, s.probes = append(s.posts, compactSummary(pointSummary(u.Rate))), append(s.lastOK, nanos(u.LastOK)), append(s.probing, false), append(s.probes, 0)
+	s.posts, s.lastOK, s.probes = append(s.posts, compactSummary(pointSummary(u.Rate))), append(s.lastOK, nanos(u.LastOK)), append(s.probes, 0)
 	s.models = append(s.models, estimate.PointSketch(s.priors.load().grid(), u.Rate))
-	s.prevOK, s.dated = append(s.prevOK, 0), append(s.dated, dated)
+	s.prevGap = append(s.prevGap, 0)
 	s.setCapture(e, u)
 	s.moved++
 	s.setDisallowed(e, u.Disallowed)
@@ -675,18 +710,18 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		return
 	}
 	if fb.Rate > 0 && fb.Rate != s.rates[e.pos] {
-		s.rates[e.pos], s.rateSEs[e.pos] = fb.Rate, fb.RateSE
+		s.rates[e.pos], s.rateSEs[e.pos] = fb.Rate, float32(fb.RateSE)
 		s.moved++
 	}
 	if fb.OK {
-		s.prevOK[e.pos], s.lastOK[e.pos] = s.lastOK[e.pos], nanos(fb.Start)
+		s.prevGap[e.pos], s.lastOK[e.pos] = okGap(s.lastOK[e.pos], nanos(fb.Start)), nanos(fb.Start)
 		if e.is(flagUnfetched) {
 			e.set(flagUnfetched, false)
 			s.unfetched--
 		}
 	}
 	if fb.Learnt && e.pos >= 0 {
-		s.dated[e.pos] = fb.Dated
+		s.dated.set(int(e.pos), fb.Dated)
 	}
 	if fb.Learnt {
 		if !e.observed() && fb.State.Observations() > 0 {
@@ -709,7 +744,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		// The time this observation covered, for the hazard of a rate
 		// change per unit of observed time.
 		s.updateHazard(fb.Start)
-		if prev := s.prevOK[e.pos]; s.lastOK[e.pos] != 0 && nanos(fb.Start) > prev && prev != 0 {
+		if prev := s.prevOK(e.pos); s.lastOK[e.pos] != 0 && nanos(fb.Start) > prev && prev != 0 {
 			s.urlTime += fb.Start.Sub(fromNanos(prev)).Seconds()
 		}
 	}
@@ -718,7 +753,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		s.moved++
 		s.probes[e.pos] = 0
 	}
-	if fb.OK && e.pos >= 0 && s.probing[e.pos] && s.probes[e.pos] < math.MaxUint8 {
+	if fb.OK && e.pos >= 0 && s.probing.has(int(e.pos)) && s.probes[e.pos] < math.MaxUint8 {
 		s.probes[e.pos]++
 	}
 	if e.is(flagDisallowed) != fb.Disallowed {
@@ -750,7 +785,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	// first pass the whole budget. (Counting the URLs with no estimate
 	// instead put it up to N/B later: a first fetch often gives the
 	// estimator no observation.)
-	firstOK := fb.OK && e.pos >= 0 && s.prevOK[e.pos] == 0
+	firstOK := fb.OK && e.pos >= 0 && s.prevGap[e.pos] == 0
 	recheckTau := s.recheckTau(e)
 	if firstOK && recheckTau == 0 {
 		due = fb.Start.Add(s.firstPassLeft() + time.Duration(float64(e.interval)*s.phase(e)))
@@ -869,16 +904,16 @@ type PlanJob struct {
 	adaptive bool
 	explore  float64
 	in       PlanInput
-	rateSE   []float64 // per element: the standard error of its rate
-	blocked  []bool
+	rateSE   []float32 // per element: the standard error of its rate
+	blocked  bitset
 	fixed    []float64 // per element: a capture URL's own rate, 0 if planned
 	moved    int       // Scheduler.moved at the snapshot
 	posts    []estimate.Summary
 	models   []estimate.Sketch // the model's posteriors (Scheduler.models), on priors.grid()
 	lastOK   []int64
-	probing  []bool    // explored by the previous plan
+	probing  bitset    // explored by the previous plan
 	probes   []uint8   // fetches in each URL's probe session
-	dated    []bool    // each URL's Last-Modified is trusted: one fetch dates its last change
+	dated    bitset    // each URL's Last-Modified is trusted: one fetch dates its last change
 	lastIv   []float64 // each URL's last interval between successful fetches, seconds (0: none)
 	horizon  float64   // seconds a rate is expected to last (1/hazard)
 	halfLife float64   // the estimator's half-life, seconds
@@ -986,25 +1021,25 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 		Hosts:    s.hosts[:n:n],
 		HostCaps: make([]float64, len(s.planHosts)),
 	}
-	j.blocked = append([]bool(nil), s.blocked...)
+	j.blocked = append(bitset(nil), s.blocked...)
 	for i, w := range s.weights {
-		if !j.blocked[i] {
+		if !j.blocked.has(i) {
 			j.in.Weights[i] = w
 		}
 	}
 	if s.fixed != nil {
 		j.fixed = append([]float64(nil), s.fixed...)
 	}
-	j.rateSE = append([]float64(nil), s.rateSEs...)
+	j.rateSE = append([]float32(nil), s.rateSEs...)
 	j.models = append([]estimate.Sketch(nil), s.models...)
 	j.lastOK = append([]int64(nil), s.lastOK...)
-	j.probing = append([]bool(nil), s.probing...)
+	j.probing = append(bitset(nil), s.probing...)
 	j.probes = append([]uint8(nil), s.probes...)
-	j.dated = append([]bool(nil), s.dated...)
+	j.dated = append(bitset(nil), s.dated...)
 	j.lastIv = make([]float64, n)
 	for i, last := range s.lastOK {
-		if prev := s.prevOK[i]; last != 0 && prev != 0 && last > prev {
-			j.lastIv[i] = time.Duration(last - prev).Seconds()
+		if g := s.prevGap[i]; last != 0 && g > 0 {
+			j.lastIv[i] = float64(g)
 		}
 	}
 	for i, h := range s.planHosts {
@@ -1082,7 +1117,7 @@ func (s *Scheduler) sampleStates() *refitInput {
 		if k++; k%stride != 0 {
 			continue
 		}
-		in.states = append(in.states, e.state())
+		in.states = append(in.states, s.front.ents.state(e))
 		in.hosts = append(in.hosts, s.front.hostOf(e).name)
 		in.tmpls = append(in.tmpls, s.tmplNames[e.tmpl])
 	}
@@ -1112,7 +1147,7 @@ func (s *Scheduler) pickResummaries(j *PlanJob) {
 		if e.is(flagDisallowed) || (!e.is(flagStale) && uint64(e.priorVer) >= ver) || (ver == 0 && !e.observed()) {
 			continue
 		}
-		j.resum = append(j.resum, resummary{i: i, seq: e.seq, st: e.state(), host: s.front.hostOf(e).name, tmpl: s.tmplNames[e.tmpl]})
+		j.resum = append(j.resum, resummary{i: i, seq: e.seq, st: s.front.ents.state(e), host: s.front.hostOf(e).name, tmpl: s.tmplNames[e.tmpl]})
 		s.resumFrom = i + 1
 	}
 }
@@ -1195,7 +1230,7 @@ func (j *PlanJob) Solve() error {
 			all[keep[k]] = f
 		}
 		for i, fx := range j.fixed {
-			if fx > 0 && !j.blocked[i] {
+			if fx > 0 && !j.blocked.has(i) {
 				all[i] = fx
 			}
 		}
@@ -1251,17 +1286,14 @@ func (j *PlanJob) Solve() error {
 // back by Solve.
 func (j *PlanJob) restricted(keep []int) *PlanJob {
 	r := *j
-	r.blocked = make([]bool, len(keep))
 	r.posts = make([]estimate.Summary, len(keep))
 	r.lastOK = make([]int64, len(keep))
-	r.probing = make([]bool, len(keep))
 	r.probes = make([]uint8, len(keep))
 	r.lastIv = make([]float64, len(keep))
-	r.dated = make([]bool, len(keep))
+	r.blocked, r.probing, r.dated = j.blocked.pick(keep), j.probing.pick(keep), j.dated.pick(keep)
 	for k, i := range keep {
-		r.blocked[k], r.posts[k], r.lastOK[k] = j.blocked[i], j.posts[i], j.lastOK[i]
-		r.probing[k], r.probes[k], r.lastIv[k] = j.probing[i], j.probes[i], j.lastIv[i]
-		r.dated[k] = j.dated[i]
+		r.posts[k], r.lastOK[k] = j.posts[i], j.lastOK[i]
+		r.probes[k], r.lastIv[k] = j.probes[i], j.lastIv[i]
 	}
 	r.recheckTau, r.probe, r.paired, r.sessionsOver = nil, nil, nil, nil
 	return &r
@@ -1300,7 +1332,7 @@ func (j *PlanJob) exploreGivenUp(in PlanInput, out PlanOutput) ([]float64, PlanO
 	}
 	freq := make([]float64, len(in.Rates))
 	for i := range freq {
-		if j.blocked[i] {
+		if j.blocked.has(i) {
 			continue
 		}
 		freq[i] = out.Freq[i]
@@ -1510,7 +1542,7 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 	items := make([]exploreItem, 0, j.itemsHint+j.itemsHint/8)
 	for i := range in.Rates {
 		w := in.Weights[i]
-		if j.blocked[i] || !(w > 0) || j.lastOK[i] == 0 || !j.posts[i].Valid() {
+		if j.blocked.has(i) || !(w > 0) || j.lastOK[i] == 0 || !j.posts[i].Valid() {
 			continue
 		}
 		mu := muOf(i)
@@ -1541,7 +1573,7 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 		// recheck is two fetches a period, the check and its probe, or
 		// one where the URL's Last-Modified is trusted (checkFetches).
 		planned := i < len(mult.Freq) && mult.Freq[i] > 0
-		dated := j.dated != nil && j.dated[i]
+		dated := j.dated.has(i)
 		recheckItem := exploreItem{i: i, f: 2 / recheck(w, mu, tau, dated), score: 1, tau: tau}
 		if dated {
 			recheckItem.f, recheckItem.tau = 1/recheck(w, mu, tau, dated), 0
@@ -1569,7 +1601,7 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 			v := probeWorth(post, w, mu, tau, rho, dated)
 			switch {
 			case v > mu:
-				it := exploreItem{i: i, f: 1 / tau, score: v / mu, sticky: j.probing[i], pairTau: tau, pairValue: v}
+				it := exploreItem{i: i, f: 1 / tau, score: v / mu, sticky: j.probing.has(i), pairTau: tau, pairValue: v}
 				if !planned {
 					it.fallback = exploreItem0{recheckItem.f, recheckItem.tau}
 				}
@@ -1729,7 +1761,7 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) (freq, tauOf []f
 		return nil, nil, PlanOutput{}, nil, nil, err
 	}
 	for i := range freq {
-		if j.blocked[i] {
+		if j.blocked.has(i) {
 			freq[i] = 0
 			continue
 		}
@@ -1751,7 +1783,7 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) (freq, tauOf []f
 			// its planned fetches dates the last change, which teaches
 			// at a long interval at least what a fetch at the probe
 			// interval would.
-			if t := pairTau[i]; t > 0 && freq[i] > 0 && 1/freq[i] > 2*t && !(j.dated != nil && j.dated[i]) && pairValue[i] > pairLoss(&j.posts[i], in.Weights[i], freq[i], t) {
+			if t := pairTau[i]; t > 0 && freq[i] > 0 && 1/freq[i] > 2*t && !j.dated.has(i) && pairValue[i] > pairLoss(&j.posts[i], in.Weights[i], freq[i], t) {
 				tauOf[i], paired[i] = t, true
 			}
 		}
@@ -1784,10 +1816,10 @@ const maxRecheck = 4.0
 // URL never fetched counting as stale, the probability over each URL's
 // posterior under the model's priors (models) and a switch of its rate
 // since the fetch (sw). It is always a number in [0, 1].
-func modelNow(weights []float64, blocked []bool, models []estimate.Sketch, sw *estimate.RateSwitch, lastOK []int64, now int64) float64 {
+func modelNow(weights []float64, blocked bitset, models []estimate.Sketch, sw *estimate.RateSwitch, lastOK []int64, now int64) float64 {
 	var num, den float64
 	for i, w := range weights {
-		if !(w > 0) || math.IsInf(w, 1) || blocked[i] {
+		if !(w > 0) || math.IsInf(w, 1) || blocked.has(i) {
 			continue
 		}
 		den += w
@@ -1888,7 +1920,7 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		clear(s.probing)
 		for i, p := range j.probe {
 			if e := s.front.entry(j.list[i]); p && e.pos >= 0 {
-				s.probing[e.pos] = true
+				s.probing.set(int(e.pos), true)
 			}
 		}
 		for _, i := range j.sessionsOver {
@@ -1954,7 +1986,7 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 			// A URL never fetched keeps its due time: the first pass
 			// is not pushed back by a plan.
 			due := fromNanos(e.nextDue).Add(iv - old)
-			if s.prevOK[e.pos] == 0 {
+			if s.prevGap[e.pos] == 0 {
 				// Fetched once: Done put its next fetch at a random
 				// phase of its interval after the first pass, not one
 				// interval after the fetch. Scaling its wait past the
@@ -2001,18 +2033,18 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 // input's, and fixedHost is each host's fixed rate. With no fixed element
 // it returns in itself and keep is the identity (empty for a nil fixed:
 // no URL has a fixed rate).
-func withoutFixed(in PlanInput, fixed []float64, blocked []bool) (out PlanInput, keep []int, fixedHost []float64) {
+func withoutFixed(in PlanInput, fixed []float64, blocked bitset) (out PlanInput, keep []int, fixedHost []float64) {
 	fixedHost = make([]float64, len(in.HostCaps))
 	n := 0
 	for i, fx := range fixed {
-		if fx > 0 && !blocked[i] {
+		if fx > 0 && !blocked.has(i) {
 			fixedHost[in.Hosts[i]] += fx
 			n++
 		}
 	}
 	keep = make([]int, 0, len(fixed)-n)
 	for i, fx := range fixed {
-		if fx <= 0 || blocked[i] {
+		if fx <= 0 || blocked.has(i) {
 			keep = append(keep, i)
 		}
 	}
