@@ -227,8 +227,15 @@ func (x *urlIndex) get(url string) (*entry, bool) {
 	if x.n == 0 {
 		return nil, false
 	}
+	return x.probe(x.hash(url), func(e *entry) bool { return x.is(e, url) })
+}
+
+// probe walks the table from hash h's home slot to the first empty one
+// and returns the first entry whose slot's tag is h's and that match
+// takes: the one probe loop of held URLs (compared by path) and of a URL
+// source's fingerprints.
+func (x *urlIndex) probe(h uint64, match func(*entry) bool) (*entry, bool) {
 	mask := len(x.slots) - 1
-	h := x.hash(url)
 	tag := tagOf(h)
 	for i := int(h) & mask; ; i = (i + 1) & mask {
 		id := x.slots[i]
@@ -236,7 +243,7 @@ func (x *urlIndex) get(url string) (*entry, bool) {
 			return nil, false
 		}
 		if x.tags[i] == tag {
-			if e := x.ents.at(id); x.is(e, url) {
+			if e := x.ents.at(id); match(e) {
 				return e, true
 			}
 		}
@@ -248,19 +255,7 @@ func (x *urlIndex) slotOf(fp uint64) (*entry, bool) {
 	if len(x.slots) == 0 {
 		return nil, false
 	}
-	mask := len(x.slots) - 1
-	tag := tagOf(fp)
-	for i := int(fp) & mask; ; i = (i + 1) & mask {
-		id := x.slots[i]
-		if id == 0 {
-			return nil, false
-		}
-		if x.tags[i] == tag {
-			if e := x.ents.at(id); uint64(e.path) == fp {
-				return e, true
-			}
-		}
-	}
+	return x.probe(fp, func(e *entry) bool { return uint64(e.path) == fp })
 }
 
 // put gives e the URL url, which must not be in the index, and adds it.
