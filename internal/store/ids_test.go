@@ -167,3 +167,53 @@ func TestEstimatesByID(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkEstimatesByID is what a plan of the coordinator's scheduler
+// costs the store (schedule.URLSource.Estimates): the estimator states of
+// 20 000 random URLs (a plan's re-summaries; its refit sample takes as
+// many more when due) among 200 000 stored with a state of 60 bytes.
+func BenchmarkEstimatesByID(b *testing.B) {
+	db, err := OpenDir(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	const n = 200_000
+	batch := make([]URL, 0, 10_000)
+	var urls []string
+	rng := rand.New(rand.NewPCG(1, 3))
+	for i := range n {
+		u := fmt.Sprintf("http://h%03d.example/page/%07d/some-slug", i%1000, i)
+		urls = append(urls, u)
+		est := make([]byte, 112)
+		for range 60 {
+			est[rng.IntN(len(est))] = byte(1 + rng.IntN(255))
+		}
+		batch = append(batch, URL{URL: u, Host: fmt.Sprintf("h%03d.example", i%1000), Weight: 1, Mode: "freshness", Estimate: est})
+		if len(batch) == cap(batch) {
+			if _, err := db.Upsert(batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	ids, err := db.URLIDs(urls)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ask := make([]uint64, 20_000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		for i := range ask {
+			ask[i] = ids[rng.IntN(n)]
+		}
+		read := 0
+		if err := db.EstimatesByID(ask, func(int, []byte) { read++ }); err != nil {
+			b.Fatal(err)
+		}
+		if read != len(ask) {
+			b.Fatalf("%d states read, want %d", read, len(ask))
+		}
+	}
+}
