@@ -167,26 +167,26 @@ func Solve(p Problem) (Solution, error) {
 // Solver keeps the state of a solved problem so that it can be re-solved
 // cheaply after the change-rate or weight estimates (or the budget and
 // caps) move: the next solve starts from the multipliers μ and μ_h* of the
-// one of the last two solves nearest in budget and from each element's
-// previous frequency, so a small change costs a few passes of one Halley
-// step each instead of a cold solve (BenchmarkResolve1M: 5 passes against
-// 7, about 60% of the time, after changing 1% of the rates). A Solver is
-// not safe for concurrent use.
+// one of the last two solves nearest in budget, so a small change costs a
+// few passes instead of a cold solve (BenchmarkResolve1M: 4 to 5 passes
+// against 7, after changing 1% of the rates). A Solver is not safe for
+// concurrent use.
 //
 // It solves either its own copy of a Problem (NewSolver, the Set methods,
 // Solve) or elements the caller holds as arrays (SolveColumns), which it
-// reads in place: between solves it keeps no per-element data but the
-// last solve's Solution.Freq, the warm start of the next.
+// reads in place: between solves it keeps no per-element data, only the
+// multipliers (O(hosts)). Each element's inner solve starts cold in the
+// first pass; from the series start at the warm μ that costs about what a
+// start from the element's last frequency did (BenchmarkResolve1M, 200-230
+// against 230-260 CPU-ms, one pass more at most), and those frequencies
+// were 8 bytes an element for as long as the Solver lived.
 type Solver struct {
 	obj    Objective
 	own    Columns // NewSolver's copy of the elements, for Solve
 	budget float64
 	caps   []float64
-	// freq is the last solve's Solution.Freq (not a copy): the next
-	// solve starts from it. nil before the first solve and after a
-	// failed one.
-	freq  []float64
-	nCaps int // hosts of the last solve
+	n      int // elements of the last solve
+	nCaps  int // hosts of the last solve
 	// The multipliers of the last two solves, each with its budget: a
 	// caller that alternates between two budgets (a plan with and
 	// without the share exploration takes) starts each solve from the
@@ -248,17 +248,15 @@ func (s *Solver) SetHostCaps(caps []float64) {
 }
 
 // Solve solves the current problem, warm-started from the previous
-// successful solve if there was one. The returned Freq is a fresh slice;
-// the Solver keeps it as the next solve's starting point (a caller that
-// changes it changes only where that solve starts).
+// successful solve's multipliers if there was one. The returned Freq is
+// a fresh slice, the caller's: the Solver keeps no reference to it.
 func (s *Solver) Solve() (Solution, error) { return s.solve(s.own, s.budget, s.caps, false) }
 
 // SolveColumns solves the problem of the elements cols, the budget and the
 // host caps under the Solver's objective, warm-started as Solve is. It
 // reads cols and caps in place and keeps neither: a caller that holds its
 // rates, weights and hosts as arrays re-solves without a copy of them,
-// and between solves the Solver holds 8 bytes per element (the returned
-// Freq, as Solve). A problem with another number of elements or hosts
+// and between solves the Solver holds nothing per element. A problem with another number of elements or hosts
 // than the last solve's is solved cold. Errors are Solve's.
 //
 // The Solution's Freshness and Age are left 0: they cost two
@@ -271,12 +269,13 @@ func (s *Solver) SolveColumns(cols Columns, budget float64, caps []float64) (Sol
 // solve is Solve and SolveColumns: countOnly leaves out Freshness and Age.
 func (s *Solver) solve(cols Columns, budget float64, caps []float64, countOnly bool) (Solution, error) {
 	n := len(cols.Rates)
-	if len(s.freq) != n || s.nCaps != len(caps) {
-		s.freq, s.last, s.nCaps = nil, [2]warmRecord{}, len(caps)
+	if s.n != n || s.nCaps != len(caps) {
+		s.last, s.n, s.nCaps = [2]warmRecord{}, n, len(caps)
 	}
-	freq := make([]float64, n)
-	copy(freq, s.freq)
-	c, err := newCore(cols, caps, budget, s.obj, freq)
+	// Each element's first inner solve starts cold, at the warm μ: a
+	// pass from the series start costs about what one from the last
+	// frequency does, and keeping those would be 8 bytes an element.
+	c, err := newCore(cols, caps, budget, s.obj, make([]float64, n))
 	if err != nil {
 		return Solution{}, err
 	}
@@ -289,7 +288,6 @@ func (s *Solver) solve(cols Columns, budget float64, caps []float64, countOnly b
 	sol, err := c.solve(budget, w)
 	if err != nil {
 		s.last = [2]warmRecord{}
-		s.freq = nil
 		return Solution{}, err
 	}
 	if sol.Mu > 0 && !math.IsInf(sol.Mu, 1) {
@@ -312,7 +310,6 @@ func (s *Solver) solve(cols Columns, budget float64, caps []float64, countOnly b
 			}
 		}
 	}
-	s.freq = freq
 	return sol, nil
 }
 
@@ -445,6 +442,12 @@ func (c *core) solve(budget float64, warm *warmStart) (Solution, error) {
 	// Outer search for μ on S̃(μ) = U(μ) + Σ_h min(S_h(μ), c_h).
 	t0 := c.initialGuess(budget, warm)
 	rf := newRootFinder(budget, t0)
+	if warm != nil && !warm.budgetMoved {
+		// The warm μ is likely within a few 1e−6 of the root: a first
+		// pass as loose as a far guess's would cost a pass just to
+		// learn that.
+		rf.acc = warmAcc
+	}
 	if c.obj == Freshness {
 		// Above the largest w/λ every element is given up: S̃ = 0.
 		rf.hi, rf.phihi = math.Log(c.keyMax), math.Inf(-1)
@@ -529,7 +532,7 @@ func (c *core) finishHosts(sol *Solution, rfs []rootFinder) {
 // strided sample of 2^16 elements with the budget and caps scaled down;
 // its μ is within about 1/√(2^16) of the full one, which leaves two or
 // three full Newton passes. It does so on a warm solve too when the
-// budget moved, started from the warm multipliers and frequencies: the
+// budget moved, started from the warm multipliers: the
 // previous μ can then be several Newton passes away where many elements
 // share a give-up threshold, and the sample costs under half a pass.
 // Otherwise a warm solve starts from the warm μ, and a small cold one
@@ -608,6 +611,9 @@ func (c *core) heuristic(budget float64) float64 {
 	}
 	return sum / float64(cnt)
 }
+
+// warmAcc is the inner-solve accuracy of a warm solve's first pass.
+const warmAcc = 1e-12
 
 // rootTol is the relative accuracy of every sum the searches match:
 // Σ f_i = B and Σ_{i∈h} f_i = c_h hold to 1e−11 relative, well inside the
