@@ -473,6 +473,9 @@ func (c *core) solve(budget float64, warm *warmStart) (Solution, error) {
 				up, down = min(up, c.tot.hup[k]), max(down, c.tot.hdown[k])
 			}
 		}
+		if c.obj == Freshness && !c.plainSearch {
+			rf.crowd = c.crowdAt(up, down)
+		}
 		rf.observe(S, D, math.Log(up), math.Log(down))
 	}
 	mu := math.Exp(rf.t)
@@ -507,6 +510,32 @@ func (c *core) solve(budget float64, warm *warmStart) (Solution, error) {
 	c.finishHosts(&sol, rfs)
 	c.metrics(&sol)
 	return sol, nil
+}
+
+// crowdAt gathers from the last pass the crowds at the thresholds up and
+// down of the outer search: Σλ of the uncapped elements and of those on
+// hosts whose cap does not bind whose w/λ is exactly up (fetched) or down
+// (given up).
+func (c *core) crowdAt(up, down float64) crowd {
+	cr := crowd{upKey: up, downKey: down}
+	if math.IsInf(up, 1) {
+		cr.upKey = 0
+	}
+	add := func(u, uLam, d, dLam float64) {
+		if u == up && cr.upKey > 0 {
+			cr.upLam += uLam
+		}
+		if d == down && down > 0 {
+			cr.downLam += dLam
+		}
+	}
+	add(c.tot.up, c.tot.upLam, c.tot.down, c.tot.downLam)
+	for k := range c.caps {
+		if c.tot.hs[k] <= c.caps[k] {
+			add(c.tot.hup[k], c.tot.hupLam[k], c.tot.hdown[k], c.tot.hdownLam[k])
+		}
+	}
+	return cr
 }
 
 // boundAbove sets the upper bracket of host k's search under the freshness
@@ -661,8 +690,13 @@ type rootFinder struct {
 	tPrev  float64 // previous evaluation, for the secant
 	phPrev float64
 	newton bool // the step to t was a Newton step
-	creep  int  // steps below the resolution of t so far (observe)
-	n      int  // evaluations so far
+	// crowd, when set before observe, models the elements at the two
+	// nearest thresholds exactly in the next step (crowdStep); lnRest
+	// is ln of the rest of S at tPrev, for the rest's secant.
+	crowd  crowd
+	lnRest float64
+	creep  int // steps below the resolution of t so far (observe)
+	n      int // evaluations so far
 	done   bool
 	fill   bool // done, but S(t) > target: blend with S(hi) (see observe)
 }
@@ -675,7 +709,7 @@ func newRootFinder(target, t0 float64) rootFinder {
 		lo:     math.Inf(-1), hi: math.Inf(1),
 		philo: math.Inf(1), phihi: math.Inf(-1),
 		loUp: math.Inf(1), hiDown: math.Inf(-1),
-		phPrev: math.NaN(),
+		phPrev: math.NaN(), lnRest: math.NaN(),
 	}
 }
 
@@ -716,8 +750,14 @@ func (rf *rootFinder) observe(S, D, up, down float64) {
 	}
 	// A Newton step that did not cut |φ| by 4 signals a misleading slope.
 	slow := rf.newton && math.Abs(phi) > 0.25*math.Abs(rf.phPrev)
-	rf.tPrev, rf.phPrev = t, phi
 	next := t + phi/slope // NaN or ±Inf when the slope is unusable
+	if x, lnRest, ok := rf.crowdStep(S, D); ok {
+		next = x
+		rf.lnRest = lnRest
+	} else {
+		rf.lnRest = math.NaN()
+	}
+	rf.tPrev, rf.phPrev = t, phi
 	rf.newton = true
 	if d := 4 * ulp(t) * math.Ldexp(1, min(rf.creep, 60)); math.Abs(next-t) < d {
 		// The step is below what float64 resolves of ln μ: S is steeper
@@ -759,6 +799,89 @@ func (rf *rootFinder) observe(S, D, up, down float64) {
 	// Newton's next residual is about φ²; solve the elements 100× better
 	// than that, and fully once close.
 	rf.acc = min(max(1e-2*phi*phi, fullAcc), 1e-6)
+}
+
+// crowd is the elements at the two thresholds nearest the multiplier μ
+// of an evaluation: upLam = Σλ of those fetched whose w/λ is exactly
+// upKey (the smallest w/λ among elements fetched, > μ), downLam = Σλ of
+// those given up whose w/λ is exactly downKey (the largest, ≤ μ).
+// Elements with one threshold share one y = μλ/w and so f = λ/r(y): the
+// crowd's part of S at any μ is Σλ times the frequency of an element of
+// rate 1 and weight key.
+type crowd struct {
+	upKey, upLam, downKey, downLam float64
+}
+
+// crowdMin is the share of S that the crowds must be able to take for
+// crowdStep to model them: below it they move S too little to matter.
+const crowdMin = 1e-3
+
+// at returns the crowds' part of S at multiplier mu and its −d/d ln μ.
+func (cr *crowd) at(mu float64) (s, d float64) {
+	tol := tolFor(fullAcc)
+	if cr.upLam > 0 {
+		f, el := freshFreq(1, cr.upKey, mu, 0, tol)
+		s, d = cr.upLam*f, cr.upLam*f*el
+	}
+	if cr.downLam > 0 {
+		f, el := freshFreq(1, cr.downKey, mu, 0, tol)
+		s, d = s+cr.downLam*f, d+cr.downLam*f*el
+	}
+	return s, d
+}
+
+// crowdStep is the next t under a model of S that splits off the
+// crowds at the nearest thresholds (crowd): many elements at one
+// threshold, such as the URLs not fetched yet at the prior's rate, make
+// S fall steeply and curve hard as μ nears it (f of each falls to 0 like
+// 1/ln of the distance), which a Newton step in ln μ over- or
+// undershoots pass after pass. The crowds are modelled exactly, the rest
+// R of S as ln R linear in t (its tangent, or its secant through the
+// previous evaluation when steeper, as for S), and the model's root in
+// the bracket is found by bisection, which costs a few hundred scalar
+// solves, not a pass. ok is false when the crowds are too small to
+// matter or the model has no root in reach: the plain step then stands.
+// Only the path of the search changes: its stopping rule and bracket do
+// not, so the root is the same to rootTol.
+func (rf *rootFinder) crowdStep(S, D float64) (next, lnRest float64, ok bool) {
+	cr := &rf.crowd
+	if !(cr.upLam > 0 || cr.downLam > 0) || !(S > 0) {
+		return 0, 0, false
+	}
+	if (cr.upLam+cr.downLam)/rampR < crowdMin*S {
+		return 0, 0, false
+	}
+	t := rf.t
+	cs, cd := cr.at(math.Exp(t))
+	rest, restD := S-cs, D-cd
+	if !(rest > 0) || !(restD >= 0) {
+		return 0, 0, false
+	}
+	lnRest = math.Log(rest)
+	slope := restD / rest
+	if sec := (rf.lnRest - lnRest) / (t - rf.tPrev); sec > slope {
+		slope = sec // NaN (no previous rest) compares false
+	}
+	model := func(x float64) float64 {
+		s, _ := cr.at(math.Exp(x))
+		return rest*math.Exp(-slope*(x-t)) + s
+	}
+	lo, hi := max(rf.lo, t-16), min(rf.hi, t+16)
+	if !(model(lo) > rf.target) || !(model(hi) < rf.target) {
+		return 0, 0, false
+	}
+	for range 200 {
+		mid := lo + 0.5*(hi-lo)
+		if !(mid > lo && mid < hi) {
+			break
+		}
+		if model(mid) > rf.target {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo + 0.5*(hi-lo), lnRest, true
 }
 
 // ulp is the spacing of float64 values at t.
