@@ -185,8 +185,10 @@ type Solver struct {
 	own    Columns // NewSolver's copy of the elements, for Solve
 	budget float64
 	caps   []float64
-	n      int // elements of the last solve
-	nCaps  int // hosts of the last solve
+	// plainSearch solves without the crowd model (core.plainSearch).
+	plainSearch bool
+	n           int // elements of the last solve
+	nCaps       int // hosts of the last solve
 	// The multipliers of the last two solves, each with its budget: a
 	// caller that alternates between two budgets (a plan with and
 	// without the share exploration takes) starts each solve from the
@@ -279,7 +281,7 @@ func (s *Solver) solve(cols Columns, budget float64, caps []float64, countOnly b
 	if err != nil {
 		return Solution{}, err
 	}
-	c.countOnly = countOnly
+	c.countOnly, c.plainSearch = countOnly, s.plainSearch
 	var w *warmStart
 	if k := s.nearest(budget); k >= 0 {
 		r := s.last[k]
@@ -593,7 +595,7 @@ func (c *core) initialGuess(budget float64, warm *warmStart) float64 {
 	}
 	sc, err := newCore(sub, subCaps, budget*scale, c.obj, subFreq)
 	if err == nil {
-		sc.workers, sc.countOnly = c.workers, true
+		sc.workers, sc.countOnly, sc.plainSearch = c.workers, true, c.plainSearch
 		if sol, err := sc.solve(budget*scale, warm); err == nil && sol.Mu > 0 && !math.IsInf(sol.Mu, 1) {
 			return math.Log(sol.Mu)
 		}
