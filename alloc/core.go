@@ -389,6 +389,83 @@ func (c *core) metrics(sol *Solution) {
 	}
 }
 
+// fillCrowd is fillBetween when the steep fall of S across the bracket is
+// the crowd's at the threshold just above muLo (rootFinder.crowd), as it
+// is where many elements share one threshold: every element keeps
+// f(muLo) but the crowd's, which are blended as fillBetween blends, f =
+// f(muLo) − θ·(f(muLo) − f(muHi)) with the θ that spends the budget.
+// That is an allocation between the two ends, as fillBetween's, and
+// identical elements stay identical; it costs one pass at muLo and two
+// loops over the crowd (one inner solve per run of identical elements),
+// where fillBetween takes two passes and a third of inner solves. It reports false, having changed nothing but c.freq and
+// c.tot (which fillBetween recomputes), when the crowd cannot take the
+// difference.
+func (c *core) fillCrowd(muLo, muHi float64, hostMul []float64, budget float64) bool {
+	for k := range hostMul {
+		hostMul[k] = muLo
+	}
+	c.pass(muLo, hostMul, true, false, fullAcc)
+	sLo, target := c.tot.s, budget
+	up := c.tot.up
+	for k := range c.caps {
+		if c.tot.hs[k] > c.caps[k] {
+			hostMul[k] = -1 // binding: its elements are redone by solveHosts
+			target -= c.caps[k]
+			continue
+		}
+		sLo += c.tot.hs[k]
+		up = min(up, c.tot.hup[k])
+	}
+	cr := c.crowdAt(up, 0)
+	if !(cr.upLam > 0) {
+		return false
+	}
+	key, tol := cr.upKey, tolFor(fullAcc)
+	// Each crowd element's own f(muHi): on the ramp f is proportional
+	// to 1 − μλ/w, which rounds differently for each λ, so the crowd's
+	// drop is summed element by element, with one inner solve per chunk
+	// for a run of identical elements.
+	crowdHi := func(lo, hi int, each func(i int, fHi float64)) {
+		weights, hosts := c.cols.Weights[lo:hi], c.cols.Hosts[lo:hi]
+		var lastRate, lastWeight, lastHi float64
+		for i, rate := range c.cols.Rates[lo:hi] {
+			f, weight := c.freq[lo+i], weights[i]
+			if f == 0 || weight/rate != key {
+				continue
+			}
+			if h := hosts[i]; h >= 0 {
+				if k := c.capOf[h]; k >= 0 && hostMul[k] < 0 {
+					continue
+				}
+			}
+			if rate != lastRate || weight != lastWeight {
+				lastRate, lastWeight = rate, weight
+				lastHi, _ = freshFreq(rate, weight, muHi, f, tol)
+			}
+			each(lo+i, lastHi)
+		}
+	}
+	drops := make([]float64, c.workers)
+	c.parallel(func(w, lo, hi int) {
+		var d float64
+		crowdHi(lo, hi, func(i int, fHi float64) { d += c.freq[i] - fHi })
+		drops[w] += d
+	})
+	drop := 0.0
+	for _, d := range drops {
+		drop += d
+	}
+	need := sLo - target
+	if !(drop > 0) || !(need >= 0) || need > drop {
+		return false
+	}
+	theta := need / drop
+	c.parallel(func(_, lo, hi int) {
+		crowdHi(lo, hi, func(i int, fHi float64) { c.freq[i] -= theta * (c.freq[i] - fHi) })
+	})
+	return true
+}
+
 // fillBetween settles a bracket [muLo, muHi] of the multiplier that
 // float64 cannot narrow (rootFinder's fill): S(muLo) > budget > S(muHi)
 // while the two are a few ulps apart, because many elements sit so near
@@ -406,6 +483,9 @@ func (c *core) metrics(sol *Solution) {
 // c.tot hold the pass at muLo except for the blend of the free elements,
 // as the host searches expect.
 func (c *core) fillBetween(muLo, muHi float64, hostMul []float64, budget float64) {
+	if c.obj == Freshness && !c.plainSearch && c.fillCrowd(muLo, muHi, hostMul, budget) {
+		return
+	}
 	nCap := len(c.caps)
 	for k := range hostMul {
 		hostMul[k] = muHi
