@@ -678,6 +678,10 @@ const (
 // search evaluates the ends of its ramp and then interpolates on it, which
 // is exact because S is linear there.
 //
+// Many elements at one threshold (a crowd) make S curve hard well before
+// their ramp: the outer search reports them (crowd) and its steps then
+// solve a model that holds them exactly (crowdStep).
+//
 // Otherwise it bisects when Newton leaves the bracket or stops converging
 // fast, and expands geometrically while no bracket is known.
 type rootFinder struct {
