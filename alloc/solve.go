@@ -176,10 +176,11 @@ func Solve(p Problem) (Solution, error) {
 // Solve) or elements the caller holds as arrays (SolveColumns), which it
 // reads in place: between solves it keeps no per-element data, only the
 // multipliers (O(hosts)). Each element's inner solve starts cold in the
-// first pass; from the series start at the warm μ that costs about what a
-// start from the element's last frequency did (BenchmarkResolve1M, 200-230
-// against 230-260 CPU-ms, one pass more at most), and those frequencies
-// were 8 bytes an element for as long as the Solver lived.
+// first pass, asked for full accuracy; from the series start at the warm
+// μ that costs no more than a start from the element's last frequency did
+// (BenchmarkResolve1M: 4 passes and 240-246 CPU-ms, against 4 and 268 when
+// they were kept), and those frequencies were 8 bytes an element for as
+// long as the Solver lived.
 type Solver struct {
 	obj    Objective
 	own    Columns // NewSolver's copy of the elements, for Solve
