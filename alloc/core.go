@@ -395,16 +395,20 @@ func (c *core) metrics(sol *Solution) {
 // f(muLo) but the crowd's, which are blended as fillBetween blends, f =
 // f(muLo) − θ·(f(muLo) − f(muHi)) with the θ that spends the budget.
 // That is an allocation between the two ends, as fillBetween's, and
-// identical elements stay identical; it costs one pass at muLo and two
-// loops over the crowd (one inner solve per run of identical elements),
-// where fillBetween takes two passes and a third of inner solves. It reports false, having changed nothing but c.freq and
-// c.tot (which fillBetween recomputes), when the crowd cannot take the
-// difference.
-func (c *core) fillCrowd(muLo, muHi float64, hostMul []float64, budget float64) bool {
+// identical elements stay identical; it costs one pass at muLo (none
+// when haveLo says the last pass was made there at full accuracy, so
+// that c.freq and c.tot hold it already) and two loops over the crowd
+// (one inner solve per run of identical elements), where fillBetween
+// takes two passes and a third of inner solves. It reports false, having
+// changed nothing but c.freq and c.tot (which fillBetween recomputes),
+// when the crowd cannot take the difference.
+func (c *core) fillCrowd(muLo, muHi float64, hostMul []float64, budget float64, haveLo bool) bool {
 	for k := range hostMul {
 		hostMul[k] = muLo
 	}
-	c.pass(muLo, hostMul, true, false, fullAcc)
+	if !haveLo {
+		c.pass(muLo, hostMul, true, false, fullAcc)
+	}
 	sLo, target := c.tot.s, budget
 	up := c.tot.up
 	for k := range c.caps {
@@ -482,8 +486,8 @@ func (c *core) fillCrowd(muLo, muHi float64, hostMul []float64, budget float64) 
 // what the binding hosts' caps leave of the budget. On return c.freq and
 // c.tot hold the pass at muLo except for the blend of the free elements,
 // as the host searches expect.
-func (c *core) fillBetween(muLo, muHi float64, hostMul []float64, budget float64) {
-	if c.obj == Freshness && !c.plainSearch && c.fillCrowd(muLo, muHi, hostMul, budget) {
+func (c *core) fillBetween(muLo, muHi float64, hostMul []float64, budget float64, haveLo bool) {
+	if c.obj == Freshness && !c.plainSearch && c.fillCrowd(muLo, muHi, hostMul, budget, haveLo) {
 		return
 	}
 	nCap := len(c.caps)

@@ -456,6 +456,9 @@ func (c *core) solve(budget float64, warm *warmStart) (Solution, error) {
 		rf.hi, rf.phihi = math.Log(c.keyMax), math.Inf(-1)
 	}
 	hostMul := make([]float64, nCap)
+	// The last pass's point and accuracy: a fill whose low end it is
+	// starts from it (fillCrowd).
+	var lastT, lastAcc float64
 	for !rf.done {
 		if rf.n >= maxRounds {
 			return Solution{}, fmt.Errorf("%w (budget %v, μ ≈ %v)", errNoConvergence, budget, math.Exp(rf.t))
@@ -465,6 +468,7 @@ func (c *core) solve(budget float64, warm *warmStart) (Solution, error) {
 			hostMul[k] = mu
 		}
 		c.pass(mu, hostMul, true, false, rf.acc)
+		lastT, lastAcc = rf.t, rf.acc
 		S, D := c.tot.s, c.tot.d
 		up, down := c.tot.up, c.tot.down
 		for k := range nCap {
@@ -483,7 +487,7 @@ func (c *core) solve(budget float64, warm *warmStart) (Solution, error) {
 	}
 	mu := math.Exp(rf.t)
 	if rf.fill {
-		c.fillBetween(mu, math.Exp(rf.hi), hostMul, budget)
+		c.fillBetween(mu, math.Exp(rf.hi), hostMul, budget, lastT == rf.lo && lastAcc <= fullAcc)
 	}
 	sol.Mu = mu
 
