@@ -195,7 +195,8 @@ func (c *core) pass(mu float64, hostMul []float64, uncapped, wantF bool, acc flo
 			f, el := same.solve(c.obj, rate, weight, m, freq[i], tol)
 			if c.obj == Freshness {
 				// Compare w/λ with the running extremes by multiplying,
-				// dividing only on the rare update.
+				// dividing only near the extreme (where a crowd sits, once per
+				// element: lowerKey sums its rates).
 				if k >= 0 {
 					if f > 0 {
 						if weight <= a.hup[k]*rate*(1+1e-12) {

@@ -259,8 +259,9 @@ func (s *Solver) Solve() (Solution, error) { return s.solve(s.own, s.budget, s.c
 // host caps under the Solver's objective, warm-started as Solve is. It
 // reads cols and caps in place and keeps neither: a caller that holds its
 // rates, weights and hosts as arrays re-solves without a copy of them,
-// and between solves the Solver holds nothing per element. A problem with another number of elements or hosts
-// than the last solve's is solved cold. Errors are Solve's.
+// and between solves the Solver holds nothing per element. A problem
+// with another number of elements or hosts than the last solve's is
+// solved cold. Errors are Solve's.
 //
 // The Solution's Freshness and Age are left 0: they cost two
 // exponentials per element, more than a pass of the solve, and a caller
