@@ -374,7 +374,40 @@ func (c *Coordinator) loadInto(do func(func(*schedule.Scheduler))) (int, error) 
 	if err != nil {
 		return n, fmt.Errorf("load schedule from store: %w", err)
 	}
+	c.restoreHazard(do)
 	return n, nil
+}
+
+// restoreHazard gives the schedule the hazard counts the previous
+// coordinator stored (saveHazard). Counts that cannot be read cost only
+// what they held: the schedule starts from the hazard's prior, as a new
+// crawl does.
+func (c *Coordinator) restoreHazard(do func(func(*schedule.Scheduler))) {
+	h, found, err := c.db.Hazard()
+	if err != nil {
+		c.log.Warn("the stored hazard counts are unreadable; the hazard of a rate change starts from its prior", "err", err)
+		return
+	}
+	if !found {
+		return
+	}
+	do(func(s *schedule.Scheduler) { err = s.RestoreHazardCounts(h.ChangePoints, h.Observed, h.At) })
+	if err != nil {
+		c.log.Warn("the stored hazard counts were not restored", "err", err)
+	}
+}
+
+// saveHazard stores the schedule's hazard counts for the next coordinator
+// (restoreHazard); before the first observation there are none to store.
+func (c *Coordinator) saveHazard() {
+	var h store.Hazard
+	c.disp.Do(func(s *schedule.Scheduler) { h.ChangePoints, h.Observed, h.At = s.HazardCounts() })
+	if h.At.IsZero() {
+		return
+	}
+	if err := c.db.SetHazard(h); err != nil {
+		c.log.Warn("could not store the hazard counts; a restart would start them from the prior", "err", err)
+	}
 }
 
 // LoadScheduler builds the schedule a coordinator with opts starts from
@@ -386,7 +419,7 @@ func LoadScheduler(db *store.DB, opts Options) (*schedule.Scheduler, int, error)
 		return nil, 0, err
 	}
 	est, sched := newSchedule(opts, db, opts.Log)
-	c := &Coordinator{opts: opts, db: db, est: est}
+	c := &Coordinator{opts: opts, db: db, est: est, log: opts.Log}
 	n, err := c.loadInto(func(fn func(*schedule.Scheduler)) { fn(sched) })
 	return sched, n, err
 }
@@ -520,6 +553,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		cancel()
 	}
 	wg.Wait()
+	c.saveHazard()
 	c.log.Info("coordinator stopped")
 	return runErr
 }
@@ -719,6 +753,7 @@ func (c *Coordinator) replan() {
 		c.log.Error("plan failed; keeping the previous one", "policy", c.opts.Policy.Name(), "err", err)
 		return
 	}
+	c.saveHazard()
 	var inUse float64
 	var n, disallowed int
 	c.disp.Do(func(s *schedule.Scheduler) {

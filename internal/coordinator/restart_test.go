@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/proto"
+	"github.com/freshcrawl/freshcrawl/internal/schedule"
 	"github.com/freshcrawl/freshcrawl/internal/store"
 )
 
@@ -255,4 +257,43 @@ func TestResultsConsumerAwaited(t *testing.T) {
 	}
 	waitFor(t, 20*time.Second, "the result folded", func() bool { return c.fetches() == 1 })
 	stop()
+}
+
+// A coordinator stores the hazard counts of its schedule when it stops,
+// and the next one starts from them rather than from the prior; so does
+// the schedule LoadScheduler builds (the restart benchmark's). Each plan
+// fades both counts by one factor, so their ratio is what must survive.
+func TestRestartKeepsHazardCounts(t *testing.T) {
+	e := newEnv(t, testSettings())
+	c1 := e.coordinator(t, Options{Budget: 20, HostRate: 20})
+	addSeeds(t, c1, testURL)
+	stop1 := run(t, c1)
+	e.takeTask(t, 10*time.Second) // the coordinator is past its start
+	const cps0, obs0 = 7.5, 3.2e8
+	at := time.Now().Add(-time.Minute)
+	var err error
+	c1.disp.Do(func(s *schedule.Scheduler) { err = s.RestoreHazardCounts(cps0, obs0, at) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop1()
+	check := func(who string, s *schedule.Scheduler) {
+		t.Helper()
+		cps, obs, got := s.HazardCounts()
+		// A minute's fading is a small part of the default half-life.
+		if !(cps > cps0/2 && cps <= cps0) || math.Abs(cps/obs-cps0/obs0) > 1e-12*cps0/obs0 || got.Before(at) {
+			t.Errorf("%s: %v change points over %v s at %v; want %v over %v at %v, faded alike since", who, cps, obs, got, cps0, obs0, at)
+		}
+	}
+
+	c2 := e.coordinator(t, Options{Budget: 20, HostRate: 20})
+	run(t, c2)
+	e.takeTask(t, 10*time.Second)
+	c2.disp.Do(func(s *schedule.Scheduler) { check("after the restart", s) })
+
+	sched, _, err := LoadScheduler(e.db, Options{Budget: 20, HostRate: 20, Log: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("LoadScheduler", sched)
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"runtime"
 	"slices"
@@ -1100,6 +1101,32 @@ func (s *Scheduler) updateHazard(now time.Time) {
 	if now.After(s.hazardAt) {
 		s.hazardAt = now
 	}
+}
+
+// HazardCounts is what the scheduler has counted of the collection for
+// the hazard of a rate change (CollectionHazard): the change points seen
+// and the seconds of observation, faded to at (zero before any
+// observation). A coordinator stores them so that a restart goes on from
+// them (RestoreHazardCounts).
+func (s *Scheduler) HazardCounts() (changePoints, observed float64, at time.Time) {
+	return s.changePoints, s.urlTime, s.hazardAt
+}
+
+// RestoreHazardCounts sets the counts HazardCounts gave, in a scheduler
+// that has counted nothing yet (a plan may have been made); they fade from
+// at as if the scheduler had run since. Counts a scheduler cannot have
+// made (negative, NaN, infinite, undated) are refused, as are counts over a
+// scheduler's own.
+func (s *Scheduler) RestoreHazardCounts(changePoints, observed float64, at time.Time) error {
+	ok := func(x float64) bool { return x >= 0 && !math.IsInf(x, 1) }
+	switch {
+	case !ok(changePoints) || !ok(observed) || at.IsZero():
+		return fmt.Errorf("schedule: restore hazard counts: invalid (change points %g, observed %g s, at %v)", changePoints, observed, at)
+	case s.changePoints != 0 || s.urlTime != 0:
+		return fmt.Errorf("schedule: restore hazard counts: the scheduler has counted %g change points over %g s since %v", s.changePoints, s.urlTime, s.hazardAt)
+	}
+	s.changePoints, s.urlTime, s.hazardAt = changePoints, observed, at
+	return nil
 }
 
 // sampleStates is a sample of at most refitSample estimator states of

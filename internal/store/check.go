@@ -107,6 +107,11 @@ func (db *DB) checkInto(r *Report) {
 		if v := meta.Get(metaFence); len(v) == 8 {
 			r.Fence = binary.BigEndian.Uint64(v)
 		}
+		if v := meta.Get(metaHazard); v != nil {
+			if _, err := decodeHazard(v); err != nil {
+				r.add(err)
+			}
+		}
 		for _, name := range allBuckets {
 			b := tx.Bucket(name)
 			if b == nil {
