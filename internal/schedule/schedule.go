@@ -244,7 +244,7 @@ type Scheduler struct {
 	exploreItems          int     // the last plan's PlanJob.itemsHint
 	sinceRefit            int
 	resumFrom             int // where the next re-summary batch starts
-	life     lifecycle
+	life                  lifecycle
 }
 
 // retiredEntry is the id of a removed URL and the number of snapshots
