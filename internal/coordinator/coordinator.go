@@ -739,8 +739,8 @@ func (c *Coordinator) maintainLoop(ctx context.Context) error {
 			var due, old bool
 			c.disp.Do(func(s *schedule.Scheduler) {
 				due = s.ReplanDue(now)
-				plan, at, _ := s.Plan()
-				old = plan.Freq == nil || now.Sub(at) >= replanEvery
+				_, at, _ := s.Plan()
+				old = at.IsZero() || now.Sub(at) >= replanEvery
 			})
 			// A plan due only because estimates moved waits out its cost
 			// share; one never made or older than Replan does not.

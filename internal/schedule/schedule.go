@@ -245,10 +245,7 @@ type Scheduler struct {
 	exploreItems          int     // the last plan's PlanJob.itemsHint
 	sinceRefit            int
 	resumFrom             int // where the next re-summary batch starts
-	// planList is the list the last plan was made over: plan.Freq[i]
-	// is list element planList[i] (removed ones have pos < 0).
-	planList []uint32
-	life     lifecycle
+	life                  lifecycle
 }
 
 // retiredEntry is the id of a removed URL and the number of snapshots
@@ -929,10 +926,11 @@ func (s *Scheduler) Rate(url string) float64 {
 // ReplanDue reports whether the plan is stale: never made, older than
 // Replan, or more than a tenth of the estimates moved since.
 func (s *Scheduler) ReplanDue(now time.Time) bool {
-	return s.plan.Freq == nil || now.Sub(s.planAt) >= s.o.Replan || s.moved > s.Len()/10+1
+	return s.planAt.IsZero() || now.Sub(s.planAt) >= s.o.Replan || s.moved > s.Len()/10+1
 }
 
-// Plan is the last plan.
+// Plan is the last plan and when it was made (zero before the first),
+// without its frequencies: the URLs' intervals hold them.
 func (s *Scheduler) Plan() (PlanOutput, time.Time, float64) { return s.plan, s.planAt, s.inUse }
 
 // Disallowed counts URLs robots.txt disallows (rechecked every
@@ -2236,7 +2234,16 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 	if j.next < len(j.freq) {
 		return false
 	}
-	s.plan, s.planAt, s.inUse, s.planList, s.life.band = j.out, j.at, j.inUse, j.list, j.band
+	s.plan, s.planAt, s.inUse, s.life.band = j.out, j.at, j.inUse, j.band
+	// The frequencies are in the entries' intervals now; what the views
+	// still need of them is which URLs they give up.
+	s.life.givenUp = s.life.givenUp.truncate(0).extend(int(s.front.ents.next))
+	for i, f := range s.plan.Freq {
+		if f <= 0 && i < len(j.list) {
+			s.life.givenUp.set(int(j.list[i]), true)
+		}
+	}
+	s.plan.Freq = nil
 	s.reuseRetired(j.snapshot)
 	s.moved -= j.moved
 	if s.moved < 0 {
