@@ -28,19 +28,12 @@ type entry struct {
 	// (urlIndex.url). With a URL source (sourceIndex) path holds the
 	// URL's fingerprint and origin its store id instead.
 	path pathRef
-	// st is the estimator's state (docs/design.md §3.3), packed
-	// (packState) into its slab's arena (stateArena), 0 while it is
-	// the zero state: most URLs of a new collection have none, and a
-	// state takes 112 bytes unpacked. A 4-byte reference, not an 8-byte
-	// pointer, which also leaves the slabs with no pointer for the
-	// garbage collector to scan.
-	st stateRef
 
 	interval time.Duration // 1/f from the plan; 0 = not scheduled (given up, disallowed)
 	nextDue  int64         // Unix ns
 	host     uint32        // index in frontier.hostList
-	// What the estimator learnt (docs/design.md §3.3): its state (st),
-	// the version of the priors its posterior's summary was computed
+	// What the estimator learnt (docs/design.md §3.3): its state (in
+	// its slab's stateArena, by the entry's place), the version of the priors its posterior's summary was computed
 	// under (priorVer; stale: to be recomputed under the current ones),
 	// and the number of updates (seq, so that a recomputation from an
 	// older state is dropped: it only has to differ from the one a
@@ -165,10 +158,11 @@ func (e *entry) set(f entryFlags, v bool) {
 
 // state is e's estimator state.
 func (p *entryStore) state(e *entry) estimate.State {
-	if e.st == 0 {
+	r := p.ref(e)
+	if r == 0 {
 		return estimate.State{}
 	}
-	return unpackState(p.arenas[e.id>>entryChunkBits].at(e.st))
+	return unpackState(p.arenas[e.id>>entryChunkBits].at(r))
 }
 
 // observed reports whether e's estimate holds observations.
@@ -253,6 +247,35 @@ type stateRef uint32
 type stateArena struct {
 	blocks     [][]byte
 	live, dead int
+	// refs names each entry's packed state (packState) by the entry's
+	// place in the slab, 0 while it is the zero state: most URLs of a
+	// new collection have none, and a state takes 112 bytes unpacked.
+	// Not a field of the entry: a scheduler whose URL source holds the
+	// states (dropState) never allocates refs, and its entries are 56
+	// bytes rather than 64. References of 4 bytes, not pointers, leave
+	// the arena with no pointer for the garbage collector to scan.
+	refs *[entryChunk]stateRef
+}
+
+// ref is the reference of e's packed state, 0 for none.
+func (p *entryStore) ref(e *entry) stateRef {
+	a := &p.arenas[e.id>>entryChunkBits]
+	if a.refs == nil {
+		return 0
+	}
+	return a.refs[e.id&(entryChunk-1)]
+}
+
+// setRef sets the reference of e's packed state.
+func (p *entryStore) setRef(e *entry, r stateRef) {
+	a := &p.arenas[e.id>>entryChunkBits]
+	if a.refs == nil {
+		if r == 0 {
+			return
+		}
+		a.refs = new([entryChunk]stateRef)
+	}
+	a.refs[e.id&(entryChunk-1)] = r
 }
 
 // take returns n zero bytes in the arena and their reference.
@@ -278,12 +301,12 @@ func (a *stateArena) at(r stateRef) *byte {
 func (p *entryStore) setState(e *entry, st estimate.State) {
 	e.set(flagObserved, st.Observations() > 0)
 	a := &p.arenas[e.id>>entryChunkBits]
-	old := 0
-	if e.st != 0 {
-		old = packedLen(a.at(e.st))
+	old, r := 0, p.ref(e)
+	if r != 0 {
+		old = packedLen(a.at(r))
 	}
 	if st == (estimate.State{}) {
-		e.st = 0
+		p.setRef(e, 0)
 		a.live -= old
 		a.dead += old
 		return
@@ -291,7 +314,7 @@ func (p *entryStore) setState(e *entry, st estimate.State) {
 	n := packedSize(&st)
 	if n <= old {
 		// In place: the bytes after it are dead.
-		buf := unsafe.Slice(a.at(e.st), old)
+		buf := unsafe.Slice(a.at(r), old)
 		clear(buf)
 		packInto(buf[:n], &st)
 		a.live -= old - n
@@ -299,7 +322,7 @@ func (p *entryStore) setState(e *entry, st estimate.State) {
 	} else {
 		buf, ref := a.take(n)
 		packInto(buf, &st)
-		e.st = ref
+		p.setRef(e, ref)
 		a.live -= old
 		a.dead += old
 	}
@@ -312,7 +335,7 @@ func (p *entryStore) setState(e *entry, st estimate.State) {
 // holds observations (flagObserved): for a URL whose state its URL
 // source holds (urlIndex.stateID).
 func (p *entryStore) dropState(e *entry) {
-	if e.st == 0 {
+	if p.ref(e) == 0 {
 		return
 	}
 	obs := e.observed()
@@ -323,18 +346,19 @@ func (p *entryStore) dropState(e *entry) {
 // compactStates copies the live states of slab c into new blocks,
 // leaving the old ones to the garbage collector.
 func (p *entryStore) compactStates(c uint32) {
-	var fresh stateArena
 	old := &p.arenas[c]
-	for i := range p.chunks[c] {
-		e := &p.chunks[c][i]
-		if e.st == 0 {
-			continue
+	fresh := stateArena{refs: old.refs}
+	if old.refs != nil {
+		for i, r := range old.refs {
+			if r == 0 {
+				continue
+			}
+			src := old.at(r)
+			n := packedLen(src)
+			buf, ref := fresh.take(n)
+			copy(buf, unsafe.Slice(src, n))
+			old.refs[i] = ref
 		}
-		src := old.at(e.st)
-		n := packedLen(src)
-		buf, ref := fresh.take(n)
-		copy(buf, unsafe.Slice(src, n))
-		e.st = ref
 	}
 	p.arenas[c] = fresh
 }

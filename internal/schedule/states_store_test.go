@@ -26,11 +26,17 @@ func (s dbSource) Estimates(ids []uint64, fn func(i int, est []byte)) error {
 	return s.db.EstimatesByID(ids, fn)
 }
 
-// heldStates counts the packed estimator states s holds.
+// heldStates counts the packed estimator states s holds, and the slabs
+// that have a reference array for them.
 func heldStates(s *Scheduler) int {
 	n := 0
 	for _, id := range s.list {
-		if s.front.entry(id).st != 0 {
+		if s.front.ents.ref(s.front.entry(id)) != 0 {
+			n++
+		}
+	}
+	for _, a := range s.front.ents.arenas {
+		if a.refs != nil {
 			n++
 		}
 	}
