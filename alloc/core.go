@@ -29,6 +29,9 @@ type core struct {
 	// exponentials per element that the collection's freshness and age
 	// cost (SolveColumns, whose callers compute their own figures).
 	countOnly bool
+	// plainSearch leaves out the crowd model of the multiplier search
+	// (rootFinder.crowdStep), for tests that compare the two.
+	plainSearch bool
 
 	workers int
 	passes  int     // full evaluation passes so far (Solution.Iterations)
@@ -43,28 +46,37 @@ type accum struct {
 	// Freshness only: the nearest give-up thresholds w/λ on either side of
 	// the multiplier, the smallest among elements still fetched and the
 	// largest among those given up (see rootFinder).
-	up, down   float64
-	hup, hdown []float64
-	aw, w      float64 // metrics pass: Σ w·A, Σ w
-	given      int     // metrics pass: active elements with f = 0
+	up, down float64
+	// upLam and downLam are Σλ over the elements whose w/λ is exactly up
+	// (resp. down): a crowd at one threshold, such as the URLs not
+	// fetched yet, all at the prior's rate (rootFinder.crowd).
+	upLam, downLam   float64
+	hup, hdown       []float64
+	hupLam, hdownLam []float64
+	aw, w            float64 // metrics pass: Σ w·A, Σ w
+	given            int     // metrics pass: active elements with f = 0
 }
 
 func newAccum(nCap int) accum {
 	return accum{
 		hs: make([]float64, nCap), hd: make([]float64, nCap), hf: make([]float64, nCap),
 		hup: make([]float64, nCap), hdown: make([]float64, nCap),
+		hupLam: make([]float64, nCap), hdownLam: make([]float64, nCap),
 	}
 }
 
 func (a *accum) reset() {
 	a.s, a.d, a.fw, a.aw, a.w, a.given = 0, 0, 0, 0, 0, 0
 	a.up, a.down = math.Inf(1), 0
+	a.upLam, a.downLam = 0, 0
 	clear(a.hs)
 	clear(a.hd)
 	clear(a.hf)
 	for k := range a.hup {
 		a.hup[k], a.hdown[k] = math.Inf(1), 0
 	}
+	clear(a.hupLam)
+	clear(a.hdownLam)
 }
 
 // newCore validates the problem and scans it once for the per-host
@@ -157,6 +169,7 @@ func (c *core) pass(mu float64, hostMul []float64, uncapped, wantF bool, acc flo
 		a := &c.acc[w]
 		var s, d, fw float64
 		up, down := math.Inf(1), 0.0
+		var upLam, downLam float64
 		rates, freq := c.cols.Rates[lo:hi], c.freq[lo:hi]
 		weights, hosts := c.cols.Weights[lo:hi], c.cols.Hosts[lo:hi]
 		var same alike
@@ -182,21 +195,24 @@ func (c *core) pass(mu float64, hostMul []float64, uncapped, wantF bool, acc flo
 			f, el := same.solve(c.obj, rate, weight, m, freq[i], tol)
 			if c.obj == Freshness {
 				// Compare w/λ with the running extremes by multiplying,
-				// dividing only on the rare update.
+				// dividing only near the extreme (where a crowd sits, once per
+				// element: lowerKey sums its rates).
 				if k >= 0 {
 					if f > 0 {
-						if weight < a.hup[k]*rate {
-							a.hup[k] = weight / rate
+						if weight <= a.hup[k]*rate*(1+1e-12) {
+							a.hup[k], a.hupLam[k] = lowerKey(a.hup[k], a.hupLam[k], weight/rate, rate)
 						}
-					} else if weight > a.hdown[k]*rate {
-						a.hdown[k] = weight / rate
+					} else if weight >= a.hdown[k]*rate*(1-1e-12) {
+						a.hdown[k], a.hdownLam[k] = upperKey(a.hdown[k], a.hdownLam[k], weight/rate, rate)
 					}
 				} else if f > 0 {
-					if weight < up*rate {
-						up = weight / rate
+					// The slack lets an element whose w/λ rounds to
+					// up itself reach the exact comparison.
+					if weight <= up*rate*(1+1e-12) {
+						up, upLam = lowerKey(up, upLam, weight/rate, rate)
 					}
-				} else if weight > down*rate {
-					down = weight / rate
+				} else if weight >= down*rate*(1-1e-12) {
+					down, downLam = upperKey(down, downLam, weight/rate, rate)
 				}
 			}
 			freq[i] = f
@@ -217,8 +233,8 @@ func (c *core) pass(mu float64, hostMul []float64, uncapped, wantF bool, acc flo
 		a.s += s
 		a.d += d
 		a.fw += fw
-		a.up = min(a.up, up)
-		a.down = max(a.down, down)
+		a.up, a.upLam = lowerKey(a.up, a.upLam, up, upLam)
+		a.down, a.downLam = upperKey(a.down, a.downLam, down, downLam)
 	})
 	c.reduce()
 }
@@ -269,6 +285,29 @@ func innerSolve(obj Objective, rate, weight, m, prev float64, tol innerTol) (f, 
 	return ageFreq(rate, weight, m, prev, tol)
 }
 
+// lowerKey merges a threshold key with the Σλ of its elements into the
+// running smallest key (and its Σλ).
+func lowerKey(key, lam, k, l float64) (float64, float64) {
+	switch {
+	case k < key:
+		return k, l
+	case k == key:
+		return key, lam + l
+	}
+	return key, lam
+}
+
+// upperKey is lowerKey for the running largest key.
+func upperKey(key, lam, k, l float64) (float64, float64) {
+	switch {
+	case k > key:
+		return k, l
+	case k == key:
+		return key, lam + l
+	}
+	return key, lam
+}
+
 func (c *core) reduce() {
 	c.tot.reset()
 	for w := range c.acc {
@@ -279,14 +318,14 @@ func (c *core) reduce() {
 		c.tot.aw += a.aw
 		c.tot.w += a.w
 		c.tot.given += a.given
-		c.tot.up = min(c.tot.up, a.up)
-		c.tot.down = max(c.tot.down, a.down)
+		c.tot.up, c.tot.upLam = lowerKey(c.tot.up, c.tot.upLam, a.up, a.upLam)
+		c.tot.down, c.tot.downLam = upperKey(c.tot.down, c.tot.downLam, a.down, a.downLam)
 		for k := range a.hs {
 			c.tot.hs[k] += a.hs[k]
 			c.tot.hd[k] += a.hd[k]
 			c.tot.hf[k] += a.hf[k]
-			c.tot.hup[k] = min(c.tot.hup[k], a.hup[k])
-			c.tot.hdown[k] = max(c.tot.hdown[k], a.hdown[k])
+			c.tot.hup[k], c.tot.hupLam[k] = lowerKey(c.tot.hup[k], c.tot.hupLam[k], a.hup[k], a.hupLam[k])
+			c.tot.hdown[k], c.tot.hdownLam[k] = upperKey(c.tot.hdown[k], c.tot.hdownLam[k], a.hdown[k], a.hdownLam[k])
 		}
 	}
 }
@@ -351,6 +390,87 @@ func (c *core) metrics(sol *Solution) {
 	}
 }
 
+// fillCrowd is fillBetween when the steep fall of S across the bracket is
+// the crowd's at the threshold just above muLo (rootFinder.crowd), as it
+// is where many elements share one threshold: every element keeps
+// f(muLo) but the crowd's, which are blended as fillBetween blends, f =
+// f(muLo) − θ·(f(muLo) − f(muHi)) with the θ that spends the budget.
+// That is an allocation between the two ends, as fillBetween's, and
+// identical elements stay identical; it costs one pass at muLo (none
+// when haveLo says the last pass was made there at full accuracy, so
+// that c.freq and c.tot hold it already) and two loops over the crowd
+// (one inner solve per run of identical elements), where fillBetween
+// takes two passes and a third of inner solves. It reports false, having
+// changed nothing but c.freq and c.tot (which fillBetween recomputes),
+// when the crowd cannot take the difference.
+func (c *core) fillCrowd(muLo, muHi float64, hostMul []float64, budget float64, haveLo bool) bool {
+	for k := range hostMul {
+		hostMul[k] = muLo
+	}
+	if !haveLo {
+		c.pass(muLo, hostMul, true, false, fullAcc)
+	}
+	sLo, target := c.tot.s, budget
+	up := c.tot.up
+	for k := range c.caps {
+		if c.tot.hs[k] > c.caps[k] {
+			hostMul[k] = -1 // binding: its elements are redone by solveHosts
+			target -= c.caps[k]
+			continue
+		}
+		sLo += c.tot.hs[k]
+		up = min(up, c.tot.hup[k])
+	}
+	cr := c.crowdAt(up, 0)
+	if !(cr.upLam > 0) {
+		return false
+	}
+	key, tol := cr.upKey, tolFor(fullAcc)
+	// Each crowd element's own f(muHi): on the ramp f is proportional
+	// to 1 − μλ/w, which rounds differently for each λ, so the crowd's
+	// drop is summed element by element, with one inner solve per chunk
+	// for a run of identical elements.
+	crowdHi := func(lo, hi int, each func(i int, fHi float64)) {
+		weights, hosts := c.cols.Weights[lo:hi], c.cols.Hosts[lo:hi]
+		var lastRate, lastWeight, lastHi float64
+		for i, rate := range c.cols.Rates[lo:hi] {
+			f, weight := c.freq[lo+i], weights[i]
+			if f == 0 || weight/rate != key {
+				continue
+			}
+			if h := hosts[i]; h >= 0 {
+				if k := c.capOf[h]; k >= 0 && hostMul[k] < 0 {
+					continue
+				}
+			}
+			if rate != lastRate || weight != lastWeight {
+				lastRate, lastWeight = rate, weight
+				lastHi, _ = freshFreq(rate, weight, muHi, f, tol)
+			}
+			each(lo+i, lastHi)
+		}
+	}
+	drops := make([]float64, c.workers)
+	c.parallel(func(w, lo, hi int) {
+		var d float64
+		crowdHi(lo, hi, func(i int, fHi float64) { d += c.freq[i] - fHi })
+		drops[w] += d
+	})
+	drop := 0.0
+	for _, d := range drops {
+		drop += d
+	}
+	need := sLo - target
+	if !(drop > 0) || !(need >= 0) || need > drop {
+		return false
+	}
+	theta := need / drop
+	c.parallel(func(_, lo, hi int) {
+		crowdHi(lo, hi, func(i int, fHi float64) { c.freq[i] -= theta * (c.freq[i] - fHi) })
+	})
+	return true
+}
+
 // fillBetween settles a bracket [muLo, muHi] of the multiplier that
 // float64 cannot narrow (rootFinder's fill): S(muLo) > budget > S(muHi)
 // while the two are a few ulps apart, because many elements sit so near
@@ -367,7 +487,10 @@ func (c *core) metrics(sol *Solution) {
 // what the binding hosts' caps leave of the budget. On return c.freq and
 // c.tot hold the pass at muLo except for the blend of the free elements,
 // as the host searches expect.
-func (c *core) fillBetween(muLo, muHi float64, hostMul []float64, budget float64) {
+func (c *core) fillBetween(muLo, muHi float64, hostMul []float64, budget float64, haveLo bool) {
+	if c.obj == Freshness && !c.plainSearch && c.fillCrowd(muLo, muHi, hostMul, budget, haveLo) {
+		return
+	}
 	nCap := len(c.caps)
 	for k := range hostMul {
 		hostMul[k] = muHi

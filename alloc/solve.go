@@ -167,26 +167,29 @@ func Solve(p Problem) (Solution, error) {
 // Solver keeps the state of a solved problem so that it can be re-solved
 // cheaply after the change-rate or weight estimates (or the budget and
 // caps) move: the next solve starts from the multipliers μ and μ_h* of the
-// one of the last two solves nearest in budget and from each element's
-// previous frequency, so a small change costs a few passes of one Halley
-// step each instead of a cold solve (BenchmarkResolve1M: 5 passes against
-// 7, about 60% of the time, after changing 1% of the rates). A Solver is
-// not safe for concurrent use.
+// one of the last two solves nearest in budget, so a small change costs a
+// few passes instead of a cold solve (BenchmarkResolve1M: 4 to 5 passes
+// against 7, after changing 1% of the rates). A Solver is not safe for
+// concurrent use.
 //
 // It solves either its own copy of a Problem (NewSolver, the Set methods,
 // Solve) or elements the caller holds as arrays (SolveColumns), which it
-// reads in place: between solves it keeps no per-element data but the
-// last solve's Solution.Freq, the warm start of the next.
+// reads in place: between solves it keeps no per-element data, only the
+// multipliers (O(hosts)). Each element's inner solve starts cold in the
+// first pass, asked for full accuracy; from the series start at the warm
+// μ that costs no more than a start from the element's last frequency did
+// (BenchmarkResolve1M: 4 passes and 240-246 CPU-ms, against 4 and 268 when
+// they were kept), and those frequencies were 8 bytes an element for as
+// long as the Solver lived.
 type Solver struct {
 	obj    Objective
 	own    Columns // NewSolver's copy of the elements, for Solve
 	budget float64
 	caps   []float64
-	// freq is the last solve's Solution.Freq (not a copy): the next
-	// solve starts from it. nil before the first solve and after a
-	// failed one.
-	freq  []float64
-	nCaps int // hosts of the last solve
+	// plainSearch solves without the crowd model (core.plainSearch).
+	plainSearch bool
+	n           int // elements of the last solve
+	nCaps       int // hosts of the last solve
 	// The multipliers of the last two solves, each with its budget: a
 	// caller that alternates between two budgets (a plan with and
 	// without the share exploration takes) starts each solve from the
@@ -248,18 +251,17 @@ func (s *Solver) SetHostCaps(caps []float64) {
 }
 
 // Solve solves the current problem, warm-started from the previous
-// successful solve if there was one. The returned Freq is a fresh slice;
-// the Solver keeps it as the next solve's starting point (a caller that
-// changes it changes only where that solve starts).
+// successful solve's multipliers if there was one. The returned Freq is
+// a fresh slice, the caller's: the Solver keeps no reference to it.
 func (s *Solver) Solve() (Solution, error) { return s.solve(s.own, s.budget, s.caps, false) }
 
 // SolveColumns solves the problem of the elements cols, the budget and the
 // host caps under the Solver's objective, warm-started as Solve is. It
 // reads cols and caps in place and keeps neither: a caller that holds its
 // rates, weights and hosts as arrays re-solves without a copy of them,
-// and between solves the Solver holds 8 bytes per element (the returned
-// Freq, as Solve). A problem with another number of elements or hosts
-// than the last solve's is solved cold. Errors are Solve's.
+// and between solves the Solver holds nothing per element. A problem
+// with another number of elements or hosts than the last solve's is
+// solved cold. Errors are Solve's.
 //
 // The Solution's Freshness and Age are left 0: they cost two
 // exponentials per element, more than a pass of the solve, and a caller
@@ -271,16 +273,17 @@ func (s *Solver) SolveColumns(cols Columns, budget float64, caps []float64) (Sol
 // solve is Solve and SolveColumns: countOnly leaves out Freshness and Age.
 func (s *Solver) solve(cols Columns, budget float64, caps []float64, countOnly bool) (Solution, error) {
 	n := len(cols.Rates)
-	if len(s.freq) != n || s.nCaps != len(caps) {
-		s.freq, s.last, s.nCaps = nil, [2]warmRecord{}, len(caps)
+	if s.n != n || s.nCaps != len(caps) {
+		s.last, s.n, s.nCaps = [2]warmRecord{}, n, len(caps)
 	}
-	freq := make([]float64, n)
-	copy(freq, s.freq)
-	c, err := newCore(cols, caps, budget, s.obj, freq)
+	// Each element's first inner solve starts cold, at the warm μ: a
+	// pass from the series start costs about what one from the last
+	// frequency does, and keeping those would be 8 bytes an element.
+	c, err := newCore(cols, caps, budget, s.obj, make([]float64, n))
 	if err != nil {
 		return Solution{}, err
 	}
-	c.countOnly = countOnly
+	c.countOnly, c.plainSearch = countOnly, s.plainSearch
 	var w *warmStart
 	if k := s.nearest(budget); k >= 0 {
 		r := s.last[k]
@@ -289,7 +292,6 @@ func (s *Solver) solve(cols Columns, budget float64, caps []float64, countOnly b
 	sol, err := c.solve(budget, w)
 	if err != nil {
 		s.last = [2]warmRecord{}
-		s.freq = nil
 		return Solution{}, err
 	}
 	if sol.Mu > 0 && !math.IsInf(sol.Mu, 1) {
@@ -312,7 +314,6 @@ func (s *Solver) solve(cols Columns, budget float64, caps []float64, countOnly b
 			}
 		}
 	}
-	s.freq = freq
 	return sol, nil
 }
 
@@ -445,11 +446,20 @@ func (c *core) solve(budget float64, warm *warmStart) (Solution, error) {
 	// Outer search for μ on S̃(μ) = U(μ) + Σ_h min(S_h(μ), c_h).
 	t0 := c.initialGuess(budget, warm)
 	rf := newRootFinder(budget, t0)
+	if warm != nil && !warm.budgetMoved {
+		// The warm μ is likely within a few 1e−6 of the root: a first
+		// pass as loose as a far guess's would cost a pass just to
+		// learn that.
+		rf.acc = warmAcc
+	}
 	if c.obj == Freshness {
 		// Above the largest w/λ every element is given up: S̃ = 0.
 		rf.hi, rf.phihi = math.Log(c.keyMax), math.Inf(-1)
 	}
 	hostMul := make([]float64, nCap)
+	// The last pass's point and accuracy: a fill whose low end it is
+	// starts from it (fillCrowd).
+	var lastT, lastAcc float64
 	for !rf.done {
 		if rf.n >= maxRounds {
 			return Solution{}, fmt.Errorf("%w (budget %v, μ ≈ %v)", errNoConvergence, budget, math.Exp(rf.t))
@@ -459,6 +469,7 @@ func (c *core) solve(budget float64, warm *warmStart) (Solution, error) {
 			hostMul[k] = mu
 		}
 		c.pass(mu, hostMul, true, false, rf.acc)
+		lastT, lastAcc = rf.t, rf.acc
 		S, D := c.tot.s, c.tot.d
 		up, down := c.tot.up, c.tot.down
 		for k := range nCap {
@@ -470,11 +481,14 @@ func (c *core) solve(budget float64, warm *warmStart) (Solution, error) {
 				up, down = min(up, c.tot.hup[k]), max(down, c.tot.hdown[k])
 			}
 		}
+		if c.obj == Freshness && !c.plainSearch {
+			rf.crowd = c.crowdAt(up, down)
+		}
 		rf.observe(S, D, math.Log(up), math.Log(down))
 	}
 	mu := math.Exp(rf.t)
 	if rf.fill {
-		c.fillBetween(mu, math.Exp(rf.hi), hostMul, budget)
+		c.fillBetween(mu, math.Exp(rf.hi), hostMul, budget, lastT == rf.lo && lastAcc <= fullAcc)
 	}
 	sol.Mu = mu
 
@@ -506,6 +520,32 @@ func (c *core) solve(budget float64, warm *warmStart) (Solution, error) {
 	return sol, nil
 }
 
+// crowdAt gathers from the last pass the crowds at the thresholds up and
+// down of the outer search: Σλ of the uncapped elements and of those on
+// hosts whose cap does not bind whose w/λ is exactly up (fetched) or down
+// (given up).
+func (c *core) crowdAt(up, down float64) crowd {
+	cr := crowd{upKey: up, downKey: down}
+	if math.IsInf(up, 1) {
+		cr.upKey = 0
+	}
+	add := func(u, uLam, d, dLam float64) {
+		if u == up && cr.upKey > 0 {
+			cr.upLam += uLam
+		}
+		if d == down && down > 0 {
+			cr.downLam += dLam
+		}
+	}
+	add(c.tot.up, c.tot.upLam, c.tot.down, c.tot.downLam)
+	for k := range c.caps {
+		if c.tot.hs[k] <= c.caps[k] {
+			add(c.tot.hup[k], c.tot.hupLam[k], c.tot.hdown[k], c.tot.hdownLam[k])
+		}
+	}
+	return cr
+}
+
 // boundAbove sets the upper bracket of host k's search under the freshness
 // objective: above the host's largest w/λ all its elements are given up.
 func (c *core) boundAbove(rf *rootFinder, k int) {
@@ -529,7 +569,7 @@ func (c *core) finishHosts(sol *Solution, rfs []rootFinder) {
 // strided sample of 2^16 elements with the budget and caps scaled down;
 // its μ is within about 1/√(2^16) of the full one, which leaves two or
 // three full Newton passes. It does so on a warm solve too when the
-// budget moved, started from the warm multipliers and frequencies: the
+// budget moved, started from the warm multipliers: the
 // previous μ can then be several Newton passes away where many elements
 // share a give-up threshold, and the sample costs under half a pass.
 // Otherwise a warm solve starts from the warm μ, and a small cold one
@@ -561,7 +601,7 @@ func (c *core) initialGuess(budget float64, warm *warmStart) float64 {
 	}
 	sc, err := newCore(sub, subCaps, budget*scale, c.obj, subFreq)
 	if err == nil {
-		sc.workers, sc.countOnly = c.workers, true
+		sc.workers, sc.countOnly, sc.plainSearch = c.workers, true, c.plainSearch
 		if sol, err := sc.solve(budget*scale, warm); err == nil && sol.Mu > 0 && !math.IsInf(sol.Mu, 1) {
 			return math.Log(sol.Mu)
 		}
@@ -609,6 +649,9 @@ func (c *core) heuristic(budget float64) float64 {
 	return sum / float64(cnt)
 }
 
+// warmAcc is the inner-solve accuracy of a warm solve's first pass.
+const warmAcc = 1e-12
+
 // rootTol is the relative accuracy of every sum the searches match:
 // Σ f_i = B and Σ_{i∈h} f_i = c_h hold to 1e−11 relative, well inside the
 // 1e−9 the design asks for and above float64 summation noise.
@@ -641,6 +684,10 @@ const (
 // search evaluates the ends of its ramp and then interpolates on it, which
 // is exact because S is linear there.
 //
+// Many elements at one threshold (a crowd) make S curve hard well before
+// their ramp: the outer search reports them (crowd) and its steps then
+// solve a model that holds them exactly (crowdStep).
+//
 // Otherwise it bisects when Newton leaves the bracket or stops converging
 // fast, and expands geometrically while no bracket is known.
 type rootFinder struct {
@@ -655,8 +702,13 @@ type rootFinder struct {
 	tPrev  float64 // previous evaluation, for the secant
 	phPrev float64
 	newton bool // the step to t was a Newton step
-	creep  int  // steps below the resolution of t so far (observe)
-	n      int  // evaluations so far
+	// crowd, when set before observe, models the elements at the two
+	// nearest thresholds exactly in the next step (crowdStep); lnRest
+	// is ln of the rest of S at tPrev, for the rest's secant.
+	crowd  crowd
+	lnRest float64
+	creep  int // steps below the resolution of t so far (observe)
+	n      int // evaluations so far
 	done   bool
 	fill   bool // done, but S(t) > target: blend with S(hi) (see observe)
 }
@@ -669,7 +721,7 @@ func newRootFinder(target, t0 float64) rootFinder {
 		lo:     math.Inf(-1), hi: math.Inf(1),
 		philo: math.Inf(1), phihi: math.Inf(-1),
 		loUp: math.Inf(1), hiDown: math.Inf(-1),
-		phPrev: math.NaN(),
+		phPrev: math.NaN(), lnRest: math.NaN(),
 	}
 }
 
@@ -710,8 +762,14 @@ func (rf *rootFinder) observe(S, D, up, down float64) {
 	}
 	// A Newton step that did not cut |φ| by 4 signals a misleading slope.
 	slow := rf.newton && math.Abs(phi) > 0.25*math.Abs(rf.phPrev)
-	rf.tPrev, rf.phPrev = t, phi
 	next := t + phi/slope // NaN or ±Inf when the slope is unusable
+	if x, lnRest, ok := rf.crowdStep(S, D); ok {
+		next = x
+		rf.lnRest = lnRest
+	} else {
+		rf.lnRest = math.NaN()
+	}
+	rf.tPrev, rf.phPrev = t, phi
 	rf.newton = true
 	if d := 4 * ulp(t) * math.Ldexp(1, min(rf.creep, 60)); math.Abs(next-t) < d {
 		// The step is below what float64 resolves of ln μ: S is steeper
@@ -753,6 +811,89 @@ func (rf *rootFinder) observe(S, D, up, down float64) {
 	// Newton's next residual is about φ²; solve the elements 100× better
 	// than that, and fully once close.
 	rf.acc = min(max(1e-2*phi*phi, fullAcc), 1e-6)
+}
+
+// crowd is the elements at the two thresholds nearest the multiplier μ
+// of an evaluation: upLam = Σλ of those fetched whose w/λ is exactly
+// upKey (the smallest w/λ among elements fetched, > μ), downLam = Σλ of
+// those given up whose w/λ is exactly downKey (the largest, ≤ μ).
+// Elements with one threshold share one y = μλ/w and so f = λ/r(y): the
+// crowd's part of S at any μ is Σλ times the frequency of an element of
+// rate 1 and weight key.
+type crowd struct {
+	upKey, upLam, downKey, downLam float64
+}
+
+// crowdMin is the share of S that the crowds must be able to take for
+// crowdStep to model them: below it they move S too little to matter.
+const crowdMin = 1e-3
+
+// at returns the crowds' part of S at multiplier mu and its −d/d ln μ.
+func (cr *crowd) at(mu float64) (s, d float64) {
+	tol := tolFor(fullAcc)
+	if cr.upLam > 0 {
+		f, el := freshFreq(1, cr.upKey, mu, 0, tol)
+		s, d = cr.upLam*f, cr.upLam*f*el
+	}
+	if cr.downLam > 0 {
+		f, el := freshFreq(1, cr.downKey, mu, 0, tol)
+		s, d = s+cr.downLam*f, d+cr.downLam*f*el
+	}
+	return s, d
+}
+
+// crowdStep is the next t under a model of S that splits off the
+// crowds at the nearest thresholds (crowd): many elements at one
+// threshold, such as the URLs not fetched yet at the prior's rate, make
+// S fall steeply and curve hard as μ nears it (f of each falls to 0 like
+// 1/ln of the distance), which a Newton step in ln μ over- or
+// undershoots pass after pass. The crowds are modelled exactly, the rest
+// R of S as ln R linear in t (its tangent, or its secant through the
+// previous evaluation when steeper, as for S), and the model's root in
+// the bracket is found by bisection, which costs a few hundred scalar
+// solves, not a pass. ok is false when the crowds are too small to
+// matter or the model has no root in reach: the plain step then stands.
+// Only the path of the search changes: its stopping rule and bracket do
+// not, so the root is the same to rootTol.
+func (rf *rootFinder) crowdStep(S, D float64) (next, lnRest float64, ok bool) {
+	cr := &rf.crowd
+	if !(cr.upLam > 0 || cr.downLam > 0) || !(S > 0) {
+		return 0, 0, false
+	}
+	if (cr.upLam+cr.downLam)/rampR < crowdMin*S {
+		return 0, 0, false
+	}
+	t := rf.t
+	cs, cd := cr.at(math.Exp(t))
+	rest, restD := S-cs, D-cd
+	if !(rest > 0) || !(restD >= 0) {
+		return 0, 0, false
+	}
+	lnRest = math.Log(rest)
+	slope := restD / rest
+	if sec := (rf.lnRest - lnRest) / (t - rf.tPrev); sec > slope {
+		slope = sec // NaN (no previous rest) compares false
+	}
+	model := func(x float64) float64 {
+		s, _ := cr.at(math.Exp(x))
+		return rest*math.Exp(-slope*(x-t)) + s
+	}
+	lo, hi := max(rf.lo, t-16), min(rf.hi, t+16)
+	if !(model(lo) > rf.target) || !(model(hi) < rf.target) {
+		return 0, 0, false
+	}
+	for range 200 {
+		mid := lo + 0.5*(hi-lo)
+		if !(mid > lo && mid < hi) {
+			break
+		}
+		if model(mid) > rf.target {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo + 0.5*(hi-lo), lnRest, true
 }
 
 // ulp is the spacing of float64 values at t.

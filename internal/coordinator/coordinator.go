@@ -434,8 +434,9 @@ func newSchedule(opts Options, db *store.DB, log *slog.Logger) (schedule.Estimat
 	return est, sched
 }
 
-// storeURLs spells the schedule's URLs by their store ids
-// (schedule.URLSource), one read transaction a call.
+// storeURLs spells the schedule's URLs by their store ids and reads
+// their estimator states (schedule.URLSource), one read transaction a
+// call.
 type storeURLs struct {
 	db  *store.DB
 	log *slog.Logger
@@ -453,6 +454,17 @@ func (s storeURLs) URLs(ids []uint64, fn func(i int, url string)) error {
 	}
 	if n < len(ids) {
 		s.log.Warn("the store does not hold scheduled URL ids", "missing", len(ids)-n, "of", len(ids))
+	}
+	return nil
+}
+
+// Estimates reads the estimator states of ids' URLs from the store, for
+// a plan's refit and re-summaries. A failed read is logged: the plan goes
+// on without them and the next one reads them again.
+func (s storeURLs) Estimates(ids []uint64, fn func(i int, est []byte)) error {
+	if err := s.db.EstimatesByID(ids, fn); err != nil {
+		s.log.Error("read the schedule's estimator states from the store", "ids", len(ids), "err", err)
+		return err
 	}
 	return nil
 }
@@ -727,8 +739,8 @@ func (c *Coordinator) maintainLoop(ctx context.Context) error {
 			var due, old bool
 			c.disp.Do(func(s *schedule.Scheduler) {
 				due = s.ReplanDue(now)
-				plan, at, _ := s.Plan()
-				old = plan.Freq == nil || now.Sub(at) >= replanEvery
+				_, at, _ := s.Plan()
+				old = at.IsZero() || now.Sub(at) >= replanEvery
 			})
 			// A plan due only because estimates moved waits out its cost
 			// share; one never made or older than Replan does not.

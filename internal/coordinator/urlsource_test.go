@@ -36,7 +36,8 @@ func (e *env) answer(t *testing.T, done func(seen map[string]int) bool) map[stri
 // dispatched under their URLs and their results folded into their
 // records; a URL deleted and seeded again (a new id) is dispatched under
 // its URL; a coordinator restarted over the store dispatches every stored
-// URL under its own URL, and none deleted.
+// URL under its own URL, and none deleted, and its plans read the
+// estimator states from the store.
 func TestScheduleSpellsURLsFromStore(t *testing.T) {
 	e := newEnv(t, testSettings())
 	var urls []string
@@ -130,8 +131,14 @@ func TestScheduleSpellsURLsFromStore(t *testing.T) {
 			t.Errorf("dispatched %q, not a stored URL", u)
 		}
 	}
-	c2.disp.Do(func(s *schedule.Scheduler) { unspelled = s.Unspelled() })
+	var unread int
+	c2.disp.Do(func(s *schedule.Scheduler) { unspelled, unread = s.Unspelled(), s.UnreadStates() })
 	if unspelled != 0 {
 		t.Errorf("%d URLs could not be spelled after the restart", unspelled)
+	}
+	// The restart's plans refit the priors and re-summarised the folded
+	// URLs from the estimator states in the store.
+	if unread != 0 {
+		t.Errorf("%d plans could not read the estimator states from the store", unread)
 	}
 }

@@ -308,6 +308,18 @@ func (p *entryStore) setState(e *entry, st estimate.State) {
 	}
 }
 
+// dropState frees e's packed state, if it has one, and keeps whether it
+// holds observations (flagObserved): for a URL whose state its URL
+// source holds (urlIndex.stateID).
+func (p *entryStore) dropState(e *entry) {
+	if e.st == 0 {
+		return
+	}
+	obs := e.observed()
+	p.setState(e, estimate.State{})
+	e.set(flagObserved, obs)
+}
+
 // compactStates copies the live states of slab c into new blocks,
 // leaving the old ones to the garbage collector.
 func (p *entryStore) compactStates(c uint32) {

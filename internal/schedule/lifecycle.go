@@ -17,9 +17,12 @@ type lifecycle struct {
 	// stays busy until the result (or its loss) comes back, so a removal
 	// never lets a host be fetched twice at once.
 	orphans map[string]*hostQueue
-	// givenUp caches the URLs the plan of givenUpAt gives f = 0.
-	givenUp   map[uint32]bool // by entry id
-	givenUpAt time.Time
+	// givenUp holds, by entry id, the URLs the last plan gives f = 0: a
+	// bit a URL, where the plan's frequencies and the list they were
+	// made over would take twelve bytes. An id removed since keeps its
+	// bit until the next plan, before which it is not reused
+	// (reuseRetired).
+	givenUp bitset
 	// band is the last plan's freshness band (FreshnessBand), computed
 	// with the plan, outside the caller's lock (PlanJob.Solve).
 	band freshnessBand
@@ -82,16 +85,7 @@ func (s *Scheduler) givenUpSet(e *entry) bool {
 	if e.is(flagPaused) || e.is(flagDisallowed) {
 		return false
 	}
-	if s.life.givenUp == nil || !s.life.givenUpAt.Equal(s.planAt) {
-		set := map[uint32]bool{}
-		for i, f := range s.plan.Freq {
-			if i < len(s.planList) && f <= 0 {
-				set[s.planList[i]] = true
-			}
-		}
-		s.life.givenUp, s.life.givenUpAt = set, s.planAt
-	}
-	return s.life.givenUp[e.id] && s.weights[e.pos] > 0
+	return s.life.givenUp.has(int(e.id)) && s.weights[e.pos] > 0
 }
 
 // URLsIn returns the known URLs in a scheduler state (StateGivenUp,
@@ -204,10 +198,9 @@ func (s *Scheduler) Remove(urls []string) int {
 	if len(gone) == 0 {
 		return 0
 	}
-	// One pass keeps the list and the plan's input aligned. The last plan
-	// keeps the list it was made over (planList), and a re-plan in
-	// progress its snapshot's: both are left as they are, so hosts gets a
-	// new array (a snapshot shares the old one) and so does list.
+	// One pass keeps the list and the plan's input aligned. A re-plan in
+	// progress keeps its snapshot's list: it is left as it is, so hosts
+	// gets a new array (a snapshot shares the old one) and so does list.
 	n := len(s.list) - len(gone)
 	list, hosts := make([]uint32, 0, n), make([]int32, 0, n)
 	k := 0
@@ -259,7 +252,6 @@ func (s *Scheduler) Remove(urls []string) int {
 		s.setRecheckTau(e, 0)
 		s.retired = append(s.retired, retiredEntry{id: id, snapshot: s.snapshots})
 	}
-	s.life.givenUp = nil
 	s.moved += len(gone)
 	return len(gone)
 }
@@ -364,7 +356,7 @@ const bandZ = 1.6448536269514722
 // costs the caller's lock nothing and moves only with the plan.
 func (s *Scheduler) FreshnessBand() (mid, lo, hi float64) {
 	b := s.life.band
-	if s.plan.Freq == nil {
+	if s.planAt.IsZero() {
 		return 1, 1, 1
 	}
 	return b.mid, b.lo, b.hi

@@ -183,10 +183,9 @@ func TestRemoveKeepsPlanAligned(t *testing.T) {
 	if v, _ := s.View("http://h/02", t0); v.GivenUp {
 		t.Error("a slow URL shifted into a given-up slot")
 	}
-	if _, err := s.Replan(t0); err != nil {
+	if p, err := s.Replan(t0); err != nil {
 		t.Fatal(err)
-	}
-	if p, _, _ := s.Plan(); len(p.Freq) != 8 {
+	} else if len(p.Freq) != 8 {
 		t.Errorf("plan over %d elements, want 8", len(p.Freq))
 	}
 	due := s.URLsIn(StateDue, t0.Add(time.Hour))
@@ -225,7 +224,8 @@ func TestFreshnessBand(t *testing.T) {
 		s.rateSEs[i] = 0.05
 	}
 	s.moved = 100
-	if _, err := s.Replan(t0.Add(time.Second)); err != nil {
+	p, err := s.Replan(t0.Add(time.Second))
+	if err != nil {
 		t.Fatal(err)
 	}
 	mid2, lo2, hi2 := s.FreshnessBand()
@@ -233,7 +233,6 @@ func TestFreshnessBand(t *testing.T) {
 		t.Errorf("band [%v, %v] around %v", lo2, hi2, mid2)
 	}
 	// The band is the freshness at the ends of each rate's interval.
-	p, _, _ := s.Plan()
 	f := p.Freq[0] // every URL has the same rate, weight and frequency
 	r := 0.1
 	want := -math.Expm1(-r*math.Exp(bandZ*0.05/r)/f) / (r * math.Exp(bandZ*0.05/r) / f)

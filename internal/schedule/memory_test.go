@@ -118,13 +118,24 @@ func BenchmarkSchedulerMemory(b *testing.B) {
 	}
 }
 
-// sliceSource spells the URL of id i+1 as the URL of infos[i].
+// sliceSource spells the URL of id i+1 as the URL of infos[i], and reads
+// its estimator state there.
 type sliceSource []URLInfo
 
 func (s sliceSource) URLs(ids []uint64, fn func(i int, url string)) error {
 	for i, id := range ids {
 		if id >= 1 && id <= uint64(len(s)) {
 			fn(i, s[id-1].URL)
+		}
+	}
+	return nil
+}
+
+// Estimates reads the state of id i+1 from infos[i], as a store holds it.
+func (s sliceSource) Estimates(ids []uint64, fn func(i int, est []byte)) error {
+	for i, id := range ids {
+		if id >= 1 && id <= uint64(len(s)) {
+			fn(i, s[id-1].Estimate)
 		}
 	}
 	return nil

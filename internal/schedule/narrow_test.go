@@ -6,7 +6,79 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/freshcrawl/freshcrawl/estimate"
 )
+
+// TestQuantileCodes: a posterior summary held as a postSummary reads back
+// with its mean and harmonic mean as float32 and every quantile within
+// quantStep/2 (plus float32's rounding) of the original, for the
+// posteriors of learnt histories at every step and for point summaries
+// (whose quantiles are their harmonic mean's logarithm) over the rates a
+// collection may hold; a rate grid's quantiles and harmonic mean are never
+// farther apart than quantSpan, for prior rates from once a year to once
+// a second; and codes past the span are held at its ends.
+func TestQuantileCodes(t *testing.T) {
+	check := func(what string, s estimate.Summary) {
+		t.Helper()
+		got := compactSummary(s).summary()
+		if got.Mean != float64(float32(s.Mean)) || got.Harmonic != float64(float32(s.Harmonic)) {
+			t.Fatalf("%s: means %v, %v read back as %v, %v", what, s.Mean, s.Harmonic, got.Mean, got.Harmonic)
+		}
+		for k, u := range s.Q {
+			// float32 rounds a quantile of ln λ (|u| < 100) to within
+			// 4e-6.
+			if d := math.Abs(float64(got.Q[k]) - float64(u)); d > quantStep/2+4e-6 {
+				t.Fatalf("%s: quantile %d is %v, read back as %v (off by %.3g, bound %.3g)", what, k, u, got.Q[k], d, quantStep/2)
+			}
+		}
+	}
+	for _, rate := range []float64{1e-12, 1.0 / (365 * 86400), 1.0 / 86400, 1, 2e3} {
+		check("point", pointSummary(rate))
+		got, want := compactSummary(pointSummary(rate)).summary(), pointSummary(rate)
+		if got.Valid() != want.Valid() {
+			t.Fatalf("point summary of %v: valid %v read back as %v", rate, want.Valid(), got.Valid())
+		}
+	}
+	if got := compactSummary(pointSummary(0)).summary(); got.Valid() {
+		t.Fatalf("the summary of rate 0 (no posterior) read back valid: %+v", got)
+	}
+	for _, prior := range []float64{1.0 / (365 * 86400), 1.0 / 86400, 1.0 / 3600, 1} {
+		g := rateGridFor(prior)
+		if width := float64(g.N) * g.Step; width >= quantSpan {
+			t.Fatalf("prior rate %v: its grid spans %.2f in ln λ, the quantiles' codes %v", prior, width, quantSpan)
+		}
+	}
+	rng := rand.New(rand.NewPCG(16, 24))
+	now := time.Unix(1_800_000_000, 0)
+	for _, prior := range []float64{1.0 / 86400, 1.0 / 3600} {
+		est := NewEstimator(DefaultHalfLife, prior)
+		for range 40 {
+			var st EstimateState
+			iv := time.Duration(1+rng.Int64N(30*24)) * time.Hour
+			at, rate := now, prior
+			var prev time.Time
+			for range 2 + rng.IntN(30) {
+				fb := est.Learn(&st, rate, Observation{URL: "http://h.example/p", Host: "h.example", Start: at, End: at.Add(time.Second), OK: true, First: prev.IsZero(), Prev: prev, Changed: rng.IntN(3) == 0})
+				if fb.Posterior.Valid() {
+					check("posterior", fb.Posterior)
+				}
+				rate, prev = fb.Rate, at
+				at = at.Add(iv)
+			}
+		}
+	}
+	a := quantAnchor(1)
+	if c := quantCode(float32(a-2*quantSpan), a); c != 0 {
+		t.Fatalf("a quantile below the span coded %d, want 0", c)
+	}
+	if c := quantCode(float32(a+2*quantSpan), a); c != 2*quantZero {
+		t.Fatalf("a quantile above the span coded %d, want %d", c, 2*quantZero)
+	}
+	if c := quantCode(float32(math.NaN()), a); c != 0 {
+		t.Fatalf("NaN coded %d, want 0", c)
+	}
+}
 
 // TestRateSERoundTrips: a rate's standard error, held as float32, reads
 // back (View) within float32's relative rounding (2^-24) of what Add and

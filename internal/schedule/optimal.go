@@ -63,9 +63,9 @@ func (p *allocPolicy) Plan(in PlanInput) (PlanOutput, error) {
 // as last time, which is the common case: estimates move, URLs stay. The
 // caps may differ: exploration takes part of each host's capacity, and a
 // plan solves the allocation with and without it. The solver reads the
-// plan's arrays in place and keeps only the frequencies it returned: a
-// copy of the elements would be 20 bytes a URL for as long as the
-// Scheduler lives.
+// plan's arrays in place and keeps only the multipliers of its last
+// solves: a copy of the elements would be 20 bytes a URL, and the
+// frequencies it returned 8, for as long as the Scheduler lives.
 func (p *allocPolicy) solve(in PlanInput) (alloc.Solution, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -89,7 +89,7 @@ func (p *allocPolicy) solve(in PlanInput) (alloc.Solution, error) {
 // the policy tells whether a plan's URLs sit on the same hosts as the
 // last plan's without keeping a copy of them. Two lists that differ and
 // hash alike would only warm-start a solve from the other list's
-// frequencies, which costs passes, not correctness.
+// multipliers, which costs passes, not correctness.
 func hostsHash(hosts []int32) uint64 {
 	const prime = 1099511628211
 	h := uint64(14695981039346656037)

@@ -27,13 +27,22 @@ func cpuTime() time.Duration {
 // fetched 2 to 21 times at one interval of 1 to 336 hours (a third of
 // the fetches saw a change) through the coordinator's estimator, the rest
 // never fetched (the prior's rate). Unlike bench scale, fetched URLs
-// share their histories: historyPool of them.
-func scaleSchedule(tb testing.TB, n int) (*Scheduler, time.Time) {
+// share their histories: historyPool of them. With source, the scheduler
+// is the coordinator's: it spells the URLs and reads their estimator
+// states through a URL source (SchedulerOptions.URLs), here the
+// benchmark's own URLInfos by id.
+func scaleSchedule(tb testing.TB, n int, source bool) (*Scheduler, time.Time) {
 	tb.Helper()
 	const hosts = 10_000
 	halfLife := DefaultHalfLife
 	est := NewEstimator(halfLife, DefaultPriorRate)
-	s := NewScheduler(SchedulerOptions{Budget: float64(n) / (30 * 86400), HostRate: 1, Priors: est.Priors, HalfLife: halfLife})
+	var infos sliceSource
+	o := SchedulerOptions{Budget: float64(n) / (30 * 86400), HostRate: 1, Priors: est.Priors, HalfLife: halfLife}
+	if source {
+		infos = make(sliceSource, n)
+		o.URLs = infos
+	}
+	s := NewScheduler(o)
 	rng := rand.New(rand.NewPCG(1, 19))
 	now := time.Unix(1_790_000_000, 0)
 	// Learning costs about a millisecond a history, so the fetched URLs
@@ -48,6 +57,10 @@ func scaleSchedule(tb testing.TB, n int) (*Scheduler, time.Time) {
 			u = pool[rng.IntN(len(pool))]
 		}
 		u.URL, u.Host = fmt.Sprintf("http://%s/p/%d", host, i), host
+		if source {
+			u.ID = uint64(i + 1)
+			infos[i] = u
+		}
 		s.Add(u, now)
 	}
 	return s, now
@@ -102,8 +115,15 @@ func (p *countingPolicy) Plan(in PlanInput) (PlanOutput, error) {
 // with -plan-urls 1000000 for the issue-16 figure; cpu-s/op is the
 // process's CPU per plan (the solve's passes run on every core), solves/op
 // the allocations a plan solves (exploration's multiplier search).
-func BenchmarkPlanJob(b *testing.B) {
-	s, now := scaleSchedule(b, *planURLs)
+func BenchmarkPlanJob(b *testing.B) { benchmarkPlanJob(b, false) }
+
+// BenchmarkPlanJobSource is BenchmarkPlanJob for the coordinator's
+// scheduler, which reads its estimator states through its URL source (an
+// in-memory one: the store's read is BenchmarkEstimatesByID's).
+func BenchmarkPlanJobSource(b *testing.B) { benchmarkPlanJob(b, true) }
+
+func benchmarkPlanJob(b *testing.B, source bool) {
+	s, now := scaleSchedule(b, *planURLs, source)
 	policy := &countingPolicy{Policy: s.o.Policy}
 	s.o.Policy = policy
 	if _, err := s.Replan(now); err != nil {

@@ -412,10 +412,9 @@ func TestLifecycleBetweenReplanSteps(t *testing.T) {
 			t.Errorf("host %s: %d in flight, none dispatched", h.name, h.inFlight)
 		}
 	}
-	if _, err := s.Replan(at); err != nil {
+	if p, err := s.Replan(at); err != nil {
 		t.Fatal(err)
-	}
-	if p, _, _ := s.Plan(); len(p.Freq) != s.Len() {
+	} else if len(p.Freq) != s.Len() {
 		t.Errorf("plan over %d elements for %d URLs", len(p.Freq), s.Len())
 	}
 	checkInvariants(t, s)

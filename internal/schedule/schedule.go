@@ -172,6 +172,7 @@ type Scheduler struct {
 	inUse     float64
 	shots     int      // one-off entries queued or in flight
 	unspelled int      // Next could not spell a due URL (URLSource): Unspelled
+	unread    int      // plans whose estimator states the URL source could not read: UnreadStates
 	list      []uint32 // every URL's entry id (not one-off requests), in the order added: the plan's element order
 
 	// The plan's input, kept up to date element by element (mirror) so a
@@ -244,10 +245,7 @@ type Scheduler struct {
 	exploreItems          int     // the last plan's PlanJob.itemsHint
 	sinceRefit            int
 	resumFrom             int // where the next re-summary batch starts
-	// planList is the list the last plan was made over: plan.Freq[i]
-	// is list element planList[i] (removed ones have pos < 0).
-	planList []uint32
-	life     lifecycle
+	life                  lifecycle
 }
 
 // retiredEntry is the id of a removed URL and the number of snapshots
@@ -321,25 +319,70 @@ func (s *Scheduler) mirror(e *entry) {
 }
 
 // postSummary is an estimate.Summary held for every URL
-// (Scheduler.posts) with its mean and harmonic mean as float32, like its
-// quantiles: 40 bytes instead of 48. Every policy's figures in
-// `freshcrawl bench policies` are the same either way (docs/benchmarks.md,
-// "The schedule's memory per URL"): a plan's rates come from the
-// estimates (Scheduler.rates), and the summaries only weigh exploration
-// and the expected freshness.
+// (Scheduler.posts) in 24 bytes instead of 48: its mean and harmonic mean
+// as float32, and its quantiles (ln λ) as fixed-point offsets from the
+// harmonic mean's logarithm, quantStep apart (quantCode). The plan's
+// rates come from the estimates (Scheduler.rates); the summaries weigh
+// exploration and the expected freshness, for which a quantile within
+// quantStep/2 (0.037 % of the rate) is as good as exact
+// (docs/benchmarks.md, "The schedule's memory per URL").
 type postSummary struct {
 	mean, harmonic float32
-	q              [estimate.SummaryQuantiles]float32
+	q              [estimate.SummaryQuantiles]uint16
+}
+
+// quantSpan bounds, in ln λ, how far a quantile may lie from its
+// summary's harmonic mean for its code to hold it to within quantStep/2:
+// farther ones are held at the span's ends. A posterior's quantiles and
+// harmonic mean lie on its rate grid (rateGridFor: 21 in ln λ from end to
+// end, TestQuantileCodes), well within it.
+const quantSpan = 24.0
+
+// quantStep is the spacing of the quantiles' codes, 7.3e-4 in ln λ:
+// quantSpan over 32 767 steps either way of the anchor, whose own code
+// (quantZero) reads back as it, so that a point summary's quantiles
+// (pointSummary) do.
+const (
+	quantZero = math.MaxInt16
+	quantStep = quantSpan / quantZero
+)
+
+// quantAnchor is the ln λ the quantiles of a summary with harmonic mean
+// h are coded from (a rate of 0, no posterior, as pointSummary's).
+func quantAnchor(h float32) float64 { return math.Log(math.Max(float64(h), 1e-300)) }
+
+// quantCode is the code of quantile u of a summary anchored at a.
+func quantCode(u float32, a float64) uint16 {
+	c := math.Round((float64(u)-a)/quantStep) + quantZero
+	if !(c >= 0) { // below the span, or no number
+		return 0
+	}
+	return uint16(math.Min(c, 2*quantZero))
+}
+
+// quantValue is the quantile of code c anchored at a.
+func quantValue(c uint16, a float64) float32 {
+	return float32(a + float64(int(c)-quantZero)*quantStep)
 }
 
 // compactSummary is s as a postSummary.
 func compactSummary(s estimate.Summary) postSummary {
-	return postSummary{mean: float32(s.Mean), harmonic: float32(s.Harmonic), q: s.Q}
+	p := postSummary{mean: float32(s.Mean), harmonic: float32(s.Harmonic)}
+	a := quantAnchor(p.harmonic)
+	for k, u := range s.Q {
+		p.q[k] = quantCode(u, a)
+	}
+	return p
 }
 
 // summary is p as an estimate.Summary.
 func (p postSummary) summary() estimate.Summary {
-	return estimate.Summary{Mean: float64(p.mean), Harmonic: float64(p.harmonic), Q: p.q}
+	s := estimate.Summary{Mean: float64(p.mean), Harmonic: float64(p.harmonic)}
+	a := quantAnchor(p.harmonic)
+	for k, c := range p.q {
+		s.Q[k] = quantValue(c, a)
+	}
+	return s
 }
 
 // okGap is what Scheduler.prevGap holds for the successful fetches prev
@@ -451,7 +494,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	if len(u.Estimate) > 0 {
 		var st EstimateState
 		if st.UnmarshalBinary(u.Estimate) == nil {
-			s.front.ents.setState(e, st.State)
+			s.setState(e, st.State)
 			if e.observed() {
 				s.learnt++
 			}
@@ -685,6 +728,24 @@ func (s *Scheduler) Next(now time.Time) (Dispatch, bool, time.Time) {
 // URL source and put it back.
 func (s *Scheduler) Unspelled() int { return s.unspelled }
 
+// UnreadStates is how many plans could not read the estimator states of
+// their refit sample and re-summaries from the URL source
+// (URLSource.Estimates): each went on with the summaries it had, and the
+// next plan picks those URLs again.
+func (s *Scheduler) UnreadStates() int { return s.unread }
+
+// setState keeps e's estimator state: in its slab's arena, or, when the
+// URL source holds it (urlIndex.stateID: the store, which a fold writes
+// before Done), only whether it holds observations.
+func (s *Scheduler) setState(e *entry, st estimate.State) {
+	if s.front.urls.stateID(e) != 0 {
+		s.front.ents.dropState(e)
+		e.set(flagObserved, st.Observations() > 0)
+		return
+	}
+	s.front.ents.setState(e, st)
+}
+
 // Done folds a fetch's outcome into the schedule: the host's spacing, the
 // URL's rate, and its next due time.
 func (s *Scheduler) Done(url string, fb Feedback) {
@@ -728,7 +789,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		if !e.observed() && fb.State.Observations() > 0 {
 			s.learnt++
 		}
-		s.front.ents.setState(e, fb.State)
+		s.setState(e, fb.State)
 		e.priorVer = uint32(fb.PriorVersion)
 		e.set(flagStale, false)
 		if e.pos >= 0 {
@@ -865,10 +926,11 @@ func (s *Scheduler) Rate(url string) float64 {
 // ReplanDue reports whether the plan is stale: never made, older than
 // Replan, or more than a tenth of the estimates moved since.
 func (s *Scheduler) ReplanDue(now time.Time) bool {
-	return s.plan.Freq == nil || now.Sub(s.planAt) >= s.o.Replan || s.moved > s.Len()/10+1
+	return s.planAt.IsZero() || now.Sub(s.planAt) >= s.o.Replan || s.moved > s.Len()/10+1
 }
 
-// Plan is the last plan.
+// Plan is the last plan and when it was made (zero before the first),
+// without its frequencies: the URLs' intervals hold them.
 func (s *Scheduler) Plan() (PlanOutput, time.Time, float64) { return s.plan, s.planAt, s.inUse }
 
 // Disallowed counts URLs robots.txt disallows (rechecked every
@@ -933,6 +995,17 @@ type PlanJob struct {
 	refit    *refitInput
 	resum    []resummary
 	newPrior *Priors
+	// With a URL source (nil: none), the states the snapshot left to it
+	// (stateID ≠ 0) are read in Solve: refitIDs[k] is the store id of
+	// refit.states[k] (0: the snapshot copied it), resummary.id the
+	// same. On a failed read (stateErr) Apply restores the refit's
+	// count (refitSince) and the re-summaries' round robin (resumStart)
+	// so that the next plan picks them again.
+	states     URLSource
+	refitIDs   []uint64
+	stateErr   error
+	refitSince int
+	resumStart int
 
 	out          PlanOutput
 	band         freshnessBand
@@ -972,6 +1045,7 @@ func reuse(buf *[]float64, n int) []float64 {
 type resummary struct {
 	i          int
 	seq        uint16
+	id         uint64 // store id to read st by (0: st copied by the snapshot)
 	st         estimate.State
 	host, tmpl string
 	post       estimate.Summary
@@ -1001,7 +1075,7 @@ func (j *PlanJob) Output() PlanOutput { return j.out }
 func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	n := len(s.list)
 	_, adaptive := s.o.Policy.(adaptivePolicy)
-	j := &PlanJob{at: now, policy: s.o.Policy, adaptive: adaptive, explore: s.o.ExploreShare, moved: s.moved, list: s.list[:n:n], liftGuess: s.exploreLift, itemsHint: s.exploreItems, snapshot: s.snapshots}
+	j := &PlanJob{at: now, policy: s.o.Policy, adaptive: adaptive, explore: s.o.ExploreShare, moved: s.moved, list: s.list[:n:n], liftGuess: s.exploreLift, itemsHint: s.exploreItems, snapshot: s.snapshots, states: s.o.URLs}
 	s.snapshots++
 	// The posterior summaries are half of the bytes copied (48 a URL):
 	// copied on the other core meanwhile, since a caller holds its lock
@@ -1058,8 +1132,8 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 	j.halfLife = s.o.HalfLife.Seconds()
 	j.priors = s.priors.load()
 	if s.learnt > 0 && (j.priors.revision() == 0 || s.sinceRefit >= max(50, s.learnt/4)) {
-		j.refit = s.sampleStates()
-		s.sinceRefit = 0
+		j.refit, j.refitIDs = s.sampleStates()
+		j.refitSince, s.sinceRefit = s.sinceRefit, 0
 	}
 	s.pickResummaries(j)
 	posts.Wait()
@@ -1130,11 +1204,17 @@ func (s *Scheduler) RestoreHazardCounts(changePoints, observed float64, at time.
 }
 
 // sampleStates is a sample of at most refitSample estimator states of
-// URLs with observations, evenly strided over the collection.
-func (s *Scheduler) sampleStates() *refitInput {
+// URLs with observations, evenly strided over the collection, and with a
+// URL source the store ids to read them by in Solve (0: the state is
+// copied here; urlIndex.stateID).
+func (s *Scheduler) sampleStates() (*refitInput, []uint64) {
 	stride := max(1, s.learnt/refitSample)
 	m := s.learnt/stride + 1 // about the sample's size: sized once, not doubled
 	in := &refitInput{states: make([]estimate.State, 0, m), hosts: make([]string, 0, m), tmpls: make([]string, 0, m)}
+	var ids []uint64
+	if s.o.URLs != nil {
+		ids = make([]uint64, 0, m)
+	}
 	k := 0
 	for _, id := range s.list {
 		e := s.front.entry(id)
@@ -1144,11 +1224,20 @@ func (s *Scheduler) sampleStates() *refitInput {
 		if k++; k%stride != 0 {
 			continue
 		}
-		in.states = append(in.states, s.front.ents.state(e))
+		var st estimate.State
+		if id := s.front.urls.stateID(e); id != 0 {
+			ids = append(ids, id)
+		} else {
+			st = s.front.ents.state(e)
+			if ids != nil {
+				ids = append(ids, 0)
+			}
+		}
+		in.states = append(in.states, st)
 		in.hosts = append(in.hosts, s.front.hostOf(e).name)
 		in.tmpls = append(in.tmpls, s.tmplNames[e.tmpl])
 	}
-	return in
+	return in, ids
 }
 
 // pickResummaries copies, for Solve to recompute, the states of up to
@@ -1165,6 +1254,7 @@ func (s *Scheduler) pickResummaries(j *PlanJob) {
 	ver := j.priors.revision()
 	j.resum = make([]resummary, 0, min(n, resumPerPlan)) // a state each: sized once, not doubled
 	start := s.resumFrom % n
+	j.resumStart = s.resumFrom
 	for k := 0; k < n && len(j.resum) < resumPerPlan; k++ {
 		i := (start + k) % n
 		e := s.front.entry(s.list[i])
@@ -1174,7 +1264,11 @@ func (s *Scheduler) pickResummaries(j *PlanJob) {
 		if e.is(flagDisallowed) || (!e.is(flagStale) && uint64(e.priorVer) >= ver) || (ver == 0 && !e.observed()) {
 			continue
 		}
-		j.resum = append(j.resum, resummary{i: i, seq: e.seq, st: s.front.ents.state(e), host: s.front.hostOf(e).name, tmpl: s.tmplNames[e.tmpl]})
+		r := resummary{i: i, seq: e.seq, id: s.front.urls.stateID(e), host: s.front.hostOf(e).name, tmpl: s.tmplNames[e.tmpl]}
+		if r.id == 0 {
+			r.st = s.front.ents.state(e)
+		}
+		j.resum = append(j.resum, r)
 		s.resumFrom = i + 1
 	}
 }
@@ -1184,6 +1278,7 @@ func (s *Scheduler) pickResummaries(j *PlanJob) {
 // refits the priors and recomputes the posteriors picked by the snapshot;
 // after, it adds exploration (docs/design.md §3.7).
 func (j *PlanJob) Solve() error {
+	j.readStates()
 	in := j.in
 	pr := j.priors
 	if j.refit != nil {
@@ -1305,6 +1400,93 @@ func (j *PlanJob) Solve() error {
 	out.ModelFreshness = model
 	j.out, j.freq, j.band = out, freq, band
 	return nil
+}
+
+// readStates reads from the URL source, in one call, the estimator states
+// the snapshot left to it (refitIDs, resummary.id). A URL the source no
+// longer holds, or whose state it cannot decode, is left out of the
+// refit's sample and of the re-summaries (the latter is picked again by
+// a later plan: it is still stale). A failed read leaves out all of them
+// and the refit, and Apply has the next plan pick them again (stateErr).
+func (j *PlanJob) readStates() {
+	if j.states == nil {
+		return
+	}
+	// ask[k] is where the k-th id asked goes: the refit sample's element
+	// ask[k] when ≥ 0, else the re-summary −ask[k]−1.
+	var ids []uint64
+	var ask []int
+	for k, id := range j.refitIDs {
+		if id != 0 {
+			ids, ask = append(ids, id), append(ask, k)
+		}
+	}
+	for k := range j.resum {
+		if id := j.resum[k].id; id != 0 {
+			ids, ask = append(ids, id), append(ask, -k-1)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	read := make([]bool, len(ids))
+	err := j.states.Estimates(ids, func(i int, est []byte) {
+		var st EstimateState
+		if len(est) > 0 && st.UnmarshalBinary(est) != nil {
+			return // unreadable: left out, as if not held
+		}
+		read[i] = true
+		if k := ask[i]; k >= 0 {
+			j.refit.states[k] = st.State
+		} else {
+			j.resum[-k-1].st = st.State
+		}
+	})
+	if err != nil {
+		j.stateErr = err
+		clear(read)
+		j.refit = nil
+	}
+	keepRefit := make([]bool, len(j.refitIDs))
+	keepResum := make([]bool, len(j.resum))
+	for k := range keepRefit {
+		keepRefit[k] = j.refitIDs[k] == 0
+	}
+	for k := range keepResum {
+		keepResum[k] = j.resum[k].id == 0
+	}
+	for i, ok := range read {
+		if !ok {
+			continue
+		}
+		if k := ask[i]; k >= 0 {
+			keepRefit[k] = true
+		} else {
+			keepResum[-k-1] = true
+		}
+	}
+	if j.refit != nil {
+		in := j.refit
+		n := 0
+		for k, keep := range keepRefit {
+			if keep {
+				in.states[n], in.hosts[n], in.tmpls[n] = in.states[k], in.hosts[k], in.tmpls[k]
+				n++
+			}
+		}
+		in.states, in.hosts, in.tmpls = in.states[:n], in.hosts[:n], in.tmpls[:n]
+		if n == 0 {
+			j.refit = nil
+		}
+	}
+	n := 0
+	for k, keep := range keepResum {
+		if keep {
+			j.resum[n] = j.resum[k]
+			n++
+		}
+	}
+	j.resum = j.resum[:n]
 }
 
 // restricted is a copy of j whose per-element arrays hold only the
@@ -1929,6 +2111,13 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 			s.priors.store(j.newPrior)
 		}
 		s.exploreLift, s.exploreItems = j.lift, j.itemsHint
+		if j.stateErr != nil {
+			// The states were not read: the refit and the re-summaries
+			// left out are the next plan's.
+			s.unread++
+			s.sinceRefit += j.refitSince
+			s.resumFrom = j.resumStart
+		}
 		ver := s.priors.load().revision()
 		for _, r := range j.resum {
 			e := s.front.entry(j.list[r.i])
@@ -2045,7 +2234,16 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 	if j.next < len(j.freq) {
 		return false
 	}
-	s.plan, s.planAt, s.inUse, s.planList, s.life.band = j.out, j.at, j.inUse, j.list, j.band
+	s.plan, s.planAt, s.inUse, s.life.band = j.out, j.at, j.inUse, j.band
+	// The frequencies are in the entries' intervals now; what the views
+	// still need of them is which URLs they give up.
+	s.life.givenUp = s.life.givenUp.truncate(0).extend(int(s.front.ents.next))
+	for i, f := range s.plan.Freq {
+		if f <= 0 && i < len(j.list) {
+			s.life.givenUp.set(int(j.list[i]), true)
+		}
+	}
+	s.plan.Freq = nil
 	s.reuseRetired(j.snapshot)
 	s.moved -= j.moved
 	if s.moved < 0 {

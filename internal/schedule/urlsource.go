@@ -18,6 +18,18 @@ type URLSource interface {
 	// held: it must not call back into the scheduler, and should read
 	// all of ids in one go (one read transaction).
 	URLs(ids []uint64, fn func(i int, url string)) error
+	// Estimates calls fn(i, est) for each ids[i] the source holds, with
+	// the estimator state stored with its URL (as EstimateState's
+	// MarshalBinary wrote it; empty: none), valid only during the call;
+	// an id it does not hold is skipped, and fn may be called in any
+	// order of i. The scheduler keeps no estimator state of a URL with
+	// a store id (its folds write it to the store before Done): a plan
+	// reads the ones it refits from and re-summarises through
+	// Estimates, in PlanJob.Solve, without the scheduler's lock and
+	// while folds go on, so it must be safe for concurrent use and
+	// should read all of ids in one go (one read transaction). The
+	// error is a failure to read: the plan goes on without them.
+	Estimates(ids []uint64, fn func(i int, est []byte)) error
 }
 
 // errNoURL: the source does not hold an entry's id.
@@ -185,7 +197,19 @@ func (x *urlIndex) learnID(e *entry, id uint64) {
 	if _, ok := x.src.held[e.id]; ok {
 		delete(x.src.held, e.id)
 		x.src.setID(e, id, "")
+		// Its estimator state is the store's from now on (stateID).
+		x.ents.dropState(e)
 	}
+}
+
+// stateID is the store id to read e's estimator state by
+// (URLSource.Estimates), or 0 when the scheduler holds the state: there
+// is no source, or e has no store id.
+func (x *urlIndex) stateID(e *entry) uint64 {
+	if x.src == nil {
+		return 0
+	}
+	return x.src.storeID(e)
 }
 
 // putID gives e the URL url with store id id (0: none; url is then held)

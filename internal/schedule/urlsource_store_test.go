@@ -11,11 +11,16 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/store"
 )
 
-// storeSource spells URLs through a store, as the coordinator does.
+// storeSource spells URLs and reads their estimator states through a
+// store, as the coordinator does.
 type storeSource struct{ db *store.DB }
 
 func (s storeSource) URLs(ids []uint64, fn func(i int, url string)) error {
 	return s.db.URLsByID(ids, fn)
+}
+
+func (s storeSource) Estimates(ids []uint64, fn func(i int, est []byte)) error {
+	return s.db.EstimatesByID(ids, fn)
 }
 
 // TestSchedulerOverStoreWithCollisions: a scheduler that spells its URLs

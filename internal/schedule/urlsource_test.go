@@ -9,12 +9,14 @@ import (
 	"time"
 )
 
-// mapSource is a URLSource over a map, as a store's id → URL bucket;
-// failing makes every read fail, and a deleted id is not held.
+// mapSource is a URLSource over maps, as a store's id → URL bucket and
+// its records' estimator states; failing makes every read fail, and a
+// deleted id is not held.
 type mapSource struct {
-	urls    map[uint64]string
-	failing bool
-	reads   int
+	urls      map[uint64]string
+	estimates map[uint64][]byte // the estimator states, as a store holds them
+	failing   bool
+	reads     int
 }
 
 func (m *mapSource) URLs(ids []uint64, fn func(i int, url string)) error {
@@ -25,6 +27,19 @@ func (m *mapSource) URLs(ids []uint64, fn func(i int, url string)) error {
 	for i, id := range ids {
 		if u, ok := m.urls[id]; ok {
 			fn(i, u)
+		}
+	}
+	return nil
+}
+
+func (m *mapSource) Estimates(ids []uint64, fn func(i int, est []byte)) error {
+	m.reads++
+	if m.failing {
+		return errors.New("store unreadable")
+	}
+	for i, id := range ids {
+		if _, ok := m.urls[id]; ok {
+			fn(i, m.estimates[id])
 		}
 	}
 	return nil
