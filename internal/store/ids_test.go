@@ -59,29 +59,8 @@ func TestURLsByID(t *testing.T) {
 // URL (schedule.URLSource): one read transaction and one id, among 100 000
 // stored URLs.
 func BenchmarkURLsByID(b *testing.B) {
-	db, err := OpenDir(b.TempDir(), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
 	const n = 100_000
-	batch := make([]URL, 0, 10_000)
-	var urls []string
-	for i := range n {
-		u := fmt.Sprintf("http://h%03d.example/page/%07d/some-slug", i%1000, i)
-		urls = append(urls, u)
-		batch = append(batch, URL{URL: u, Host: fmt.Sprintf("h%03d.example", i%1000), Weight: 1, Mode: "freshness"})
-		if len(batch) == cap(batch) {
-			if _, err := db.Upsert(batch); err != nil {
-				b.Fatal(err)
-			}
-			batch = batch[:0]
-		}
-	}
-	ids, err := db.URLIDs(urls)
-	if err != nil {
-		b.Fatal(err)
-	}
+	db, ids := benchStore(b, n, nil)
 	rng := rand.New(rand.NewPCG(1, 2))
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -173,34 +152,15 @@ func TestEstimatesByID(t *testing.T) {
 // 20 000 random URLs (a plan's re-summaries; its refit sample takes as
 // many more when due) among 200 000 stored with a state of 60 bytes.
 func BenchmarkEstimatesByID(b *testing.B) {
-	db, err := OpenDir(b.TempDir(), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
 	const n = 200_000
-	batch := make([]URL, 0, 10_000)
-	var urls []string
 	rng := rand.New(rand.NewPCG(1, 3))
-	for i := range n {
-		u := fmt.Sprintf("http://h%03d.example/page/%07d/some-slug", i%1000, i)
-		urls = append(urls, u)
+	db, ids := benchStore(b, n, func() []byte {
 		est := make([]byte, 112)
 		for range 60 {
 			est[rng.IntN(len(est))] = byte(1 + rng.IntN(255))
 		}
-		batch = append(batch, URL{URL: u, Host: fmt.Sprintf("h%03d.example", i%1000), Weight: 1, Mode: "freshness", Estimate: est})
-		if len(batch) == cap(batch) {
-			if _, err := db.Upsert(batch); err != nil {
-				b.Fatal(err)
-			}
-			batch = batch[:0]
-		}
-	}
-	ids, err := db.URLIDs(urls)
-	if err != nil {
-		b.Fatal(err)
-	}
+		return est
+	})
 	ask := make([]uint64, 20_000)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -216,4 +176,37 @@ func BenchmarkEstimatesByID(b *testing.B) {
 			b.Fatalf("%d states read, want %d", read, len(ask))
 		}
 	}
+}
+
+// benchStore is a store of n URLs on 1 000 hosts, each with the estimator
+// state est gives (none if est is nil), closed when b ends, and their ids
+// in the order added.
+func benchStore(b *testing.B, n int, est func() []byte) (*DB, []uint64) {
+	b.Helper()
+	db, err := OpenDir(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = db.Close() })
+	batch := make([]URL, 0, 10_000)
+	urls := make([]string, 0, n)
+	for i := range n {
+		u := URL{URL: fmt.Sprintf("http://h%03d.example/page/%07d/some-slug", i%1000, i), Host: fmt.Sprintf("h%03d.example", i%1000), Weight: 1, Mode: "freshness"}
+		if est != nil {
+			u.Estimate = est()
+		}
+		urls = append(urls, u.URL)
+		batch = append(batch, u)
+		if len(batch) == cap(batch) || i == n-1 {
+			if _, err := db.Upsert(batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	ids, err := db.URLIDs(urls)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return db, ids
 }
