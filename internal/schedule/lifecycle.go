@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/alloc"
@@ -311,36 +312,67 @@ type HostView struct {
 	Planned float64 `json:"planned_per_s"`
 }
 
-// HostViews lists every host, by name.
-func (s *Scheduler) HostViews() []HostView {
-	idx := map[*hostQueue]int{}
-	out := make([]HostView, 0, len(s.front.hosts))
-	for name, h := range s.front.hosts {
-		idx[h] = len(out)
-		out = append(out, HostView{Host: name, Cap: h.capacity(), Gap: h.gap, Busy: h.busy, NextFree: h.nextFree, InFlight: h.inFlight, Saturated: h.saturated, Queued: h.queued()})
-	}
-	for _, id := range s.list { // every URL, not the one-off requests
-		e := s.front.entry(id)
-		v := &out[idx[s.front.hostOf(e)]]
-		v.URLs++
+// HostTally counts a schedule's URLs per host (HostView's URLs, Paused,
+// Disallowed and Planned) over a walk taken a chunk at a time: the
+// console holds the caller's lock for one chunk, not for a walk of ten
+// million URLs, which would stall dispatch and folds for about 0.1 s
+// (BenchmarkHostViews: 8.3 ms a million URLs whole, 0.17 ms a chunk of
+// 50 000).
+// A URL added or removed between two chunks may be missed or counted
+// twice, so the counts are a view, not a ledger. The zero HostTally
+// starts a walk.
+type HostTally struct {
+	next   int          // position in the schedule's list the walk goes on from
+	counts []hostCounts // by host id (frontier.hostList)
+}
+
+type hostCounts struct {
+	urls, paused, disallowed int
+	planned                  float64
+}
+
+// TallyHosts counts up to n more URLs into t and reports whether the walk
+// has reached the end of the list.
+func (s *Scheduler) TallyHosts(t *HostTally, n int) (done bool) {
+	end := min(len(s.list), t.next+max(n, 1))
+	for i := t.next; i < end; i++ { // every URL, not the one-off requests
+		e := s.front.entry(s.list[i])
+		if int(e.host) >= len(t.counts) {
+			t.counts = append(t.counts, make([]hostCounts, len(s.front.hostList)-len(t.counts))...)
+		}
+		c := &t.counts[e.host]
+		c.urls++
 		switch {
 		case e.is(flagPaused):
-			v.Paused++
+			c.paused++
 		case e.is(flagDisallowed):
-			v.Disallowed++
+			c.disallowed++
 		case e.interval > 0:
-			v.Planned += float64(time.Second) / float64(e.interval)
+			c.planned += float64(time.Second) / float64(e.interval)
 		}
 	}
-	slices.SortFunc(out, func(a, b HostView) int {
-		switch {
-		case a.Host < b.Host:
-			return -1
-		case a.Host > b.Host:
-			return 1
+	t.next = max(t.next, end)
+	return t.next >= len(s.list)
+}
+
+// HostViews lists every host, by name, with the URL counts of t, a walk
+// by TallyHosts. With t nil it walks every URL itself, under the
+// caller's lock.
+func (s *Scheduler) HostViews(t *HostTally) []HostView {
+	if t == nil {
+		t = &HostTally{}
+		s.TallyHosts(t, len(s.list))
+	}
+	out := make([]HostView, 0, len(s.front.hosts))
+	for name, h := range s.front.hosts {
+		v := HostView{Host: name, Cap: h.capacity(), Gap: h.gap, Busy: h.busy, NextFree: h.nextFree, InFlight: h.inFlight, Saturated: h.saturated, Queued: h.queued()}
+		if int(h.id) < len(t.counts) {
+			c := t.counts[h.id]
+			v.URLs, v.Paused, v.Disallowed, v.Planned = c.urls, c.paused, c.disallowed, c.planned
 		}
-		return 0
-	})
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b HostView) int { return strings.Compare(a.Host, b.Host) })
 	return out
 }
 

@@ -197,7 +197,7 @@ func TestRemoveKeepsPlanAligned(t *testing.T) {
 func TestHostViews(t *testing.T) {
 	s := newLifeSched(t, 6)
 	s.Pause([]string{"http://h0/0"})
-	hv := s.HostViews()
+	hv := s.HostViews(nil)
 	if len(hv) != 2 || hv[0].Host != "h0" || hv[0].URLs != 3 || hv[0].Paused != 1 || hv[1].URLs != 3 {
 		t.Fatalf("%+v", hv)
 	}
@@ -206,6 +206,36 @@ func TestHostViews(t *testing.T) {
 	}
 	if hv[0].Planned <= 0 || hv[0].Queued != 2 {
 		t.Errorf("planned %v queued %d", hv[0].Planned, hv[0].Queued)
+	}
+}
+
+// TestHostTallyInChunks walks the schedule a chunk at a time, as the
+// console does, with a URL of a new host added between two chunks: the
+// counts equal a whole walk's, and the new host's URL, added behind the
+// walk's position, is counted.
+func TestHostTallyInChunks(t *testing.T) {
+	s := newLifeSched(t, 9)
+	s.Pause([]string{"http://h1/3"})
+	var tally HostTally
+	if s.TallyHosts(&tally, 4) {
+		t.Fatal("a walk of 9 URLs done after 4")
+	}
+	s.Add(URLInfo{URL: "http://h2/9", Host: "h2", Weight: 1, Rate: 0.1, NextDue: t0}, t0)
+	for chunks := 1; !s.TallyHosts(&tally, 4); chunks++ {
+		if chunks > 3 {
+			t.Fatal("walk never ends")
+		}
+	}
+	got, want := s.HostViews(&tally), s.HostViews(nil)
+	if len(got) != 3 || !slices.Equal(got, want) {
+		t.Fatalf("chunked %+v\nwhole %+v", got, want)
+	}
+	if got[1].Paused != 1 || got[2].URLs != 1 || got[0].URLs+got[1].URLs != 9 {
+		t.Errorf("counts %+v", got)
+	}
+	// A walk that has not counted a host yet leaves its counts at zero.
+	if hv := s.HostViews(&HostTally{}); hv[0].URLs != 0 || hv[0].Cap != want[0].Cap {
+		t.Errorf("empty tally %+v", hv[0])
 	}
 }
 

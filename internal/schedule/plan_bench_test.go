@@ -145,3 +145,30 @@ func benchmarkPlanJob(b *testing.B, source bool) {
 	b.ReportMetric((cpuTime()-c0).Seconds()/float64(b.N), "cpu-s/op")
 	b.ReportMetric(float64(policy.solves)/float64(b.N), "solves/op")
 }
+
+// BenchmarkHostViews is the console's hosts page at -plan-urls URLs on
+// 10 000 hosts: whole, the walk of every URL under one hold of the
+// scheduler's lock (the dispatcher waits meanwhile); chunk, the longest
+// hold of the console's walk, one chunk of hostsChunk URLs.
+func BenchmarkHostViews(b *testing.B) {
+	s, now := scaleSchedule(b, *planURLs, true)
+	if _, err := s.Replan(now); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("whole", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if v := s.HostViews(nil); len(v) == 0 {
+				b.Fatal("no hosts")
+			}
+		}
+	})
+	b.Run("chunk", func(b *testing.B) {
+		const chunk = 50_000 // the console's hostsChunk
+		b.ReportAllocs()
+		for b.Loop() {
+			var t HostTally
+			s.TallyHosts(&t, chunk)
+		}
+	})
+}
