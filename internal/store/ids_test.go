@@ -12,10 +12,7 @@ import (
 // TestURLsByID: every stored URL is spelled by its id, a deleted one's id
 // and an unknown id are skipped, and URLIDs gives 0 for a URL not stored.
 func TestURLsByID(t *testing.T) {
-	db, err := OpenDir(t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := open(t, t.TempDir())
 	defer db.Close()
 	var recs []URL
 	var urls []string
@@ -78,10 +75,7 @@ func BenchmarkURLsByID(b *testing.B) {
 // later fold; a URL without one gives an empty state, and a deleted URL's
 // id, 0 and an unknown id are skipped.
 func TestEstimatesByID(t *testing.T) {
-	db, err := OpenDir(t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := open(t, t.TempDir())
 	defer db.Close()
 	var recs []URL
 	var urls []string
