@@ -33,8 +33,9 @@ type entry struct {
 	nextDue  int64         // Unix ns
 	host     uint32        // index in frontier.hostList
 	// What the estimator learnt (docs/design.md §3.3): its state (in
-	// its slab's stateArena, by the entry's place), the version of the priors its posterior's summary was computed
-	// under (priorVer; stale: to be recomputed under the current ones),
+	// its slab's stateArena, by the entry's place), the version of the
+	// priors its posterior's summary was computed under (priorVer;
+	// stale: to be recomputed under the current ones),
 	// and the number of updates (seq, so that a recomputation from an
 	// older state is dropped: it only has to differ from the one a
 	// snapshot saw, so it may wrap). The weight and the last two

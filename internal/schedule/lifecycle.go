@@ -316,11 +316,9 @@ type HostView struct {
 // Disallowed and Planned) over a walk taken a chunk at a time: the
 // console holds the caller's lock for one chunk, not for a walk of ten
 // million URLs, which would stall dispatch and folds for about 0.1 s
-// (BenchmarkHostViews: 8.3 ms a million URLs whole, 0.17 ms a chunk of
-// 50 000).
-// A URL added or removed between two chunks may be missed or counted
-// twice, so the counts are a view, not a ledger. The zero HostTally
-// starts a walk.
+// (BenchmarkHostViews). A URL added or removed between two chunks may
+// be missed or counted twice, so the counts are a view, not a ledger.
+// The zero HostTally starts a walk.
 type HostTally struct {
 	next   int          // position in the schedule's list the walk goes on from
 	counts []hostCounts // by host id (frontier.hostList)
