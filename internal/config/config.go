@@ -189,7 +189,7 @@ var keyDocs = []Key{
 	{"replan", "how often the allocation is re-solved"},
 	{"prior-rate", "change rate assumed for a URL never observed"},
 	{"half-life", "age at which an observation counts half in the change-rate estimate"},
-	{"explore", "largest share of the budget (and of each host's cap) exploration may take, in (0,1]: probes of URLs whose change rate is not resolved and rechecks of URLs given up (optimal); the share of budget/URLs kept for URLs given up (uniform, proportional)"},
+	{"explore", "largest share of the budget (and of each host's cap) exploration may take, in (0,1]: probes of URLs whose change rate is not resolved and rechecks of URLs given up (optimal); the least frequency of every URL, as a share of budget/URLs (uniform, proportional)"},
 	{"probe-policy", "how tracked items of keyword-search sources are refreshed: greedy (keyword probes), naive1 or naive2 (fetch by id; baselines)"},
 	{"lm-skew", "clock skew tolerated when deciding whether a server's Last-Modified can be trusted as the time of the last change"},
 	{"capture-uniform", "poll capture URLs uniformly instead of at learnt phases (a baseline for comparison)"},

@@ -363,3 +363,73 @@ func TestPairLossBruteForce(t *testing.T) {
 		}
 	}
 }
+
+// TestFloorForKeptURLs: a policy with no multiplier (proportional) keeps
+// every URL, the slow ones at their posterior's rate; none of them is
+// fetched more rarely than a URL given up would be rechecked, the floor
+// of ExploreShare times its uniform share, and the plan stays within the
+// budget and the host caps. Without the floor, proportional planned the
+// pages never seen changed years apart.
+func TestFloorForKeptURLs(t *testing.T) {
+	const share = 0.1
+	day := 24 * time.Hour
+	est := NewEstimator(90*day, 0.25/86400)
+	prop, err := PolicyByName("proportional", "freshness")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewScheduler(SchedulerOptions{Budget: 40.0 / 86400, HostRate: 15.0 / 86400, ExploreShare: share, Policy: prop, Priors: est.Priors, HalfLife: 90 * day})
+	t0 := time.Unix(1_700_000_000, 0)
+	now := t0.Add(400 * day)
+	n := 0
+	for h := range 4 {
+		host := fmt.Sprintf("h%d", h)
+		for i := range 30 {
+			url := fmt.Sprintf("http://%s/p%d", host, i)
+			var st EstimateState
+			var fb Feedback
+			if i%2 == 0 {
+				fb = learnAllChanged(est, url, host, &st, now.Add(-12*day), 2*day, 6) // about daily
+			} else {
+				// Never seen changed over a year: the posterior's rate
+				// is far below its uniform share.
+				prev := time.Time{}
+				for k := range 6 {
+					at := now.Add(-360 * day).Add(time.Duration(k) * 72 * day)
+					fb = est.Learn(&st, 0, Observation{URL: url, Host: host, Start: at, End: at.Add(time.Second), OK: true, First: k == 0, Prev: prev})
+					prev = at
+				}
+			}
+			addLearnt(t, s, url, host, &st, fb, now, now.Add(day))
+			n++
+		}
+	}
+	j := planTwice(t, s, now, n)
+	budget := s.o.Budget
+	floor := share * math.Min(budget/float64(n), s.o.HostRate/30)
+	below, total := 0, 0.0
+	perHost := make([]float64, len(j.in.HostCaps))
+	for i, f := range j.freq {
+		total += f
+		perHost[j.in.Hosts[i]] += f
+		if f < floor*(1-1e-9) {
+			t.Errorf("URL %d fetched at %g/s, below the floor %g/s", i, f, floor)
+		}
+		// What proportional would give URL i with the whole budget: its
+		// share of the rates.
+		if budget*j.in.Rates[i]/sum(j.in.Rates) < floor {
+			below++
+		}
+	}
+	if below == 0 {
+		t.Fatalf("no URL below the floor under plain proportional: the test tests nothing (rates %v)", j.in.Rates)
+	}
+	if total > budget*(1+1e-6) {
+		t.Errorf("plan uses %g/s, budget %g/s", total, budget)
+	}
+	for h, c := range j.in.HostCaps {
+		if perHost[h] > c*(1+1e-6) {
+			t.Errorf("host %d: plan %g/s over its cap %g/s", h, perHost[h], c)
+		}
+	}
+}

@@ -1330,7 +1330,7 @@ func (j *PlanJob) Solve() error {
 			return err
 		}
 	} else {
-		freq, out = ej.exploreGivenUp(in, out)
+		freq, out = ej.exploreFloor(in, out)
 	}
 	// Exploration must not push a host past its capacity either: a host
 	// over it would queue and fetch every URL late.
@@ -1508,30 +1508,39 @@ func (j *PlanJob) restricted(keep []int) *PlanJob {
 	return &r
 }
 
-// exploreGivenUp is the exploration of a policy with no multiplier
-// (uniform, proportional, the LambdaCrawl peers): URLs the plan gives up
-// on are still fetched at ExploreShare times their uniform share (or
-// their host's, where that is smaller), out of the budget: the plan is
-// solved again with what exploration leaves.
-func (j *PlanJob) exploreGivenUp(in PlanInput, out PlanOutput) ([]float64, PlanOutput) {
+// exploreFloor is the exploration of a policy with no multiplier
+// (uniform, proportional, the LambdaCrawl peers): every URL is fetched at
+// least ExploreShare times its uniform share (or its host's, where that
+// is smaller), out of the budget, and the plan is solved again with what
+// the floor leaves. A URL the plan gives up on is rechecked at the floor,
+// and so is one it keeps at less: a kept URL is never fetched more rarely
+// than a given-up one. Proportional gives nothing up, and kept a page seen
+// unchanged once or twice at its posterior's rate, years apart; its copy
+// was then worth what the model prior's slow region said, a region no
+// fetch of the collection had tested (docs/design.md §3.7, "An honest
+// model").
+func (j *PlanJob) exploreFloor(in PlanInput, out PlanOutput) ([]float64, PlanOutput) {
 	uniform := in.Budget / math.Max(1, float64(len(in.Rates)))
 	perHost := make([]int, len(in.HostCaps))
 	for _, h := range in.Hosts {
 		perHost[h]++
 	}
-	explore := func(i int) float64 {
+	floor := func(i int) float64 {
+		if !(in.Weights[i] > 0) || j.blocked.has(i) {
+			return 0
+		}
 		h := in.Hosts[i]
 		return j.explore * math.Min(uniform, in.HostCaps[h]/float64(perHost[h]))
 	}
-	if givenUp(out.Freq, in.Weights) > 0 {
-		spent := 0.0
-		caps := append([]float64(nil), in.HostCaps...)
-		for i, f := range out.Freq {
-			if f <= 0 && in.Weights[i] > 0 {
-				spent += explore(i)
-				caps[in.Hosts[i]] -= explore(i)
-			}
+	spent := 0.0
+	caps := append([]float64(nil), in.HostCaps...)
+	for i, f := range out.Freq {
+		if d := floor(i) - math.Max(f, 0); d > 0 {
+			spent += d
+			caps[in.Hosts[i]] -= d
 		}
+	}
+	if spent > 0 {
 		again := in
 		again.Budget = math.Max(in.Budget-spent, in.Budget/2)
 		again.HostCaps = caps
@@ -1540,14 +1549,11 @@ func (j *PlanJob) exploreGivenUp(in PlanInput, out PlanOutput) ([]float64, PlanO
 		}
 	}
 	freq := make([]float64, len(in.Rates))
-	for i := range freq {
+	for i, f := range out.Freq {
 		if j.blocked.has(i) {
 			continue
 		}
-		freq[i] = out.Freq[i]
-		if freq[i] <= 0 {
-			freq[i] = explore(i)
-		}
+		freq[i] = math.Max(f, floor(i))
 	}
 	return freq, out
 }
