@@ -326,9 +326,14 @@ func planTwice(t *testing.T, s *Scheduler, now time.Time, n int) *PlanJob {
 
 // exploreScheduler is the estimator and scheduler the exploration tests
 // plan 120 URLs on 4 hosts with: 40 fetches a day, 15 a day per host, a
-// 90-day half-life and the given exploration share.
-func exploreScheduler(share float64) (Estimator, *Scheduler) {
+// 90-day half-life and the given exploration share, under the optimal
+// policy, or pol when one is given.
+func exploreScheduler(share float64, pol ...Policy) (Estimator, *Scheduler) {
 	day := 24 * time.Hour
 	est := NewEstimator(90*day, 0.25/86400)
-	return est, NewScheduler(SchedulerOptions{Budget: 40.0 / 86400, HostRate: 15.0 / 86400, ExploreShare: share, Priors: est.Priors, HalfLife: 90 * day})
+	o := SchedulerOptions{Budget: 40.0 / 86400, HostRate: 15.0 / 86400, ExploreShare: share, Priors: est.Priors, HalfLife: 90 * day}
+	if len(pol) > 0 {
+		o.Policy = pol[0]
+	}
+	return est, NewScheduler(o)
 }

@@ -373,12 +373,11 @@ func TestPairLossBruteForce(t *testing.T) {
 func TestFloorForKeptURLs(t *testing.T) {
 	const share = 0.1
 	day := 24 * time.Hour
-	est := NewEstimator(90*day, 0.25/86400)
 	prop, err := PolicyByName("proportional", "freshness")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewScheduler(SchedulerOptions{Budget: 40.0 / 86400, HostRate: 15.0 / 86400, ExploreShare: share, Policy: prop, Priors: est.Priors, HalfLife: 90 * day})
+	est, s := exploreScheduler(share, prop)
 	t0 := time.Unix(1_700_000_000, 0)
 	now := t0.Add(400 * day)
 	n := 0
