@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/freshcrawl/freshcrawl/internal/bench"
+	"github.com/freshcrawl/freshcrawl/lab/bench"
 )
 
 // captureScenarios are the runs `bench capture --scenarios` can pick.

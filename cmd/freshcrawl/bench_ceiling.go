@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/freshcrawl/freshcrawl/internal/bench"
+	"github.com/freshcrawl/freshcrawl/lab/bench"
 )
 
 // benchCeilingCmd measures how fast the coordinator can go when fetches

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/freshcrawl/freshcrawl/internal/faults"
+	"github.com/freshcrawl/freshcrawl/lab/faults"
 )
 
 func benchFaultsCmd() *cobra.Command {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/freshcrawl/freshcrawl/internal/bench"
+	"github.com/freshcrawl/freshcrawl/lab/bench"
 )
 
 // benchPoliciesCmd is `freshcrawl bench policies`: freshcrawl's revisit

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/freshcrawl/freshcrawl/internal/bench"
+	"github.com/freshcrawl/freshcrawl/lab/bench"
 )
 
 func benchProbesCmd() *cobra.Command {

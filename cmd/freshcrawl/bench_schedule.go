@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/freshcrawl/freshcrawl/internal/bench"
+	"github.com/freshcrawl/freshcrawl/lab/bench"
 )
 
 // benchScheduleCmd measures the scheduler at scale: the allocation solve

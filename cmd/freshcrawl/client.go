@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/freshcrawl/freshcrawl/internal/config"
+	"github.com/freshcrawl/freshcrawl/config"
 )
 
 // apiHTTP is the client the commands talk to the coordinator's API with:

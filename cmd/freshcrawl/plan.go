@@ -12,10 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/freshcrawl/freshcrawl/internal/config"
-	"github.com/freshcrawl/freshcrawl/internal/coordinator"
+	"github.com/freshcrawl/freshcrawl/config"
+	"github.com/freshcrawl/freshcrawl/coordinator"
 	"github.com/freshcrawl/freshcrawl/internal/plan"
-	"github.com/freshcrawl/freshcrawl/internal/store"
+	"github.com/freshcrawl/freshcrawl/store"
 )
 
 func planCmd() *cobra.Command {

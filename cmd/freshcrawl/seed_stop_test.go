@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/freshcrawl/freshcrawl/internal/store"
+	"github.com/freshcrawl/freshcrawl/store"
 )
 
 // cancellingReader serves lines and cancels the context once it has

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshcrawl/freshcrawl/internal/sim"
+	"github.com/freshcrawl/freshcrawl/lab/sim"
 )
 
 // The demo's oracle is bench.SolveOracle on the sim's true rates: a window

@@ -16,11 +16,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/freshcrawl/freshcrawl/config"
 	"github.com/freshcrawl/freshcrawl/internal/api"
-	"github.com/freshcrawl/freshcrawl/internal/config"
-	"github.com/freshcrawl/freshcrawl/internal/proto"
 	"github.com/freshcrawl/freshcrawl/internal/seed"
-	"github.com/freshcrawl/freshcrawl/internal/store"
+	"github.com/freshcrawl/freshcrawl/proto"
+	"github.com/freshcrawl/freshcrawl/store"
 )
 
 // readFallback answers a read from the coordinator's API (heldBy), or,

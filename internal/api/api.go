@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
-	"github.com/freshcrawl/freshcrawl/internal/store"
+	"github.com/freshcrawl/freshcrawl/store"
 )
 
 // Views is what the scheduler knows that the store does not: the state of

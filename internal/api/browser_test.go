@@ -17,12 +17,12 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/freshcrawl/freshcrawl/coordinator"
 	"github.com/freshcrawl/freshcrawl/internal/api"
-	"github.com/freshcrawl/freshcrawl/internal/coordinator"
 	"github.com/freshcrawl/freshcrawl/internal/node"
-	"github.com/freshcrawl/freshcrawl/internal/sim"
 	"github.com/freshcrawl/freshcrawl/internal/source"
-	"github.com/freshcrawl/freshcrawl/internal/store"
+	"github.com/freshcrawl/freshcrawl/lab/sim"
+	"github.com/freshcrawl/freshcrawl/store"
 )
 
 // chromium finds a Chromium to drive. Under CI=true a missing browser is a

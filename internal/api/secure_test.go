@@ -25,10 +25,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/freshcrawl/freshcrawl/internal/coordinator"
+	"github.com/freshcrawl/freshcrawl/coordinator"
 	"github.com/freshcrawl/freshcrawl/internal/node"
 	"github.com/freshcrawl/freshcrawl/internal/notify"
-	"github.com/freshcrawl/freshcrawl/internal/store"
+	"github.com/freshcrawl/freshcrawl/store"
 )
 
 // selfSigned writes a self-signed certificate for 127.0.0.1 and its key.

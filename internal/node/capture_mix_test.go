@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshcrawl/freshcrawl/internal/config"
+	"github.com/freshcrawl/freshcrawl/config"
 	"github.com/freshcrawl/freshcrawl/internal/node"
-	"github.com/freshcrawl/freshcrawl/internal/sim"
+	"github.com/freshcrawl/freshcrawl/lab/sim"
 )
 
 // TestCaptureAndFreshnessShareHosts mixes capture URLs (period 1h) with

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshcrawl/freshcrawl/internal/config"
+	"github.com/freshcrawl/freshcrawl/config"
 	"github.com/freshcrawl/freshcrawl/internal/node"
-	"github.com/freshcrawl/freshcrawl/internal/sim"
+	"github.com/freshcrawl/freshcrawl/lab/sim"
 )
 
 // dispatchedTotal reads freshcrawl_tasks_dispatched_total from /metrics.

@@ -16,11 +16,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/freshcrawl/freshcrawl/internal/config"
-	"github.com/freshcrawl/freshcrawl/internal/coordinator"
+	"github.com/freshcrawl/freshcrawl/config"
+	"github.com/freshcrawl/freshcrawl/coordinator"
 	"github.com/freshcrawl/freshcrawl/internal/node"
-	"github.com/freshcrawl/freshcrawl/internal/proto"
-	"github.com/freshcrawl/freshcrawl/internal/store"
+	"github.com/freshcrawl/freshcrawl/proto"
+	"github.com/freshcrawl/freshcrawl/store"
 )
 
 // waitFor checks cond on every tick until it holds, and fails the test if

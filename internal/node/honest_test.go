@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/internal/node"
-	"github.com/freshcrawl/freshcrawl/internal/store"
+	"github.com/freshcrawl/freshcrawl/store"
 )
 
 // TestStatusWithDisallowedSeedAndDegenerateEstimates: a seed robots.txt

@@ -31,18 +31,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/freshcrawl/freshcrawl/config"
+	"github.com/freshcrawl/freshcrawl/coordinator"
 	"github.com/freshcrawl/freshcrawl/internal/api"
 	"github.com/freshcrawl/freshcrawl/internal/broker"
-	"github.com/freshcrawl/freshcrawl/internal/config"
-	"github.com/freshcrawl/freshcrawl/internal/coordinator"
 	"github.com/freshcrawl/freshcrawl/internal/notify"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
 	"github.com/freshcrawl/freshcrawl/internal/source"
-	"github.com/freshcrawl/freshcrawl/internal/store"
 	"github.com/freshcrawl/freshcrawl/internal/version"
-	"github.com/freshcrawl/freshcrawl/internal/worker"
-	"github.com/freshcrawl/freshcrawl/internal/worker/fetch"
-	"github.com/freshcrawl/freshcrawl/internal/worker/robots"
+	"github.com/freshcrawl/freshcrawl/store"
+	"github.com/freshcrawl/freshcrawl/worker"
+	"github.com/freshcrawl/freshcrawl/worker/fetch"
+	"github.com/freshcrawl/freshcrawl/worker/robots"
 )
 
 // Roles says what a process runs.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/internal/node"
-	"github.com/freshcrawl/freshcrawl/internal/sim"
+	"github.com/freshcrawl/freshcrawl/lab/sim"
 )
 
 // TestPolitenessAcrossWorkers runs 8 workers against four hosts on

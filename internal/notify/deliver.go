@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/internal/logx"
-	"github.com/freshcrawl/freshcrawl/internal/store"
+	"github.com/freshcrawl/freshcrawl/store"
 )
 
 // routeCursor is the Deliverer's place in the change log.

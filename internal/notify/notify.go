@@ -29,8 +29,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/freshcrawl/freshcrawl/internal/proto"
-	"github.com/freshcrawl/freshcrawl/internal/store"
+	"github.com/freshcrawl/freshcrawl/proto"
+	"github.com/freshcrawl/freshcrawl/store"
 )
 
 // Defaults of the webhook settings; the config takes them from here.

@@ -10,7 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/freshcrawl/freshcrawl/internal/seed"
-	"github.com/freshcrawl/freshcrawl/internal/store"
+	"github.com/freshcrawl/freshcrawl/store"
 )
 
 // Webhook is one webhook of the config file's `webhooks:` list. It

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshcrawl/freshcrawl/internal/store"
+	"github.com/freshcrawl/freshcrawl/store"
 )
 
 // TestFromStoreWeighsRateChanges: the model freshness of a stored copy

@@ -5,6 +5,6 @@
 // out under host politeness (the frontier behind Scheduler.Next), capture
 // URLs' poll phases, and keyword-probe rounds (Prober).
 //
-// The coordinator drives it on the wall clock through internal/dispatch;
+// The coordinator drives it on the wall clock through coordinator/internal/dispatch;
 // the virtual benchmark drives the same code on a simulated clock.
 package schedule

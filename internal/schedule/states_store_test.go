@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshcrawl/freshcrawl/internal/store"
+	"github.com/freshcrawl/freshcrawl/store"
 )
 
 // dbSource spells URLs and reads their estimator states through a store,

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/freshcrawl/freshcrawl/internal/worker/extract"
+	"github.com/freshcrawl/freshcrawl/worker/extract"
 )
 
 // FuzzParse feeds whole seed files through Parse. Every line that is not

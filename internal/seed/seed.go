@@ -16,8 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/freshcrawl/freshcrawl/internal/proto"
-	"github.com/freshcrawl/freshcrawl/internal/worker/extract"
+	"github.com/freshcrawl/freshcrawl/proto"
+	"github.com/freshcrawl/freshcrawl/worker/extract"
 )
 
 // Mode says what the crawler keeps of a URL.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/freshcrawl/freshcrawl/internal/proto"
-	"github.com/freshcrawl/freshcrawl/internal/worker/extract"
+	"github.com/freshcrawl/freshcrawl/proto"
+	"github.com/freshcrawl/freshcrawl/worker/extract"
 )
 
 func TestNormalize(t *testing.T) {

@@ -6,7 +6,7 @@
 // off a result page, which fields give an item's keywords, weight and
 // tracked value, and the planner's knobs (method, quota, α, interval). The
 // planning maths lives in package probe; parsing result pages in package
-// internal/worker/probeparse.
+// worker/probeparse.
 //
 // Sources are listed under the top-level `sources:` key of the YAML config
 // file (package config skips that key and leaves it to [Load]):

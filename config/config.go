@@ -1,0 +1,656 @@
+// Package config resolves freshcrawl's settings from four layers, each
+// overriding the one before: defaults, a YAML file (--config), environment
+// variables (FRESHCRAWL_<KEY>, dashes as underscores) and flags. Every key
+// has the same name in all of them: `--host-rate`, `host-rate:` in YAML,
+// FRESHCRAWL_HOST_RATE in the environment.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
+
+	"github.com/freshcrawl/freshcrawl/coordinator"
+	"github.com/freshcrawl/freshcrawl/internal/broker"
+	"github.com/freshcrawl/freshcrawl/internal/notify"
+	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/proto"
+	"github.com/freshcrawl/freshcrawl/store"
+	"github.com/freshcrawl/freshcrawl/worker"
+	"github.com/freshcrawl/freshcrawl/worker/extract"
+	"github.com/freshcrawl/freshcrawl/worker/fetch"
+)
+
+// Config holds every setting. Not every subcommand uses every key.
+type Config struct {
+	// ConfigFile is the YAML file given with --config (or
+	// FRESHCRAWL_CONFIG); its `sources:` list defines keyword-search
+	// sources.
+	ConfigFile string `key:"config"`
+	Data       string `key:"data"`
+	NATS       string `key:"nats"`
+	NATSListen string `key:"nats-listen"`
+	Listen     string `key:"listen"`
+	API        string `key:"api"`
+	LogLevel   string `key:"log-level"`
+	LogFormat  string `key:"log-format"`
+
+	// API security: bearer tokens (admin and read-only) and TLS.
+	APITokens     []string `key:"api-token"`
+	APIReadTokens []string `key:"api-read-token"`
+	TLSCert       string   `key:"tls-cert"`
+	TLSKey        string   `key:"tls-key"`
+
+	// Coordinator.
+	Budget      Rate          `key:"budget"`
+	HostRate    Rate          `key:"host-rate"`
+	MaxInFlight int           `key:"max-in-flight"`
+	Policy      string        `key:"policy"`
+	Objective   string        `key:"objective"`
+	Replan      time.Duration `key:"replan"`
+	PriorRate   Rate          `key:"prior-rate"`
+	HalfLife    time.Duration `key:"half-life"`
+	Explore     float64       `key:"explore"`
+	// LMSkew is the clock difference tolerated when checking whether a
+	// server's Last-Modified can be trusted as a change time.
+	LMSkew time.Duration `key:"lm-skew"`
+	// ProbePolicy refreshes tracked items of keyword-search sources.
+	ProbePolicy string `key:"probe-policy"`
+	// CaptureUniform is the paper-002 baseline for benchmarks.
+	CaptureUniform bool `key:"capture-uniform"`
+	// Standby: a coordinator that finds another holding the lease waits
+	// to take over; false makes it refuse to start.
+	Standby bool `key:"standby"`
+	// LeaseTTL is how long a silent coordinator keeps the lease.
+	LeaseTTL time.Duration `key:"lease-ttl"`
+	// AdoptCrawl lets a coordinator take over a crawl whose last
+	// coordinator wrote another store.
+	AdoptCrawl bool `key:"adopt-crawl"`
+	// Retention of the store's history (0: keep all).
+	KeepVersions    int           `key:"keep-versions"`
+	KeepVersionsFor time.Duration `key:"keep-versions-for"`
+	KeepChanges     int           `key:"keep-changes"`
+	KeepChangesFor  time.Duration `key:"keep-changes-for"`
+	KeepFoldMarks   time.Duration `key:"keep-fold-marks-for"`
+
+	// NATS.
+	AckWait    time.Duration `key:"ack-wait"`
+	MaxDeliver int           `key:"max-deliver"`
+	Replicas   int           `key:"replicas"`
+	SyncAlways bool          `key:"sync-always"`
+	// NATS authentication of an external server (--nats).
+	NATSUser     string `key:"nats-user"`
+	NATSPassword string `key:"nats-password"`
+	NATSToken    string `key:"nats-token"`
+	NATSNKey     string `key:"nats-nkey"`
+	NATSCreds    string `key:"nats-creds"`
+	NATSCA       string `key:"nats-ca"`
+	NATSCert     string `key:"nats-cert"`
+	NATSKey      string `key:"nats-key"`
+
+	// Change events: the JetStream stream's retention, and webhooks.
+	ChangeMaxAge      time.Duration `key:"change-stream-max-age"`
+	ChangeMaxBytes    int64         `key:"change-stream-max-bytes"`
+	ChangeMaxMsgs     int64         `key:"change-stream-max-msgs"`
+	WebhookSecret     string        `key:"webhook-secret"`
+	WebhookAttempts   int           `key:"webhook-attempts"`
+	WebhookBackoff    time.Duration `key:"webhook-backoff"`
+	WebhookMaxBackoff time.Duration `key:"webhook-max-backoff"`
+	WebhookTimeout    time.Duration `key:"webhook-timeout"`
+
+	// Workers.
+	Workers      int           `key:"workers"`
+	Concurrency  int           `key:"concurrency"`
+	UserAgent    string        `key:"user-agent"`
+	Timeout      time.Duration `key:"timeout"`
+	MaxBody      int64         `key:"max-body"`
+	MaxRedirects int           `key:"max-redirects"`
+	AllowPrivate bool          `key:"allow-private"`
+	WorkerID     string        `key:"worker-id"`
+	// StopGrace is how long a stopping worker lets its fetches finish.
+	StopGrace time.Duration `key:"stop-grace"`
+	// HealthListen is the HTTP address of a worker's /healthz ("": none).
+	HealthListen string `key:"health-listen"`
+
+	// Default noise rules for every URL (a seed's own rules add to them).
+	IgnoreSelector string   `key:"ignore-selector"`
+	IgnorePatterns []string `key:"ignore-pattern"`
+	MinChange      float64  `key:"min-change"`
+}
+
+// Defaults of the settings config itself owns: where a process keeps its
+// data, where it serves, how much it logs, how many workers `run` starts.
+// Every other default belongs to the package that uses the setting.
+const (
+	defaultData     = "./freshcrawl-data"
+	defaultListen   = "127.0.0.1:8080"
+	defaultLogLevel = "info"
+	// defaultLogFormat is log/slog's text handler: one key=value line per
+	// record, for people; json is for log collectors.
+	defaultLogFormat = "text"
+	defaultWorkers   = 4
+)
+
+// Default returns the defaults. Every value is its owner's constant, so
+// the CLI, the library's zero values, the README and the compose file
+// cannot drift apart (cmd/freshcrawl's TestConfigReference checks the
+// README and the compose file against the flags).
+func Default() Config {
+	return Config{
+		Data: defaultData, NATSListen: broker.DefaultListen, Listen: defaultListen, LogLevel: defaultLogLevel, LogFormat: defaultLogFormat,
+		Budget: Rate(schedule.DefaultBudget), HostRate: Rate(schedule.DefaultHostRate), MaxInFlight: coordinator.DefaultMaxInFlight,
+		Policy: schedule.DefaultPolicy, Objective: schedule.DefaultObjective, ProbePolicy: schedule.DefaultProbePolicy,
+		Replan: schedule.DefaultReplan, PriorRate: Rate(schedule.DefaultPriorRate), HalfLife: schedule.DefaultHalfLife,
+		Explore: schedule.DefaultExploreShare, LMSkew: schedule.DefaultLMSkew, KeepFoldMarks: store.DefaultFoldMarksAge,
+		Standby: true, LeaseTTL: broker.DefaultLeaseTTL, StopGrace: worker.DefaultGrace,
+		AckWait: broker.DefaultAckWait, MaxDeliver: broker.DefaultMaxDeliver, Replicas: broker.DefaultReplicas,
+		ChangeMaxAge: broker.DefaultChangeMaxAge, ChangeMaxBytes: broker.DefaultChangeMaxBytes, ChangeMaxMsgs: broker.DefaultChangeMaxMsgs,
+		WebhookAttempts: notify.DefaultAttempts, WebhookBackoff: notify.DefaultBackoff, WebhookMaxBackoff: notify.DefaultMaxBackoff, WebhookTimeout: notify.DefaultTimeout,
+		Workers: defaultWorkers, Concurrency: worker.DefaultConcurrency,
+		UserAgent: fetch.DefaultUserAgent, Timeout: fetch.DefaultTimeout, MaxBody: fetch.DefaultMaxBody, MaxRedirects: fetch.DefaultMaxRedirects,
+	}
+}
+
+// Key describes one setting.
+type Key struct {
+	Name  string
+	Usage string
+}
+
+// Keys lists every key with its documentation, in the order the README
+// shows them.
+var keyDocs = []Key{
+	{"config", "YAML file with any of these keys"},
+	{"data", "data directory: bbolt store and embedded NATS files"},
+	{"nats", "NATS URL(s) of an external server or cluster; run and coordinator start an embedded server when it is empty, a worker needs it"},
+	{"nats-listen", "client address of the embedded NATS server"},
+	{"listen", "HTTP address of the API, /metrics and status"},
+	{"api", "coordinator API base URL for status/seed/versions (default http://<listen>)"},
+	{"log-level", "debug, info, warn or error"},
+	{"log-format", "text (key=value lines) or json (one object a line)"},
+	{"api-token", "bearer token with full access to the API (repeat the flag, or comma-separate, for several); once any token is set every route but /healthz and the dashboard's page needs one"},
+	{"api-read-token", "bearer token that may only read the API (GET), e.g. for dashboards and Prometheus; repeatable"},
+	{"tls-cert", "PEM certificate (chain) to serve the API over HTTPS; clients of the API trust it too"},
+	{"tls-key", "PEM private key of --tls-cert"},
+	{"budget", "total fetches per unit time: 20/s, 300/m, 5000/h, 1000/d"},
+	{"host-rate", "most fetches of any one host per unit time"},
+	{"max-in-flight", "most tasks dispatched and not yet folded"},
+	{"policy", "revisit policy: optimal, uniform or proportional"},
+	{"objective", "what the optimal policy maximises: freshness or age"},
+	{"replan", "how often the allocation is re-solved"},
+	{"prior-rate", "change rate assumed for a URL never observed"},
+	{"half-life", "age at which an observation counts half in the change-rate estimate"},
+	{"explore", "largest share of the budget (and of each host's cap) exploration may take, in (0,1]: probes of URLs whose change rate is not resolved and rechecks of URLs given up (optimal); the least frequency of every URL, as a share of budget/URLs (uniform, proportional)"},
+	{"probe-policy", "how tracked items of keyword-search sources are refreshed: greedy (keyword probes), naive1 or naive2 (fetch by id; baselines)"},
+	{"lm-skew", "clock skew tolerated when deciding whether a server's Last-Modified can be trusted as the time of the last change"},
+	{"capture-uniform", "poll capture URLs uniformly instead of at learnt phases (a baseline for comparison)"},
+	{"standby", "when another coordinator holds the lease, wait as a hot standby and take over when it stops (false: refuse to start)"},
+	{"lease-ttl", "how long a coordinator that stopped renewing its lease keeps it; a standby takes over after this"},
+	{"adopt-crawl", "take over a crawl whose last coordinator wrote another store (a new or unrelated store: its history is not in this one)"},
+	{"keep-versions", "most versions kept per capture URL, the newest (0: all)"},
+	{"keep-versions-for", "versions captured longer ago than this are deleted, except each URL's newest (0: kept forever)"},
+	{"keep-changes", "most change-log entries kept, the newest (0: all)"},
+	{"keep-changes-for", "change-log entries older than this are deleted (0: kept forever)"},
+	{"keep-fold-marks-for", "how long the record that a result was folded is kept, to recognise a redelivered result (at least 5m)"},
+	{"ack-wait", "time a worker may hold a task without acknowledging it"},
+	{"max-deliver", "deliveries of a task before it is recorded as failed"},
+	{"replicas", "replicas of each JetStream stream (3 on a 3-node cluster)"},
+	{"sync-always", "embedded NATS fsyncs every write (slower, survives an OS crash)"},
+	{"nats-user", "user name for an external NATS server (with --nats-password)"},
+	{"nats-password", "password of --nats-user"},
+	{"nats-token", "authentication token for an external NATS server"},
+	{"nats-nkey", "file holding an NKey seed (SU...) to authenticate to NATS"},
+	{"nats-creds", "NATS credentials file (user JWT and NKey seed, as nsc writes it)"},
+	{"nats-ca", "PEM CA certificate(s) that sign the NATS servers' certificates (turns on TLS)"},
+	{"nats-cert", "PEM client certificate for NATS TLS (with --nats-key)"},
+	{"nats-key", "PEM private key of --nats-cert"},
+	{"change-stream-max-age", "how long the change-event stream keeps an event for replay"},
+	{"change-stream-max-bytes", "most bytes the change-event stream keeps (oldest dropped first; -1: no limit)"},
+	{"change-stream-max-msgs", "most events the change-event stream keeps (oldest dropped first; -1: no limit)"},
+	{"webhook-secret", "shared secret of the HMAC-SHA256 signature of webhooks that give none of their own (and of every per-seed webhook)"},
+	{"webhook-attempts", "failed deliveries of one event to one webhook before it goes to the dead-letter list"},
+	{"webhook-backoff", "wait after a webhook's first failed delivery; it doubles with each failure (with jitter)"},
+	{"webhook-max-backoff", "longest wait between two deliveries of one event"},
+	{"webhook-timeout", "time allowed for one webhook request"},
+	{"workers", "in-process workers (run, demo)"},
+	{"concurrency", "tasks each worker handles at once"},
+	{"user-agent", "User-Agent of every request; its first token is the robots.txt product token"},
+	{"timeout", "total time allowed for one fetch"},
+	{"max-body", "largest response body in bytes, after decompression"},
+	{"max-redirects", "most redirects followed (0: none)"},
+	{"allow-private", "allow fetching private, loopback and link-local addresses"},
+	{"worker-id", "name of this worker in results and status"},
+	{"stop-grace", "how long a stopping worker lets the fetches it holds finish before it hands them back"},
+	{"health-listen", "HTTP address of the worker's /healthz (empty: none)"},
+	{"ignore-selector", "CSS selector (group) of elements dropped from every page before hashing, e.g. \".ad, .clock\""},
+	{"ignore-pattern", "regular expression blanked out of every page's text (repeat the flag; a list in YAML)"},
+	{"min-change", "smallest change counted, as a share of the text (or a numeric difference)"},
+}
+
+// Keys returns every key and its usage.
+func Keys() []Key { return append([]Key(nil), keyDocs...) }
+
+func usage(name string) string {
+	for _, k := range keyDocs {
+		if k.Name == name {
+			return k.Usage
+		}
+	}
+	return name
+}
+
+// Register adds the flags for keys (all keys when none are named) to fs,
+// bound to c's fields, plus --config.
+func (c *Config) Register(fs *pflag.FlagSet, keys ...string) {
+	want := map[string]bool{}
+	for _, k := range keys {
+		want[k] = true
+	}
+	on := func(k string) bool { return len(keys) == 0 || want[k] }
+	if fs.Lookup("config") == nil {
+		fs.StringVar(&c.ConfigFile, "config", c.ConfigFile, usage("config"))
+	}
+	add := func(name string, fn func(string)) {
+		if on(name) && fs.Lookup(name) == nil {
+			fn(usage(name))
+		}
+	}
+	add("data", func(u string) { fs.StringVar(&c.Data, "data", c.Data, u) })
+	add("nats", func(u string) { fs.StringVar(&c.NATS, "nats", c.NATS, u) })
+	add("nats-listen", func(u string) { fs.StringVar(&c.NATSListen, "nats-listen", c.NATSListen, u) })
+	add("listen", func(u string) { fs.StringVar(&c.Listen, "listen", c.Listen, u) })
+	add("api", func(u string) { fs.StringVar(&c.API, "api", c.API, u) })
+	add("log-level", func(u string) { fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, u) })
+	add("log-format", func(u string) { fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, u) })
+	add("api-token", func(u string) { fs.StringSliceVar(&c.APITokens, "api-token", c.APITokens, u) })
+	add("api-read-token", func(u string) { fs.StringSliceVar(&c.APIReadTokens, "api-read-token", c.APIReadTokens, u) })
+	add("tls-cert", func(u string) { fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, u) })
+	add("tls-key", func(u string) { fs.StringVar(&c.TLSKey, "tls-key", c.TLSKey, u) })
+	add("budget", func(u string) { fs.Var(&c.Budget, "budget", u) })
+	add("host-rate", func(u string) { fs.Var(&c.HostRate, "host-rate", u) })
+	add("max-in-flight", func(u string) { fs.IntVar(&c.MaxInFlight, "max-in-flight", c.MaxInFlight, u) })
+	add("policy", func(u string) { fs.StringVar(&c.Policy, "policy", c.Policy, u) })
+	add("objective", func(u string) { fs.StringVar(&c.Objective, "objective", c.Objective, u) })
+	add("replan", func(u string) { fs.DurationVar(&c.Replan, "replan", c.Replan, u) })
+	add("prior-rate", func(u string) { fs.Var(&c.PriorRate, "prior-rate", u) })
+	add("half-life", func(u string) { fs.DurationVar(&c.HalfLife, "half-life", c.HalfLife, u) })
+	add("explore", func(u string) { fs.Float64Var(&c.Explore, "explore", c.Explore, u) })
+	add("probe-policy", func(u string) { fs.StringVar(&c.ProbePolicy, "probe-policy", c.ProbePolicy, u) })
+	add("lm-skew", func(u string) { fs.DurationVar(&c.LMSkew, "lm-skew", c.LMSkew, u) })
+	add("capture-uniform", func(u string) { fs.BoolVar(&c.CaptureUniform, "capture-uniform", c.CaptureUniform, u) })
+	add("standby", func(u string) { fs.BoolVar(&c.Standby, "standby", c.Standby, u) })
+	add("lease-ttl", func(u string) { fs.DurationVar(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, u) })
+	add("adopt-crawl", func(u string) { fs.BoolVar(&c.AdoptCrawl, "adopt-crawl", c.AdoptCrawl, u) })
+	add("keep-versions", func(u string) { fs.IntVar(&c.KeepVersions, "keep-versions", c.KeepVersions, u) })
+	add("keep-versions-for", func(u string) { fs.DurationVar(&c.KeepVersionsFor, "keep-versions-for", c.KeepVersionsFor, u) })
+	add("keep-changes", func(u string) { fs.IntVar(&c.KeepChanges, "keep-changes", c.KeepChanges, u) })
+	add("keep-changes-for", func(u string) { fs.DurationVar(&c.KeepChangesFor, "keep-changes-for", c.KeepChangesFor, u) })
+	add("keep-fold-marks-for", func(u string) { fs.DurationVar(&c.KeepFoldMarks, "keep-fold-marks-for", c.KeepFoldMarks, u) })
+	add("ack-wait", func(u string) { fs.DurationVar(&c.AckWait, "ack-wait", c.AckWait, u) })
+	add("max-deliver", func(u string) { fs.IntVar(&c.MaxDeliver, "max-deliver", c.MaxDeliver, u) })
+	add("replicas", func(u string) { fs.IntVar(&c.Replicas, "replicas", c.Replicas, u) })
+	add("sync-always", func(u string) { fs.BoolVar(&c.SyncAlways, "sync-always", c.SyncAlways, u) })
+	add("nats-user", func(u string) { fs.StringVar(&c.NATSUser, "nats-user", c.NATSUser, u) })
+	add("nats-password", func(u string) { fs.StringVar(&c.NATSPassword, "nats-password", c.NATSPassword, u) })
+	add("nats-token", func(u string) { fs.StringVar(&c.NATSToken, "nats-token", c.NATSToken, u) })
+	add("nats-nkey", func(u string) { fs.StringVar(&c.NATSNKey, "nats-nkey", c.NATSNKey, u) })
+	add("nats-creds", func(u string) { fs.StringVar(&c.NATSCreds, "nats-creds", c.NATSCreds, u) })
+	add("nats-ca", func(u string) { fs.StringVar(&c.NATSCA, "nats-ca", c.NATSCA, u) })
+	add("nats-cert", func(u string) { fs.StringVar(&c.NATSCert, "nats-cert", c.NATSCert, u) })
+	add("nats-key", func(u string) { fs.StringVar(&c.NATSKey, "nats-key", c.NATSKey, u) })
+	add("change-stream-max-age", func(u string) { fs.DurationVar(&c.ChangeMaxAge, "change-stream-max-age", c.ChangeMaxAge, u) })
+	add("change-stream-max-bytes", func(u string) { fs.Int64Var(&c.ChangeMaxBytes, "change-stream-max-bytes", c.ChangeMaxBytes, u) })
+	add("change-stream-max-msgs", func(u string) { fs.Int64Var(&c.ChangeMaxMsgs, "change-stream-max-msgs", c.ChangeMaxMsgs, u) })
+	add("webhook-secret", func(u string) { fs.StringVar(&c.WebhookSecret, "webhook-secret", c.WebhookSecret, u) })
+	add("webhook-attempts", func(u string) { fs.IntVar(&c.WebhookAttempts, "webhook-attempts", c.WebhookAttempts, u) })
+	add("webhook-backoff", func(u string) { fs.DurationVar(&c.WebhookBackoff, "webhook-backoff", c.WebhookBackoff, u) })
+	add("webhook-max-backoff", func(u string) { fs.DurationVar(&c.WebhookMaxBackoff, "webhook-max-backoff", c.WebhookMaxBackoff, u) })
+	add("webhook-timeout", func(u string) { fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", c.WebhookTimeout, u) })
+	add("workers", func(u string) { fs.IntVar(&c.Workers, "workers", c.Workers, u) })
+	add("concurrency", func(u string) { fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, u) })
+	add("user-agent", func(u string) { fs.StringVar(&c.UserAgent, "user-agent", c.UserAgent, u) })
+	add("timeout", func(u string) { fs.DurationVar(&c.Timeout, "timeout", c.Timeout, u) })
+	add("max-body", func(u string) { fs.Int64Var(&c.MaxBody, "max-body", c.MaxBody, u) })
+	add("max-redirects", func(u string) { fs.IntVar(&c.MaxRedirects, "max-redirects", c.MaxRedirects, u) })
+	add("allow-private", func(u string) { fs.BoolVar(&c.AllowPrivate, "allow-private", c.AllowPrivate, u) })
+	add("worker-id", func(u string) { fs.StringVar(&c.WorkerID, "worker-id", c.WorkerID, u) })
+	add("stop-grace", func(u string) { fs.DurationVar(&c.StopGrace, "stop-grace", c.StopGrace, u) })
+	add("health-listen", func(u string) { fs.StringVar(&c.HealthListen, "health-listen", c.HealthListen, u) })
+	add("ignore-selector", func(u string) { fs.StringVar(&c.IgnoreSelector, "ignore-selector", c.IgnoreSelector, u) })
+	add("ignore-pattern", func(u string) { fs.StringArrayVar(&c.IgnorePatterns, "ignore-pattern", c.IgnorePatterns, u) })
+	add("min-change", func(u string) { fs.Float64Var(&c.MinChange, "min-change", c.MinChange, u) })
+}
+
+// EnvName is the environment variable of key.
+func EnvName(key string) string {
+	return "FRESHCRAWL_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_"))
+}
+
+// Resolve applies the YAML file named by --config (or FRESHCRAWL_CONFIG)
+// and the environment to every flag of fs the command line did not set.
+// environ is os.Environ() in production.
+func Resolve(fs *pflag.FlagSet, environ []string) error {
+	env := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "FRESHCRAWL_") {
+			env[k] = v
+		}
+	}
+	file := ""
+	if f := fs.Lookup("config"); f != nil {
+		file = f.Value.String()
+		if !f.Changed {
+			if v, ok := env[EnvName("config")]; ok {
+				file = v
+				if err := fs.Set("config", v); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	fileVals := map[string][]string{}
+	if file != "" {
+		vals, err := readYAML(file)
+		if err != nil {
+			return err
+		}
+		fileVals = vals
+	}
+	// Unknown keys in the file or the environment are mistakes worth
+	// stopping for: a typo would otherwise silently fall back to a default.
+	known := map[string]bool{"config": true, "sources": true, "webhooks": true}
+	for _, k := range keyDocs {
+		known[k.Name] = true
+	}
+	var unknown []string
+	for k := range fileVals {
+		if !known[k] {
+			unknown = append(unknown, fmt.Sprintf("%s: unknown key %q", file, k))
+		}
+	}
+	for k := range env {
+		name := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(k, "FRESHCRAWL_")), "_", "-")
+		if !known[name] {
+			unknown = append(unknown, fmt.Sprintf("environment: unknown variable %s", k))
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return errors.New(strings.Join(unknown, "; "))
+	}
+	var errs []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Changed || f.Name == "config" {
+			return
+		}
+		if v, ok := env[EnvName(f.Name)]; ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Sprintf("%s=%q: %v", EnvName(f.Name), v, err))
+			}
+			return
+		}
+		for _, v := range fileVals[f.Name] {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Sprintf("%s: key %q = %q: %v", file, f.Name, v, err))
+			}
+		}
+	})
+	if len(errs) > 0 {
+		sort.Strings(errs)
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func readYAML(file string) (map[string][]string, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("config file: %w", err)
+	}
+	var raw map[string]yaml.Node
+	if err := yaml.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("config file %s: %w", file, err)
+	}
+	out := map[string][]string{}
+	for k, n := range raw {
+		if k == "sources" || k == "webhooks" {
+			continue // structured; read by the sources and webhooks loaders
+		}
+		switch n.Kind {
+		case yaml.ScalarNode:
+			out[k] = []string{n.Value}
+		case yaml.SequenceNode:
+			for _, item := range n.Content {
+				if item.Kind != yaml.ScalarNode {
+					return nil, fmt.Errorf("config file %s line %d: key %q: list items must be single values", file, item.Line, k)
+				}
+				out[k] = append(out[k], item.Value)
+			}
+		default:
+			return nil, fmt.Errorf("config file %s line %d: key %q wants a value or a list of values", file, n.Line, k)
+		}
+	}
+	return out, nil
+}
+
+// Validate checks the values that flags cannot, each with the check of
+// the package that owns the setting, and names the key at fault. A 0 the
+// flags allow means 0 (--max-redirects 0 follows none, --workers 0 starts
+// none), never "the default".
+func (c *Config) Validate() error {
+	var errs []string
+	check := func(key string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", key, err))
+		}
+	}
+	check("budget", schedule.CheckRate(c.Budget.PerSecond()))
+	check("host-rate", schedule.CheckRate(c.HostRate.PerSecond()))
+	check("max-in-flight", coordinator.CheckMaxInFlight(c.MaxInFlight))
+	check("policy", schedule.CheckPolicy(c.Policy))
+	check("objective", schedule.CheckObjective(c.Objective))
+	check("probe-policy", schedule.CheckProbePolicy(c.ProbePolicy))
+	check("replan", schedule.CheckPositive(c.Replan))
+	check("prior-rate", schedule.CheckRate(c.PriorRate.PerSecond()))
+	check("half-life", schedule.CheckPositive(c.HalfLife))
+	check("explore", schedule.CheckExploreShare(c.Explore))
+	check("lm-skew", schedule.CheckLMSkew(c.LMSkew))
+	check("keep-versions", store.CheckRetentionCount(c.KeepVersions))
+	check("keep-versions-for", store.CheckRetentionAge(c.KeepVersionsFor))
+	check("keep-changes", store.CheckRetentionCount(c.KeepChanges))
+	check("keep-changes-for", store.CheckRetentionAge(c.KeepChangesFor))
+	check("keep-fold-marks-for", store.CheckFoldMarksAge(c.KeepFoldMarks))
+	check("ack-wait", broker.CheckAckWait(c.AckWait))
+	check("max-deliver", broker.CheckMaxDeliver(c.MaxDeliver))
+	check("replicas", broker.CheckReplicas(c.Replicas))
+	check("change-stream-max-age", broker.CheckChangeMaxAge(c.ChangeMaxAge))
+	check("change-stream-max-bytes", broker.CheckLimit(c.ChangeMaxBytes))
+	check("change-stream-max-msgs", broker.CheckLimit(c.ChangeMaxMsgs))
+	check("webhook-attempts", notify.CheckAttempts(c.WebhookAttempts))
+	check("webhook-backoff", notify.CheckBackoff(c.WebhookBackoff))
+	check("webhook-max-backoff", notify.CheckBackoff(c.WebhookMaxBackoff))
+	if c.WebhookMaxBackoff < c.WebhookBackoff {
+		check("webhook-max-backoff", fmt.Errorf("%s is shorter than webhook-backoff %s", c.WebhookMaxBackoff, c.WebhookBackoff))
+	}
+	check("webhook-timeout", fetch.CheckTimeout(c.WebhookTimeout))
+	check("log-format", checkLogFormat(c.LogFormat))
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		check("tls-cert", errors.New("tls-cert and tls-key go together"))
+	}
+	if (c.NATSCert == "") != (c.NATSKey == "") {
+		check("nats-cert", errors.New("nats-cert and nats-key go together"))
+	}
+	if (c.NATSUser == "") != (c.NATSPassword == "") {
+		check("nats-user", errors.New("nats-user and nats-password go together"))
+	}
+	for _, t := range append(append([]string(nil), c.APITokens...), c.APIReadTokens...) {
+		if err := checkToken(t); err != nil {
+			check("api-token", err)
+		}
+	}
+	check("lease-ttl", broker.CheckLeaseTTL(c.LeaseTTL))
+	check("stop-grace", worker.CheckGrace(c.StopGrace))
+	if c.Workers < 0 {
+		check("workers", fmt.Errorf("must be ≥ 0, got %d", c.Workers))
+	}
+	check("concurrency", worker.CheckConcurrency(c.Concurrency))
+	check("user-agent", fetch.CheckUserAgent(c.UserAgent))
+	check("timeout", fetch.CheckTimeout(c.Timeout))
+	check("max-body", fetch.CheckMaxBody(c.MaxBody))
+	check("max-redirects", fetch.CheckMaxRedirects(c.MaxRedirects))
+	// The default noise rules, compiled as a worker compiles them: each
+	// key's on its own, so that every bad one is named, then together.
+	rules := c.DefaultIgnore()
+	bad := false
+	for _, r := range []proto.IgnoreRules{{Selectors: rules.Selectors}, {Patterns: rules.Patterns}, {MinChange: rules.MinChange}} {
+		if _, err := extract.Compile("", r); err != nil {
+			bad = true
+			check(ruleKey(err), err)
+		}
+	}
+	if !bad {
+		if _, err := extract.Compile("", rules); err != nil {
+			check(ruleKey(err), err)
+		}
+	}
+	if _, err := c.level(); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if len(errs) > 0 {
+		return errors.New("config: " + strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// ruleKey is the key that set the rule a compile error of DefaultIgnore's
+// rules is about.
+func ruleKey(err error) string {
+	var re *extract.RuleError
+	if !errors.As(err, &re) {
+		return "ignore"
+	}
+	switch {
+	case strings.HasPrefix(re.Field, "ignore.selectors"):
+		return "ignore-selector"
+	case strings.HasPrefix(re.Field, "ignore.patterns"):
+		return "ignore-pattern"
+	case re.Field == "ignore.min_change":
+		return "min-change"
+	}
+	return re.Field
+}
+
+// Retention is the store's retention the keep-* keys set.
+func (c *Config) Retention() store.Retention {
+	return store.Retention{Versions: c.KeepVersions, VersionsAge: c.KeepVersionsFor, Changes: c.KeepChanges, ChangesAge: c.KeepChangesFor, FoldMarksAge: c.KeepFoldMarks}
+}
+
+// DefaultIgnore is the noise rules every URL gets.
+func (c *Config) DefaultIgnore() proto.IgnoreRules {
+	r := proto.IgnoreRules{Patterns: c.IgnorePatterns, MinChange: c.MinChange}
+	if c.IgnoreSelector != "" {
+		r.Selectors = []string{c.IgnoreSelector}
+	}
+	return r
+}
+
+// checkLogFormat reports whether f is a log format: text or json.
+func checkLogFormat(f string) error {
+	if f != "text" && f != "json" {
+		return fmt.Errorf("%q: want text or json", f)
+	}
+	return nil
+}
+
+// minTokenLen is the shortest API token accepted: a token is a password
+// sent on every request, and a short one can be guessed.
+const minTokenLen = 16
+
+// checkToken reports whether t can be an API token: at least minTokenLen
+// characters, none of them a space or a control character (it travels in
+// an Authorization header).
+func checkToken(t string) error {
+	if len(t) < minTokenLen {
+		return fmt.Errorf("a token must have at least %d characters (got %d); make one with `openssl rand -hex 32`", minTokenLen, len(t))
+	}
+	for _, r := range t {
+		if r <= ' ' || r == 0x7f {
+			return errors.New("a token must not contain spaces or control characters")
+		}
+	}
+	return nil
+}
+
+// Logger builds the logger the settings ask for, writing to w.
+func (c *Config) Logger(w io.Writer) (*slog.Logger, error) {
+	lvl, err := c.level()
+	if err != nil {
+		return nil, err
+	}
+	o := &slog.HandlerOptions{Level: lvl}
+	switch c.LogFormat {
+	case "", "text":
+		return slog.New(slog.NewTextHandler(w, o)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, o)), nil
+	}
+	return nil, fmt.Errorf("log-format %q: want text or json", c.LogFormat)
+}
+
+// level parses LogLevel.
+func (c *Config) level() (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return l, fmt.Errorf("log-level %q: want debug, info, warn or error", c.LogLevel)
+	}
+	return l, nil
+}
+
+// APIBase is the coordinator API to talk to: --api, else the address
+// the coordinator listens on (https when it serves TLS). An unspecified
+// listen address (0.0.0.0, [::]) is reached on loopback.
+func (c *Config) APIBase() string {
+	if c.API != "" {
+		return strings.TrimRight(c.API, "/")
+	}
+	scheme := "http://"
+	if c.TLSCert != "" {
+		scheme = "https://"
+	}
+	host, port, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return scheme + c.Listen
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return scheme + net.JoinHostPort(host, port)
+}
+
+// ClientToken is the token a command sends to the API: the first admin
+// token, else the first read-only one ("" if none).
+func (c *Config) ClientToken() string {
+	if len(c.APITokens) > 0 {
+		return c.APITokens[0]
+	}
+	if len(c.APIReadTokens) > 0 {
+		return c.APIReadTokens[0]
+	}
+	return ""
+}
+
+// NATSAuth is the authentication to an external NATS server the settings
+// give.
+func (c *Config) NATSAuth() broker.Auth {
+	return broker.Auth{User: c.NATSUser, Password: c.NATSPassword, Token: c.NATSToken, NKeySeedFile: c.NATSNKey,
+		CredsFile: c.NATSCreds, CAFile: c.NATSCA, CertFile: c.NATSCert, KeyFile: c.NATSKey}
+}

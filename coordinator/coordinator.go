@@ -1,0 +1,883 @@
+// Package coordinator is the shell that runs freshcrawl's data path: it
+// loads the store into the schedule, runs the dispatcher, pulls results
+// and has them folded, re-plans, plans keyword probes, and serves the
+// HTTP API and metrics. The work itself lives in the packages it wires:
+//
+//	seed → store → schedule → dispatch → task stream → worker
+//	     → result stream → fold → store (and the schedule's feedback)
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/freshcrawl/freshcrawl/coordinator/internal/dispatch"
+	"github.com/freshcrawl/freshcrawl/coordinator/internal/fold"
+	"github.com/freshcrawl/freshcrawl/internal/api"
+	"github.com/freshcrawl/freshcrawl/internal/broker"
+	"github.com/freshcrawl/freshcrawl/internal/logx"
+	"github.com/freshcrawl/freshcrawl/internal/notify"
+	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/internal/seed"
+	"github.com/freshcrawl/freshcrawl/internal/source"
+	"github.com/freshcrawl/freshcrawl/proto"
+	"github.com/freshcrawl/freshcrawl/store"
+	"github.com/freshcrawl/freshcrawl/worker/extract"
+)
+
+// Options configure a coordinator. Zero fields take the defaults of the
+// package that owns the setting (schedule.DefaultBudget,
+// dispatch.DefaultMaxInFlight, broker.DefaultAckWait, …); New refuses
+// values out of range.
+type Options struct {
+	// Budget is the total fetches per second.
+	Budget float64
+	// HostRate is the most fetches per second any one host gets.
+	HostRate float64
+	// MaxInFlight bounds tasks dispatched and not yet folded.
+	MaxInFlight int
+	// Policy turns estimates into frequencies (default: the optimal
+	// policy for freshness).
+	Policy schedule.Policy
+	// Replan is how often the plan is re-solved; it is also re-solved
+	// when estimates moved enough.
+	Replan time.Duration
+	// PriorRate is the change rate assumed for a URL never observed,
+	// changes per second.
+	PriorRate float64
+	// HalfLife is the age at which an observation counts half in the
+	// change-rate estimate: shorter follows drift faster, longer is
+	// steadier.
+	HalfLife time.Duration
+	// LMSkew is the clock skew tolerated when checking Last-Modified.
+	LMSkew time.Duration
+	// ExploreShare is the share of the plan's frequency floor given to URLs
+	// the optimum gives up on, so a wrong estimate can recover: such a URL
+	// is fetched at ExploreShare × (budget / URLs).
+	ExploreShare float64
+	// Sources are the keyword-search sources (the content-freshness paper) and ProbePolicy
+	// how their tracked items are refreshed: greedy (keyword probes,
+	// default), naive1 or naive2 (fetch by id; baselines).
+	Sources     []source.Source
+	ProbePolicy string
+	// CaptureUniform keeps capture URLs on uniform polls (a baseline).
+	CaptureUniform bool
+	// DefaultIgnore are the noise rules every URL gets; a seed's own rules
+	// add to them.
+	DefaultIgnore proto.IgnoreRules
+	// Retention bounds the versions and the change log kept in the
+	// store; it is applied while the coordinator runs (zero: keep all).
+	Retention store.Retention
+	// AckWait and MaxDeliver mirror the task consumer, to tell when a task
+	// is lost for good.
+	AckWait    time.Duration
+	MaxDeliver int
+	// Log receives structured logs.
+	Log *slog.Logger
+	// Link is the NATS connection, whose state status and /healthz show
+	// (nil: not shown).
+	Link *broker.Link
+	// Lease is the coordinator lease this coordinator holds (nil: none,
+	// as in tests).
+	Lease *broker.Lease
+	// FaultPoint stops the first fold at a point of the fault suite's
+	// choosing ("fold-before-commit", "fold-after-commit") until the
+	// process is killed; empty in production.
+	FaultPoint string
+	// ConsoleEvery is the sampling period of the console's charts
+	// (default 5s).
+	ConsoleEvery time.Duration
+	// Webhooks configure the delivery of change events to webhooks (the
+	// config's and each seed's own).
+	Webhooks notify.Options
+	// Metrics are served on /metrics besides the coordinator's own (the
+	// in-process workers' of `run` and `demo`).
+	Metrics prometheus.Gatherer
+}
+
+// Fault points of the fault suite.
+const (
+	FaultBeforeCommit = "fold-before-commit"
+	FaultAfterCommit  = "fold-after-commit"
+)
+
+// withDefaults fills the zero fields the coordinator reads itself; those
+// it only passes on (ExploreShare, Replan, Policy) are left to their
+// owner.
+func (o Options) withDefaults() Options {
+	if o.Budget <= 0 {
+		o.Budget = schedule.DefaultBudget
+	}
+	if o.HostRate <= 0 {
+		o.HostRate = schedule.DefaultHostRate
+	}
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = dispatch.DefaultMaxInFlight
+	}
+	if o.PriorRate <= 0 {
+		o.PriorRate = schedule.DefaultPriorRate
+	}
+	if o.HalfLife <= 0 {
+		o.HalfLife = schedule.DefaultHalfLife
+	}
+	if o.LMSkew <= 0 {
+		o.LMSkew = schedule.DefaultLMSkew
+	}
+	if o.AckWait <= 0 {
+		o.AckWait = broker.DefaultAckWait
+	}
+	if o.MaxDeliver <= 0 {
+		o.MaxDeliver = broker.DefaultMaxDeliver
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.ProbePolicy == "" {
+		o.ProbePolicy = schedule.DefaultProbePolicy
+	}
+	return o
+}
+
+// validate checks the options after withDefaults, with the checks of the
+// settings' owners, and compiles the default noise rules as a worker will.
+// AckWait and MaxDeliver are not checked here: they are the task
+// consumer's, whatever created it.
+func (o Options) validate() error {
+	var errs []error
+	check := func(field string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", field, err))
+		}
+	}
+	check("Budget", schedule.CheckRate(o.Budget))
+	check("HostRate", schedule.CheckRate(o.HostRate))
+	check("PriorRate", schedule.CheckRate(o.PriorRate))
+	check("MaxInFlight", dispatch.CheckMaxInFlight(o.MaxInFlight))
+	if o.ExploreShare != 0 { // 0: the scheduler's default
+		check("ExploreShare", schedule.CheckExploreShare(o.ExploreShare))
+	}
+	check("LMSkew", schedule.CheckLMSkew(o.LMSkew))
+	check("ProbePolicy", schedule.CheckProbePolicy(o.ProbePolicy))
+	check("Retention.Versions", store.CheckRetentionCount(o.Retention.Versions))
+	check("Retention.VersionsAge", store.CheckRetentionAge(o.Retention.VersionsAge))
+	check("Retention.Changes", store.CheckRetentionCount(o.Retention.Changes))
+	check("Retention.ChangesAge", store.CheckRetentionAge(o.Retention.ChangesAge))
+	check("Retention.FoldMarksAge", store.CheckFoldMarksAge(o.Retention.FoldMarksAge))
+	_, err := extract.Compile("", o.DefaultIgnore)
+	check("DefaultIgnore", err)
+	if len(errs) > 0 {
+		return fmt.Errorf("coordinator options: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// Coordinator is one running coordinator. Its state is split by what
+// guards it, so that no lock is held across slow work:
+//
+//   - the live schedule and the tasks in flight: the dispatcher's lock
+//     (dispatch.Dispatcher), never held across I/O or a policy's solve;
+//   - worker heartbeats: workers;
+//   - one-off probe requests and what their results showed: probes;
+//   - the sources' probe planners: rounds, held while a round is planned;
+//   - counters: counts, and the per-minute windows their own.
+//
+// A goroutine holding rounds may take probes, and one holding probes may
+// take the dispatcher's lock; never the other way round.
+type Coordinator struct {
+	opts   Options
+	db     *store.DB
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	log    *slog.Logger
+	m      *metrics
+	disp   *dispatch.Dispatcher
+	folder *fold.Folder
+	prune  retention // applies opts.Retention
+	// est is the folder's estimator, for the standard error of the prior
+	// a URL never fetched starts with (withPrior).
+	est schedule.Estimator
+
+	sources []*sourceState // fixed after New; their planners are guarded by rounds
+	rounds  sync.Mutex
+
+	workers struct {
+		sync.Mutex
+		seen map[string]time.Time // worker id → last heartbeat
+	}
+	probes struct {
+		sync.Mutex
+		reqs map[string]schedule.ProbeRequest // one-off probe URL → its request
+		seen map[string][]probeSeen           // by source: what results taught since its last round
+	}
+	queue atomic.Pointer[broker.QueueInfo]
+	// foldErr is the last fold that failed, cleared by the next that
+	// succeeds: status and /healthz show it (a full disk, a damaged store).
+	foldErr atomic.Pointer[foldFailure]
+	// fault is armed until the fault point has been reached once.
+	fault atomic.Bool
+	// ctx is Run's context, for callbacks that have none of their own.
+	ctx atomic.Pointer[context.Context]
+	// loaded is set once the schedule is loaded from the store: a Run
+	// after a step-down (the lease lost and taken back, the store
+	// untouched meanwhile) keeps the schedule it has.
+	loaded atomic.Bool
+	// lease is the coordinator lease held (nil: none).
+	lease atomic.Pointer[broker.Lease]
+
+	console *api.Server // the operator's console: dashboard and URL lifecycle
+
+	// Change events leave the store through these two: the change stream
+	// (and core subscribers), and the webhooks.
+	publisher *notify.Publisher
+	hooks     *notify.Deliverer
+	once      logx.OnChange // warnings that hold for a while
+
+	fetchWin window
+	chgWin   window
+	counts   struct {
+		sync.Mutex
+		fetches, changes, failed int64
+		errors                   map[string]int64
+	}
+}
+
+// New builds a coordinator on an open store and NATS connection. Streams
+// must exist (broker.Ensure). It fails on a bad source definition.
+func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Coordinator, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	c := &Coordinator{opts: opts, db: db, nc: nc, js: js, log: opts.Log.With("role", "coordinator")}
+	est, sched := newSchedule(opts, db, c.log)
+	c.opts.Policy = sched.Policy()
+	est.Trust.ClockSkew = opts.LMSkew.Seconds()
+	c.disp = dispatch.New(js, sched, dispatch.Options{Budget: opts.Budget, MaxInFlight: opts.MaxInFlight, Prepare: c.prepare, Log: c.log})
+	c.folder, c.est = fold.New(db, est, c.log), est
+	c.prune.pruner = store.NewPruner(db, opts.Retention)
+	c.m = newMetrics(c.disp)
+	c.workers.seen = map[string]time.Time{}
+	c.probes.reqs = map[string]schedule.ProbeRequest{}
+	c.probes.seen = map[string][]probeSeen{}
+	c.counts.errors = map[string]int64{}
+	c.console = api.New(console{c}, api.Options{Log: c.log, Every: opts.ConsoleEvery})
+	c.m.budget.Set(opts.Budget)
+	var err error
+	if c.publisher, err = notify.NewPublisher(db, js, c.log); err != nil {
+		return nil, err
+	}
+	wo := opts.Webhooks
+	if wo.Log == nil {
+		wo.Log = c.log
+	}
+	if c.hooks, err = notify.NewDeliverer(db, wo); err != nil {
+		return nil, err
+	}
+	if c.hooks.Unsigned() {
+		c.log.Warn("some webhooks have no secret: their requests are not signed (set --webhook-secret or the webhook's secret)")
+	}
+	c.m.addWebhooks(c.hooks, db)
+	if opts.Lease != nil {
+		c.lease.Store(opts.Lease)
+	}
+	switch opts.FaultPoint {
+	case "":
+	case FaultBeforeCommit:
+		c.fault.Store(true)
+		// Inside the fold's transaction, its writes made, not committed.
+		db.SetBeforeFoldCommit(func() error {
+			if !c.fault.Load() {
+				return nil
+			}
+			c.faultPoint(c.runCtx(), FaultBeforeCommit)
+			return errors.New("stopped at the fault point before the commit")
+		})
+	case FaultAfterCommit:
+		c.fault.Store(true)
+	default:
+		return nil, fmt.Errorf("coordinator options: FaultPoint %q: want %s or %s", opts.FaultPoint, FaultBeforeCommit, FaultAfterCommit)
+	}
+	for _, src := range opts.Sources {
+		ss, err := newSourceState(src, opts.ProbePolicy, opts.PriorRate)
+		if err != nil {
+			return nil, err
+		}
+		c.sources = append(c.sources, ss)
+	}
+	return c, nil
+}
+
+// load rebuilds the in-memory schedule from the store.
+func (c *Coordinator) load() error {
+	n, err := c.loadInto(c.disp.Do)
+	if err != nil {
+		return err
+	}
+	c.m.urls.Set(float64(n))
+	c.log.Info("schedule loaded from store", "urls", n)
+	return nil
+}
+
+// loadInto adds every stored URL to the schedule do gives access to, a
+// batch at a time: the store decodes the next batch while this one is
+// added (store.DB.ForEachScheduleBatch: only the fields a schedule
+// reads), and the schedule is locked once a batch.
+func (c *Coordinator) loadInto(do func(func(*schedule.Scheduler))) (int, error) {
+	now := time.Now()
+	n := 0
+	if total, err := c.db.URLCount(); err == nil {
+		// Sized once rather than doubling while millions are added; a
+		// failed count only loses the hint (the load reports the store).
+		do(func(s *schedule.Scheduler) { s.Grow(total) })
+	}
+	var infos []schedule.URLInfo
+	err := c.db.ForEachScheduleBatch(func(batch []store.URL) error {
+		infos = infos[:0]
+		var capture map[string][]store.Version
+		for _, u := range batch {
+			u = c.withPrior(u)
+			if u.Mode == string(seed.ModeCapture) {
+				// Capture URLs relearn their rhythm from the stored versions.
+				vs, err := c.db.Versions(u.URL)
+				if err != nil {
+					return err
+				}
+				if capture == nil {
+					capture = map[string][]store.Version{}
+				}
+				capture[u.URL] = vs
+			}
+			infos = append(infos, info(u))
+		}
+		do(func(s *schedule.Scheduler) {
+			for i := range infos {
+				s.Add(infos[i], now)
+				for _, v := range capture[infos[i].URL] {
+					s.ObserveVersion(infos[i].URL, v.After, v.Before, v.Exact, v.CapturedAt)
+				}
+			}
+		})
+		n += len(batch)
+		return nil
+	})
+	if err != nil {
+		return n, fmt.Errorf("load schedule from store: %w", err)
+	}
+	c.restoreHazard(do)
+	return n, nil
+}
+
+// restoreHazard gives the schedule the hazard counts the previous
+// coordinator stored (saveHazard). Counts that cannot be read cost only
+// what they held: the schedule starts from the hazard's prior, as a new
+// crawl does.
+func (c *Coordinator) restoreHazard(do func(func(*schedule.Scheduler))) {
+	h, found, err := c.db.Hazard()
+	if err != nil {
+		c.log.Warn("the stored hazard counts are unreadable; the hazard of a rate change starts from its prior", "err", err)
+		return
+	}
+	if !found {
+		return
+	}
+	do(func(s *schedule.Scheduler) { err = s.RestoreHazardCounts(h.ChangePoints, h.Observed, h.At) })
+	if err != nil {
+		c.log.Warn("the stored hazard counts were not restored", "err", err)
+	}
+}
+
+// saveHazard stores the schedule's hazard counts for the next coordinator
+// (restoreHazard); before the first observation there are none to store.
+func (c *Coordinator) saveHazard() {
+	var h store.Hazard
+	c.disp.Do(func(s *schedule.Scheduler) { h.ChangePoints, h.Observed, h.At = s.HazardCounts() })
+	if h.At.IsZero() {
+		return
+	}
+	if err := c.db.SetHazard(h); err != nil {
+		c.log.Warn("could not store the hazard counts; a restart would start them from the prior", "err", err)
+	}
+}
+
+// LoadScheduler builds the schedule a coordinator with opts starts from
+// on db, the way Run does before it plans, without NATS: the restart
+// benchmark (freshcrawl bench scale) measures it.
+func LoadScheduler(db *store.DB, opts Options) (*schedule.Scheduler, int, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, 0, err
+	}
+	est, sched := newSchedule(opts, db, opts.Log)
+	c := &Coordinator{opts: opts, db: db, est: est, log: opts.Log}
+	n, err := c.loadInto(func(fn func(*schedule.Scheduler)) { fn(sched) })
+	return sched, n, err
+}
+
+// newSchedule builds the estimator and the scheduler of opts. The
+// scheduler holds each URL's store id, not the URL, and spells URLs
+// through db (storeURLs).
+func newSchedule(opts Options, db *store.DB, log *slog.Logger) (schedule.Estimator, *schedule.Scheduler) {
+	est := schedule.NewEstimator(opts.HalfLife, opts.PriorRate)
+	sched := schedule.NewScheduler(schedule.SchedulerOptions{Budget: opts.Budget, HostRate: opts.HostRate, Policy: opts.Policy, ExploreShare: opts.ExploreShare, Replan: opts.Replan, CaptureUniform: opts.CaptureUniform,
+		Priors: est.Priors, HalfLife: opts.HalfLife, URLs: storeURLs{db: db, log: log}})
+	return est, sched
+}
+
+// storeURLs spells the schedule's URLs by their store ids and reads
+// their estimator states (schedule.URLSource), one read transaction a
+// call.
+type storeURLs struct {
+	db  *store.DB
+	log *slog.Logger
+}
+
+// URLs reads ids' URLs from the store. A failed read, or an id the store
+// no longer holds (a URL deleted while scheduled), is logged: the
+// schedule keeps the URL and tries it again.
+func (s storeURLs) URLs(ids []uint64, fn func(i int, url string)) error {
+	n := 0
+	err := s.db.URLsByID(ids, func(i int, url string) { n++; fn(i, url) })
+	if err != nil {
+		s.log.Error("read the schedule's URLs from the store", "ids", len(ids), "err", err)
+		return err
+	}
+	if n < len(ids) {
+		s.log.Warn("the store does not hold scheduled URL ids", "missing", len(ids)-n, "of", len(ids))
+	}
+	return nil
+}
+
+// Estimates reads the estimator states of ids' URLs from the store, for
+// a plan's refit and re-summaries. A failed read is logged: the plan goes
+// on without them and the next one reads them again.
+func (s storeURLs) Estimates(ids []uint64, fn func(i int, est []byte)) error {
+	if err := s.db.EstimatesByID(ids, fn); err != nil {
+		s.log.Error("read the schedule's estimator states from the store", "ids", len(ids), "err", err)
+		return err
+	}
+	return nil
+}
+
+// info is what the scheduler needs of a stored URL.
+func info(u store.URL) schedule.URLInfo {
+	period, _ := time.ParseDuration(u.Period) // validated when seeded
+	return schedule.URLInfo{URL: u.URL, ID: u.ID, Host: u.Host, Weight: u.Weight, Capture: u.Mode == string(seed.ModeCapture), Rate: u.Rate, Interval: u.Interval, NextDue: u.NextDue, Disallowed: u.Disallowed,
+		Period: period, Polls: u.Polls, Paused: u.Paused, RateSE: u.RateSE, LastOK: u.LastOK, Estimate: u.Estimate}
+}
+
+// SetLease records the lease the coordinator holds again after a
+// step-down, for status and /healthz.
+func (c *Coordinator) SetLease(l *broker.Lease) { c.lease.Store(l) }
+
+// runCtx is Run's context (Background before Run).
+func (c *Coordinator) runCtx() context.Context {
+	if p := c.ctx.Load(); p != nil {
+		return *p
+	}
+	return context.Background()
+}
+
+// Run serves until ctx is done. Stopped, it finishes the fold under way
+// and leaves every other task and result in the streams, for the next
+// coordinator.
+//
+// Run may be called again once it has returned, when the coordinator
+// holds the lease again after a step-down: it keeps its schedule and
+// reconciles the tasks in the stream anew.
+func (c *Coordinator) Run(ctx context.Context) error {
+	c.ctx.Store(&ctx)
+	// Heartbeats are heard from the start: loading a large store and the
+	// first plan take seconds, and a worker's first heartbeat sent in
+	// that time would otherwise be lost, leaving it unlisted until its
+	// next one.
+	hb, err := c.nc.Subscribe(proto.HeartbeatSubject, func(m *nats.Msg) {
+		if h, err := decodeHeartbeat(m.Data); err == nil {
+			c.sawWorkers(time.Now(), h.WorkerID)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("subscribe heartbeats: %w", err)
+	}
+	defer hb.Unsubscribe()
+	if !c.loaded.Load() {
+		if err := c.load(); err != nil {
+			return err
+		}
+		c.loaded.Store(true)
+	}
+	// Tasks left in the stream by a previous run, or by the coordinator
+	// this one took over from, are still being fetched: keep them.
+	if err := broker.Retry(ctx, c.log, "reconcile tasks", c.reconcile); err != nil {
+		return err
+	}
+	if err := broker.Retry(ctx, c.log, "fold results left in the stream", c.foldLeftResults); err != nil {
+		return err
+	}
+	c.replan()
+
+	content, err := c.nc.QueueSubscribe(proto.ContentSubject, "coordinator", c.serveContent)
+	if err != nil {
+		return fmt.Errorf("subscribe content requests: %w", err)
+	}
+	defer content.Unsubscribe()
+	adv, err := c.nc.Subscribe(broker.MaxDeliveriesSubject(), func(m *nats.Msg) { c.onMaxDeliveries(ctx, m.Data) })
+	if err != nil {
+		return fmt.Errorf("subscribe max-deliveries advisory: %w", err)
+	}
+	defer adv.Unsubscribe()
+
+	// A loop that fails stops the others: a coordinator that dispatches
+	// without folding would fill every host's slot and stall unseen.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	loops := []func(context.Context) error{c.disp.Run, c.resultLoop, c.maintainLoop, c.console.Run, c.publisher.Run, c.hooks.Run}
+	if len(c.sources) > 0 {
+		loops = append(loops, c.probeLoop)
+	}
+	errc := make(chan error, len(loops))
+	for _, loop := range loops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := loop(ctx); err != nil && ctx.Err() == nil {
+				errc <- err
+			}
+		}()
+	}
+	c.log.Info("coordinator started", "budget_per_s", c.opts.Budget, "host_rate_per_s", c.opts.HostRate, "max_in_flight", c.opts.MaxInFlight, "policy", c.opts.Policy.Name())
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+		c.log.Error("coordinator stopping", "err", runErr)
+		cancel()
+	}
+	wg.Wait()
+	c.saveHazard()
+	c.log.Info("coordinator stopped")
+	return runErr
+}
+
+// sawWorkers records that the named workers were alive at t.
+func (c *Coordinator) sawWorkers(t time.Time, ids ...string) {
+	c.workers.Lock()
+	defer c.workers.Unlock()
+	for _, id := range ids {
+		if id != "" {
+			c.workers.seen[id] = t
+		}
+	}
+}
+
+func decodeHeartbeat(b []byte) (proto.Heartbeat, error) {
+	var h proto.Heartbeat
+	if err := json.Unmarshal(b, &h); err != nil {
+		return h, err
+	}
+	if h.V != proto.Version || h.WorkerID == "" {
+		return h, errors.New("bad heartbeat")
+	}
+	return h, nil
+}
+
+// prepare completes a task before the dispatcher publishes it: a probe's
+// spec, the URL's selector and noise rules, and the previous version's
+// validators from the store. The previous text is not sent: most fetches
+// find the page unchanged, and a worker that finds it changed asks for it
+// (ContentSubject).
+func (c *Coordinator) prepare(_ context.Context, t *proto.Task) error {
+	c.probeTask(t)
+	var rec store.URL
+	hasRaw := false
+	if t.Kind != proto.KindProbe {
+		err := c.db.View(func(tx *store.Tx) error {
+			u, found, err := tx.Get(t.URL)
+			if err != nil || !found {
+				return err
+			}
+			rec = u
+			hasRaw = u.KeepRaw && tx.HasRaw(t.URL)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	t.Selector, t.Ignore = rec.Selector, mergeIgnore(c.opts.DefaultIgnore, rec.Ignore)
+	t.ETag, t.LastModified, t.PrevHash = rec.ETag, rec.LastMod, rec.Hash
+	if t.KeepRaw = rec.KeepRaw; t.KeepRaw && !hasRaw {
+		// No raw body kept yet: ask for one, unconditionally, so a 304
+		// does not leave the URL without it.
+		t.NeedRaw, t.ETag, t.LastModified = true, "", ""
+	}
+	return nil
+}
+
+// serveContent answers a worker's request for a URL's stored version.
+func (c *Coordinator) serveContent(m *nats.Msg) {
+	url := string(m.Data)
+	var text, hash string
+	err := c.db.View(func(tx *store.Tx) error {
+		u, found, err := tx.Get(url)
+		if err != nil || !found {
+			return err
+		}
+		text, hash = tx.Content(url), u.Hash
+		return nil
+	})
+	reply := nats.NewMsg(m.Reply)
+	if err != nil {
+		c.log.Warn("content request", "url", url, "err", err)
+	} else {
+		reply.Header.Set(proto.ContentHashHeader, hash)
+		reply.Data = []byte(text)
+	}
+	_ = m.RespondMsg(reply)
+}
+
+// mergeIgnore adds a URL's own noise rules to the defaults; the URL's
+// minimum change, when set, wins.
+func mergeIgnore(def, own proto.IgnoreRules) proto.IgnoreRules {
+	out := proto.IgnoreRules{MinChange: def.MinChange}
+	out.Selectors = append(append(out.Selectors, def.Selectors...), own.Selectors...)
+	out.Patterns = append(append(out.Patterns, def.Patterns...), own.Patterns...)
+	if own.MinChange > 0 {
+		out.MinChange = own.MinChange
+	}
+	return out
+}
+
+// MaintainEvery is the period of the maintenance loop, which among other
+// things asks the scheduler whether a plan is due. The virtual benchmark
+// checks for a due plan on the same period.
+const MaintainEvery = 2 * time.Second
+
+// maintainPeriod is the maintenance loop's period: MaintainEvery, or half
+// the re-plan period when that is shorter, so that a plan due every
+// Replan is not made only every MaintainEvery (with a simulated day of
+// half a second, a re-plan a day would otherwise wait four days). The
+// other chores of the loop only get done more often.
+func maintainPeriod(replan time.Duration) time.Duration {
+	if replan > 0 && replan/2 < MaintainEvery {
+		return max(replan/2, time.Millisecond)
+	}
+	return MaintainEvery
+}
+
+// replanCostFactor bounds the time re-plans for moved estimates take:
+// after a plan that took d, the next waits until (replanCostFactor+1)·d
+// after its start, so re-planning holds at most 1/(replanCostFactor+1)
+// of the maintenance loop's time. A plan of 10 000 URLs takes about
+// 0.1–0.3 s; at thousands of folds a second the scheduler's "a tenth of
+// the estimates moved" holds at every tick, and a plan (with its priors'
+// refit) every MaintainEvery took a seventh of the coordinator's CPU.
+// Small plans (milliseconds) are not held back at all: the tick is
+// longer than the wait.
+const replanCostFactor = 19
+
+// replanNotBefore is the earliest start of the next re-plan for moved
+// estimates, after one that ran from start to end.
+func replanNotBefore(start, end time.Time) time.Time {
+	return end.Add(replanCostFactor * end.Sub(start))
+}
+
+// maintainLoop re-plans, watches the queue, forgets stale workers and
+// releases tasks that are lost for good.
+func (c *Coordinator) maintainLoop(ctx context.Context) error {
+	replanEvery := c.opts.Replan
+	if replanEvery <= 0 {
+		replanEvery = schedule.DefaultReplan
+	}
+	var nextPlan time.Time // the earliest re-plan for moved estimates
+	tick := time.NewTicker(maintainPeriod(c.opts.Replan))
+	defer tick.Stop()
+	prune := time.NewTicker(foldMarkPruneEvery)
+	defer prune.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-prune.C:
+			c.pruneFoldMarks(ctx, now)
+		case now := <-tick.C:
+			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			q, err := broker.Queue(qctx, c.js)
+			cancel()
+			if err == nil {
+				c.queue.Store(&q)
+				c.m.queue.WithLabelValues("pending").Set(float64(q.Pending))
+				c.m.queue.WithLabelValues("ack_pending").Set(float64(q.AckPending))
+				c.m.queue.WithLabelValues("redelivered").Set(float64(q.Redelivered))
+				c.m.queue.WithLabelValues("results").Set(float64(q.Results))
+			}
+			c.workers.Lock()
+			for id, at := range c.workers.seen {
+				if now.Sub(at) > time.Minute {
+					delete(c.workers.seen, id)
+				}
+			}
+			c.m.workers.Set(float64(len(c.workers.seen)))
+			c.workers.Unlock()
+			// A task is lost for good once every delivery could have timed
+			// out; the advisory normally tells us sooner.
+			for _, id := range c.disp.Lost(now, c.opts.AckWait*time.Duration(c.opts.MaxDeliver)+time.Minute) {
+				c.log.Warn("task lost, rescheduling", "task", id)
+				c.disp.Release(id, now, now)
+			}
+			var due, old bool
+			c.disp.Do(func(s *schedule.Scheduler) {
+				due = s.ReplanDue(now)
+				_, at, _ := s.Plan()
+				old = at.IsZero() || now.Sub(at) >= replanEvery
+			})
+			// A plan due only because estimates moved waits out its cost
+			// share; one never made or older than Replan does not.
+			if due && (old || !now.Before(nextPlan)) {
+				start := time.Now()
+				c.replan()
+				nextPlan = replanNotBefore(start, time.Now())
+			}
+			c.applyRetention(now)
+		}
+	}
+}
+
+// replan re-solves the policy over all URLs and sets every interval,
+// without holding the schedule's lock while the policy runs
+// (dispatch.Dispatcher.Replan).
+func (c *Coordinator) replan() {
+	start := time.Now()
+	out, err := c.disp.Replan(time.Now)
+	c.m.planSeconds.Observe(time.Since(start).Seconds())
+	if err != nil {
+		c.log.Error("plan failed; keeping the previous one", "policy", c.opts.Policy.Name(), "err", err)
+		return
+	}
+	c.saveHazard()
+	var inUse float64
+	var n, disallowed int
+	c.disp.Do(func(s *schedule.Scheduler) {
+		_, _, inUse = s.Plan()
+		n, disallowed = s.Len(), s.Disallowed()
+	})
+	c.m.fresh.Set(finite(out.ModelFreshness))
+	c.m.planFresh.Set(finite(out.Freshness))
+	c.m.age.Set(finite(out.Age))
+	c.m.givenUp.Set(float64(out.GivenUp))
+	c.m.capped.Set(float64(out.CappedHosts))
+	c.m.budgetInUse.Set(finite(inUse))
+	c.m.unabsorbed.Set(finite(out.Unabsorbed))
+	c.m.urls.Set(float64(n))
+	c.m.disallowed.Set(float64(disallowed))
+	// Logged when it starts and again only when the figure moves (to two
+	// significant digits): the plan is re-solved every --replan, and the
+	// same line each time would bury every other (and a demo's table).
+	const unabsorbed = "budget exceeds what the hosts can take under politeness"
+	if out.Unabsorbed > 0 && n > 0 {
+		c.once.Log(c.log, slog.LevelWarn, unabsorbed, strconv.FormatFloat(out.Unabsorbed, 'g', 2, 64),
+			"unabsorbed_per_s", out.Unabsorbed, "hint", "add hosts or raise --host-rate, or lower --budget; the figure is logged again only when it changes")
+	} else if c.once.Clear(unabsorbed) {
+		c.log.Info("the hosts take the whole budget again")
+	}
+}
+
+// onMaxDeliveries records a task that ran out of deliveries as failed and
+// deletes it from the work queue, which keeps such a message otherwise.
+func (c *Coordinator) onMaxDeliveries(ctx context.Context, data []byte) {
+	adv, err := broker.ParseMaxDeliveries(data)
+	if err != nil {
+		c.log.Warn("bad advisory", "err", err)
+		return
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	st, err := c.js.Stream(ctx, proto.TaskStream)
+	if err != nil {
+		c.log.Warn("task stream", "err", err)
+		return
+	}
+	raw, err := st.GetMsg(ctx, adv.StreamSeq)
+	if err != nil {
+		c.log.Warn("read failed task", "seq", adv.StreamSeq, "err", err)
+		return
+	}
+	task, err := proto.DecodeTask(raw.Data)
+	if err == nil {
+		c.recordFailed(task, fmt.Sprintf("gave up after %d deliveries", adv.Deliveries))
+	}
+	if err := st.DeleteMsg(ctx, adv.StreamSeq); err != nil {
+		c.log.Warn("delete failed task", "seq", adv.StreamSeq, "err", err)
+	}
+}
+
+func (c *Coordinator) recordFailed(task proto.Task, why string) {
+	now := time.Now()
+	if _, err := c.folder.Failed(task, why); err != nil {
+		c.log.Error("record failed task", "task", task.ID, "err", err)
+	}
+	c.m.failed.Inc()
+	c.m.errors.WithLabelValues(string(proto.ErrFailed)).Inc()
+	c.counts.Lock()
+	c.counts.failed++
+	c.counts.errors[string(proto.ErrFailed)]++
+	c.counts.Unlock()
+	c.log.Warn("task failed", "task", task.ID, "url", task.URL, "why", why)
+	c.disp.Release(task.ID, now, now.Add(time.Duration(float64(time.Second)/c.opts.HostRate)))
+}
+
+// foldMarkPruneEvery is how often fold marks past their age are deleted;
+// the marks kept are then at most this much beyond the age.
+const foldMarkPruneEvery = time.Minute
+
+// foldMarkSkew is the clock skew allowed between the NATS server that
+// stamps a stored result and this process, which stamps fold marks.
+const foldMarkSkew = 10 * time.Minute
+
+// pruneFoldMarks deletes the fold marks older than the retention's age,
+// but never one that a result still in the results stream may need. A
+// result folded and not acknowledged (the coordinator stopped between the
+// commit and the ack, possibly for longer than the age) is still in the
+// stream, and its mark is younger than when it was stored there: marks
+// from before the oldest stored result, less the skew, are kept too.
+// When the stream cannot be read, nothing is pruned this time.
+func (c *Coordinator) pruneFoldMarks(ctx context.Context, now time.Time) {
+	cutoff := now.Add(-c.opts.Retention.MarksAge())
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	oldest, err := broker.OldestResult(qctx, c.js)
+	cancel()
+	if err != nil {
+		c.log.Warn("prune fold marks: skipped", "err", err)
+		return
+	}
+	if keep := oldest.Add(-foldMarkSkew); !oldest.IsZero() && keep.Before(cutoff) {
+		cutoff = keep
+	}
+	n, err := c.db.PruneFolded(cutoff)
+	if err != nil {
+		c.log.Warn("prune fold marks", "err", err)
+		return
+	}
+	if n > 0 {
+		c.log.Debug("pruned fold marks", "n", n, "before", cutoff)
+	}
+}
+
+// DefaultMaxInFlight bounds the tasks dispatched and not yet folded unless
+// Options.MaxInFlight says otherwise.
+const DefaultMaxInFlight = dispatch.DefaultMaxInFlight
+
+// CheckMaxInFlight validates Options.MaxInFlight.
+func CheckMaxInFlight(n int) error { return dispatch.CheckMaxInFlight(n) }

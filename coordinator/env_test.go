@@ -1,0 +1,172 @@
+package coordinator
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/freshcrawl/freshcrawl/internal/broker"
+	"github.com/freshcrawl/freshcrawl/proto"
+	"github.com/freshcrawl/freshcrawl/store"
+)
+
+// env is what a coordinator runs on in a test: an embedded nats-server
+// with JetStream and a bbolt file, both in a temporary directory.
+type env struct {
+	srv      *server.Server
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	settings broker.Settings
+	dbPath   string
+	db       *store.DB
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func newEnv(tb testing.TB, s broker.Settings) *env {
+	tb.Helper()
+	dir := tb.TempDir()
+	srv, err := broker.StartEmbedded(broker.EmbeddedOptions{Dir: filepath.Join(dir, "nats"), Listen: "127.0.0.1:-1"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e := &env{srv: srv, settings: s, dbPath: filepath.Join(dir, store.FileName)}
+	tb.Cleanup(func() {
+		if e.db != nil {
+			_ = e.db.Close()
+		}
+		if e.nc != nil {
+			e.nc.Close()
+		}
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	})
+	if e.nc, e.js, err = broker.Connect(srv.ClientURL(), "test", quietLog()); err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := broker.Ensure(ctx, e.js, s); err != nil {
+		tb.Fatal(err)
+	}
+	e.openStore(tb)
+	return e
+}
+
+func (e *env) openStore(tb testing.TB) {
+	tb.Helper()
+	db, err := store.Open(e.dbPath, store.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e.db = db
+}
+
+// coordinator builds a coordinator on the environment with opts (AckWait
+// and MaxDeliver from the broker settings).
+func (e *env) coordinator(tb testing.TB, opts Options) *Coordinator {
+	tb.Helper()
+	opts.AckWait, opts.MaxDeliver = e.settings.AckWait, e.settings.MaxDeliver
+	if opts.Log == nil {
+		opts.Log = quietLog()
+	}
+	c, err := New(e.db, e.nc, e.js, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// run runs c until the returned stop is called (or the test ends); stop
+// waits for Run to return and fails the test on its error.
+func run(tb testing.TB, c *Coordinator) (stop func()) {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("coordinator: %v", err)
+		}
+	}
+	tb.Cleanup(stop)
+	return stop
+}
+
+// waitFor checks cond on every tick until it holds, and fails if it still
+// does not when the deadline passes (a bound on a broken run).
+func waitFor(tb testing.TB, within time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			if cond() {
+				return
+			}
+			tb.Fatalf("timed out after %s waiting for %s", within, what)
+		case <-tick.C:
+		}
+	}
+}
+
+// takeTask is a worker's pull of one task from the task stream: the task
+// and its message (not acknowledged).
+func (e *env) takeTask(tb testing.TB, within time.Duration) (proto.Task, jetstream.Msg) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	cons, err := e.js.Consumer(ctx, proto.TaskStream, proto.TaskConsumer)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for ctx.Err() == nil {
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(200*time.Millisecond))
+		if err != nil {
+			continue
+		}
+		for m := range batch.Messages() {
+			t, err := proto.DecodeTask(m.Data())
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return t, m
+		}
+	}
+	tb.Fatalf("no task within %s", within)
+	return proto.Task{}, nil
+}
+
+// sendResult publishes r on the result stream, as a worker does.
+func (e *env) sendResult(tb testing.TB, r proto.Result) {
+	tb.Helper()
+	r.V = proto.Version
+	if r.Kind == "" {
+		r.Kind = proto.KindFetch
+	}
+	b, err := proto.Encode(r)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := e.js.Publish(ctx, proto.ResultSubject(r.Kind), b); err != nil {
+		tb.Fatal(err)
+	}
+}

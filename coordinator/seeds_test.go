@@ -1,0 +1,128 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/freshcrawl/freshcrawl/internal/seed"
+	"github.com/freshcrawl/freshcrawl/store"
+)
+
+func seedLines(n int, bad map[int]string) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		if s, ok := bad[i]; ok {
+			b.WriteString(s + "\n")
+			continue
+		}
+		// Out of URL order, and every tenth line repeats an earlier URL.
+		k := (i * 7919) % n
+		if i%10 == 0 {
+			k = (i / 2 * 7919) % n
+		}
+		fmt.Fprintf(&b, "https://h%d.example/page/%d\n", k%13, k)
+	}
+	return b.String()
+}
+
+func storedURLs(t *testing.T, db *store.DB) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	if err := db.ForEach(func(u store.URL) error { out[u.URL] = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestIngestSeedsSorted: seeding through sorted runs (many spilled runs)
+// stores every good line, counts repeats as updates, and reports each bad
+// line as FILE:LINE; it gives the same URLs as streaming batches.
+func TestIngestSeedsSorted(t *testing.T) {
+	text := seedLines(3000, map[int]string{17: "not a url", 2500: `{"url": "https://x.example/", "wieght": 2}`})
+	sorted, streamed := openStore(t), openStore(t)
+	var bad []string
+	reads := 0
+	sum, err := IngestSeedsSorted(context.Background(), sorted, strings.NewReader(text), "seeds.txt", SortedSeedOptions{
+		TempDir: t.TempDir(), RunBytes: 4 << 10,
+		OnBad:  func(e *seed.LineError) { bad = append(bad, e.Error()) },
+		OnRead: func(int) { reads++ },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bad) != 2 || !strings.HasPrefix(bad[0], "seeds.txt:17:") || !strings.HasPrefix(bad[1], "seeds.txt:2500:") || sum.Bad != 2 {
+		t.Errorf("bad lines %q (%d counted), want seeds.txt:17 and seeds.txt:2500", bad, sum.Bad)
+	}
+	want, err := ingestSeedsBatch(context.Background(), streamed, strings.NewReader(text), "seeds.txt", 100, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Good != 2998 || sum.Added != want.Added || sum.Updated != want.Updated || sum.Added+sum.Updated != sum.Good {
+		t.Errorf("sorted: %+v; streamed: %+v", sum, want)
+	}
+	got, exp := storedURLs(t, sorted), storedURLs(t, streamed)
+	if len(got) != sum.Added || len(got) != len(exp) {
+		t.Fatalf("%d URLs stored sorted, %d streamed, %d added", len(got), len(exp), sum.Added)
+	}
+	for u := range exp {
+		if !got[u] {
+			t.Fatalf("%s missing from the sorted seeding", u)
+		}
+	}
+}
+
+// TestSeedingStops: a cancelled seeding keeps what it committed and says
+// so: streaming stops at a batch with the line it reached, sorted seeding
+// stores nothing when stopped while reading.
+func TestSeedingStops(t *testing.T) {
+	text := seedLines(1000, nil)
+	db := openStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	batches := 0
+	sum, err := ingestSeedsBatch(ctx, db, strings.NewReader(text), "seeds.txt", 50, nil, func([]store.URL) {
+		if batches++; batches == 2 {
+			cancel()
+		}
+	})
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "seeds.txt:") {
+		t.Fatalf("stopped seeding: %v, want the cancellation with the line reached", err)
+	}
+	if n := len(storedURLs(t, db)); sum.Added+sum.Updated != 100 || n != sum.Added {
+		t.Errorf("summary %+v, %d URLs stored; want 100 lines stored and counted", sum, n)
+	}
+
+	db2 := openStore(t)
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	sum, err = IngestSeedsSorted(ctx2, db2, strings.NewReader(seedLines(250_000, nil)), "big.txt", SortedSeedOptions{TempDir: t.TempDir()})
+	if !errors.Is(err, context.Canceled) || sum.Added != 0 || sum.Good >= 250_000 {
+		t.Fatalf("sorted seeding stopped before it stored: %+v, %v", sum, err)
+	}
+	if n := len(storedURLs(t, db2)); n != 0 {
+		t.Errorf("%d URLs stored by a seeding stopped while reading", n)
+	}
+
+	// A read that fails (a line too long) keeps the good lines before it.
+	db3 := openStore(t)
+	long := seedLines(30, nil) + "https://a.example/" + strings.Repeat("x", seed.MaxLine) + "\n" + seedLines(5, nil)
+	sum, err = IngestSeedsSorted(context.Background(), db3, strings.NewReader(long), "long.txt", SortedSeedOptions{TempDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "long.txt:31") {
+		t.Fatalf("a line too long: %v, want an error naming long.txt:31", err)
+	}
+	if n := len(storedURLs(t, db3)); n == 0 || n != sum.Added || sum.Good != 30 {
+		t.Errorf("%d URLs stored, summary %+v; want the 30 good lines before the long one", n, sum)
+	}
+}
+
+func openStore(t *testing.T) *store.DB {
+	t.Helper()
+	db, err := store.OpenDir(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}

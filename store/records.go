@@ -1,0 +1,131 @@
+package store
+
+import (
+	"time"
+
+	"github.com/freshcrawl/freshcrawl/proto"
+)
+
+// URL is everything the coordinator knows about one URL.
+type URL struct {
+	URL string `json:"url"`
+	// ID is the URL's id in the store (the url_ids bucket: URLsByID
+	// spells it), set when the record is read from the store (0 in a
+	// record not read from it, or stored before ids). It is the store's
+	// own, never serialised.
+	ID       uint64            `json:"-"`
+	Host     string            `json:"host"`
+	Weight   float64           `json:"weight"`
+	Selector string            `json:"selector,omitempty"`
+	Mode     string            `json:"mode"`
+	Ignore   proto.IgnoreRules `json:"ignore,omitzero"`
+	Period   string            `json:"period,omitempty"`
+	Polls    int               `json:"polls,omitempty"`
+	// KeepRaw keeps the raw response body of the latest version next to
+	// its extracted text (a seed option).
+	KeepRaw bool `json:"keep_raw,omitempty"`
+	// Webhook receives this URL's change events (a seed option), besides
+	// the webhooks of the config.
+	Webhook string    `json:"webhook,omitempty"`
+	AddedAt time.Time `json:"added_at"`
+
+	// Paused URLs stay in the store and the schedule but are not fetched
+	// and take no share of the budget until resumed.
+	Paused   bool      `json:"paused,omitempty"`
+	PausedAt time.Time `json:"paused_at,omitzero"`
+	// DeletedAt is set only on the copy of a deleted URL's record kept
+	// with its history (DB.Deleted).
+	DeletedAt time.Time `json:"deleted_at,omitzero"`
+
+	// Counters.
+	Fetches     int64            `json:"fetches"`
+	Changes     int64            `json:"changes"`
+	NotModified int64            `json:"not_modified"`
+	Errors      int64            `json:"errors"`
+	ErrorKinds  map[string]int64 `json:"error_kinds,omitempty"`
+	Failed      int64            `json:"failed"` // tasks that ran out of deliveries
+	Versions    int64            `json:"versions"`
+
+	// Last fetch.
+	LastFetch   time.Time `json:"last_fetch,omitzero"`
+	LastOK      time.Time `json:"last_ok,omitzero"`
+	LastChange  time.Time `json:"last_change,omitzero"`
+	LastStatus  int       `json:"last_status,omitempty"`
+	LastErrKind string    `json:"last_err_kind,omitempty"`
+	LastErr     string    `json:"last_err,omitempty"`
+	ETag        string    `json:"etag,omitempty"`
+	LastMod     string    `json:"last_modified,omitempty"`
+	Hash        string    `json:"hash,omitempty"`
+	Disallowed  bool      `json:"disallowed,omitempty"`
+
+	// Estimate is the change-rate estimator's state, owned by the
+	// coordinator (opaque here so the store has no view on the maths).
+	Estimate []byte `json:"estimate,omitempty"`
+	// Rate is the current estimated change rate, changes per second, and
+	// RateSE its standard error (0 until the first estimate).
+	Rate   float64 `json:"rate"`
+	RateSE float64 `json:"rate_se,omitempty"`
+
+	// Schedule: the interval the plan gives this URL and its next due time.
+	Interval time.Duration `json:"interval,omitempty"`
+	NextDue  time.Time     `json:"next_due,omitzero"`
+}
+
+// Version is one stored version of a capture URL.
+type Version struct {
+	Seq        uint64    `json:"seq"`
+	URL        string    `json:"url"`
+	CapturedAt time.Time `json:"captured_at"`
+	// The version appeared in (After, Before]: between the previous poll
+	// and this one, or exactly at Before when Exact (from a trustworthy
+	// Last-Modified).
+	After  time.Time `json:"after,omitzero"`
+	Before time.Time `json:"before"`
+	Exact  bool      `json:"exact,omitempty"`
+	Hash   string    `json:"hash"`
+	Text   string    `json:"text"`
+	TaskID string    `json:"task_id"`
+}
+
+// Change is one entry of the change log.
+type Change struct {
+	Seq      uint64            `json:"seq"`
+	URL      string            `json:"url"`
+	Host     string            `json:"host"`
+	At       time.Time         `json:"at"`
+	TaskID   string            `json:"task_id"`
+	Hash     string            `json:"hash"`
+	PrevHash string            `json:"prev_hash,omitempty"`
+	Diff     proto.DiffSummary `json:"diff"`
+}
+
+// Host is the politeness state of one host.
+type Host struct {
+	Host string `json:"host"`
+	// Interval is the least time between two fetches of the host now in
+	// force: max(1/host-rate, Crawl-delay, backoff).
+	CrawlDelay  time.Duration `json:"crawl_delay,omitempty"`
+	BackoffTill time.Time     `json:"backoff_till,omitzero"`
+	Backoff     time.Duration `json:"backoff,omitempty"`
+	ServerErrs  int           `json:"server_errs,omitempty"` // consecutive 5xx
+	LastFetch   time.Time     `json:"last_fetch,omitzero"`
+	// Fetches and Errors count the results folded for the host.
+	Fetches int64 `json:"fetches,omitempty"`
+	Errors  int64 `json:"errors,omitempty"`
+}
+
+// Item is a tracked item of a keyword-search source.
+type Item struct {
+	Source   string            `json:"source"`
+	ID       string            `json:"id"`
+	Attrs    map[string]string `json:"attrs"`
+	Value    float64           `json:"value"`
+	LastSync time.Time         `json:"last_sync,omitzero"`
+	Syncs    int64             `json:"syncs"`
+	Changes  int64             `json:"changes"`
+	Estimate []byte            `json:"estimate,omitempty"`
+	Rate     float64           `json:"rate"`
+	HasValue bool              `json:"has_value"`
+	// Dissimilarity is the sum of the dissimilarities seen at refreshes.
+	Dissimilarity float64 `json:"dissimilarity"`
+}

@@ -1,0 +1,546 @@
+// Package fetch performs one HTTP fetch per call, safely and politely by
+// construction: it refuses private and metadata addresses on every
+// connection it makes (so neither a redirect nor a DNS rebinding reaches the
+// worker's own network), caps the decompressed body (so a gzip bomb is cut,
+// not unpacked), bounds every phase with a timeout, sends conditional
+// requests so unchanged pages cost a 304, and classifies every failure into a
+// proto.ErrorKind the coordinator can back off on.
+//
+// A Fetcher keeps no state between calls other than its http.Client's
+// connection pool; it is safe for concurrent use. Per-host rate limiting is
+// not done here: the coordinator spaces a host's tasks and the worker keeps a
+// safety-net limiter.
+package fetch
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/freshcrawl/freshcrawl/proto"
+)
+
+// Defaults applied by New to zero fields of Options. They are the
+// defaults of the user-agent, timeout, max-body and max-redirects settings
+// everywhere (the config takes them from here).
+const (
+	// DefaultUserAgent names the crawler and where to read about it; its
+	// first token, "freshcrawl", is the robots.txt product token.
+	DefaultUserAgent      = "freshcrawl/0.1 (+https://github.com/freshcrawl/freshcrawl)"
+	DefaultTimeout        = 30 * time.Second
+	DefaultConnectTimeout = 10 * time.Second
+	DefaultTLSTimeout     = 10 * time.Second
+	DefaultHeaderTimeout  = 15 * time.Second
+	DefaultMaxBody        = 4 << 20
+	DefaultMaxRedirects   = 5
+	// NoRedirects as Options.MaxRedirects follows no redirect at all (the
+	// zero value means DefaultMaxRedirects).
+	NoRedirects = -1
+
+	// maxRetryAfter caps a server's Retry-After so that a broken or hostile
+	// server cannot park a host for years; the coordinator re-learns the
+	// host's state after a day anyway.
+	maxRetryAfter = 24 * time.Hour
+	// drainLimit is how much of an error or 304 body is read and discarded
+	// so the connection can go back to the pool; beyond it, closing the
+	// connection is cheaper than reading on.
+	drainLimit = 64 << 10
+	// maxHeaderBytes caps a response's status line and headers together,
+	// as browsers do (Chromium allows 256 KiB): real responses need a few
+	// KiB, and each concurrent fetch may hold this much before its body.
+	// A server that sends more gets proto.ErrTooLarge.
+	maxHeaderBytes = 256 << 10
+)
+
+// Class says how the body of a response should be treated downstream.
+type Class uint8
+
+const (
+	// Binary bodies are kept raw and compared by hash only. It is the zero
+	// value so that anything not positively recognised as text is opaque.
+	Binary Class = iota
+	// HTML is text/html or application/xhtml+xml, converted to UTF-8.
+	HTML
+	// Text is any other text/* type, JSON or XML, converted to UTF-8.
+	Text
+)
+
+// String returns "binary", "html" or "text".
+func (c Class) String() string {
+	switch c {
+	case HTML:
+		return "html"
+	case Text:
+		return "text"
+	default:
+		return "binary"
+	}
+}
+
+// Options configure a Fetcher. Zero fields take the defaults above.
+type Options struct {
+	// UserAgent is sent with every request. Sites identify and contact
+	// crawler operators through it, so it should name the operator.
+	UserAgent string
+	// Timeout bounds a whole fetch, redirects and body included.
+	Timeout time.Duration
+	// ConnectTimeout bounds one TCP connect, TLSTimeout one TLS handshake,
+	// HeaderTimeout the wait for response headers after the request is sent.
+	ConnectTimeout, TLSTimeout, HeaderTimeout time.Duration
+	// MaxBody caps the decompressed body; a longer body is cut there and
+	// reported as proto.ErrTooLarge with Truncated set.
+	MaxBody int64
+	// MaxRedirects is how many redirects are followed (0: the default 5;
+	// NoRedirects or any negative value: none). Revisiting a URL already
+	// seen in the chain is an error whatever the count.
+	MaxRedirects int
+	// AllowPrivate turns off the address check. Only tests against local
+	// servers and deliberate intranet crawls should set it.
+	AllowPrivate bool
+	// Refuse, if set, replaces the address policy: a connection to an
+	// address for which it returns true is refused (proto.ErrBlocked).
+	// Nil means IsBlockedIP. It lets an embedder (or a test whose servers
+	// all live on loopback) allow some private addresses and not others;
+	// AllowPrivate overrides it.
+	Refuse func(netip.Addr) bool
+	// Resolver resolves host names (nil: the pure-Go resolver of the
+	// system's configuration). Tests point it at a DNS server of their
+	// own, to map a name to a loopback address.
+	Resolver *net.Resolver
+}
+
+// CheckUserAgent reports whether ua can be sent as a User-Agent: a valid
+// header value (no control characters) whose first token, the robots.txt
+// product token, is not empty. "" is valid and means DefaultUserAgent.
+func CheckUserAgent(ua string) error {
+	if ua == "" {
+		return nil
+	}
+	if !httpguts.ValidHeaderFieldValue(ua) {
+		return fmt.Errorf("%q is not a valid header value", ua)
+	}
+	if tok, _, _ := strings.Cut(strings.TrimSpace(ua), "/"); strings.TrimSpace(tok) == "" {
+		return fmt.Errorf("%q: want a product token first, such as %q", ua, DefaultUserAgent)
+	}
+	return nil
+}
+
+// CheckTimeout reports whether d is a valid Timeout: > 0.
+func CheckTimeout(d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("must be > 0, got %s", d)
+	}
+	return nil
+}
+
+// CheckMaxBody reports whether n is a valid MaxBody: > 0.
+func CheckMaxBody(n int64) error {
+	if n <= 0 {
+		return fmt.Errorf("must be > 0, got %d", n)
+	}
+	return nil
+}
+
+// CheckMaxRedirects reports whether n is a valid count of redirects: ≥ 0.
+func CheckMaxRedirects(n int) error {
+	if n < 0 {
+		return fmt.Errorf("must be ≥ 0, got %d", n)
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.UserAgent == "" {
+		o.UserAgent = DefaultUserAgent
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.TLSTimeout <= 0 {
+		o.TLSTimeout = DefaultTLSTimeout
+	}
+	if o.HeaderTimeout <= 0 {
+		o.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = DefaultMaxBody
+	}
+	switch {
+	case o.MaxRedirects == 0:
+		o.MaxRedirects = DefaultMaxRedirects
+	case o.MaxRedirects < 0:
+		o.MaxRedirects = 0
+	}
+	return o
+}
+
+// Request is one fetch. ETag and LastModified are the validators of the
+// previous fetch; when set they make the request conditional.
+type Request struct {
+	URL          string
+	ETag         string
+	LastModified string
+}
+
+// Response is the outcome of a fetch. A failed fetch has ErrKind and Err
+// set and may still carry Status, headers and part of the body.
+type Response struct {
+	Status      int
+	FinalURL    string // after redirects
+	NotModified bool   // 304: the validators matched, Body is empty
+
+	ContentType string // media type, lowercased, without parameters
+	Class       Class
+	// Body is decompressed; for HTML and Text it is converted to valid
+	// UTF-8, for Binary it is raw. When Truncated it is the first MaxBody
+	// bytes.
+	Body []byte
+
+	// ETag and LastModified are the validators to send next time. On a 304
+	// that omits them, the request's validators are carried over so the
+	// next fetch stays conditional.
+	ETag, LastModified string
+	// RetryAfter is the server's Retry-After on a 429 or 503, capped at a
+	// day.
+	RetryAfter time.Duration
+
+	Bytes     int64 // decompressed body bytes read, before charset conversion
+	Truncated bool  // the body was longer than MaxBody
+
+	ErrKind proto.ErrorKind
+	Err     error
+
+	Started time.Time
+	Elapsed time.Duration
+
+	// buf holds the buffer Body was read into, for Recycle.
+	buf *[]byte
+}
+
+// OK reports whether the fetch succeeded (a 304 is a success).
+func (r *Response) OK() bool { return r.ErrKind == proto.ErrNone }
+
+// Fetcher performs fetches. Create it with New; it is safe for concurrent
+// use.
+type Fetcher struct {
+	opts      Options
+	client    *http.Client
+	transport *http.Transport
+	// blocked decides whether a resolved address may be dialled. It is nil
+	// when Options.AllowPrivate is set; tests in this package replace it to
+	// allow one loopback server and refuse another.
+	blocked func(netip.AddrPort) bool
+	// bodies recycles the buffers bodies are read into (see Recycle).
+	bodies sync.Pool
+}
+
+// maxPooledBody keeps a rare huge body from pinning its buffer in the
+// pool.
+const maxPooledBody = 1 << 20
+
+// Recycle hands the buffer r's body was read into back to f, for a later
+// fetch: r.Body (and whatever still refers to it) must not be used after.
+// A response not recycled is left to the garbage collector.
+func (f *Fetcher) Recycle(r *Response) {
+	bp := r.buf
+	r.buf, r.Body = nil, nil
+	if bp == nil || cap(*bp) > maxPooledBody {
+		return
+	}
+	*bp = (*bp)[:0]
+	f.bodies.Put(bp)
+}
+
+// New returns a Fetcher with o's zero fields defaulted.
+func New(o Options) *Fetcher {
+	o = o.withDefaults()
+	f := &Fetcher{opts: o, bodies: sync.Pool{New: func() any { return new([]byte) }}}
+	switch refuse := o.Refuse; {
+	case o.AllowPrivate:
+	case refuse != nil:
+		f.blocked = func(ap netip.AddrPort) bool { return refuse(ap.Addr()) }
+	default:
+		f.blocked = func(ap netip.AddrPort) bool { return IsBlockedIP(ap.Addr()) }
+	}
+	dialer := &net.Dialer{
+		Timeout:   o.ConnectTimeout,
+		KeepAlive: 30 * time.Second,
+		// Control runs after name resolution for every address actually
+		// dialled, so the check sees the IP the socket connects to: a
+		// hostname that resolves (or rebinds) to a private address is
+		// refused, and so is every redirect hop.
+		Control: f.control,
+		// The pure-Go resolver behaves the same in every container and
+		// refuses syntactically invalid names without a query.
+		Resolver: o.Resolver,
+	}
+	if dialer.Resolver == nil {
+		dialer.Resolver = &net.Resolver{PreferGo: true}
+	}
+	f.transport = &http.Transport{
+		// No proxy: with one, the address check would vet the proxy, not
+		// the target. Operators who need egress proxies enforce policy there.
+		Proxy:                  nil,
+		DialContext:            dialer.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           256,
+		MaxIdleConnsPerHost:    4,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    o.TLSTimeout,
+		ResponseHeaderTimeout:  o.HeaderTimeout,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: maxHeaderBytes,
+		// We decompress ourselves, to count decompressed bytes and cut at
+		// MaxBody.
+		DisableCompression: true,
+		TLSClientConfig:    &tls.Config{MinVersion: tls.VersionTLS12},
+	}
+	f.client = &http.Client{
+		Transport:     f.transport,
+		CheckRedirect: f.checkRedirect,
+		// No Client.Timeout: the per-fetch context bounds the whole fetch,
+		// body included, and keeps the deadline error classifiable.
+	}
+	return f
+}
+
+// RefusesHost reports whether host, an IP literal or a localhost name,
+// is an address this fetcher refuses to connect to. Other names are
+// checked on every connection, after resolution; this only lets a caller
+// say plainly why a task cannot be fetched before it tries.
+func (f *Fetcher) RefusesHost(host string) bool {
+	if f.blocked == nil {
+		return false
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return f.blocked(netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 0))
+	}
+	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && f.blocked(netip.AddrPortFrom(ip, 0))
+}
+
+// CloseIdleConnections closes pooled connections, e.g. at worker shutdown.
+func (f *Fetcher) CloseIdleConnections() { f.transport.CloseIdleConnections() }
+
+// control is the net.Dialer hook that vets each resolved address.
+func (f *Fetcher) control(_, address string, _ syscall.RawConn) error {
+	if f.blocked == nil {
+		return nil
+	}
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return &blockedError{addr: address}
+	}
+	if f.blocked(ap) {
+		return &blockedError{addr: ap.Addr().String()}
+	}
+	return nil
+}
+
+// checkRedirect enforces the redirect cap, loop detection and the scheme
+// rule on every hop.
+func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
+	if s := req.URL.Scheme; s != "http" && s != "https" {
+		return &redirectError{msg: fmt.Sprintf("redirect to unsupported scheme %q", s)}
+	}
+	next := req.URL.String()
+	for _, v := range via {
+		if v.URL.String() == next {
+			return &redirectError{msg: fmt.Sprintf("redirect loop at %s after %d redirects", next, len(via))}
+		}
+	}
+	if len(via) > f.opts.MaxRedirects {
+		return &redirectError{msg: fmt.Sprintf("more than %d redirects", f.opts.MaxRedirects)}
+	}
+	return nil
+}
+
+// Get is a plain GET under the same safety rules, e.g. for robots.txt.
+func (f *Fetcher) Get(ctx context.Context, rawURL string) Response {
+	return f.Fetch(ctx, Request{URL: rawURL})
+}
+
+// Fetch performs req. It never panics and always returns a Response; a
+// failure is described by ErrKind and Err.
+func (f *Fetcher) Fetch(ctx context.Context, req Request) (resp Response) {
+	resp.Started = time.Now()
+	resp.FinalURL = req.URL
+	defer func() {
+		// Safety net at the API boundary: a worker must report a hostile
+		// page as a failed task, not die on it.
+		if p := recover(); p != nil {
+			resp.ErrKind = proto.ErrOther
+			resp.Err = fmt.Errorf("fetch %s: internal error: %v", req.URL, p)
+		}
+		resp.Elapsed = time.Since(resp.Started)
+	}()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+
+	u, err := parseURL(req.URL)
+	if err != nil {
+		resp.fail(proto.ErrBadURL, err)
+		return resp
+	}
+	resp.FinalURL = u.String()
+
+	ctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
+	defer cancel()
+
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		resp.fail(proto.ErrBadURL, fmt.Errorf("fetch %s: %w", req.URL, err))
+		return resp
+	}
+	h := hreq.Header
+	h.Set("User-Agent", f.opts.UserAgent)
+	h.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
+	h.Set("Accept-Encoding", "gzip, deflate")
+	if req.ETag != "" {
+		h.Set("If-None-Match", req.ETag)
+	}
+	if req.LastModified != "" {
+		h.Set("If-Modified-Since", req.LastModified)
+	}
+
+	hresp, err := f.client.Do(hreq)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) && ue.URL != "" {
+			resp.FinalURL = ue.URL
+		}
+		resp.fail(classifyCtx(ctx, err), fmt.Errorf("fetch: %w", err))
+		return resp
+	}
+	defer hresp.Body.Close()
+
+	resp.Status = hresp.StatusCode
+	resp.FinalURL = hresp.Request.URL.String()
+	resp.ETag = hresp.Header.Get("ETag")
+	resp.LastModified = hresp.Header.Get("Last-Modified")
+	ctHeader := hresp.Header.Get("Content-Type")
+	resp.ContentType = mediaType(ctHeader)
+
+	switch {
+	case hresp.StatusCode == http.StatusNotModified:
+		resp.NotModified = true
+		if resp.ETag == "" {
+			resp.ETag = req.ETag
+		}
+		if resp.LastModified == "" {
+			resp.LastModified = req.LastModified
+		}
+		drain(hresp.Body)
+		return resp
+	case hresp.StatusCode >= 400:
+		if hresp.StatusCode == http.StatusTooManyRequests || hresp.StatusCode == http.StatusServiceUnavailable {
+			resp.RetryAfter = parseRetryAfter(hresp.Header.Get("Retry-After"), hresp.Header.Get("Date"), time.Now())
+		}
+		resp.fail(proto.ErrHTTPStatus, fmt.Errorf("fetch %s: http status %d", resp.FinalURL, hresp.StatusCode))
+		drain(hresp.Body)
+		return resp
+	}
+
+	bp := f.bodies.Get().(*[]byte)
+	body, truncated, err := readBodyInto(*bp, hresp, f.opts.MaxBody)
+	*bp = body
+	resp.buf = bp
+	resp.Bytes = int64(len(body))
+	if err != nil {
+		kind := classifyCtx(ctx, err)
+		if kind == proto.ErrOther && isDecodeError(err) {
+			kind = proto.ErrContent
+		}
+		resp.fail(kind, fmt.Errorf("fetch %s: reading body: %w", resp.FinalURL, err))
+		return resp
+	}
+	if resp.ContentType == "" {
+		resp.ContentType = mediaType(http.DetectContentType(body))
+	}
+	resp.Class = classOf(resp.ContentType)
+	if resp.Class != Binary {
+		body = toUTF8(body, ctHeader, resp.Class)
+	}
+	resp.Body = body
+	if truncated {
+		resp.Truncated = true
+		resp.fail(proto.ErrTooLarge, fmt.Errorf("fetch %s: body exceeds %d bytes after decompression", resp.FinalURL, f.opts.MaxBody))
+	}
+	return resp
+}
+
+func (r *Response) fail(kind proto.ErrorKind, err error) {
+	r.ErrKind, r.Err = kind, err
+}
+
+// parseURL accepts only absolute http and https URLs with a host.
+func parseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return nil, &badURLError{url: raw, err: err}
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, &badURLError{url: raw, err: fmt.Errorf("unsupported scheme %q", u.Scheme)}
+	}
+	if u.Hostname() == "" {
+		return nil, &badURLError{url: raw, err: errors.New("missing host")}
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, &badURLError{url: raw, err: fmt.Errorf("invalid port %q", p)}
+		}
+	}
+	u.Fragment, u.RawFragment = "", ""
+	return u, nil
+}
+
+// drain reads and discards a little of body so the connection can be
+// reused. Errors are irrelevant: the response is already decided.
+func drain(body io.Reader) {
+	_, _ = io.CopyN(io.Discard, body, drainLimit)
+}
+
+// parseRetryAfter parses a Retry-After value: delay-seconds or an HTTP date.
+// A date is measured against the server's Date header when present, so
+// clock skew between server and worker does not distort it.
+func parseRetryAfter(v, date string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		if secs > int64(maxRetryAfter/time.Second) {
+			return maxRetryAfter
+		}
+		return time.Duration(secs) * time.Second
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0
+	}
+	if d, err := http.ParseTime(date); err == nil {
+		now = d
+	}
+	return min(max(t.Sub(now), 0), maxRetryAfter)
+}

@@ -1,0 +1,81 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/freshcrawl/freshcrawl/internal/source"
+	"github.com/freshcrawl/freshcrawl/proto"
+	"github.com/freshcrawl/freshcrawl/worker/fetch"
+	"github.com/freshcrawl/freshcrawl/worker/probeparse"
+)
+
+// maxSources bounds the compiled source definitions a worker caches.
+const maxSources = 64
+
+// source returns the compiled definition a probe task carries, compiling
+// each distinct definition once.
+func (w *Worker) source(def json.RawMessage) (*source.Source, error) {
+	key := string(def)
+	w.mu.Lock()
+	src, ok := w.sources[key]
+	w.mu.Unlock()
+	if ok {
+		return src, nil
+	}
+	decoded, err := source.DecodeJSON(def)
+	if err != nil {
+		return nil, fmt.Errorf("decode source definition: %w", err)
+	}
+	src = &decoded
+	w.mu.Lock()
+	if len(w.sources) >= maxSources {
+		clear(w.sources)
+	}
+	w.sources[key] = src
+	w.mu.Unlock()
+	return src, nil
+}
+
+// probePage fetches a keyword-search result page or an item page and
+// parses the items on it.
+func (w *Worker) probePage(ctx context.Context, task proto.Task, res *proto.Result) {
+	if task.Probe == nil {
+		res.ErrKind, res.Err = proto.ErrContent, "probe task without a probe spec"
+		return
+	}
+	src, err := w.source(task.Probe.Def)
+	if err != nil {
+		res.ErrKind, res.Err = proto.ErrContent, fmt.Sprintf("source %s: %v", task.Probe.Source, err)
+		return
+	}
+	resp := w.fetcher.Fetch(ctx, fetch.Request{URL: task.URL})
+	w.opts.Metrics.fetched(resp.Elapsed, resp.Bytes)
+	res.StartedAt = resp.Started
+	res.Status, res.FinalURL, res.Bytes, res.Truncated = resp.Status, resp.FinalURL, resp.Bytes, resp.Truncated
+	res.ContentType, res.RetryAfter = resp.ContentType, resp.RetryAfter
+	if resp.ErrKind != proto.ErrNone {
+		res.ErrKind = resp.ErrKind
+		if resp.Err != nil {
+			res.Err = resp.Err.Error()
+		}
+		return
+	}
+	res.Total = -1
+	if task.Probe.Item != "" {
+		it, err := probeparse.ParseItem(src, task.Probe.Item, resp.Body)
+		if err != nil {
+			res.ErrKind, res.Err = proto.ErrContent, err.Error()
+			return
+		}
+		res.Items = []proto.ProbeItem{it}
+		return
+	}
+	items, total, err := probeparse.ParseResults(src, resp.Body)
+	if err != nil {
+		res.ErrKind, res.Err = proto.ErrContent, err.Error()
+		return
+	}
+	res.Items, res.Total = items, total
+}
