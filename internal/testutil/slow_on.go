@@ -1,0 +1,5 @@
+//go:build slow
+
+package testutil
+
+const slowTests = true
