@@ -1,12 +1,13 @@
 package main
 
-// The README's configuration reference checked against the binary: every
+// The configuration reference (docs/configuration.md) checked against the binary: every
 // config key has a flag, an environment variable and one row in the table,
 // and the row's default, variable and subcommands are what the binary has.
 // (docker-compose.yml's variables are checked against the same flags by
 // TestComposeCommandsAndEnvironment.)
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -24,7 +25,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/source"
 )
 
-// readmeRow is one row of the README's configuration table.
+// readmeRow is one row of the configuration table.
 type readmeRow struct {
 	line     int
 	def      string            // the default the row states ("" for "empty")
@@ -47,7 +48,7 @@ func firstCode(s string) string {
 // keyed by config key.
 func readmeConfigTable(t *testing.T, topLevel []string) map[string]readmeRow {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	b, err := os.ReadFile(filepath.Join(repoRoot, "docs", "configuration.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func readmeConfigTable(t *testing.T, topLevel []string) map[string]readmeRow {
 	for i, line := range strings.Split(string(b), "\n") {
 		switch {
 		case strings.HasPrefix(line, "## "):
-			in = line == "## Configuration reference"
+			in = line == "## Every key"
 			table = false
 			continue
 		case !in:
@@ -72,12 +73,12 @@ func readmeConfigTable(t *testing.T, topLevel []string) map[string]readmeRow {
 		}
 		cells := strings.Split(strings.Trim(line, "|"), " | ")
 		if len(cells) < 5 {
-			t.Errorf("README.md:%d: want 5 cells: %s", i+1, line)
+			t.Errorf("docs/configuration.md:%d: want 5 cells: %s", i+1, line)
 			continue
 		}
 		key := firstCode(cells[0])
 		if _, dup := rows[key]; dup {
-			t.Errorf("README.md:%d: second row for %q", i+1, key)
+			t.Errorf("docs/configuration.md:%d: second row for %q", i+1, key)
 		}
 		r := readmeRow{line: i + 1, env: firstCode(cells[2]), per: map[string]string{}}
 		def := strings.TrimSpace(cells[1])
@@ -85,7 +86,7 @@ func readmeConfigTable(t *testing.T, topLevel []string) map[string]readmeRow {
 		if !strings.HasPrefix(main, "empty") {
 			r.def = firstCode(main)
 			if r.def == "" {
-				t.Errorf("README.md:%d: %s: the default must start with `value` or the word empty: %q", i+1, key, def)
+				t.Errorf("docs/configuration.md:%d: %s: the default must start with `value` or the word empty: %q", i+1, key, def)
 			}
 		}
 		// "(demo: `20/s`; plan: empty¹)": defaults of single subcommands.
@@ -173,11 +174,11 @@ func TestConfigReference(t *testing.T) {
 		keys[k.Name] = true
 		row, ok := rows[k.Name]
 		if !ok {
-			t.Errorf("README.md: configuration reference: no row for key %q", k.Name)
+			t.Errorf("docs/configuration.md: no row for key %q", k.Name)
 			continue
 		}
 		if want := config.EnvName(k.Name); row.env != want {
-			t.Errorf("README.md:%d: %s: env %q, want %q", row.line, k.Name, row.env, want)
+			t.Errorf("docs/configuration.md:%d: %s: env %q, want %q", row.line, k.Name, row.env, want)
 		}
 		var readers []string
 		for _, top := range topLevel {
@@ -195,7 +196,7 @@ func TestConfigReference(t *testing.T) {
 				}
 				// What --help prints (pflag leaves an empty list as "[]").
 				if got := strings.TrimSuffix(strings.TrimPrefix(f.DefValue, "["), "]"); got != want {
-					t.Errorf("README.md:%d: %s: default %q, but `freshcrawl %s --help` prints %q", row.line, k.Name, want, top, f.DefValue)
+					t.Errorf("docs/configuration.md:%d: %s: default %q, but `freshcrawl %s --help` prints %q", row.line, k.Name, want, top, f.DefValue)
 				}
 			}
 		}
@@ -203,12 +204,12 @@ func TestConfigReference(t *testing.T) {
 			t.Errorf("key %q: no subcommand has the flag --%s", k.Name, k.Name)
 		}
 		if !slices.Equal(readers, row.commands) {
-			t.Errorf("README.md:%d: %s: subcommands %q, but the flag is on %q", row.line, k.Name, row.commands, readers)
+			t.Errorf("docs/configuration.md:%d: %s: subcommands %q, but the flag is on %q", row.line, k.Name, row.commands, readers)
 		}
 	}
 	for k, row := range rows {
 		if !keys[k] {
-			t.Errorf("README.md:%d: row for %q, which is not a config key", row.line, k)
+			t.Errorf("docs/configuration.md:%d: row for %q, which is not a config key", row.line, k)
 		}
 	}
 }
@@ -243,43 +244,57 @@ func TestEveryKeyHasAFlagAndAVariable(t *testing.T) {
 	}
 }
 
-// TestReadmeYAMLExamples: every YAML example in the README is a config
-// file the binary accepts, its keyword-search sources and webhooks
-// included. A block whose info string names another file (```yaml
-// prometheus.yml) is another program's config and is skipped.
-func TestReadmeYAMLExamples(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+// TestDocsYAMLExamples: every YAML example in README.md and docs/*.md is
+// a config file the binary accepts, its keyword-search sources and
+// webhooks included. A block whose info string names another file
+// (```yaml prometheus.yml) is another program's config and is skipped.
+func TestDocsYAMLExamples(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(b), -1)
-	if len(blocks) == 0 {
-		t.Fatal("README.md: no YAML example found")
+	files = append([]string{filepath.Join(repoRoot, "README.md")}, files...)
+	n := 0
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(repoRoot, name)
+		for i, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(b), -1) {
+			n++
+			checkYAMLExample(t, fmt.Sprintf("%s YAML example %d", rel, i+1), m[1])
+		}
 	}
-	for i, m := range blocks {
-		file := filepath.Join(t.TempDir(), "freshcrawl.yaml")
-		if err := os.WriteFile(file, []byte(m[1]), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cfg := config.Default()
-		fs := pflag.NewFlagSet("example", pflag.ContinueOnError)
-		cfg.Register(fs)
-		if err := fs.Parse([]string{"--config", file}); err != nil {
-			t.Fatal(err)
-		}
-		if err := config.Resolve(fs, nil); err != nil {
-			t.Errorf("README.md YAML example %d: %v", i+1, err)
-			continue
-		}
-		if err := cfg.Validate(); err != nil {
-			t.Errorf("README.md YAML example %d: %v", i+1, err)
-		}
-		if _, err := source.Load(file); err != nil {
-			t.Errorf("README.md YAML example %d: sources: %v", i+1, err)
-		}
-		// Every secret_env is taken as set.
-		if _, err := notify.LoadWebhooks(file, func(string) string { return "set" }); err != nil {
-			t.Errorf("README.md YAML example %d: webhooks: %v", i+1, err)
-		}
+	if n == 0 {
+		t.Fatal("no YAML example found in README.md or docs/*.md")
+	}
+}
+
+func checkYAMLExample(t *testing.T, what, text string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "freshcrawl.yaml")
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	fs := pflag.NewFlagSet("example", pflag.ContinueOnError)
+	cfg.Register(fs)
+	if err := fs.Parse([]string{"--config", file}); err != nil {
+		t.Fatal(err)
+	}
+	if err := config.Resolve(fs, nil); err != nil {
+		t.Errorf("%s: %v", what, err)
+		return
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("%s: %v", what, err)
+	}
+	if _, err := source.Load(file); err != nil {
+		t.Errorf("%s: sources: %v", what, err)
+	}
+	// Every secret_env is taken as set.
+	if _, err := notify.LoadWebhooks(file, func(string) string { return "set" }); err != nil {
+		t.Errorf("%s: webhooks: %v", what, err)
 	}
 }
