@@ -86,6 +86,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		simCmd(), demoCmd(), planCmd(), benchCmd(), itemsCmd(),
 		storeCmd(), backupCmd(), natsServerCmd(),
 		urlsCmd(), urlCmd(), getCmd(), exportCmd(), importCmd(),
+		genDocsCmd(),
 	)
 	addExamples(root)
 	return root
