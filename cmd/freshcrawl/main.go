@@ -1,5 +1,5 @@
 // Command freshcrawl keeps a local copy of chosen web content as fresh as a
-// fetch budget allows. See README.md for the subcommands.
+// fetch budget allows. docs/cli.md lists the subcommands (gen-docs writes it).
 package main
 
 import (
@@ -42,7 +42,7 @@ func main() {
 	}
 }
 
-// Exit statuses other than 0 and 1, documented in the README.
+// Exit statuses other than 0 and 1, documented in docs/operations.md.
 const (
 	exitBadInput   = 2 // some seed or item lines were bad
 	exitDamaged    = 3 // the store is damaged
