@@ -9,6 +9,7 @@ import (
 
 	"github.com/freshcrawl/freshcrawl/config"
 	"github.com/freshcrawl/freshcrawl/internal/node"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/lab/sim"
 )
 
@@ -27,6 +28,7 @@ import (
 // planned share is far above that, which used to leave their host ahead
 // of its plan and saturated at once.
 func TestCaptureAndFreshnessShareHosts(t *testing.T) {
+	testutil.Slow(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	const hosts, pages = 4, 212

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/store"
 )
@@ -137,6 +138,7 @@ func run(t *testing.T, d *Deliverer) context.CancelFunc {
 // changes keep coming, and checks that every change arrives, once it is
 // back, in the order of the change log, each signed and with its id.
 func TestWebhookReceiverDown30s(t *testing.T) {
+	testutil.Slow(t)
 	if testing.Short() {
 		t.Skip("30 s of receiver downtime")
 	}
