@@ -354,11 +354,16 @@ func (s *Source) Validate() error {
 	return nil
 }
 
+// problems collects the faults found in a definition, in the order they
+// were found, each naming its key.
+type problems []error
+
+func (p *problems) bad(path, format string, args ...any) {
+	*p = append(*p, &fieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
 func (s *Source) compile() (*compiled, error) {
-	var errs []error
-	bad := func(path, format string, args ...any) {
-		errs = append(errs, &fieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
-	}
+	var p problems
 	// Zero values stand for the defaults Validate applies, so Matchers can
 	// compile an unvalidated source without modifying it.
 	method, interval := s.Method, s.Interval
@@ -369,180 +374,223 @@ func (s *Source) compile() (*compiled, error) {
 		interval = 1
 	}
 	if strings.TrimSpace(s.Name) == "" {
-		bad("name", "missing")
+		p.bad("name", "missing")
 	}
+	s.checkTemplates(&p, method)
+	s.checkSettings(&p, method, interval)
+	c := &compiled{}
+	s.compileSelectors(&p, c)
+	s.checkValueField(&p)
+	s.checkWeight(&p)
+	for _, name := range sortedKeys(s.Dissims) {
+		s.checkKnown(&p, "dissimilarity."+name, name)
+		if d := s.Dissims[name]; d != dissimNumeric && d != DissimChanged {
+			p.bad("dissimilarity."+name, "expected %q or %q, got %q", dissimNumeric, DissimChanged, d)
+		}
+	}
+	s.compileKeywords(&p, c)
+	if len(p) > 0 {
+		return nil, errors.Join(p...)
+	}
+	return c, nil
+}
+
+// checkTemplates checks the search and item URL templates, with the
+// method in force.
+func (s *Source) checkTemplates(p *problems, method int) {
 	switch {
 	case s.SearchTemplate == "":
-		bad("search_url", "missing")
+		p.bad("search_url", "missing")
 	case !strings.Contains(s.SearchTemplate, "{query}"):
-		bad("search_url", "missing {query}")
+		p.bad("search_url", "missing {query}")
 	case method == methodAllPages && !strings.Contains(s.SearchTemplate, "{page}") && !strings.Contains(s.SearchTemplate, "{start}"):
-		bad("search_url", "missing {page} or {start} (method 1 reads every result page)")
+		p.bad("search_url", "missing {page} or {start} (method 1 reads every result page)")
 	default:
 		if err := checkURL(s.fill(s.SearchTemplate, map[string]string{"query": "q", "page": "1", "start": "0"})); err != nil {
-			bad("search_url", "%v", err)
+			p.bad("search_url", "%v", err)
 		}
 	}
 	if s.ItemTemplate != "" {
 		if !strings.Contains(s.ItemTemplate, "{id}") {
-			bad("item_url", "missing {id}")
+			p.bad("item_url", "missing {id}")
 		} else if err := checkURL(s.fill(s.ItemTemplate, map[string]string{"id": "x"})); err != nil {
-			bad("item_url", "%v", err)
+			p.bad("item_url", "%v", err)
 		}
 		if len(s.ItemFields) == 0 {
-			bad("item_page.fields", "missing (item_url is set, so item pages must be parsed)")
+			p.bad("item_page.fields", "missing (item_url is set, so item pages must be parsed)")
 		}
 	} else if len(s.ItemFields) > 0 {
-		bad("item_url", "missing (item_page is set)")
+		p.bad("item_url", "missing (item_page is set)")
 	}
+}
+
+// checkSettings checks the numeric settings, with the method and interval
+// in force.
+func (s *Source) checkSettings(p *problems, method int, interval float64) {
 	if s.PageSize <= 0 {
-		bad("page_size", "expected a positive number of results a page, got %d", s.PageSize)
+		p.bad("page_size", "expected a positive number of results a page, got %d", s.PageSize)
 	}
 	if s.TimeUnit < 0 {
-		bad("time_unit", "expected a positive duration, got %v", s.TimeUnit)
+		p.bad("time_unit", "expected a positive duration, got %v", s.TimeUnit)
 	}
 	if method != methodAllPages && method != methodFirstPage {
-		bad("method", "expected 1 (every result page) or 2 (first page only), got %d", s.Method)
+		p.bad("method", "expected 1 (every result page) or 2 (first page only), got %d", s.Method)
 	}
 	if s.Score != "" && s.Score != "per_result" && s.Score != "per_request" {
-		bad("score", "expected per_result or per_request, got %q", s.Score)
+		p.bad("score", "expected per_result or per_request, got %q", s.Score)
 	}
 	if s.LocalRatio < 0 {
-		bad("local_ratio", "expected ≥ 1 (or 0 for the default), got %v", s.LocalRatio)
+		p.bad("local_ratio", "expected ≥ 1 (or 0 for the default), got %v", s.LocalRatio)
 	}
 	if s.Quota < 0 {
-		bad("quota", "expected ≥ 0 (0 = until every item is covered), got %d", s.Quota)
+		p.bad("quota", "expected ≥ 0 (0 = until every item is covered), got %d", s.Quota)
 	}
 	if !(s.Alpha >= 0) || math.IsInf(s.Alpha, 0) {
-		bad("alpha", "expected a finite number ≥ 0, got %v", s.Alpha)
+		p.bad("alpha", "expected a finite number ≥ 0, got %v", s.Alpha)
 	}
 	if !(interval > 0) || math.IsInf(interval, 0) {
-		bad("interval", "expected a finite positive number of time units, got %v", s.Interval)
+		p.bad("interval", "expected a finite positive number of time units, got %v", s.Interval)
 	}
 	if !(s.ReferenceScale >= 0) || math.IsInf(s.ReferenceScale, 0) {
-		bad("reference_scale", "expected a finite number ≥ 0, got %v", s.ReferenceScale)
+		p.bad("reference_scale", "expected a finite number ≥ 0, got %v", s.ReferenceScale)
 	}
+}
 
-	c := &compiled{}
+// compileSelectors compiles the result block selector and the fields of
+// result and item pages into c.
+func (s *Source) compileSelectors(p *problems, c *compiled) {
 	if s.Item == "" {
-		bad("item", "missing (CSS selector of one result block)")
+		p.bad("item", "missing (CSS selector of one result block)")
 	} else if m, err := cascadia.Compile(s.Item); err != nil {
-		bad("item", "expected a CSS selector: %v", err)
+		p.bad("item", "expected a CSS selector: %v", err)
 	} else {
 		c.item = m
 	}
-	compileField := func(path, name string, f Field, needSel bool) *Compiled {
-		out := &Compiled{Name: name, Attr: f.Attr, Numeric: f.Numeric, Join: f.Join}
-		ok := true
-		if f.Selector == "" && f.Attr == "" && needSel {
-			bad(path+".selector", "missing")
-			ok = false
-		}
-		if f.Selector != "" {
-			m, err := cascadia.Compile(f.Selector)
-			if err != nil {
-				bad(path+".selector", "expected a CSS selector: %v", err)
-				ok = false
-			}
-			out.Sel = m
-		}
-		if f.Regexp != "" {
-			re, err := regexp.Compile(f.Regexp)
-			if err != nil {
-				bad(path+".regexp", "expected an RE2 regular expression: %v", err)
-				ok = false
-			}
-			out.Re = re
-		}
-		if !ok {
-			return nil
-		}
-		return out
-	}
-	c.id = compileField("id", "id", s.ID, true)
+	c.id = compileField(p, "id", "id", s.ID, true)
 	if s.Total != (Field{}) {
 		t := s.Total
 		t.Numeric = true
-		c.total = compileField("total", "total", t, true)
+		c.total = compileField(p, "total", "total", t, true)
 	}
 	if len(s.Fields) == 0 {
-		bad("fields", "missing (at least the value field)")
+		p.bad("fields", "missing (at least the value field)")
 	}
 	for _, name := range sortedKeys(s.Fields) {
 		if err := checkName(name); err != nil {
-			bad("fields."+name, "%v", err)
+			p.bad("fields."+name, "%v", err)
 			continue
 		}
-		if f := compileField("fields."+name, name, s.Fields[name], false); f != nil {
+		if f := compileField(p, "fields."+name, name, s.Fields[name], false); f != nil {
 			c.fields = append(c.fields, f)
 		}
 	}
 	for _, name := range sortedKeys(s.ItemFields) {
 		if err := checkName(name); err != nil {
-			bad("item_page.fields."+name, "%v", err)
+			p.bad("item_page.fields."+name, "%v", err)
 			continue
 		}
 		// On an item page the context is the whole document: a selector is
 		// required.
 		f := s.ItemFields[name]
 		if f.Selector == "" {
-			bad("item_page.fields."+name+".selector", "missing")
+			p.bad("item_page.fields."+name+".selector", "missing")
 			continue
 		}
-		if cf := compileField("item_page.fields."+name, name, f, true); cf != nil {
+		if cf := compileField(p, "item_page.fields."+name, name, f, true); cf != nil {
 			c.itemFields = append(c.itemFields, cf)
 		}
 	}
+}
 
-	known := func(path, name string) {
-		if _, ok := s.Fields[name]; !ok {
-			bad(path, "unknown field %q (not under fields)", name)
-		}
+// compileField compiles the field f at key path; it returns nil when f
+// has a fault.
+func compileField(p *problems, path, name string, f Field, needSel bool) *Compiled {
+	out := &Compiled{Name: name, Attr: f.Attr, Numeric: f.Numeric, Join: f.Join}
+	ok := true
+	if f.Selector == "" && f.Attr == "" && needSel {
+		p.bad(path+".selector", "missing")
+		ok = false
 	}
-	switch {
-	case s.ValueField == "":
-		bad("value_field", "missing (the tracked numeric field)")
-	default:
-		known("value_field", s.ValueField)
-		if f, ok := s.ItemFields[s.ValueField]; len(s.ItemFields) > 0 && !ok {
-			bad("item_page.fields", "missing the value field %q", s.ValueField)
-		} else if ok && !f.Numeric {
-			bad("item_page.fields."+s.ValueField+".numeric", "expected true for the value field")
+	if f.Selector != "" {
+		m, err := cascadia.Compile(f.Selector)
+		if err != nil {
+			p.bad(path+".selector", "expected a CSS selector: %v", err)
+			ok = false
 		}
-		if f, ok := s.Fields[s.ValueField]; ok && !f.Numeric {
-			bad("fields."+s.ValueField+".numeric", "expected true for the value field")
-		}
+		out.Sel = m
 	}
+	if f.Regexp != "" {
+		re, err := regexp.Compile(f.Regexp)
+		if err != nil {
+			p.bad(path+".regexp", "expected an RE2 regular expression: %v", err)
+			ok = false
+		}
+		out.Re = re
+	}
+	if !ok {
+		return nil
+	}
+	return out
+}
+
+// checkKnown reports the key path when name is not a field of result
+// pages.
+func (s *Source) checkKnown(p *problems, path, name string) {
+	if _, ok := s.Fields[name]; !ok {
+		p.bad(path, "unknown field %q (not under fields)", name)
+	}
+}
+
+// checkValueField checks the tracked field: a numeric field of result
+// pages and, when item pages are parsed, of item pages.
+func (s *Source) checkValueField(p *problems) {
+	if s.ValueField == "" {
+		p.bad("value_field", "missing (the tracked numeric field)")
+		return
+	}
+	s.checkKnown(p, "value_field", s.ValueField)
+	if f, ok := s.ItemFields[s.ValueField]; len(s.ItemFields) > 0 && !ok {
+		p.bad("item_page.fields", "missing the value field %q", s.ValueField)
+	} else if ok && !f.Numeric {
+		p.bad("item_page.fields."+s.ValueField+".numeric", "expected true for the value field")
+	}
+	if f, ok := s.Fields[s.ValueField]; ok && !f.Numeric {
+		p.bad("fields."+s.ValueField+".numeric", "expected true for the value field")
+	}
+}
+
+// checkWeight checks that the weight is one of a field, an attribute or a
+// constant.
+func (s *Source) checkWeight(p *problems) {
 	switch {
 	case s.WeightAttr != "":
 		if s.WeightField != "" {
-			bad("weight", "expected a field name or an attribute, not both")
+			p.bad("weight", "expected a field name or an attribute, not both")
 		}
 		if _, ok := s.Fields[s.WeightAttr]; ok {
-			bad("weight.attribute", "%q is a field read off result pages: use weight: %s", s.WeightAttr, s.WeightAttr)
+			p.bad("weight.attribute", "%q is a field read off result pages: use weight: %s", s.WeightAttr, s.WeightAttr)
 		} else if err := checkName(s.WeightAttr); err != nil {
-			bad("weight.attribute", "%v", err)
+			p.bad("weight.attribute", "%v", err)
 		}
 	case s.WeightField != "":
-		known("weight", s.WeightField)
+		s.checkKnown(p, "weight", s.WeightField)
 	case !(s.WeightConst >= 0) || math.IsInf(s.WeightConst, 0):
-		bad("weight", "expected a field name or a finite number ≥ 0, got %v", s.WeightConst)
+		p.bad("weight", "expected a field name or a finite number ≥ 0, got %v", s.WeightConst)
 	}
-	for _, name := range sortedKeys(s.Dissims) {
-		known("dissimilarity."+name, name)
-		if d := s.Dissims[name]; d != dissimNumeric && d != DissimChanged {
-			bad("dissimilarity."+name, "expected %q or %q, got %q", dissimNumeric, DissimChanged, d)
-		}
-	}
+}
+
+// compileKeywords checks the keyword specs and compiles their stopword
+// sets into c.
+func (s *Source) compileKeywords(p *problems, c *compiled) {
 	if len(s.KeywordSpecs) == 0 {
-		bad("keywords", "missing (which fields give an item's keywords)")
+		p.bad("keywords", "missing (which fields give an item's keywords)")
 	}
 	for i, k := range s.KeywordSpecs {
-		p := fmt.Sprintf("keywords[%d]", i)
+		path := fmt.Sprintf("keywords[%d]", i)
 		if k.Field == "" {
-			bad(p+".field", "missing")
+			p.bad(path+".field", "missing")
 		} else {
-			known(p+".field", k.Field)
+			s.checkKnown(p, path+".field", k.Field)
 		}
 		stop := make(map[string]bool, len(k.Stopwords))
 		for _, w := range k.Stopwords {
@@ -550,10 +598,6 @@ func (s *Source) compile() (*compiled, error) {
 		}
 		c.stop = append(c.stop, stop)
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return c, nil
 }
 
 // checkName keeps field names usable as YAML keys, JSON keys and in paths.
