@@ -46,8 +46,10 @@ const (
 )
 
 // modeCodes are the modes stored as one byte; any other mode is stored as
-// a string after code 0.
-var modeCodes = [...]string{"", "freshness", "capture"}
+// a string after code 0. The codes are on disk, so each is written out: a
+// mode inserted in the list would take an index another already has, and
+// not compile.
+var modeCodes = [...]string{0: "", 1: "freshness", 2: "capture"}
 
 // hostPart is the authority of a URL (between "://" and the path): the
 // host a seed records for it in the common case, so the record need not
