@@ -31,7 +31,7 @@ func Golden(t testing.TB, path string, got []byte, update bool) {
 		t.Fatalf("%v (run the test with -update to write it)", err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s: encoding changed: got\n%x\nwant\n%x\n(a format change must stay readable by the code in the field; if it does, rewrite the file with -update)", path, got, want)
+		t.Errorf("%s: encoding changed: got\n%x\nwant\n%x\n(bytes already written must still decode: an intended change keeps this file under another name for a decoding test, then writes the new one with -update)", path, got, want)
 	}
 }
 
