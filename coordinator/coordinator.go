@@ -615,7 +615,7 @@ func (c *Coordinator) prepare(_ context.Context, t *proto.Task) error {
 			return err
 		}
 	}
-	t.Selector, t.Ignore = rec.Selector, mergeIgnore(c.opts.DefaultIgnore, rec.Ignore)
+	t.Selector, t.Ignore = rec.Selector, mergeIgnore(c.opts.DefaultIgnore, proto.IgnoreRules(rec.Ignore))
 	t.ETag, t.LastModified, t.PrevHash = rec.ETag, rec.LastMod, rec.Hash
 	if t.KeepRaw = rec.KeepRaw; t.KeepRaw && !hasRaw {
 		// No raw body kept yet: ask for one, unconditionally, so a 304

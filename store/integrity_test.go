@@ -109,8 +109,8 @@ func TestCheckAcceptsValidStore(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Check of a valid store: %v (%+v)", err, r)
 	}
-	if r.Records["urls"] != 600 || r.Records["folded"] != 600 || r.Records["versions"] != 200 || r.StoreID == "" || r.Schema != schemaVersion {
-		t.Errorf("report %+v: want 600 URLs, 600 fold marks, 200 versions, a store id and schema %d", r, schemaVersion)
+	if r.Records["urls"] != 600 || r.Records["folded"] != 600 || r.Records["versions"] != 200 || r.StoreID == "" || r.Schema != formatVersion {
+		t.Errorf("report %+v: want 600 URLs, 600 fold marks, 200 versions, a store id and schema %d", r, formatVersion)
 	}
 	if r.Pages < 100 {
 		t.Errorf("only %d pages: the store should span branch and overflow pages", r.Pages)

@@ -39,7 +39,7 @@ func addChange(t *testing.T, db *store.DB, id, u string, magnitude float64) {
 	host := strings.SplitN(strings.TrimPrefix(strings.TrimPrefix(u, "https://"), "http://"), "/", 2)[0]
 	_, err := db.Fold(id, func(tx *store.Tx) error {
 		_, err := tx.AddChange(store.Change{URL: u, Host: host, At: time.Now(), TaskID: id, Hash: "h-" + id,
-			Diff: proto.DiffSummary{Magnitude: magnitude, LinesAdded: 1}})
+			Diff: store.DiffSummary{Magnitude: magnitude, LinesAdded: 1}})
 		return err
 	})
 	if err != nil {

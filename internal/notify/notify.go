@@ -76,7 +76,7 @@ func CheckBackoff(d time.Duration) error {
 // id, so a change has exactly one, whoever publishes it and how often.
 func event(ch store.Change) proto.ChangeEvent {
 	return proto.ChangeEvent{V: proto.Version, ID: ch.TaskID, Seq: ch.Seq, URL: ch.URL, Host: ch.Host, TaskID: ch.TaskID,
-		At: ch.At, Hash: ch.Hash, PrevHash: ch.PrevHash, Diff: ch.Diff}
+		At: ch.At, Hash: ch.Hash, PrevHash: ch.PrevHash, Diff: proto.DiffSummary(ch.Diff)}
 }
 
 // encodeEvent is the JSON of a change's event: the NATS payload and the
