@@ -17,6 +17,12 @@ import (
 // the coordinator's dispatcher holds it under its lock, and re-plans in
 // three steps (Snapshot, PlanJob.Solve, Apply) so that the lock is never
 // held while the policy runs.
+//
+// Its fields are set in this file only (Grow only reserves room for
+// them), so that what a fetch, a plan or an operator does to the
+// schedule reads in one place; the methods in other files read them. The
+// parts with types of their own, the frontier's queues and the capture
+// URLs' states, change through their own methods.
 type Scheduler struct {
 	o         SchedulerOptions
 	front     *frontier
@@ -238,20 +244,12 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		} else {
 			// Until the next plan: the uniform share, so a new URL is
 			// fetched soon and learnt.
-			e.interval = time.Duration(float64(s.Len()) / s.o.Budget * float64(time.Second))
+			e.interval = s.uniformInterval()
 		}
 	}
 	due := u.NextDue
 	if due.IsZero() {
-		// Never scheduled: due now, so the first pass over a new list runs
-		// at the full budget from the first second (docs/design.md §3.7,
-		// cold start). The frontier interleaves hosts (each host is
-		// spaced by its gap), and within a host a stable pseudo-random
-		// order, the frac of the URL within one fetch's share of the
-		// budget (a time relative to the budget, not an absolute one,
-		// so that nothing depends on the unit of time), keeps
-		// neighbours of a seed file apart.
-		due = now.Add(time.Duration(frac(u.URL) / s.o.Budget * float64(time.Second)))
+		due = s.firstDue(u.URL, now)
 	}
 	s.mirror(e)
 	s.front.schedule(e, due)
@@ -325,15 +323,35 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	if !fb.End.IsZero() && !fb.Start.IsZero() {
 		h.took(fb.End.Sub(fb.Start))
 	}
+	// Space the host from when the request finished: measured at the
+	// server, a request's start can lag ours by the connection set-up, so
+	// spacing from our start could bring two requests closer than the gap.
+	end := fb.End
+	if end.Before(fb.Start) {
+		end = fb.Start
+	}
 	if e.is(flagOneShot) {
-		end := fb.End
-		if end.Before(fb.Start) {
-			end = fb.Start
-		}
 		s.shots--
 		s.front.finish(e, end)
 		return
 	}
+	s.record(e, fb)
+	if e.is(flagDisallowed) != fb.Disallowed {
+		s.setDisallowed(e, fb.Disallowed)
+		s.moved++
+	}
+	if e.interval <= 0 {
+		e.interval = s.uniformInterval()
+	}
+	due := s.nextDue(e, url, fb)
+	s.mirror(e)
+	s.front.done(e, end, due)
+}
+
+// record keeps what the fetch fb taught of e's URL (its rate, its last
+// successful fetch, its estimate and probe session) and of the
+// collection (the counts of the hazard of a rate change).
+func (s *Scheduler) record(e *entry, fb Feedback) {
 	if fb.Rate > 0 && fb.Rate != s.rates[e.pos] {
 		s.rates[e.pos], s.rateSEs[e.pos] = fb.Rate, float32(fb.RateSE)
 		s.moved++
@@ -345,25 +363,8 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 			s.unfetched--
 		}
 	}
-	if fb.Learnt && e.pos >= 0 {
-		s.dated.set(int(e.pos), fb.Dated)
-	}
 	if fb.Learnt {
-		if !e.observed() && fb.State.Observations() > 0 {
-			s.learnt++
-		}
-		s.setState(e, fb.State)
-		e.priorVer = uint32(fb.PriorVersion)
-		e.set(flagStale, false)
-		if e.pos >= 0 {
-			s.posts[e.pos] = compactSummary(fb.Posterior)
-			s.models[e.pos] = fb.Model
-			if !fb.Model.Valid() {
-				s.models[e.pos] = fb.Posterior.Sketch(s.priors.load().grid())
-			}
-		}
-		e.seq++
-		s.sinceRefit++
+		s.recordEstimate(e, fb)
 	}
 	if fb.Learnt && !fb.First {
 		// The time this observation covered, for the hazard of a rate
@@ -381,52 +382,38 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	if fb.OK && e.pos >= 0 && s.probing.has(int(e.pos)) && s.probes[e.pos] < math.MaxUint8 {
 		s.probes[e.pos]++
 	}
-	if e.is(flagDisallowed) != fb.Disallowed {
-		s.setDisallowed(e, fb.Disallowed)
-		s.moved++
+}
+
+// recordEstimate keeps the estimate a fetch updated (Feedback.Learnt):
+// the estimator's state, and the posterior the plan and the model read.
+func (s *Scheduler) recordEstimate(e *entry, fb Feedback) {
+	if e.pos >= 0 {
+		s.dated.set(int(e.pos), fb.Dated)
 	}
-	if e.interval <= 0 {
-		e.interval = time.Duration(float64(s.Len()) / s.o.Budget * float64(time.Second))
+	if !e.observed() && fb.State.Observations() > 0 {
+		s.learnt++
 	}
-	// Space the host from when the request finished: measured at the
-	// server, a request's start can lag ours by the connection set-up, so
-	// spacing from our start could bring two requests closer than the gap.
-	end := fb.End
-	if end.Before(fb.Start) {
-		end = fb.Start
-	}
-	// Keep the phase: the next fetch is one interval after this one was
-	// due, not after it started, so that waiting for the budget's token
-	// or a busy host does not stretch every interval and lose fetches.
-	// A fetch later than half an interval starts a new phase.
-	due := fb.Start.Add(e.interval)
-	// A URL's first fetch has no phase to keep: its due time was when it
-	// was added. A cold start fetches N URLs over N/B at the budget; one
-	// interval after each (or after the seeding) would leave the budget
-	// idle until the first of them comes due, for as long as the plan's
-	// intervals exceed N/B. A stable random phase within the interval,
-	// counted from when the URLs never fetched will have been fetched at
-	// the budget, spreads them over it at the plan's rate and leaves the
-	// first pass the whole budget. (Counting the URLs with no estimate
-	// instead put it up to N/B later: a first fetch often gives the
-	// estimator no observation.)
-	firstOK := fb.OK && e.pos >= 0 && s.prevGap[e.pos] == 0
-	recheckTau := s.recheckTau(e)
-	if firstOK && recheckTau == 0 {
-		due = fb.Start.Add(s.firstPassLeft() + time.Duration(float64(e.interval)*s.phase(e)))
-	} else if recheckTau > 0 && fb.OK && !e.is(flagRechecked) {
-		// The check of a URL given up is followed by its probe.
-		e.set(flagRechecked, true)
-		due = fb.Start.Add(recheckTau)
-	} else if d := fromNanos(e.nextDue).Add(e.interval); e.nextDue != 0 && e.nextDue <= nanos(fb.Start) && d.Before(due) {
-		due = d
-		if half := fb.Start.Add(e.interval / 2); due.Before(half) {
-			due = half
+	s.setState(e, fb.State)
+	e.priorVer = uint32(fb.PriorVersion)
+	e.set(flagStale, false)
+	if e.pos >= 0 {
+		s.posts[e.pos] = compactSummary(fb.Posterior)
+		s.models[e.pos] = fb.Model
+		if !fb.Model.Valid() {
+			s.models[e.pos] = fb.Posterior.Sketch(s.priors.load().grid())
 		}
 	}
-	if recheckTau == 0 || !fb.OK || due.Sub(fb.Start) != recheckTau {
-		e.set(flagRechecked, false)
-	}
+	e.seq++
+	s.sinceRefit++
+}
+
+// nextDue is when e is due again after the fetch fb: one interval on at
+// the phase it keeps (phasedDue), unless robots.txt disallows it, a
+// capture URL's polls or an adaptive policy say otherwise. It moves what
+// the fetch moves of those: the capture URL's polls, the policy's record.
+func (s *Scheduler) nextDue(e *entry, url string, fb Feedback) time.Time {
+	due, rechecked := s.phasedDue(e, fb)
+	e.set(flagRechecked, rechecked)
 	cs := s.capOf(e)
 	switch a, adaptive := s.o.Policy.(adaptivePolicy); {
 	case e.is(flagDisallowed):
@@ -436,7 +423,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 			before := cs.rate()
 			cs.poll(fb.Start, fb.Changed, e.interval)
 			if cs.rate() != before {
-				s.moved++ // mirrored below
+				s.moved++ // mirrored by Done
 			}
 		}
 		// After the poll just made, and after the phase it was due at:
@@ -449,8 +436,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		e.interval, s.adModified[e.pos] = st.Interval, nanos(st.Modified)
 		e.set(flagAdReset, st.Reset)
 	}
-	s.mirror(e)
-	s.front.done(e, end, due)
+	return due
 }
 
 // Abort requeues a URL whose fetch produced no result (lost, failed,
@@ -511,7 +497,7 @@ func (s *Scheduler) Resume(urls []string, now time.Time) int {
 		}
 		e.set(flagPaused, false)
 		if e.interval <= 0 {
-			e.interval = time.Duration(float64(s.Len()) / s.o.Budget * float64(time.Second))
+			e.interval = s.uniformInterval()
 		}
 		due := fromNanos(e.nextDue)
 		if due.Before(now) {
@@ -660,44 +646,7 @@ func (s *Scheduler) Snapshot(now time.Time) *PlanJob {
 			j.posts[i] = s.posts[i].summary()
 		}
 	})
-	j.in = PlanInput{
-		Budget:  s.o.Budget,
-		Rates:   append([]float64(nil), s.rates...),
-		Weights: make([]float64, n),
-		// Appends never touch the first n elements, so the slice is
-		// shared; the cap stops the policy from appending into it.
-		Hosts:    s.hosts[:n:n],
-		HostCaps: make([]float64, len(s.planHosts)),
-	}
-	j.blocked = append(bitset(nil), s.blocked...)
-	for i, w := range s.weights {
-		if !j.blocked.has(i) {
-			j.in.Weights[i] = w
-		}
-	}
-	if s.fixed != nil {
-		j.fixed = append([]float64(nil), s.fixed...)
-	}
-	j.rateSE = append([]float32(nil), s.rateSEs...)
-	j.models = append([]estimate.Sketch(nil), s.models...)
-	j.lastOK = append([]int64(nil), s.lastOK...)
-	j.probing = append(bitset(nil), s.probing...)
-	j.probes = append([]uint8(nil), s.probes...)
-	j.dated = append(bitset(nil), s.dated...)
-	j.lastIv = make([]float64, n)
-	for i, last := range s.lastOK {
-		if g := s.prevGap[i]; last != 0 && g > 0 {
-			j.lastIv[i] = float64(g)
-		}
-	}
-	for i, h := range s.planHosts {
-		// The cap is what the host can take given its gap (host rate,
-		// Crawl-delay) and how long its requests last.
-		j.in.HostCaps[i] = h.capacity()
-	}
-	if adaptive {
-		j.freq = append([]float64(nil), s.freqs...)
-	}
+	s.copyInput(j)
 	s.updateHazard(now)
 	j.hazard = CollectionHazard(s.changePoints, s.urlTime, s.o.HalfLife)
 	j.horizon = 1 / j.hazard
@@ -755,43 +704,8 @@ func (s *Scheduler) pickResummaries(j *PlanJob) {
 // priors and the recomputed posteriors (at most resumPerPlan).
 func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 	if j.next == 0 {
-		if j.newPrior != nil {
-			s.priors.store(j.newPrior)
-		}
-		s.exploreLift, s.exploreItems = j.lift, j.itemsHint
-		if j.stateErr != nil {
-			// The states were not read: the refit and the re-summaries
-			// left out are the next plan's.
-			s.unread++
-			s.sinceRefit += j.refitSince
-			s.resumFrom = j.resumStart
-		}
-		ver := s.priors.load().revision()
-		for _, r := range j.resum {
-			e := s.front.entry(j.list[r.i])
-			if e.pos < 0 || e.seq != r.seq {
-				continue // fetched meanwhile: its own posterior is newer
-			}
-			s.posts[e.pos], s.models[e.pos], e.priorVer = compactSummary(r.post), r.model, uint32(ver)
-			e.set(flagStale, false)
-			if r.post.Harmonic > 0 && r.post.Harmonic != s.rates[e.pos] {
-				s.rates[e.pos] = r.post.Harmonic
-			}
-			s.mirror(e)
-		}
-		// The job's elements are its list's; a URL removed since the
-		// snapshot has pos < 0, and the others may have moved.
-		clear(s.probing)
-		for i, p := range j.probe {
-			if e := s.front.entry(j.list[i]); p && e.pos >= 0 {
-				s.probing.set(int(e.pos), true)
-			}
-		}
-		for _, i := range j.sessionsOver {
-			if e := s.front.entry(j.list[i]); e.pos >= 0 {
-				s.probes[e.pos] = 0
-			}
-		}
+		s.applyEstimates(j)
+		s.applyExploration(j)
 		if !j.adaptive {
 			for h, sat := range j.sat {
 				if hq := s.planHosts[h]; hq.saturated != sat {
@@ -809,74 +723,7 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		end = j.next + limit
 	}
 	for i := j.next; i < end; i++ {
-		e := s.front.entry(j.list[i])
-		if e.pos < 0 || e.is(flagPaused) {
-			// Removed since the snapshot, or paused: a paused URL keeps
-			// its interval for when it is resumed.
-			continue
-		}
-		if e.is(flagDisallowed) {
-			e.interval = s.o.DisallowRetry
-			s.mirror(e)
-			continue
-		}
-		f := j.freq[i]
-		if f <= 0 {
-			if !(j.in.Weights[i] > 0) {
-				continue
-			}
-			// Given up, and no room for its recheck in this plan: it
-			// must not keep the interval it had (it would go on taking
-			// budget the plan gave to others); it waits for the longest
-			// recheck interval or a later plan's recheck.
-			f = 1 / (maxRecheck * j.halfLife)
-		}
-		tau := time.Duration(0)
-		if j.recheckTau != nil && j.recheckTau[i] > 0 {
-			// A recheck: a fetch every 2/f, each followed by its probe.
-			tau = time.Duration(j.recheckTau[i] * float64(time.Second))
-			f /= 2
-		}
-		s.setRecheckTau(e, tau)
-		old := e.interval
-		// f is within the host's cap, so iv is at least the host's gap;
-		// the floor only keeps a rounding from making it zero (which
-		// would unschedule the URL), and is no time scale of its own.
-		iv := max(time.Duration(float64(time.Second)/f), time.Nanosecond)
-		e.interval = iv
-		if e.index >= 0 && old > 0 && e.nextDue != 0 && !e.is(flagCapture) && s.lastOK[e.pos] != 0 {
-			// Keep the phase: move the next fetch by the change of
-			// interval, but never further than one new interval away.
-			// A URL never fetched keeps its due time: the first pass
-			// is not pushed back by a plan.
-			due := fromNanos(e.nextDue).Add(iv - old)
-			if s.prevGap[e.pos] == 0 {
-				// Fetched once: Done put its next fetch at a random
-				// phase of its interval after the first pass, not one
-				// interval after the fetch. Scaling its wait past the
-				// pass's end (or now) by the change of interval keeps
-				// that phase: the URLs fetched once stay spread over
-				// their new intervals after the pass, at the plan's
-				// rate, and none moves into the first pass to take a
-				// slot from a URL not fetched yet.
-				ref := now.Add(s.firstPassLeft())
-				if d := fromNanos(e.nextDue); d.After(ref) {
-					due = ref.Add(time.Duration(float64(d.Sub(ref)) * (float64(iv) / float64(old))))
-				} else {
-					due = d
-				}
-			}
-			if due.After(now.Add(iv)) {
-				due = now.Add(time.Duration(float64(iv) * s.phase(e)))
-			}
-			// A URL whose due time stays (its interval did not move,
-			// as for most URLs in a re-plan) is where it was in its
-			// host's heap, and so is the host: nothing to fix.
-			if nanos(due) != e.nextDue || e.is(flagStrict) {
-				s.front.schedule(e, due)
-			}
-		}
-		s.mirror(e)
+		s.applyInterval(j, i, now)
 	}
 	j.next = end
 	if j.next < len(j.freq) {
@@ -898,6 +745,104 @@ func (s *Scheduler) Apply(j *PlanJob, now time.Time, limit int) bool {
 		s.moved = 0
 	}
 	return true
+}
+
+// applyEstimates installs what the job made of the estimates: the
+// refitted priors and the recomputed posteriors, or, if it could not
+// read the states, the refit and re-summaries it left for the next plan.
+func (s *Scheduler) applyEstimates(j *PlanJob) {
+	if j.newPrior != nil {
+		s.priors.store(j.newPrior)
+	}
+	if j.stateErr != nil {
+		// The states were not read: the refit and the re-summaries
+		// left out are the next plan's.
+		s.unread++
+		s.sinceRefit += j.refitSince
+		s.resumFrom = j.resumStart
+	}
+	ver := s.priors.load().revision()
+	for _, r := range j.resum {
+		e := s.front.entry(j.list[r.i])
+		if e.pos < 0 || e.seq != r.seq {
+			continue // fetched meanwhile: its own posterior is newer
+		}
+		s.posts[e.pos], s.models[e.pos], e.priorVer = compactSummary(r.post), r.model, uint32(ver)
+		e.set(flagStale, false)
+		if r.post.Harmonic > 0 && r.post.Harmonic != s.rates[e.pos] {
+			s.rates[e.pos] = r.post.Harmonic
+		}
+		s.mirror(e)
+	}
+}
+
+// applyExploration installs the job's exploration: the URLs it probes,
+// the probe sessions it ended, and what the next plan starts from.
+func (s *Scheduler) applyExploration(j *PlanJob) {
+	s.exploreLift, s.exploreItems = j.lift, j.itemsHint
+	// The job's elements are its list's; a URL removed since the
+	// snapshot has pos < 0, and the others may have moved.
+	clear(s.probing)
+	for i, p := range j.probe {
+		if e := s.front.entry(j.list[i]); p && e.pos >= 0 {
+			s.probing.set(int(e.pos), true)
+		}
+	}
+	for _, i := range j.sessionsOver {
+		if e := s.front.entry(j.list[i]); e.pos >= 0 {
+			s.probes[e.pos] = 0
+		}
+	}
+}
+
+// applyInterval sets the interval of the job's element i from its
+// frequency, and moves its next fetch by the change (replannedDue).
+func (s *Scheduler) applyInterval(j *PlanJob, i int, now time.Time) {
+	e := s.front.entry(j.list[i])
+	if e.pos < 0 || e.is(flagPaused) {
+		// Removed since the snapshot, or paused: a paused URL keeps
+		// its interval for when it is resumed.
+		return
+	}
+	if e.is(flagDisallowed) {
+		e.interval = s.o.DisallowRetry
+		s.mirror(e)
+		return
+	}
+	f := j.freq[i]
+	if f <= 0 {
+		if !(j.in.Weights[i] > 0) {
+			return
+		}
+		// Given up, and no room for its recheck in this plan: it
+		// must not keep the interval it had (it would go on taking
+		// budget the plan gave to others); it waits for the longest
+		// recheck interval or a later plan's recheck.
+		f = 1 / (maxRecheck * j.halfLife)
+	}
+	tau := time.Duration(0)
+	if j.recheckTau != nil && j.recheckTau[i] > 0 {
+		// A recheck: a fetch every 2/f, each followed by its probe.
+		tau = time.Duration(j.recheckTau[i] * float64(time.Second))
+		f /= 2
+	}
+	s.setRecheckTau(e, tau)
+	old := e.interval
+	// f is within the host's cap, so iv is at least the host's gap;
+	// the floor only keeps a rounding from making it zero (which
+	// would unschedule the URL), and is no time scale of its own.
+	iv := max(time.Duration(float64(time.Second)/f), time.Nanosecond)
+	e.interval = iv
+	if e.index >= 0 && old > 0 && e.nextDue != 0 && !e.is(flagCapture) && s.lastOK[e.pos] != 0 {
+		due := s.replannedDue(e, old, iv, now)
+		// A URL whose due time stays (its interval did not move,
+		// as for most URLs in a re-plan) is where it was in its
+		// host's heap, and so is the host: nothing to fix.
+		if nanos(due) != e.nextDue || e.is(flagStrict) {
+			s.front.schedule(e, due)
+		}
+	}
+	s.mirror(e)
 }
 
 // updateHazard fades the change-point count and the observed time to
