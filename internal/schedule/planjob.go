@@ -130,25 +130,8 @@ func (j *PlanJob) Output() PlanOutput { return j.out }
 // after, it adds exploration (docs/design.md §3.7).
 func (j *PlanJob) Solve() error {
 	j.readStates()
+	pr := j.resummarise()
 	in := j.in
-	pr := j.priors
-	if j.refit != nil {
-		iters := 30
-		if pr.revision() == 0 {
-			iters = 300
-		}
-		pr = pr.refit(*j.refit, iters)
-		j.newPrior = pr
-	}
-	for k := range j.resum {
-		r := &j.resum[k]
-		prior := pr.For(r.host, r.tmpl)
-		post := prior.Posterior(r.st)
-		r.post = post.Summary()
-		r.model = modelSketch(&post, prior, pr.ForModel(r.host, r.tmpl))
-		j.posts[r.i], j.models[r.i] = r.post, r.model
-		in.Rates[r.i] = r.post.Harmonic
-	}
 	now := j.at.UnixNano()
 	if j.adaptive {
 		j.inUse = 0
@@ -183,48 +166,9 @@ func (j *PlanJob) Solve() error {
 	} else {
 		freq, out = ej.exploreFloor(in, out)
 	}
-	// Exploration must not push a host past its capacity either: a host
-	// over it would queue and fetch every URL late.
-	sum := make([]float64, len(in.HostCaps))
-	for i, f := range freq {
-		sum[in.Hosts[i]] += f
-	}
-	for i := range freq {
-		if h := in.Hosts[i]; sum[h] > in.HostCaps[h] && in.HostCaps[h] > 0 {
-			freq[i] *= in.HostCaps[h] / sum[h]
-		}
-	}
+	sum := withinHostCaps(in, freq)
 	if ej != j {
-		// Back to one value per element: the planned ones where they
-		// were, the capture URLs at their own rate.
-		n := len(j.fixed)
-		all := make([]float64, n)
-		for k, f := range freq {
-			all[keep[k]] = f
-		}
-		for i, fx := range j.fixed {
-			if fx > 0 && !j.blocked.has(i) {
-				all[i] = fx
-			}
-		}
-		freq = all
-		out.Freq = spread(out.Freq, keep, n)
-		j.recheckTau = spread(ej.recheckTau, keep, n)
-		if ej.probe != nil {
-			j.probe = make([]bool, n)
-			for k, p := range ej.probe {
-				j.probe[keep[k]] = p
-			}
-		}
-		if ej.paired != nil {
-			j.paired = make([]bool, n)
-			for k, p := range ej.paired {
-				j.paired[keep[k]] = p
-			}
-		}
-		for _, k := range ej.sessionsOver {
-			j.sessionsOver = append(j.sessionsOver, keep[k])
-		}
+		freq, out.Freq = j.unrestrict(ej, keep, freq, out.Freq)
 	}
 	// Saturated against the whole capacity: the capture polls' share
 	// included, the rest is what the freshness URLs may fill.
@@ -251,6 +195,84 @@ func (j *PlanJob) Solve() error {
 	out.ModelFreshness = model
 	j.out, j.freq, j.band = out, freq, band
 	return nil
+}
+
+// resummarise refits the priors when the snapshot took a sample for it,
+// and recomputes under them the posteriors the snapshot picked, in the
+// job's input; it returns the priors the plan goes on with.
+func (j *PlanJob) resummarise() *Priors {
+	pr := j.priors
+	if j.refit != nil {
+		iters := 30
+		if pr.revision() == 0 {
+			iters = 300
+		}
+		pr = pr.refit(*j.refit, iters)
+		j.newPrior = pr
+	}
+	for k := range j.resum {
+		r := &j.resum[k]
+		prior := pr.For(r.host, r.tmpl)
+		post := prior.Posterior(r.st)
+		r.post = post.Summary()
+		r.model = modelSketch(&post, prior, pr.ForModel(r.host, r.tmpl))
+		j.posts[r.i], j.models[r.i] = r.post, r.model
+		j.in.Rates[r.i] = r.post.Harmonic
+	}
+	return pr
+}
+
+// withinHostCaps scales down the frequencies of the URLs of any host that
+// freq pushes past its capacity, as exploration may: a host over it would
+// queue and fetch every URL late. It returns each host's sum of freq
+// before the scaling.
+func withinHostCaps(in PlanInput, freq []float64) []float64 {
+	sum := make([]float64, len(in.HostCaps))
+	for i, f := range freq {
+		sum[in.Hosts[i]] += f
+	}
+	for i := range freq {
+		if h := in.Hosts[i]; sum[h] > in.HostCaps[h] && in.HostCaps[h] > 0 {
+			freq[i] *= in.HostCaps[h] / sum[h]
+		}
+	}
+	return sum
+}
+
+// unrestrict maps what the exploration of ej, a view of j restricted to
+// the elements keep lists (restricted), set back onto all of j's
+// elements: the frequencies freq and the plan's planFreq, where the
+// planned elements were, the capture URLs at their own rate, and the
+// exploration's probes, pairs and rechecks.
+func (j *PlanJob) unrestrict(ej *PlanJob, keep []int, freq, planFreq []float64) (all, allPlan []float64) {
+	n := len(j.fixed)
+	all = make([]float64, n)
+	for k, f := range freq {
+		all[keep[k]] = f
+	}
+	for i, fx := range j.fixed {
+		if fx > 0 && !j.blocked.has(i) {
+			all[i] = fx
+		}
+	}
+	allPlan = spread(planFreq, keep, n)
+	j.recheckTau = spread(ej.recheckTau, keep, n)
+	if ej.probe != nil {
+		j.probe = make([]bool, n)
+		for k, p := range ej.probe {
+			j.probe[keep[k]] = p
+		}
+	}
+	if ej.paired != nil {
+		j.paired = make([]bool, n)
+		for k, p := range ej.paired {
+			j.paired[keep[k]] = p
+		}
+	}
+	for _, k := range ej.sessionsOver {
+		j.sessionsOver = append(j.sessionsOver, keep[k])
+	}
+	return all, allPlan
 }
 
 // readStates reads from the URL source, in one call, the estimator states
