@@ -43,56 +43,7 @@ func (it exploreItem) isRecheck() bool { return it.score == 1 && !it.sticky }
 // exploreItems lists the URLs exploration wants at the multipliers of
 // mult (exploreByValue).
 func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summary) []exploreItem {
-	muOf := func(i int) float64 {
-		h := in.Hosts[i]
-		if int(h) < len(mult.HostNu) {
-			return mult.Mu + mult.HostNu[h]
-		}
-		return mult.Mu
-	}
-	type keepKey struct{ w, mu float64 }
-	kept := map[keepKey][2]float64{}
-	// recheck is the recheck interval of a URL given up (recheckInterval),
-	// never shorter than its probe interval nor longer than maxRecheck.
-	// A check is one fetch where the URL's Last-Modified is trusted, two
-	// otherwise (checkFetches).
-	recheck := func(w, mu, tau float64, dated bool) float64 {
-		k := keepKey{w, mu}
-		kv, ok := kept[k]
-		if !ok {
-			a, b := keptValue(pop, w, mu)
-			kv = [2]float64{a, b}
-			kept[k] = kv
-		}
-		t := math.Max(recheckInterval(mu, checkFetches(dated), j.hazard, kv[0], kv[1]), tau)
-		if longest := maxRecheck * j.halfLife; math.IsInf(t, 1) || t > longest {
-			t = longest
-		}
-		return t
-	}
-	// Many URLs share a posterior (the same history), so the value of
-	// probing is memoised.
-	type voiKey struct {
-		q               [estimate.SummaryQuantiles]float32
-		w, mu, tau, rho float64
-		dated           bool
-	}
-	voi := map[voiKey]float64{}
-	probeWorth := func(post *estimate.Summary, w, mu, tau, rho float64, dated bool) float64 {
-		k := voiKey{post.Q, w, mu, tau, rho, dated}
-		v, ok := voi[k]
-		if !ok {
-			// What probes teach is used for as long as the estimator
-			// keeps it: its mean memory, which for a URL given up is
-			// at least eight of its recheck intervals (the fading
-			// floor of Estimator.Observe); and no longer than the rate
-			// is expected to last.
-			mem := math.Max(j.halfLife, minMemory*recheck(w, mu, tau, dated)) / math.Ln2
-			v = probeValue(beliefOf(post, pop, rho), w, mu, tau, math.Min(j.horizon, mem))
-			voi[k] = v
-		}
-		return v
-	}
+	vals := &itemValues{j: j, pop: pop, kept: map[keepKey][2]float64{}, voi: map[voiKey]float64{}}
 	// Sized from the previous evaluation: a plan evaluates several
 	// multipliers, each listing about as many items (hundreds of
 	// thousands at scale), and growing the list by doubling copied it
@@ -103,78 +54,154 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 		if j.blocked.has(i) || !(w > 0) || j.lastOK[i] == 0 || !j.posts[i].Valid() {
 			continue
 		}
-		mu := muOf(i)
+		mu := multiplier(mult, in.Hosts[i])
 		if !(mu > 0) || math.IsInf(mu, 1) {
 			continue
 		}
-		post := &j.posts[i]
-		// The data behind the posterior span about the estimator's memory
-		// (at least eight of the URL's intervals); at hazard ĥ the rate
-		// was redrawn since with probability 1 − e^{−ĥ·span}, and is then
-		// a draw from the prior (docs/design.md §3.7). The intervals are
-		// those the URL was last fetched at, not the plan's: a URL just
-		// probed and given up has fresh data, though its plan now waits
-		// a year (counting that year would unresolve it at once, and it
-		// would be probed again and again).
-		span := j.halfLife / math.Ln2
-		if j.lastIv != nil && j.lastIv[i] > 0 {
-			span = math.Max(j.halfLife, minMemory*j.lastIv[i]) / math.Ln2
-		}
-		rho := -math.Expm1(-j.hazard * span)
-		pKeep := keepProbability(post, pop, rho, w, mu)
-		lamStar := w / mu
-		tau := math.Ln2 / lamStar
-		if j.probes[i] > 0 && (pKeep >= 1-resolved || pKeep <= resolved) {
-			j.sessionsOver = append(j.sessionsOver, i)
-		}
-		// A URL the plan gives up on is rechecked unless it is probed: a
-		// recheck is two fetches a period, the check and its probe, or
-		// one where the URL's Last-Modified is trusted (checkFetches).
 		planned := i < len(mult.Freq) && mult.Freq[i] > 0
-		dated := j.dated.has(i)
-		recheckItem := exploreItem{i: i, f: 2 / recheck(w, mu, tau, dated), score: 1, tau: tau}
-		if dated {
-			recheckItem.f, recheckItem.tau = 1/recheck(w, mu, tau, dated), 0
-		}
-		switch {
-		case pKeep >= 1-resolved:
-			// Worth fetching: the plan's frequency, or a recheck if the
-			// plan gives it up.
-			if !planned {
-				items = append(items, recheckItem)
-			}
-			continue
-		case pKeep > resolved && j.probes[i] >= maxProbes:
-			// As resolved as probes make it: the plan's frequency, its
-			// fetches in pairs that go on testing the threshold, or a
-			// recheck if the plan gives it up.
-			if !planned {
-				items = append(items, recheckItem)
-			} else {
-				items = append(items, exploreItem{i: i, pairTau: tau, pairOnly: true, pairValue: probeWorth(post, w, mu, tau, rho, dated)})
-			}
-		case pKeep <= resolved:
-			items = append(items, recheckItem)
-		default:
-			v := probeWorth(post, w, mu, tau, rho, dated)
-			switch {
-			case v > mu:
-				it := exploreItem{i: i, f: 1 / tau, score: v / mu, sticky: j.probing.has(i), pairTau: tau, pairValue: v}
-				if !planned {
-					it.fallback = exploreItem0{recheckItem.f, recheckItem.tau}
-				}
-				items = append(items, it)
-			case !planned:
-				items = append(items, recheckItem)
-			default:
-				items = append(items, exploreItem{i: i, pairTau: tau, pairOnly: true, pairValue: v})
-			}
+		if it, ok := j.itemOf(vals, i, w, mu, planned); ok {
+			items = append(items, it)
 		}
 	}
-	// Rechecks first (they are few and cheap), then the probes under way,
-	// which run until their URL is resolved (a probe dropped half way
-	// has cost its fetches for nothing, and its URL would wait a whole
-	// plan interval before the next), then the most valuable.
+	sortItems(items)
+	j.itemsHint = len(items)
+	return items
+}
+
+// multiplier is the plan's multiplier of a URL of host h: the budget's,
+// plus the host's where its cap binds.
+func multiplier(mult PlanOutput, h int32) float64 {
+	if int(h) < len(mult.HostNu) {
+		return mult.Mu + mult.HostNu[h]
+	}
+	return mult.Mu
+}
+
+// itemOf is what exploration wants of element i, of weight w at the
+// multiplier mu, which the plan keeps (planned) or gives up: a probe, a
+// recheck, or pairs of its planned fetches; false if none (the plan's
+// frequency is all it gets). It ends the probe session of a URL now
+// resolved (sessionsOver).
+func (j *PlanJob) itemOf(vals *itemValues, i int, w, mu float64, planned bool) (exploreItem, bool) {
+	post := &j.posts[i]
+	// The data behind the posterior span about the estimator's memory
+	// (at least eight of the URL's intervals); at hazard ĥ the rate
+	// was redrawn since with probability 1 − e^{−ĥ·span}, and is then
+	// a draw from the prior (docs/design.md §3.7). The intervals are
+	// those the URL was last fetched at, not the plan's: a URL just
+	// probed and given up has fresh data, though its plan now waits
+	// a year (counting that year would unresolve it at once, and it
+	// would be probed again and again).
+	span := j.halfLife / math.Ln2
+	if j.lastIv != nil && j.lastIv[i] > 0 {
+		span = math.Max(j.halfLife, minMemory*j.lastIv[i]) / math.Ln2
+	}
+	rho := -math.Expm1(-j.hazard * span)
+	pKeep := keepProbability(post, vals.pop, rho, w, mu)
+	lamStar := w / mu
+	tau := math.Ln2 / lamStar
+	if j.probes[i] > 0 && (pKeep >= 1-resolved || pKeep <= resolved) {
+		j.sessionsOver = append(j.sessionsOver, i)
+	}
+	// A URL the plan gives up on is rechecked unless it is probed: a
+	// recheck is two fetches a period, the check and its probe, or
+	// one where the URL's Last-Modified is trusted (checkFetches).
+	dated := j.dated.has(i)
+	recheckItem := exploreItem{i: i, f: 2 / vals.recheck(w, mu, tau, dated), score: 1, tau: tau}
+	if dated {
+		recheckItem.f, recheckItem.tau = 1/vals.recheck(w, mu, tau, dated), 0
+	}
+	switch {
+	case pKeep >= 1-resolved:
+		// Worth fetching: the plan's frequency, or a recheck if the
+		// plan gives it up.
+		return recheckItem, !planned
+	case pKeep > resolved && j.probes[i] >= maxProbes:
+		// As resolved as probes make it: the plan's frequency, its
+		// fetches in pairs that go on testing the threshold, or a
+		// recheck if the plan gives it up.
+		if !planned {
+			return recheckItem, true
+		}
+		return exploreItem{i: i, pairTau: tau, pairOnly: true, pairValue: vals.probeWorth(post, w, mu, tau, rho, dated)}, true
+	case pKeep <= resolved:
+		return recheckItem, true
+	}
+	v := vals.probeWorth(post, w, mu, tau, rho, dated)
+	switch {
+	case v > mu:
+		it := exploreItem{i: i, f: 1 / tau, score: v / mu, sticky: j.probing.has(i), pairTau: tau, pairValue: v}
+		if !planned {
+			it.fallback = exploreItem0{recheckItem.f, recheckItem.tau}
+		}
+		return it, true
+	case !planned:
+		return recheckItem, true
+	}
+	return exploreItem{i: i, pairTau: tau, pairOnly: true, pairValue: v}, true
+}
+
+// itemValues memoises, for one list of items, the values exploreItems
+// weighs: many URLs share a weight and a multiplier, and many a
+// posterior (the same history).
+type itemValues struct {
+	j    *PlanJob
+	pop  *estimate.Summary // the collection's prior, for the value of rechecks
+	kept map[keepKey][2]float64
+	voi  map[voiKey]float64
+}
+
+type keepKey struct{ w, mu float64 }
+
+type voiKey struct {
+	q               [estimate.SummaryQuantiles]float32
+	w, mu, tau, rho float64
+	dated           bool
+}
+
+// recheck is the recheck interval of a URL given up (recheckInterval),
+// never shorter than its probe interval nor longer than maxRecheck.
+// A check is one fetch where the URL's Last-Modified is trusted, two
+// otherwise (checkFetches).
+func (v *itemValues) recheck(w, mu, tau float64, dated bool) float64 {
+	k := keepKey{w, mu}
+	kv, ok := v.kept[k]
+	if !ok {
+		a, b := keptValue(v.pop, w, mu)
+		kv = [2]float64{a, b}
+		v.kept[k] = kv
+	}
+	t := math.Max(recheckInterval(mu, checkFetches(dated), v.j.hazard, kv[0], kv[1]), tau)
+	if longest := maxRecheck * v.j.halfLife; math.IsInf(t, 1) || t > longest {
+		t = longest
+	}
+	return t
+}
+
+// probeWorth is the value of probing a URL of posterior post
+// (probeValue).
+func (v *itemValues) probeWorth(post *estimate.Summary, w, mu, tau, rho float64, dated bool) float64 {
+	k := voiKey{post.Q, w, mu, tau, rho, dated}
+	val, ok := v.voi[k]
+	if !ok {
+		// What probes teach is used for as long as the estimator
+		// keeps it: its mean memory, which for a URL given up is
+		// at least eight of its recheck intervals (the fading
+		// floor of Estimator.Observe); and no longer than the rate
+		// is expected to last.
+		mem := math.Max(v.j.halfLife, minMemory*v.recheck(w, mu, tau, dated)) / math.Ln2
+		val = probeValue(beliefOf(post, v.pop, rho), w, mu, tau, math.Min(v.j.horizon, mem))
+		v.voi[k] = val
+	}
+	return val
+}
+
+// sortItems orders the items: rechecks first (they are few and cheap),
+// then the probes under way, which run until their URL is resolved (a
+// probe dropped half way has cost its fetches for nothing, and its URL
+// would wait a whole plan interval before the next), then the most
+// valuable.
+func sortItems(items []exploreItem) {
 	rank := func(it exploreItem) int {
 		switch {
 		case it.pairOnly:
@@ -200,8 +227,6 @@ func (j *PlanJob) exploreItems(in PlanInput, mult PlanOutput, pop *estimate.Summ
 		}
 		return cmp.Compare(b.key, a.key)
 	})
-	j.itemsHint = len(items)
-	return items
 }
 
 // scoreKey is an exploration score rounded to six significant digits in
