@@ -167,60 +167,64 @@ func (j *PlanJob) exploreByValue(in PlanInput, out PlanOutput) ([]float64, PlanO
 // budget and of each host's cap, and solves the plan over the other URLs
 // with what is left. It returns every URL's frequency, the probe interval
 // of those fetched in pairs (rechecks, and unresolved URLs that got no
-// probe of their own: see below), the plan, and which URLs are probed.
+// probe of their own: see fillPlanned), the plan, and which URLs are
+// probed.
 func (j *PlanJob) planAround(in PlanInput, items []exploreItem) (freq, tauOf []float64, plan PlanOutput, probe, paired []bool, err error) {
 	n := len(in.Rates)
+	// Scratch arrays, reused by the plan's next evaluation (each
+	// evaluation returns only freq, tauOf, probe and paired): at scale
+	// they are megabytes each, fresh memory to fault in and collect.
+	sc := &j.around
+	p := placement{
+		freq:      make([]float64, n),
+		tau:       make([]float64, n),
+		probe:     make([]bool, n),
+		pairTau:   reuse(&sc.pairTau, n),
+		pairValue: reuse(&sc.pairValue, n),
+		weights:   append(reuse(&sc.weights, n)[:0], in.Weights...),
+	}
+	again := j.place(in, items, &p)
+	plan, err = j.policy.Plan(again)
+	if err != nil {
+		return nil, nil, PlanOutput{}, nil, nil, err
+	}
+	paired = j.fillPlanned(in, plan, &p)
+	plan.GivenUp = givenUp(p.freq, in.Weights)
+	return p.freq, p.tau, plan, p.probe, paired, nil
+}
+
+// placement is what planAround's placement of the items sets, per
+// element.
+type placement struct {
+	freq  []float64 // the exploration's frequency (0: none)
+	tau   []float64 // a recheck's probe interval, seconds (0: none)
+	probe []bool    // probed for what it teaches
+	// pairTau and pairValue are those of an unresolved URL that got no
+	// probe of its own (exploreItem), for fillPlanned.
+	pairTau, pairValue []float64
+	// weights is the plan's input weights, 0 for a URL explored: it is
+	// out of the plan.
+	weights []float64
+}
+
+// place gives the items their exploration, in their order, within
+// ExploreShare of the budget and of each host's cap, into p; it returns
+// the plan's input over what is left.
+func (j *PlanJob) place(in PlanInput, items []exploreItem, p *placement) PlanInput {
 	capAll := j.explore * in.Budget
 	hostLeft := make([]float64, len(in.HostCaps))
 	for h, c := range in.HostCaps {
 		hostLeft[h] = j.explore * c
 	}
-	freq = make([]float64, n)
-	probe = make([]bool, n)
-	paired = make([]bool, n)
-	tauOf = make([]float64, n)
-	// Scratch arrays, reused by the plan's next evaluation (each
-	// evaluation returns only freq, tauOf, probe and paired): at scale
-	// they are megabytes each, fresh memory to fault in and collect.
-	sc := &j.around
-	pairTau := reuse(&sc.pairTau, n)
-	pairValue := reuse(&sc.pairValue, n)
 	spent := 0.0
 	caps := append([]float64(nil), in.HostCaps...)
-	weights := append(reuse(&sc.weights, n)[:0], in.Weights...)
-	// Rechecks that do not all fit are stretched by one factor (overall,
-	// and per host), to longer intervals, rather than some dropped: a
-	// URL given up and never rechecked would not see its rate fall (the
-	// drift workload), while a later recheck still does.
-	// The fallback rechecks of probes are counted in, so that a probe
-	// that finds no room still has its recheck.
-	var recheckSum float64
-	recheckHost := make([]float64, len(in.HostCaps))
-	for _, it := range items {
-		f := it.fallback.f
-		if it.isRecheck() {
-			f = it.f
-		}
-		recheckSum += f
-		recheckHost[in.Hosts[it.i]] += f
-	}
-	stretch := 1.0
-	if recheckSum > capAll {
-		stretch = capAll / recheckSum
-	}
-	stretched := func(f float64, h int32) float64 {
-		f *= stretch
-		if recheckHost[h]*stretch > hostLeft[h] && recheckHost[h] > 0 {
-			f *= hostLeft[h] / (recheckHost[h] * stretch)
-		}
-		return f * (1 - 1e-9) // rounding: the stretched rechecks fill the cap exactly
-	}
+	stretch := newRecheckStretch(in, items, capAll, hostLeft)
 	// reserved is what the fallback rechecks still to be placed hold back.
 	reserved := 0.0
 	reservedHost := make([]float64, len(in.HostCaps))
 	for _, it := range items {
 		if !it.isRecheck() && it.fallback.f > 0 {
-			f := stretched(it.fallback.f, in.Hosts[it.i])
+			f := stretch.of(it.fallback.f, in.Hosts[it.i])
 			reserved += f
 			reservedHost[in.Hosts[it.i]] += f
 		}
@@ -228,17 +232,17 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) (freq, tauOf []f
 	for _, it := range items {
 		h := in.Hosts[it.i]
 		if it.pairOnly {
-			pairTau[it.i], pairValue[it.i] = it.pairTau, it.pairValue
+			p.pairTau[it.i], p.pairValue[it.i] = it.pairTau, it.pairValue
 			continue
 		}
 		f, tau := it.f, it.tau
 		isProbe := !it.isRecheck()
 		if !isProbe {
-			f = stretched(f, h)
+			f = stretch.of(f, h)
 		}
 		var fb float64
 		if isProbe && it.fallback.f > 0 {
-			fb = stretched(it.fallback.f, h)
+			fb = stretch.of(it.fallback.f, h)
 			reserved -= fb
 			reservedHost[h] -= fb
 		}
@@ -248,35 +252,78 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) (freq, tauOf []f
 			// if the plan gives it up, is rechecked meanwhile; if the
 			// plan keeps it, its planned fetches come in pairs.
 			if fb <= 0 || fb > capAll-spent || fb > hostLeft[h] {
-				pairTau[it.i], pairValue[it.i] = it.pairTau, it.pairValue
+				p.pairTau[it.i], p.pairValue[it.i] = it.pairTau, it.pairValue
 				continue
 			}
 			f, tau, isProbe = fb, it.fallback.tau, false
 		} else if !isProbe && (f > capAll-spent || f > hostLeft[h]) {
 			continue
 		}
-		freq[it.i], probe[it.i] = f, isProbe
-		tauOf[it.i] = tau
+		p.freq[it.i], p.probe[it.i] = f, isProbe
+		p.tau[it.i] = tau
 		spent += f
 		hostLeft[h] -= f
 		caps[h] -= f
-		weights[it.i] = 0 // out of the plan
+		p.weights[it.i] = 0 // out of the plan
 	}
 	again := in
 	again.Budget = in.Budget - spent
 	again.HostCaps = caps
-	again.Weights = weights
-	plan, err = j.policy.Plan(again)
-	if err != nil {
-		return nil, nil, PlanOutput{}, nil, nil, err
+	again.Weights = p.weights
+	return again
+}
+
+// recheckStretch stretches rechecks that do not all fit by one factor
+// (overall, and per host), to longer intervals, rather than dropping
+// some: a URL given up and never rechecked would not see its rate fall
+// (the drift workload), while a later recheck still does. The fallback
+// rechecks of probes are counted in, so that a probe that finds no room
+// still has its recheck.
+type recheckStretch struct {
+	factor   float64
+	perHost  []float64 // each host's rechecks, unstretched
+	hostLeft []float64 // each host's room for exploration, shrinking as items are placed
+}
+
+func newRecheckStretch(in PlanInput, items []exploreItem, capAll float64, hostLeft []float64) recheckStretch {
+	var sum float64
+	perHost := make([]float64, len(in.HostCaps))
+	for _, it := range items {
+		f := it.fallback.f
+		if it.isRecheck() {
+			f = it.f
+		}
+		sum += f
+		perHost[in.Hosts[it.i]] += f
 	}
-	for i := range freq {
+	factor := 1.0
+	if sum > capAll {
+		factor = capAll / sum
+	}
+	return recheckStretch{factor: factor, perHost: perHost, hostLeft: hostLeft}
+}
+
+// of is the frequency of a recheck at f of host h, stretched.
+func (r recheckStretch) of(f float64, h int32) float64 {
+	f *= r.factor
+	if r.perHost[h]*r.factor > r.hostLeft[h] && r.perHost[h] > 0 {
+		f *= r.hostLeft[h] / (r.perHost[h] * r.factor)
+	}
+	return f * (1 - 1e-9) // rounding: the stretched rechecks fill the cap exactly
+}
+
+// fillPlanned gives every URL exploration did not take the plan's
+// frequency (none if blocked), and reports which of them have their
+// fetches in pairs (their pair's interval into p.tau).
+func (j *PlanJob) fillPlanned(in PlanInput, plan PlanOutput, p *placement) (paired []bool) {
+	paired = make([]bool, len(p.freq))
+	for i := range p.freq {
 		if j.blocked.has(i) {
-			freq[i] = 0
+			p.freq[i] = 0
 			continue
 		}
-		if freq[i] == 0 {
-			freq[i] = plan.Freq[i]
+		if p.freq[i] == 0 {
+			p.freq[i] = plan.Freq[i]
 			// An unresolved URL the plan keeps, with no probe of its
 			// own (the exploration share is spent, or probing it is
 			// worth less than it costs): its fetches may come in
@@ -293,11 +340,10 @@ func (j *PlanJob) planAround(in PlanInput, items []exploreItem) (freq, tauOf []f
 			// its planned fetches dates the last change, which teaches
 			// at a long interval at least what a fetch at the probe
 			// interval would.
-			if t := pairTau[i]; t > 0 && freq[i] > 0 && 1/freq[i] > 2*t && !j.dated.has(i) && pairValue[i] > pairLoss(&j.posts[i], in.Weights[i], freq[i], t) {
-				tauOf[i], paired[i] = t, true
+			if t := p.pairTau[i]; t > 0 && p.freq[i] > 0 && 1/p.freq[i] > 2*t && !j.dated.has(i) && p.pairValue[i] > pairLoss(&j.posts[i], in.Weights[i], p.freq[i], t) {
+				p.tau[i], paired[i] = t, true
 			}
 		}
 	}
-	plan.GivenUp = givenUp(freq, in.Weights)
-	return freq, tauOf, plan, probe, paired, nil
+	return paired
 }
