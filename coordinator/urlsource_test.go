@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/proto"
 )
 
@@ -57,7 +58,7 @@ func TestScheduleSpellsURLsFromStore(t *testing.T) {
 			t.Errorf("dispatched %q, not a seeded URL", u)
 		}
 	}
-	waitFor(t, 20*time.Second, "the results folded", func() bool { return c1.fetches() >= int64(len(urls)) })
+	testutil.WaitFor(t, 20*time.Second, "the results folded", func() bool { return c1.fetches() >= int64(len(urls)) })
 	for _, u := range urls {
 		if rec, err := e.db.Get(u); err != nil || rec.Fetches < 1 {
 			t.Errorf("%s: %d fetches folded, %v", u, rec.Fetches, err)
@@ -104,7 +105,7 @@ func TestScheduleSpellsURLsFromStore(t *testing.T) {
 	// Some of the URLs are due at once (the new one), others when their
 	// stored plan says: every one listed is spelled from its store id, and
 	// every task is for a stored URL.
-	waitFor(t, 20*time.Second, "the store loaded", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the store loaded", func() bool {
 		n := 0
 		c2.disp.Do(func(s *schedule.Scheduler) { n = s.Len() })
 		return n == len(kept)

@@ -11,12 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,6 +26,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/freshcrawl/freshcrawl/internal/broker"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/worker/fetch"
 	"github.com/freshcrawl/freshcrawl/worker/robots"
@@ -231,11 +230,8 @@ func startHostileRig(t *testing.T, ignoreRobots bool) *hostileRig {
 // fetch timeout.
 func startRig(t *testing.T, ignoreRobots bool, ackWait, timeout time.Duration) *hostileRig {
 	t.Helper()
-	quiet := slog.New(slog.DiscardHandler)
-	srv, err := broker.StartEmbedded(broker.EmbeddedOptions{Dir: filepath.Join(t.TempDir(), "nats"), Listen: "127.0.0.1:-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	quiet := testutil.QuietLogger(t)
+	srv := testutil.StartNATS(t)
 	nc, js, err := broker.Connect(srv.ClientURL(), "hostile-test", quiet)
 	if err != nil {
 		t.Fatal(err)
@@ -270,8 +266,6 @@ func startRig(t *testing.T, ignoreRobots bool, ackWait, timeout time.Duration) *
 			t.Errorf("worker: %v", err)
 		}
 		nc.Close()
-		srv.Shutdown()
-		srv.WaitForShutdown()
 	})
 	tasks, err := js.Consumer(ctx, proto.TaskStream, proto.TaskConsumer)
 	if err != nil {

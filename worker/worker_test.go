@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/worker/fetch"
 	"github.com/freshcrawl/freshcrawl/worker/robots"
@@ -252,13 +253,7 @@ func TestSlowTaskIsTouchedNotRedelivered(t *testing.T) {
 	rig.publish(t, "slow-1", srv.URL+"/slow", "")
 	// Hold the response past three AckWaits, by the server's clock of
 	// requests: the request has arrived, then the deadline passes.
-	deadline := time.Now().Add(hostileGuard)
-	for hits.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the slow page was never requested")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitFor(t, hostileGuard, "the slow page to be requested", func() bool { return hits.Load() > 0 })
 	held := time.NewTimer(3*ackWait + ackWait/2)
 	<-held.C
 	select {

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,6 +15,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/config"
 	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/node"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/store"
 )
 
@@ -103,8 +102,6 @@ func TestTruncatedStoreCommands(t *testing.T) {
 	}
 }
 
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
 // Next to a running coordinator, the read-only commands go through its
 // API (found in the data directory), and a backup is a consistent copy.
 func TestReadOnlyCommandsNextToCoordinator(t *testing.T) {
@@ -115,7 +112,7 @@ func TestReadOnlyCommandsNextToCoordinator(t *testing.T) {
 	cfg.Listen = "127.0.0.1:0" // not the default: the commands must find it
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, HTTP: true}, Log: quiet()})
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, HTTP: true}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

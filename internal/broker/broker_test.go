@@ -2,8 +2,6 @@ package broker
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/proto"
 )
 
@@ -20,7 +19,7 @@ func start(t *testing.T) (*nats.Conn, jetstream.JetStream) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, js, err := Connect(srv.ClientURL(), "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	nc, js, err := Connect(srv.ClientURL(), "test", testutil.QuietLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func TestColdStartFullBudget(t *testing.T) {
 	cfg.AllowPrivate = true
 	cfg.Budget, cfg.HostRate = 10, 1
 	cfg.Workers, cfg.Concurrency = 2, 16
-	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: cfg.Workers}, Log: quietLog()})
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: cfg.Workers}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
