@@ -2,9 +2,12 @@ package testutil_test
 
 import (
 	"context"
+	"fmt"
 	"go/build"
 	"log/slog"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -56,12 +59,57 @@ func TestWaitForReturnsOnceTheConditionHolds(t *testing.T) {
 	testutil.WaitFor(t, -time.Second, "a condition that already holds", func() bool { return true })
 }
 
-func TestQuietLoggerDropsInfo(t *testing.T) {
-	log := testutil.QuietLogger(t)
-	if log.Enabled(context.Background(), slog.LevelInfo) {
-		t.Error("info enabled; want warnings and errors only")
+// recordTB records what a helper reports instead of reporting it; its
+// Fatalf ends the goroutine as the real one does.
+type recordTB struct {
+	testing.TB
+	mu   sync.Mutex
+	logs []string
+}
+
+func (r *recordTB) Log(args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logs = append(r.logs, fmt.Sprint(args...))
+}
+
+func (r *recordTB) Fatalf(format string, args ...any) {
+	r.Log(fmt.Sprintf(format, args...))
+	runtime.Goexit()
+}
+
+func (r *recordTB) recorded() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.logs...)
+}
+
+func TestWaitForFailsNamingWhatItWaitedFor(t *testing.T) {
+	rec := &recordTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		testutil.WaitFor(rec, 50*time.Millisecond, "the impossible", func() bool { return false })
+	}()
+	<-done
+	if logs := rec.recorded(); len(logs) != 1 || !strings.Contains(logs[0], "waiting for the impossible") {
+		t.Errorf("reported %q, want one failure naming the impossible", logs)
 	}
-	if !log.Enabled(context.Background(), slog.LevelWarn) {
-		t.Error("warnings disabled")
+}
+
+func TestQuietLoggerKeepsWarnings(t *testing.T) {
+	var rec *recordTB
+	var log *slog.Logger
+	t.Run("test", func(t *testing.T) {
+		rec = &recordTB{TB: t}
+		log = testutil.QuietLogger(rec)
+		log.Info("routine")
+		log.Warn("odd", "n", 1)
+	})
+	// The test has ended: a goroutine still logging must not reach it.
+	log.Warn("late")
+	logs := rec.recorded()
+	if len(logs) != 1 || !strings.Contains(logs[0], "level=WARN msg=odd n=1") {
+		t.Errorf("logged %q, want the warning alone", logs)
 	}
 }
