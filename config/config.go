@@ -22,12 +22,12 @@ import (
 	"github.com/freshcrawl/freshcrawl/coordinator"
 	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/notify"
+	"github.com/freshcrawl/freshcrawl/internal/optcheck"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/store"
 	"github.com/freshcrawl/freshcrawl/worker"
 	"github.com/freshcrawl/freshcrawl/worker/extract"
-	"github.com/freshcrawl/freshcrawl/worker/fetch"
 )
 
 // Config holds every setting. Not every subcommand uses every key.
@@ -145,18 +145,19 @@ const (
 // cannot drift apart (cmd/freshcrawl's TestConfigReference checks the
 // README and the compose file against the flags).
 func Default() Config {
+	wo := worker.DefaultOptions()
 	return Config{
 		Data: defaultData, NATSListen: broker.DefaultListen, Listen: defaultListen, LogLevel: defaultLogLevel, LogFormat: defaultLogFormat,
 		Budget: Rate(schedule.DefaultBudget), HostRate: Rate(schedule.DefaultHostRate), MaxInFlight: coordinator.DefaultMaxInFlight,
 		Policy: schedule.DefaultPolicy, Objective: schedule.DefaultObjective, ProbePolicy: schedule.DefaultProbePolicy,
 		Replan: schedule.DefaultReplan, PriorRate: Rate(schedule.DefaultPriorRate), HalfLife: schedule.DefaultHalfLife,
 		Explore: schedule.DefaultExploreShare, LMSkew: schedule.DefaultLMSkew, KeepFoldMarks: store.DefaultFoldMarksAge,
-		Standby: true, LeaseTTL: broker.DefaultLeaseTTL, StopGrace: worker.DefaultGrace,
+		Standby: true, LeaseTTL: broker.DefaultLeaseTTL, StopGrace: wo.Grace,
 		AckWait: broker.DefaultAckWait, MaxDeliver: broker.DefaultMaxDeliver, Replicas: broker.DefaultReplicas,
 		ChangeMaxAge: broker.DefaultChangeMaxAge, ChangeMaxBytes: broker.DefaultChangeMaxBytes, ChangeMaxMsgs: broker.DefaultChangeMaxMsgs,
 		WebhookAttempts: notify.DefaultAttempts, WebhookBackoff: notify.DefaultBackoff, WebhookMaxBackoff: notify.DefaultMaxBackoff, WebhookTimeout: notify.DefaultTimeout,
-		Workers: defaultWorkers, Concurrency: worker.DefaultConcurrency,
-		UserAgent: fetch.DefaultUserAgent, Timeout: fetch.DefaultTimeout, MaxBody: fetch.DefaultMaxBody, MaxRedirects: fetch.DefaultMaxRedirects,
+		Workers: defaultWorkers, Concurrency: wo.Concurrency,
+		UserAgent: wo.Fetch.UserAgent, Timeout: wo.Fetch.Timeout, MaxBody: wo.Fetch.MaxBody, MaxRedirects: wo.Fetch.MaxRedirects,
 	}
 }
 
@@ -481,7 +482,9 @@ func (c *Config) Validate() error {
 	if c.WebhookMaxBackoff < c.WebhookBackoff {
 		check("webhook-max-backoff", fmt.Errorf("%s is shorter than webhook-backoff %s", c.WebhookMaxBackoff, c.WebhookBackoff))
 	}
-	check("webhook-timeout", fetch.CheckTimeout(c.WebhookTimeout))
+	if c.WebhookTimeout <= 0 {
+		check("webhook-timeout", fmt.Errorf("must be > 0, got %s", c.WebhookTimeout))
+	}
 	check("log-format", checkLogFormat(c.LogFormat))
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		check("tls-cert", errors.New("tls-cert and tls-key go together"))
@@ -498,15 +501,10 @@ func (c *Config) Validate() error {
 		}
 	}
 	check("lease-ttl", broker.CheckLeaseTTL(c.LeaseTTL))
-	check("stop-grace", worker.CheckGrace(c.StopGrace))
 	if c.Workers < 0 {
 		check("workers", fmt.Errorf("must be ≥ 0, got %d", c.Workers))
 	}
-	check("concurrency", worker.CheckConcurrency(c.Concurrency))
-	check("user-agent", fetch.CheckUserAgent(c.UserAgent))
-	check("timeout", fetch.CheckTimeout(c.Timeout))
-	check("max-body", fetch.CheckMaxBody(c.MaxBody))
-	check("max-redirects", fetch.CheckMaxRedirects(c.MaxRedirects))
+	checkOptions(&errs, workerKeys, c.WorkerOptions("", nil).Validate())
 	// The default noise rules, compiled as a worker compiles them: each
 	// key's on its own, so that every bad one is named, then together.
 	rules := c.DefaultIgnore()
@@ -529,6 +527,33 @@ func (c *Config) Validate() error {
 		return errors.New("config: " + strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// checkOptions adds the refusals of an Options' Validate to errs, each
+// under the key that sets the field (keys maps the field to it).
+func checkOptions(errs *[]string, keys map[string]string, err error) {
+	for _, f := range optcheck.Fields(err) {
+		key, ok := keys[f.Field]
+		if !ok {
+			key = f.Field
+		}
+		*errs = append(*errs, fmt.Sprintf("%s: %v", key, f.Err))
+	}
+}
+
+// workerKeys are the keys of the fields of WorkerOptions.
+var workerKeys = map[string]string{
+	"Concurrency": "concurrency", "Grace": "stop-grace",
+	"Fetch.UserAgent": "user-agent", "Fetch.Timeout": "timeout", "Fetch.MaxBody": "max-body", "Fetch.MaxRedirects": "max-redirects",
+}
+
+// WorkerOptions are the options of a worker named id (""; the host and
+// process id) logging to log (nil: slog.Default()).
+func (c *Config) WorkerOptions(id string, log *slog.Logger) worker.Options {
+	o := worker.DefaultOptions()
+	o.ID, o.Log, o.Concurrency, o.Grace = id, log, c.Concurrency, c.StopGrace
+	o.Fetch.UserAgent, o.Fetch.Timeout, o.Fetch.MaxBody, o.Fetch.MaxRedirects, o.Fetch.AllowPrivate = c.UserAgent, c.Timeout, c.MaxBody, c.MaxRedirects, c.AllowPrivate
+	return o
 }
 
 // ruleKey is the key that set the rule a compile error of DefaultIgnore's

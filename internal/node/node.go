@@ -41,7 +41,6 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/version"
 	"github.com/freshcrawl/freshcrawl/store"
 	"github.com/freshcrawl/freshcrawl/worker"
-	"github.com/freshcrawl/freshcrawl/worker/fetch"
 	"github.com/freshcrawl/freshcrawl/worker/robots"
 )
 
@@ -301,9 +300,12 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 			if roles.Workers > 1 {
 				id = fmt.Sprintf("%s-w%d", id, i)
 			}
-			wo := workerOptions(cfg, id, log)
+			wo := cfg.WorkerOptions(id, log)
 			wo.Metrics = n.workerMetrics
-			w := worker.New(n.NC, n.JS, rstore, wo)
+			w, err := worker.New(n.NC, n.JS, rstore, wo)
+			if err != nil {
+				return nil, err
+			}
 			n.Workers = append(n.Workers, w)
 			n.goRun(func() error { return w.Run(rctx) })
 		}
@@ -686,24 +688,6 @@ func (n *Node) serveWorkerHealth(w http.ResponseWriter, r *http.Request) {
 		lines = append(lines, fmt.Sprintf("worker %s: %d tasks held, %d done, %d handed back", wk.ID(), wk.Active(), wk.Processed(), wk.HandedBack()))
 	}
 	coordinator.ServeHealth(w, ls.Connected(), lines)
-}
-
-// workerOptions are the options of an in-process worker named id.
-func workerOptions(cfg config.Config, id string, log *slog.Logger) worker.Options {
-	return worker.Options{
-		ID: id, Concurrency: cfg.Concurrency, Log: log, Grace: zeroAs(cfg.StopGrace, worker.NoGrace),
-		Fetch: fetch.Options{UserAgent: cfg.UserAgent, Timeout: cfg.Timeout, MaxBody: cfg.MaxBody, MaxRedirects: zeroAs(cfg.MaxRedirects, fetch.NoRedirects), AllowPrivate: cfg.AllowPrivate},
-	}
-}
-
-// zeroAs passes a setting whose 0 means "none" (--max-redirects 0,
-// --stop-grace 0) to an Options field whose zero value means the owner's
-// default: 0 becomes the owner's sentinel for none.
-func zeroAs[T int | float64 | time.Duration](v, none T) T {
-	if v == 0 {
-		return none
-	}
-	return v
 }
 
 func (n *Node) goRun(fn func() error) {
