@@ -69,14 +69,20 @@ func (e *env) openStore(tb testing.TB) {
 	e.db = db
 }
 
-// coordinator builds a coordinator on the environment with opts (AckWait
-// and MaxDeliver from the broker settings).
-func (e *env) coordinator(tb testing.TB, opts Options) *Coordinator {
+// testOptions are the defaults with a quiet log, then set's changes.
+func testOptions(set func(o *Options)) Options {
+	o := DefaultOptions()
+	o.Log = quietLog()
+	set(&o)
+	return o
+}
+
+// coordinator builds a coordinator on the environment with testOptions
+// (AckWait and MaxDeliver from the broker settings).
+func (e *env) coordinator(tb testing.TB, set func(o *Options)) *Coordinator {
 	tb.Helper()
+	opts := testOptions(set)
 	opts.AckWait, opts.MaxDeliver = e.settings.AckWait, e.settings.MaxDeliver
-	if opts.Log == nil {
-		opts.Log = quietLog()
-	}
 	c, err := New(e.db, e.nc, e.js, opts)
 	if err != nil {
 		tb.Fatal(err)

@@ -22,16 +22,18 @@ type Errors struct {
 }
 
 // Check records err (if not nil) against field. When err holds field
-// errors of nested options, each is recorded under field as a prefix.
+// errors of nested options, each is recorded under field as a prefix
+// (none if field is "": options whose fields are the caller's own).
 func (l *Errors) Check(field string, err error) {
 	if err == nil {
 		return
 	}
 	for _, f := range Fields(err) {
 		name := field
-		if f.Field != "" {
-			name += "." + f.Field
+		if name != "" && f.Field != "" {
+			name += "."
 		}
+		name += f.Field
 		l.errs = append(l.errs, &FieldError{Field: name, Err: f.Err})
 	}
 }
