@@ -136,7 +136,7 @@ func TestWorkerListedFromItsResults(t *testing.T) {
 // the work queue, and its URL dispatched again.
 func TestMaxDeliveriesRecordedFailed(t *testing.T) {
 	s := testSettings()
-	s.AckWait, s.MaxDeliver = 300*time.Millisecond, 2
+	s.MaxDeliver = 2 // at the shortest AckWait the settings allow
 	e := newEnv(t, s)
 	c := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 2, 20 })
 	addSeeds(t, c, testURL)
