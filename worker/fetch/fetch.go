@@ -157,8 +157,7 @@ func checkUserAgent(ua string) error {
 	return nil
 }
 
-// CheckTimeout reports whether d is a valid timeout of a request: > 0.
-// The webhooks' requests share it.
+// checkTimeout reports whether d is a valid timeout: > 0.
 func checkTimeout(d time.Duration) error {
 	if d <= 0 {
 		return fmt.Errorf("must be > 0, got %s", d)
