@@ -64,7 +64,7 @@ func (e *env) resultsPending(t *testing.T) uint64 {
 // schedule.
 func TestDuplicateResultAppliedOnce(t *testing.T) {
 	e := newEnv(t, testSettings())
-	c := e.coordinator(t, Options{Budget: 2, HostRate: 20})
+	c := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 2, 20 })
 	addSeeds(t, c, testURL)
 	run(t, c)
 
@@ -115,7 +115,7 @@ func TestDuplicateResultAppliedOnce(t *testing.T) {
 // its store) is listed from its first result.
 func TestWorkerListedFromItsResults(t *testing.T) {
 	e := newEnv(t, testSettings())
-	c := e.coordinator(t, Options{Budget: 2, HostRate: 20})
+	c := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 2, 20 })
 	addSeeds(t, c, testURL)
 	run(t, c)
 
@@ -137,9 +137,9 @@ func TestWorkerListedFromItsResults(t *testing.T) {
 // the work queue, and its URL dispatched again.
 func TestMaxDeliveriesRecordedFailed(t *testing.T) {
 	s := testSettings()
-	s.AckWait, s.MaxDeliver = 300*time.Millisecond, 2
+	s.MaxDeliver = 2 // at the shortest AckWait the settings allow
 	e := newEnv(t, s)
-	c := e.coordinator(t, Options{Budget: 2, HostRate: 20})
+	c := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 2, 20 })
 	addSeeds(t, c, testURL)
 	run(t, c)
 
@@ -209,7 +209,7 @@ func TestMaxDeliveriesRecordedFailed(t *testing.T) {
 // resumes dispatching them.
 func TestRestartKeepsScheduleAndHistory(t *testing.T) {
 	e := newEnv(t, testSettings())
-	opts := Options{Budget: 1, HostRate: 20}
+	opts := func(o *Options) { o.Budget, o.HostRate = 1, 20 }
 	c := e.coordinator(t, opts)
 	addSeeds(t, c, testURL)
 	stop := run(t, c)
@@ -305,7 +305,7 @@ func TestFoldsCompleteDuringReplan(t *testing.T) {
 	}()
 	// Replan 1ms: the maintenance loop re-plans at its first tick; the
 	// first plan (in Run) passes the gate, the second blocks in it.
-	c := e.coordinator(t, Options{Budget: 20, HostRate: 20, Policy: gate, Replan: time.Millisecond})
+	c := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate, o.Policy, o.Replan = 20, 20, gate, time.Millisecond })
 	now := time.Now()
 	if _, err := e.db.Upsert([]store.URL{{URL: testURL, Host: testHost, Weight: 1, Mode: "freshness"}}); err != nil {
 		t.Fatal(err)

@@ -61,14 +61,20 @@ func (e *env) openStore(tb testing.TB) {
 	e.db = db
 }
 
-// coordinator builds a coordinator on the environment with opts (AckWait
-// and MaxDeliver from the broker settings).
-func (e *env) coordinator(tb testing.TB, opts Options) *Coordinator {
+// testOptions are the defaults with a quiet log, then set's changes.
+func testOptions(tb testing.TB, set func(o *Options)) Options {
+	o := DefaultOptions()
+	o.Log = testutil.QuietLogger(tb)
+	set(&o)
+	return o
+}
+
+// coordinator builds a coordinator on the environment with testOptions
+// (AckWait and MaxDeliver from the broker settings).
+func (e *env) coordinator(tb testing.TB, set func(o *Options)) *Coordinator {
 	tb.Helper()
+	opts := testOptions(tb, set)
 	opts.AckWait, opts.MaxDeliver = e.settings.AckWait, e.settings.MaxDeliver
-	if opts.Log == nil {
-		opts.Log = testutil.QuietLogger(tb)
-	}
 	c, err := New(e.db, e.nc, e.js, opts)
 	if err != nil {
 		tb.Fatal(err)

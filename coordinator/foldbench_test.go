@@ -60,7 +60,9 @@ func BenchmarkFoldDuringReplan(b *testing.B) {
 	e := newEnv(b, broker.DefaultSettings())
 	// A long Replan: the coordinator's own loop leaves planning to the
 	// benchmark.
-	c := e.coordinator(b, Options{Budget: float64(n) / (30 * 86400), HostRate: 1, Policy: policy, Replan: time.Hour})
+	c := e.coordinator(b, func(o *Options) {
+		o.Budget, o.HostRate, o.Policy, o.Replan = float64(n)/(30*86400), 1, policy, time.Hour
+	})
 	rng := rand.New(rand.NewPCG(1, 13))
 	now := time.Now()
 	recs := make([]store.URL, 0, resultURLs)

@@ -60,7 +60,7 @@ func TestRestartReconcilesTasksInFlight(t *testing.T) {
 	for i := range 6 {
 		urls = append(urls, fmt.Sprintf("http://127.0.0.%d:9/page", 10+i))
 	}
-	c1 := e.coordinator(t, Options{Budget: 50, HostRate: 20})
+	c1 := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 50, 20 })
 	addSeeds(t, c1, urls...)
 	stop1 := run(t, c1)
 	testutil.WaitFor(t, 20*time.Second, "every URL dispatched", func() bool { return len(e.streamTasks(t)) == len(urls) })
@@ -75,7 +75,7 @@ func TestRestartReconcilesTasksInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c2 := e.coordinator(t, Options{Budget: 50, HostRate: 20})
+	c2 := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 50, 20 })
 	run(t, c2)
 	testutil.WaitFor(t, 10*time.Second, "the previous run's tasks adopted", func() bool { return c2.disp.InFlight() == len(urls) })
 	testutil.WaitFor(t, 10*time.Second, "the orphan task deleted", func() bool { _, ok := e.streamTasks(t)["orphan-1"]; return !ok })
@@ -115,7 +115,7 @@ func TestRestartReconcilesTasksInFlight(t *testing.T) {
 // results stay in the stream for later.
 func TestFoldFailureShownInStatusAndHealth(t *testing.T) {
 	e := newEnv(t, testSettings())
-	c := e.coordinator(t, Options{Budget: 20, HostRate: 20})
+	c := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 20, 20 })
 	addSeeds(t, c, testURL)
 	run(t, c)
 	task, m := e.takeTask(t, 10*time.Second)
@@ -146,7 +146,7 @@ func TestFoldFailureShownInStatusAndHealth(t *testing.T) {
 // every URL.
 func TestBackupAndEstimatesAPI(t *testing.T) {
 	e := newEnv(t, testSettings())
-	c := e.coordinator(t, Options{Budget: 2, HostRate: 20})
+	c := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 2, 20 })
 	addSeeds(t, c, testURL, "http://127.0.0.2:9/other")
 	srv := httptest.NewServer(c.Handler())
 	defer srv.Close()
@@ -196,7 +196,7 @@ func TestBackupAndEstimatesAPI(t *testing.T) {
 // as soon as the next one starts, not after the consumer's AckWait.
 func TestStartFoldsResultsLeftPending(t *testing.T) {
 	e := newEnv(t, testSettings())
-	c1 := e.coordinator(t, Options{Budget: 20, HostRate: 20})
+	c1 := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 20, 20 })
 	addSeeds(t, c1, testURL)
 	stop1 := run(t, c1)
 	task, m := e.takeTask(t, 10*time.Second)
@@ -222,7 +222,7 @@ func TestStartFoldsResultsLeftPending(t *testing.T) {
 		t.Fatalf("pulled %d results, want 1", pulled)
 	}
 	start := time.Now()
-	c2 := e.coordinator(t, Options{Budget: 20, HostRate: 20})
+	c2 := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 20, 20 })
 	run(t, c2)
 	testutil.WaitFor(t, 20*time.Second, "the pending result folded", func() bool { return c2.fetches() == 1 })
 	t.Logf("folded %s after the start; the results AckWait is 10s", time.Since(start))
@@ -247,7 +247,7 @@ func TestResultsConsumerAwaited(t *testing.T) {
 	if err := e.js.DeleteConsumer(ctx, proto.ResultStream, proto.ResultConsumer); err != nil {
 		t.Fatal(err)
 	}
-	c := e.coordinator(t, Options{Budget: 50, HostRate: 20})
+	c := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 50, 20 })
 	addSeeds(t, c, "http://127.0.0.20:9/page")
 	stop := run(t, c)
 	task, m := e.takeTask(t, 10*time.Second)
@@ -266,7 +266,7 @@ func TestResultsConsumerAwaited(t *testing.T) {
 // fades both counts by one factor, so their ratio is what must survive.
 func TestRestartKeepsHazardCounts(t *testing.T) {
 	e := newEnv(t, testSettings())
-	c1 := e.coordinator(t, Options{Budget: 20, HostRate: 20})
+	c1 := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 20, 20 })
 	addSeeds(t, c1, testURL)
 	stop1 := run(t, c1)
 	e.takeTask(t, 10*time.Second) // the coordinator is past its start
@@ -287,12 +287,12 @@ func TestRestartKeepsHazardCounts(t *testing.T) {
 		}
 	}
 
-	c2 := e.coordinator(t, Options{Budget: 20, HostRate: 20})
+	c2 := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 20, 20 })
 	run(t, c2)
 	e.takeTask(t, 10*time.Second)
 	c2.disp.Do(func(s *schedule.Scheduler) { check("after the restart", s) })
 
-	sched, _, err := LoadScheduler(e.db, Options{Budget: 20, HostRate: 20, Log: testutil.QuietLogger(t)})
+	sched, _, err := LoadScheduler(e.db, testOptions(t, func(o *Options) { o.Budget, o.HostRate = 20, 20 }))
 	if err != nil {
 		t.Fatal(err)
 	}

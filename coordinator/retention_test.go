@@ -33,7 +33,7 @@ func TestRetentionAppliedWhileRunning(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	c := e.coordinator(t, Options{Budget: 5, HostRate: 20, Retention: store.Retention{Versions: 3, Changes: 5}})
+	c := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate, o.Retention.Versions, o.Retention.Changes = 5, 20, 3, 5 })
 	addSeeds(t, c, testURL)
 	run(t, c)
 

@@ -45,7 +45,7 @@ func TestScheduleSpellsURLsFromStore(t *testing.T) {
 	for i := range 6 {
 		urls = append(urls, fmt.Sprintf("http://127.0.0.%d:9/page/%d", 10+i, i))
 	}
-	c1 := e.coordinator(t, Options{Budget: 50, HostRate: 20})
+	c1 := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 50, 20 })
 	addSeeds(t, c1, urls...)
 	ids, err := e.db.URLIDs(urls)
 	if err != nil || slices.Contains(ids, 0) {
@@ -97,7 +97,7 @@ func TestScheduleSpellsURLsFromStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept := urls[:5]
-	c2 := e.coordinator(t, Options{Budget: 50, HostRate: 20})
+	c2 := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 50, 20 })
 	extra := "http://127.0.0.30:9/new"
 	addSeeds(t, c2, extra)
 	kept = append(kept, extra)

@@ -133,12 +133,12 @@ func TestWebhookReceiverDown30s(t *testing.T) {
 	}
 	srv := serve(ln)
 
-	d, err := NewDeliverer(db, Options{
-		Webhooks: []Webhook{{Name: "down", URL: "http://" + addr + "/hook", Secret: rc.secret}},
-		// Enough attempts for 30 s at a backoff of at most 1 s: nothing
-		// may become a dead letter.
-		Attempts: 1000, Backoff: 50 * time.Millisecond, MaxBackoff: time.Second, Timeout: 2 * time.Second, Log: testutil.QuietLogger(t),
-	})
+	o := DefaultOptions()
+	o.Webhooks = []Webhook{{Name: "down", URL: "http://" + addr + "/hook", Secret: rc.secret}}
+	// Enough attempts for 30 s at a backoff of at most 1 s: nothing may
+	// become a dead letter.
+	o.Attempts, o.Backoff, o.MaxBackoff, o.Timeout, o.Log = 1000, 50*time.Millisecond, time.Second, 2*time.Second, testutil.QuietLogger(t)
+	d, err := NewDeliverer(db, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,12 +230,14 @@ func TestWebhookFilters(t *testing.T) {
 	if _, err := db.Upsert([]store.URL{{URL: "http://c.example/x", Host: "c.example", Weight: 1, Webhook: urlOf[perSeed]}}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := NewDeliverer(db, Options{Secret: global, Log: testutil.QuietLogger(t), Webhooks: []Webhook{
+	o := DefaultOptions()
+	o.Secret, o.Log, o.Webhooks = global, testutil.QuietLogger(t), []Webhook{
 		{URL: urlOf[hosts], Hosts: []string{"A.example"}},
 		{URL: urlOf[prefixes], Secret: "own", Prefixes: []string{"http://b.example/news/"}},
 		{URL: urlOf[big], MinMagnitude: 0.5},
 		{URL: urlOf[all]},
-	}})
+	}
+	d, err := NewDeliverer(db, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +273,9 @@ func TestWebhookDeadLetters(t *testing.T) {
 	srv := httptest.NewServer(rc)
 	t.Cleanup(srv.Close)
 	hook := srv.URL + "/hook"
-	d, err := NewDeliverer(db, Options{Webhooks: []Webhook{{URL: hook}}, Attempts: 3, Backoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Log: testutil.QuietLogger(t)})
+	o := DefaultOptions()
+	o.Webhooks, o.Attempts, o.Backoff, o.MaxBackoff, o.Log = []Webhook{{URL: hook}}, 3, time.Millisecond, 5*time.Millisecond, testutil.QuietLogger(t)
+	d, err := NewDeliverer(db, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +329,8 @@ func TestWebhookResumesAfterRestart(t *testing.T) {
 	rc.fail = func() bool { mu.Lock(); defer mu.Unlock(); return down }
 	srv := httptest.NewServer(rc)
 	t.Cleanup(srv.Close)
-	o := Options{Webhooks: []Webhook{{URL: srv.URL}}, Attempts: 100, Backoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond, Log: testutil.QuietLogger(t)}
+	o := DefaultOptions()
+	o.Webhooks, o.Attempts, o.Backoff, o.MaxBackoff, o.Log = []Webhook{{URL: srv.URL}}, 100, time.Millisecond, 10*time.Millisecond, testutil.QuietLogger(t)
 
 	d1, err := NewDeliverer(db, o)
 	if err != nil {
@@ -354,6 +359,28 @@ func TestWebhookResumesAfterRestart(t *testing.T) {
 	testutil.WaitFor(t, 10*time.Second, "both events", func() bool { return len(rc.distinct()) == 2 })
 	if got := strings.Join(rc.distinct(), ","); got != "1,2" {
 		t.Fatalf("received %s, want 1,2", got)
+	}
+}
+
+// NewDeliverer refuses what Validate refuses, naming the field.
+func TestNewDelivererValidates(t *testing.T) {
+	db := storetest.Open(t)
+	for _, c := range []struct {
+		field string
+		set   func(*Options)
+	}{
+		{"Attempts", func(o *Options) { o.Attempts = 0 }},
+		{"Backoff", func(o *Options) { o.Backoff = 0 }},
+		{"MaxBackoff", func(o *Options) { o.MaxBackoff = 0 }},
+		{"MaxBackoff", func(o *Options) { o.Backoff, o.MaxBackoff = time.Minute, time.Second }},
+		{"Timeout", func(o *Options) { o.Timeout = -time.Second }},
+		{"UserAgent", func(o *Options) { o.UserAgent = "" }},
+	} {
+		o := DefaultOptions()
+		c.set(&o)
+		if _, err := NewDeliverer(db, o); err == nil || !strings.Contains(err.Error(), c.field+":") {
+			t.Errorf("%s: NewDeliverer = %v, want an error naming the field", c.field, err)
+		}
 	}
 }
 

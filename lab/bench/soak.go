@@ -98,6 +98,9 @@ func (o SoakOptions) withDefaults() SoakOptions {
 	if o.Day <= 0 {
 		o.Day = time.Minute
 	}
+	if o.Retention.FoldMarksAge == 0 {
+		o.Retention.FoldMarksAge = store.DefaultRetention().FoldMarksAge
+	}
 	if o.CapturePeriod <= 0 {
 		o.CapturePeriod = 2 * time.Minute
 	}
@@ -311,7 +314,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (SoakResult, error) {
 	res := SoakResult{Machine: thisMachine(), Hosts: o.Hosts, Budget: o.Budget, Day: o.Day, Warmup: o.Warmup}
 	res.Retention.Versions, res.Retention.VersionsAge = o.Retention.Versions, o.Retention.VersionsAge
 	res.Retention.Changes, res.Retention.ChangesAge = o.Retention.Changes, o.Retention.ChangesAge
-	res.Retention.FoldMarks = o.Retention.MarksAge()
+	res.Retention.FoldMarks = o.Retention.FoldMarksAge
 	site := o.Site
 	if site == nil {
 		s, st, err := startSoakSim(ctx, o)
@@ -340,7 +343,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (SoakResult, error) {
 	cfg.Workers, cfg.Concurrency = o.Workers, o.Concurrency
 	cfg.KeepVersions, cfg.KeepVersionsFor = o.Retention.Versions, o.Retention.VersionsAge
 	cfg.KeepChanges, cfg.KeepChangesFor = o.Retention.Changes, o.Retention.ChangesAge
-	cfg.KeepFoldMarks = o.Retention.MarksAge()
+	cfg.KeepFoldMarks = o.Retention.FoldMarksAge
 	if err := cfg.Validate(); err != nil {
 		return res, fmt.Errorf("soak: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,20 @@ import (
 )
 
 var t0 = time.Unix(1_700_000_000, 0)
+
+// newDispatcher is New with the defaults, a quiet log and set's changes;
+// it fails the test if New refuses them.
+func newDispatcher(t testing.TB, js jetstream.JetStream, s *schedule.Scheduler, set func(o *Options)) *Dispatcher {
+	t.Helper()
+	o := DefaultOptions()
+	o.Log = testutil.QuietLogger(t)
+	set(&o)
+	d, err := New(js, s, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
 
 // newSched returns a scheduler with the given URLs (host/path), each due
 // at t0; one fetch a second per host.
@@ -33,7 +48,7 @@ func newSched(urls ...string) *schedule.Scheduler {
 // No more than MaxInFlight tasks are out at once; finishing one frees a
 // slot.
 func TestTakeBoundsInFlight(t *testing.T) {
-	d := New(nil, newSched("a/1", "b/1", "c/1", "d/1", "e/1"), Options{MaxInFlight: 3, Log: testutil.QuietLogger(t)})
+	d := newDispatcher(t, nil, newSched("a/1", "b/1", "c/1", "d/1", "e/1"), func(o *Options) { o.MaxInFlight = 3 })
 	var ids []string
 	for range 3 {
 		task, ok, _ := d.take(t0)
@@ -54,7 +69,7 @@ func TestTakeBoundsInFlight(t *testing.T) {
 // A host has one task in flight at a time, and its next comes no sooner
 // than its gap after the previous request ended.
 func TestTakeOneTaskPerHost(t *testing.T) {
-	d := New(nil, newSched("a/1", "a/2", "a/3"), Options{Log: testutil.QuietLogger(t)})
+	d := newDispatcher(t, nil, newSched("a/1", "a/2", "a/3"), func(*Options) {})
 	first, ok, _ := d.take(t0)
 	if !ok {
 		t.Fatal("nothing due")
@@ -77,7 +92,7 @@ func TestTakeOneTaskPerHost(t *testing.T) {
 // result this run did not dispatch, if no task of its URL is in flight; a
 // result folded before only ends its task, whose URL is due again at once.
 func TestFinish(t *testing.T) {
-	d := New(nil, newSched("a/1", "b/1", "c/1"), Options{Log: testutil.QuietLogger(t)})
+	d := newDispatcher(t, nil, newSched("a/1", "b/1", "c/1"), func(*Options) {})
 	var tasks []proto.Task
 	for range 3 {
 		task, ok, _ := d.take(t0)
@@ -132,7 +147,7 @@ func TestFinish(t *testing.T) {
 
 // A task in flight too long is lost; releasing it makes its URL due again.
 func TestLostAndRelease(t *testing.T) {
-	d := New(nil, newSched("a/1"), Options{Log: testutil.QuietLogger(t)})
+	d := newDispatcher(t, nil, newSched("a/1"), func(*Options) {})
 	task, ok, _ := d.take(t0)
 	if !ok {
 		t.Fatal("nothing due")
@@ -226,13 +241,16 @@ func TestRunPublishesUnderBudget(t *testing.T) {
 	// the budget without the publish's latency, which varies under load.
 	var mu sync.Mutex
 	var granted []time.Time
-	d := New(js, s, Options{Budget: 5, Log: testutil.QuietLogger(t), Prepare: func(_ context.Context, task *proto.Task) error {
-		mu.Lock()
-		granted = append(granted, time.Now())
-		mu.Unlock()
-		task.ETag = "etag-of-" + task.URL
-		return nil
-	}})
+	d := newDispatcher(t, js, s, func(o *Options) {
+		o.Budget = 5
+		o.Prepare = func(_ context.Context, task *proto.Task) error {
+			mu.Lock()
+			granted = append(granted, time.Now())
+			mu.Unlock()
+			task.ETag = "etag-of-" + task.URL
+			return nil
+		}
+	})
 	runDispatcher(t, d)
 	var tasks []proto.Task
 	// The stream may hold a task a moment before its publish returns and
@@ -279,15 +297,18 @@ func TestRunRetriesFailedPublish(t *testing.T) {
 	s.Add(schedule.URLInfo{URL: "http://h/x", Host: "h", Weight: 1, Interval: time.Hour, NextDue: now}, now)
 	var mu sync.Mutex
 	var attempts []time.Time
-	d := New(js, s, Options{Budget: 10, RetryAfter: 300 * time.Millisecond, Log: testutil.QuietLogger(t), Prepare: func(context.Context, *proto.Task) error {
-		mu.Lock()
-		defer mu.Unlock()
-		attempts = append(attempts, time.Now())
-		if len(attempts) == 1 {
-			return errors.New("store unavailable")
+	d := newDispatcher(t, js, s, func(o *Options) {
+		o.Budget, o.RetryAfter = 10, 300*time.Millisecond
+		o.Prepare = func(context.Context, *proto.Task) error {
+			mu.Lock()
+			defer mu.Unlock()
+			attempts = append(attempts, time.Now())
+			if len(attempts) == 1 {
+				return errors.New("store unavailable")
+			}
+			return nil
 		}
-		return nil
-	}})
+	})
 	runDispatcher(t, d)
 	testutil.WaitFor(t, 20*time.Second, "the task on the stream", func() bool {
 		tasks := published(t, js)
@@ -327,7 +348,7 @@ func TestRunReleasesDuplicateTask(t *testing.T) {
 	if _, err := js.Publish(ctx, proto.TaskSubject(first.Kind), b, jetstream.WithMsgID(first.ID)); err != nil {
 		t.Fatal(err)
 	}
-	d := New(js, s, Options{Budget: 10, RetryAfter: 200 * time.Millisecond, Log: testutil.QuietLogger(t)})
+	d := newDispatcher(t, js, s, func(o *Options) { o.Budget, o.RetryAfter = 10, 200*time.Millisecond })
 	runDispatcher(t, d)
 	var tasks []proto.Task
 	testutil.WaitFor(t, 20*time.Second, "a second task for the URL under a new id", func() bool {
@@ -365,7 +386,7 @@ func TestRunPublishesWindowsWithADuplicate(t *testing.T) {
 	if _, err := js.Publish(ctx, proto.TaskSubject(dup.Kind), b, jetstream.WithMsgID(dup.ID)); err != nil {
 		t.Fatal(err)
 	}
-	d := New(js, s, Options{Budget: 1e6, MaxInFlight: 4 * n, RetryAfter: 200 * time.Millisecond, Log: testutil.QuietLogger(t)})
+	d := newDispatcher(t, js, s, func(o *Options) { o.Budget, o.MaxInFlight, o.RetryAfter = 1e6, 4*n, 200*time.Millisecond })
 	runDispatcher(t, d)
 	var tasks []proto.Task
 	// n tasks from the dispatcher (h7's under a new id), plus the one
@@ -429,5 +450,23 @@ func TestTaskIDs(t *testing.T) {
 	}
 	if a, b := taskID("http://h/x", base), taskID("http://h/y", base); a == b {
 		t.Errorf("two URLs due at once share the id %s", a)
+	}
+}
+
+// New refuses what Validate refuses, naming the field.
+func TestNewValidates(t *testing.T) {
+	for _, c := range []struct {
+		field string
+		set   func(*Options)
+	}{
+		{"Budget", func(o *Options) { o.Budget = 0 }},
+		{"MaxInFlight", func(o *Options) { o.MaxInFlight = 0 }},
+		{"RetryAfter", func(o *Options) { o.RetryAfter = 0 }},
+	} {
+		o := DefaultOptions()
+		c.set(&o)
+		if _, err := New(nil, newSched("a/1"), o); err == nil || !strings.Contains(err.Error(), c.field+":") {
+			t.Errorf("%s: New = %v, want an error naming the field", c.field, err)
+		}
 	}
 }
