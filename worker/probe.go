@@ -24,7 +24,7 @@ func (w *Worker) source(def json.RawMessage) (*source.Source, error) {
 	if ok {
 		return src, nil
 	}
-	decoded, err := source.DecodeJSON(def)
+	decoded, err := source.DecodeJSON(def, probeparse.CheckSelector)
 	if err != nil {
 		return nil, fmt.Errorf("decode source definition: %w", err)
 	}
