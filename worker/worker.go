@@ -24,10 +24,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/freshcrawl/freshcrawl/internal/broker"
-	"github.com/freshcrawl/freshcrawl/internal/source"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/worker/extract"
 	"github.com/freshcrawl/freshcrawl/worker/fetch"
+	"github.com/freshcrawl/freshcrawl/worker/probeparse"
 	"github.com/freshcrawl/freshcrawl/worker/robots"
 )
 
@@ -147,8 +147,8 @@ type Worker struct {
 	held heldTasks
 
 	mu       sync.Mutex
-	lastHost map[string]time.Time      // local safety net for host spacing
-	sources  map[string]*source.Source // compiled probe sources by definition
+	lastHost map[string]time.Time          // local safety net for host spacing
+	parsers  map[string]*probeparse.Parser // compiled probe sources by definition
 }
 
 // New builds a worker. robotsStore is shared by all workers (a JetStream KV
@@ -156,7 +156,7 @@ type Worker struct {
 func New(nc *nats.Conn, js jetstream.JetStream, robotsStore robots.Store, opts Options) *Worker {
 	opts = opts.withDefaults()
 	f := fetch.New(opts.Fetch)
-	w := &Worker{opts: opts, nc: nc, js: js, fetcher: f, extractor: extract.NewExtractor(), log: opts.Log.With("worker", opts.ID), lastHost: map[string]time.Time{}, sources: map[string]*source.Source{}}
+	w := &Worker{opts: opts, nc: nc, js: js, fetcher: f, extractor: extract.NewExtractor(), log: opts.Log.With("worker", opts.ID), lastHost: map[string]time.Time{}, parsers: map[string]*probeparse.Parser{}}
 	w.pulls.cond = sync.NewCond(&w.pulls.Mutex)
 	w.robots = robots.NewChecker(robotsStore, func(ctx context.Context, robotsURL string) (int, []byte, error) {
 		r := f.Get(ctx, robotsURL)
