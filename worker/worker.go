@@ -25,10 +25,10 @@ import (
 
 	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/optcheck"
-	"github.com/freshcrawl/freshcrawl/internal/source"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/worker/extract"
 	"github.com/freshcrawl/freshcrawl/worker/fetch"
+	"github.com/freshcrawl/freshcrawl/worker/probeparse"
 	"github.com/freshcrawl/freshcrawl/worker/robots"
 )
 
@@ -125,8 +125,8 @@ type Worker struct {
 	held heldTasks
 
 	mu       sync.Mutex
-	lastHost map[string]time.Time      // local safety net for host spacing
-	sources  map[string]*source.Source // compiled probe sources by definition
+	lastHost map[string]time.Time          // local safety net for host spacing
+	parsers  map[string]*probeparse.Parser // compiled probe sources by definition
 }
 
 // New builds a worker, or returns Validate's error. robotsStore is shared
@@ -146,7 +146,7 @@ func New(nc *nats.Conn, js jetstream.JetStream, robotsStore robots.Store, opts O
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{opts: opts, nc: nc, js: js, fetcher: f, extractor: extract.NewExtractor(), log: opts.Log.With("worker", opts.ID), lastHost: map[string]time.Time{}, sources: map[string]*source.Source{}}
+	w := &Worker{opts: opts, nc: nc, js: js, fetcher: f, extractor: extract.NewExtractor(), log: opts.Log.With("worker", opts.ID), lastHost: map[string]time.Time{}, parsers: map[string]*probeparse.Parser{}}
 	w.pulls.cond = sync.NewCond(&w.pulls.Mutex)
 	w.robots = robots.NewChecker(robotsStore, func(ctx context.Context, robotsURL string) (int, []byte, error) {
 		r := f.Get(ctx, robotsURL)

@@ -19,6 +19,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/config"
 	"github.com/freshcrawl/freshcrawl/internal/notify"
 	"github.com/freshcrawl/freshcrawl/internal/source"
+	"github.com/freshcrawl/freshcrawl/worker/probeparse"
 )
 
 // TestEveryKeyHasAFlagAndAVariable: Register makes a flag of every key,
@@ -97,7 +98,7 @@ func checkYAMLExample(t *testing.T, what, text string) {
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("%s: %v", what, err)
 	}
-	if _, err := source.Load(file); err != nil {
+	if _, err := source.Load(file, probeparse.CheckSelector); err != nil {
 		t.Errorf("%s: sources: %v", what, err)
 	}
 	// Every secret_env is taken as set.

@@ -41,6 +41,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/version"
 	"github.com/freshcrawl/freshcrawl/store"
 	"github.com/freshcrawl/freshcrawl/worker"
+	"github.com/freshcrawl/freshcrawl/worker/probeparse"
 	"github.com/freshcrawl/freshcrawl/worker/robots"
 )
 
@@ -424,7 +425,7 @@ func (n *Node) newCoordinator(o Options) error {
 	var sources []source.Source
 	var err error
 	if cfg.ConfigFile != "" {
-		if sources, err = source.Load(cfg.ConfigFile); err != nil {
+		if sources, err = source.Load(cfg.ConfigFile, probeparse.CheckSelector); err != nil {
 			return err
 		}
 	}

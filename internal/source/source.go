@@ -5,8 +5,9 @@
 // paper on keyword-search probes): where to send a query, how to read items
 // off a result page, which fields give an item's keywords, weight and
 // tracked value, and the planner's knobs (method, quota, α, interval). The
-// planning maths lives in package probe; parsing result pages in package
-// worker/probeparse.
+// planning maths lives in package probe; parsing result pages, and so the
+// CSS selectors, in package worker/probeparse: the planner uses sources but
+// never reads a page, so it links no HTML parser.
 //
 // Sources are listed under the top-level `sources:` key of the YAML config
 // file (package config skips that key and leaves it to [Load]):
@@ -46,10 +47,11 @@
 //	    alpha: 20                # content freshness to stay under over a round (§4.4); 0 = fixed interval
 //	    interval: 1              # the round length in time units (with alpha: the shortest)
 //
-// Every key is checked: unknown keys, wrong types, bad CSS selectors (parsed
-// with cascadia), bad regular expressions (RE2, so a hostile page cannot make
-// them backtrack) and inconsistent references are reported with the file,
-// the key path and the line, e.g.
+// Every key is checked: unknown keys, wrong types, bad CSS selectors (with
+// the [SelectorCheck] the caller passes, probeparse.CheckSelector), bad
+// regular expressions (RE2, so a hostile page cannot make them backtrack)
+// and inconsistent references are reported with the file, the key path and
+// the line, e.g.
 // `config.yaml: sources[0].search_url: missing {query} (line 4)`.
 package source
 
@@ -66,8 +68,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-
-	"github.com/andybalholm/cascadia"
 )
 
 // Source is one keyword-search source. Build it with [Parse] or [Load], or
@@ -155,7 +155,7 @@ type Source struct {
 	// per Interval is the source's request budget.
 	Interval float64 `json:"interval"`
 
-	c *compiled // set by Validate; read-only afterwards
+	stop []map[string]bool // per keyword spec; set by Validate, read-only afterwards
 }
 
 // Methods of reading a query's results (the paper's §5.1), the values of
@@ -233,53 +233,6 @@ type fieldError struct {
 
 func (e *fieldError) Error() string { return e.Path + ": " + e.Msg }
 
-// compiled holds the parsed selectors and patterns of a validated source.
-type compiled struct {
-	item       cascadia.Selector
-	id         *Compiled
-	total      *Compiled
-	fields     []*Compiled
-	itemFields []*Compiled
-	stop       []map[string]bool // per keyword spec
-}
-
-// Compiled is a [Field] ready to apply.
-type Compiled struct {
-	Name    string            // field name ("id", "total" for those)
-	Sel     cascadia.Selector // nil: the context element itself
-	Attr    string
-	Re      *regexp.Regexp // nil: no pattern
-	Numeric bool
-	Join    string
-}
-
-// Clean applies the pattern and numeric normalisation to a raw value (text
-// or attribute, already whitespace-collapsed). It reports false when the
-// pattern does not match or a numeric value does not parse.
-func (c *Compiled) Clean(raw string) (string, bool) {
-	v := raw
-	if c.Re != nil {
-		m := c.Re.FindStringSubmatch(raw)
-		switch {
-		case m == nil:
-			return "", false
-		case len(m) > 1:
-			v = m[1]
-		default:
-			v = m[0]
-		}
-	}
-	v = strings.TrimSpace(v)
-	if !c.Numeric {
-		return v, v != ""
-	}
-	f, ok := ParseNumber(v)
-	if !ok {
-		return "", false
-	}
-	return strconv.FormatFloat(f, 'f', -1, 64), true
-}
-
 // ParseNumber reads a number as result pages print it: thousands separators
 // (",", "_", spaces, no-break spaces) are ignored. NaN and infinities are
 // refused.
@@ -297,38 +250,27 @@ func ParseNumber(s string) (float64, bool) {
 	return f, true
 }
 
-// Matchers is the compiled parsing spec of a source, for package
-// worker/probeparse.
-type Matchers struct {
-	Item       cascadia.Selector
-	ID         *Compiled
-	Total      *Compiled // nil when the page shows no total
-	Fields     []*Compiled
-	ItemFields []*Compiled
-}
+// SelectorCheck checks the syntax of one CSS selector. Package source
+// leaves CSS to the package that applies the selectors
+// (probeparse.CheckSelector), so that the planner, which uses sources but
+// never reads a page, links no HTML parser. A nil SelectorCheck checks no
+// CSS syntax.
+type SelectorCheck func(selector string) error
 
-// Matchers returns the compiled parsing spec. A validated source returns
-// its cached form; otherwise the definition is compiled now (without
-// modifying s, so concurrent callers are safe) and any error is returned.
-func (s *Source) Matchers() (*Matchers, error) {
-	c := s.c
-	if c == nil {
-		var err error
-		if c, err = s.compile(); err != nil {
-			return nil, err
-		}
-	}
-	return &Matchers{Item: c.item, ID: c.id, Total: c.total, Fields: c.fields, ItemFields: c.itemFields}, nil
-}
-
-// Validate checks the definition, applies defaults (TimeUnit 1s, Method 1,
-// Interval 1, WeightConst 1 without WeightField) and compiles selectors and
-// patterns. Errors are *fieldErrors naming the key, joined. It must not
-// run concurrently with other uses of s. The compiled form is cached in s
-// (and shared by copies of s): call Validate again after changing a
-// definition, or the old selectors stay in use.
+// Validate checks the definition, all but the CSS syntax of its selectors
+// (which [Parse], [Load], [DecodeJSON] and [Source.Check] take a
+// [SelectorCheck] for), and applies defaults (TimeUnit 1s, Method 1,
+// Interval 1, WeightConst 1 without WeightField). Errors are *fieldErrors
+// naming the key, joined. It must not run concurrently with other uses of
+// s. Validate caches the keyword specs' stopword sets in s (shared by
+// copies of s): call Validate again after changing a definition.
 func (s *Source) Validate() error {
-	s.c = nil
+	return s.validate(nil)
+}
+
+// validate is Validate with the CSS syntax checked by sel.
+func (s *Source) validate(sel SelectorCheck) error {
+	s.stop = nil
 	if s.TimeUnit == 0 {
 		s.TimeUnit = time.Second
 	}
@@ -346,12 +288,21 @@ func (s *Source) Validate() error {
 			s.KeywordSpecs[i].Split = splitWords
 		}
 	}
-	c, err := s.compile()
+	stop, err := s.check(sel)
 	if err != nil {
 		return err
 	}
-	s.c = c
+	s.stop = stop
 	return nil
+}
+
+// Check reports the faults [Source.Validate] reports, and those sel finds
+// in the CSS selectors, without applying defaults or modifying s, so
+// concurrent callers are safe: the page parser checks a definition with it
+// before compiling the selectors.
+func (s *Source) Check(sel SelectorCheck) error {
+	_, err := s.check(sel)
+	return err
 }
 
 // problems collects the faults found in a definition, in the order they
@@ -362,10 +313,12 @@ func (p *problems) bad(path, format string, args ...any) {
 	*p = append(*p, &fieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
-func (s *Source) compile() (*compiled, error) {
+// check returns the stopword set of each keyword spec, or the faults of
+// the definition in the order they were found.
+func (s *Source) check(sel SelectorCheck) ([]map[string]bool, error) {
 	var p problems
-	// Zero values stand for the defaults Validate applies, so Matchers can
-	// compile an unvalidated source without modifying it.
+	// Zero values stand for the defaults Validate applies, so Check can
+	// judge an unvalidated source without modifying it.
 	method, interval := s.Method, s.Interval
 	if method == 0 {
 		method = methodAllPages
@@ -378,8 +331,7 @@ func (s *Source) compile() (*compiled, error) {
 	}
 	s.checkTemplates(&p, method)
 	s.checkSettings(&p, method, interval)
-	c := &compiled{}
-	s.compileSelectors(&p, c)
+	s.checkSelectors(&p, sel)
 	s.checkValueField(&p)
 	s.checkWeight(&p)
 	for _, name := range sortedKeys(s.Dissims) {
@@ -388,11 +340,11 @@ func (s *Source) compile() (*compiled, error) {
 			p.bad("dissimilarity."+name, "expected %q or %q, got %q", dissimNumeric, DissimChanged, d)
 		}
 	}
-	s.compileKeywords(&p, c)
+	stop := s.checkKeywords(&p)
 	if len(p) > 0 {
 		return nil, errors.Join(p...)
 	}
-	return c, nil
+	return stop, nil
 }
 
 // checkTemplates checks the search and item URL templates, with the
@@ -456,21 +408,17 @@ func (s *Source) checkSettings(p *problems, method int, interval float64) {
 	}
 }
 
-// compileSelectors compiles the result block selector and the fields of
-// result and item pages into c.
-func (s *Source) compileSelectors(p *problems, c *compiled) {
+// checkSelectors checks the result block selector and the fields of
+// result and item pages, the CSS syntax with sel.
+func (s *Source) checkSelectors(p *problems, sel SelectorCheck) {
 	if s.Item == "" {
 		p.bad("item", "missing (CSS selector of one result block)")
-	} else if m, err := cascadia.Compile(s.Item); err != nil {
-		p.bad("item", "expected a CSS selector: %v", err)
 	} else {
-		c.item = m
+		checkSelector(p, "item", s.Item, sel)
 	}
-	c.id = compileField(p, "id", "id", s.ID, true)
+	checkField(p, "id", s.ID, true, sel)
 	if s.Total != (Field{}) {
-		t := s.Total
-		t.Numeric = true
-		c.total = compileField(p, "total", "total", t, true)
+		checkField(p, "total", s.Total, true, sel)
 	}
 	if len(s.Fields) == 0 {
 		p.bad("fields", "missing (at least the value field)")
@@ -480,9 +428,7 @@ func (s *Source) compileSelectors(p *problems, c *compiled) {
 			p.bad("fields."+name, "%v", err)
 			continue
 		}
-		if f := compileField(p, "fields."+name, name, s.Fields[name], false); f != nil {
-			c.fields = append(c.fields, f)
-		}
+		checkField(p, "fields."+name, s.Fields[name], false, sel)
 	}
 	for _, name := range sortedKeys(s.ItemFields) {
 		if err := checkName(name); err != nil {
@@ -496,41 +442,33 @@ func (s *Source) compileSelectors(p *problems, c *compiled) {
 			p.bad("item_page.fields."+name+".selector", "missing")
 			continue
 		}
-		if cf := compileField(p, "item_page.fields."+name, name, f, true); cf != nil {
-			c.itemFields = append(c.itemFields, cf)
-		}
+		checkField(p, "item_page.fields."+name, f, true, sel)
 	}
 }
 
-// compileField compiles the field f at key path; it returns nil when f
-// has a fault.
-func compileField(p *problems, path, name string, f Field, needSel bool) *Compiled {
-	out := &Compiled{Name: name, Attr: f.Attr, Numeric: f.Numeric, Join: f.Join}
-	ok := true
+// checkSelector reports the key path when sel rejects the CSS selector.
+func checkSelector(p *problems, path, selector string, sel SelectorCheck) {
+	if sel == nil {
+		return
+	}
+	if err := sel(selector); err != nil {
+		p.bad(path, "expected a CSS selector: %v", err)
+	}
+}
+
+// checkField checks the field f at key path.
+func checkField(p *problems, path string, f Field, needSel bool, sel SelectorCheck) {
 	if f.Selector == "" && f.Attr == "" && needSel {
 		p.bad(path+".selector", "missing")
-		ok = false
 	}
 	if f.Selector != "" {
-		m, err := cascadia.Compile(f.Selector)
-		if err != nil {
-			p.bad(path+".selector", "expected a CSS selector: %v", err)
-			ok = false
-		}
-		out.Sel = m
+		checkSelector(p, path+".selector", f.Selector, sel)
 	}
 	if f.Regexp != "" {
-		re, err := regexp.Compile(f.Regexp)
-		if err != nil {
+		if _, err := regexp.Compile(f.Regexp); err != nil {
 			p.bad(path+".regexp", "expected an RE2 regular expression: %v", err)
-			ok = false
 		}
-		out.Re = re
 	}
-	if !ok {
-		return nil
-	}
-	return out
 }
 
 // checkKnown reports the key path when name is not a field of result
@@ -579,12 +517,12 @@ func (s *Source) checkWeight(p *problems) {
 	}
 }
 
-// compileKeywords checks the keyword specs and compiles their stopword
-// sets into c.
-func (s *Source) compileKeywords(p *problems, c *compiled) {
+// checkKeywords checks the keyword specs and returns their stopword sets.
+func (s *Source) checkKeywords(p *problems) []map[string]bool {
 	if len(s.KeywordSpecs) == 0 {
 		p.bad("keywords", "missing (which fields give an item's keywords)")
 	}
+	var stop []map[string]bool
 	for i, k := range s.KeywordSpecs {
 		path := fmt.Sprintf("keywords[%d]", i)
 		if k.Field == "" {
@@ -592,12 +530,17 @@ func (s *Source) compileKeywords(p *problems, c *compiled) {
 		} else {
 			s.checkKnown(p, path+".field", k.Field)
 		}
-		stop := make(map[string]bool, len(k.Stopwords))
-		for _, w := range k.Stopwords {
-			stop[strings.ToLower(w)] = true
-		}
-		c.stop = append(c.stop, stop)
+		stop = append(stop, stopSet(k.Stopwords))
 	}
+	return stop
+}
+
+func stopSet(words []string) map[string]bool {
+	set := make(map[string]bool, len(words))
+	for _, w := range words {
+		set[strings.ToLower(w)] = true
+	}
+	return set
 }
 
 // checkName keeps field names usable as YAML keys, JSON keys and in paths.
@@ -701,13 +644,10 @@ func (s *Source) Keywords(fields map[string]string) []string {
 	}
 	for i, k := range s.KeywordSpecs {
 		var stop map[string]bool
-		if s.c != nil && i < len(s.c.stop) {
-			stop = s.c.stop[i]
+		if i < len(s.stop) {
+			stop = s.stop[i]
 		} else {
-			stop = make(map[string]bool, len(k.Stopwords))
-			for _, w := range k.Stopwords {
-				stop[strings.ToLower(w)] = true
-			}
+			stop = stopSet(k.Stopwords)
 		}
 		v := fields[k.Field]
 		if k.Split == "" || k.Split == splitWords {
@@ -809,16 +749,16 @@ func (s *Source) Dissimilarity(old, new map[string]string) float64 {
 
 // DecodeJSON decodes and validates a source encoded with encoding/json (the
 // definition a probe task carries, proto.ProbeSpec.Def, so workers need no
-// config of their own). Unknown keys are rejected. References are not part
-// of the encoding.
-func DecodeJSON(b []byte) (Source, error) {
+// config of their own), the CSS syntax of its selectors with sel. Unknown
+// keys are rejected. References are not part of the encoding.
+func DecodeJSON(b []byte, sel SelectorCheck) (Source, error) {
 	var s Source
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
 		return Source{}, fmt.Errorf("source definition: %w", err)
 	}
-	if err := s.Validate(); err != nil {
+	if err := s.validate(sel); err != nil {
 		return Source{}, fmt.Errorf("source definition %q: %w", s.Name, err)
 	}
 	return s, nil

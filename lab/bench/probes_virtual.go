@@ -115,6 +115,7 @@ type probeRun struct {
 	clk     *vclock
 	sim     *sim.Sim
 	src     source.Source
+	parser  *probeparse.Parser
 	prober  *schedule.Prober
 	est     schedule.Estimator
 	handler http.Handler
@@ -148,7 +149,11 @@ func newProbeRun(o ProbesOptions, policy string, alpha float64) (*probeRun, erro
 	if err != nil {
 		return nil, err
 	}
-	r := &probeRun{clk: clk, sim: s, src: src, prober: prober,
+	parser, err := probeparse.New(&src)
+	if err != nil {
+		return nil, err
+	}
+	r := &probeRun{clk: clk, sim: s, src: src, parser: parser, prober: prober,
 		est: schedule.NewEstimator(config.Default().HalfLife, prior), handler: s.SearchHandler()}
 	listed := s.SearchItems()
 	r.ids = make([]string, len(listed))
@@ -211,7 +216,7 @@ func (r *probeRun) send(pr schedule.ProbeRequest, at time.Time) error {
 	if pr.Item != "" {
 		switch rec.Code {
 		case http.StatusOK:
-			pi, err := probeparse.ParseItem(&r.src, pr.Item, body)
+			pi, err := r.parser.Item(pr.Item, body)
 			if err != nil {
 				return fmt.Errorf("bench: item %s: %w", pr.Item, err)
 			}
@@ -224,7 +229,7 @@ func (r *probeRun) send(pr schedule.ProbeRequest, at time.Time) error {
 	if rec.Code != http.StatusOK {
 		return fmt.Errorf("bench: %s: status %d", req.URL, rec.Code)
 	}
-	found, total, err := probeparse.ParseResults(&r.src, body)
+	found, total, err := r.parser.Results(body)
 	if err != nil {
 		return fmt.Errorf("bench: %s: %w", req.URL, err)
 	}

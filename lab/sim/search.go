@@ -19,6 +19,7 @@ import (
 	"unicode"
 
 	"github.com/freshcrawl/freshcrawl/internal/source"
+	"github.com/freshcrawl/freshcrawl/worker/probeparse"
 )
 
 // SearchConfig adds a keyword-search source to one host of the site: the
@@ -675,7 +676,7 @@ func (s *Sim) SearchSource() (source.Source, error) {
 	if s.search == nil {
 		return source.Source{}, fmt.Errorf("sim: no search source (Config.Search is nil)")
 	}
-	srcs, err := source.Parse([]byte(s.searchSourceYAML()), "sim search source")
+	srcs, err := source.Parse([]byte(s.searchSourceYAML()), "sim search source", probeparse.CheckSelector)
 	if err != nil {
 		return source.Source{}, err
 	}
