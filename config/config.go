@@ -494,7 +494,7 @@ func (c *Config) Validate() error {
 	}
 	// The default noise rules, compiled as a worker compiles them: each
 	// key's on its own, so that every bad one is named, then together.
-	rules := c.DefaultIgnore()
+	rules := c.defaultIgnore()
 	bad := false
 	for _, r := range []proto.IgnoreRules{{Selectors: rules.Selectors}, {Patterns: rules.Patterns}, {MinChange: rules.MinChange}} {
 		if _, err := extract.Compile("", r); err != nil {
@@ -579,8 +579,8 @@ func (c *Config) coordinatorOptions() (coordinator.Options, error) {
 	o := coordinator.DefaultOptions()
 	o.Budget, o.HostRate, o.MaxInFlight = c.Budget.PerSecond(), c.HostRate.PerSecond(), c.MaxInFlight
 	o.Replan, o.PriorRate, o.HalfLife, o.ExploreShare = c.Replan, c.PriorRate.PerSecond(), c.HalfLife, c.Explore
-	o.LMSkew, o.ProbePolicy, o.CaptureUniform, o.DefaultIgnore = c.LMSkew, c.ProbePolicy, c.CaptureUniform, c.DefaultIgnore()
-	o.AckWait, o.MaxDeliver, o.Retention = c.AckWait, c.MaxDeliver, c.Retention()
+	o.LMSkew, o.ProbePolicy, o.CaptureUniform, o.DefaultIgnore = c.LMSkew, c.ProbePolicy, c.CaptureUniform, c.defaultIgnore()
+	o.AckWait, o.MaxDeliver, o.Retention = c.AckWait, c.MaxDeliver, c.retention()
 	o.Webhooks.Secret, o.Webhooks.Attempts, o.Webhooks.Timeout = c.WebhookSecret, c.WebhookAttempts, c.WebhookTimeout
 	o.Webhooks.Backoff, o.Webhooks.MaxBackoff = c.WebhookBackoff, c.WebhookMaxBackoff
 	policy, err := schedule.OperatorPolicy(c.Policy, c.Objective)
@@ -641,15 +641,15 @@ func ruleKey(err error) string {
 	return re.Field
 }
 
-// Retention is the store's retention the keep-* keys set.
-func (c *Config) Retention() store.Retention {
+// retention is the store's retention the keep-* keys set.
+func (c *Config) retention() store.Retention {
 	r := store.DefaultRetention()
 	r.Versions, r.VersionsAge, r.Changes, r.ChangesAge, r.FoldMarksAge = c.KeepVersions, c.KeepVersionsFor, c.KeepChanges, c.KeepChangesFor, c.KeepFoldMarks
 	return r
 }
 
-// DefaultIgnore is the noise rules every URL gets.
-func (c *Config) DefaultIgnore() proto.IgnoreRules {
+// defaultIgnore is the noise rules every URL gets.
+func (c *Config) defaultIgnore() proto.IgnoreRules {
 	r := proto.IgnoreRules{Patterns: c.IgnorePatterns, MinChange: c.MinChange}
 	if c.IgnoreSelector != "" {
 		r.Selectors = []string{c.IgnoreSelector}

@@ -197,7 +197,7 @@ func TestDefaultsAreThePackagesDefaults(t *testing.T) {
 	if bs != want2 {
 		t.Errorf("broker settings of the defaults:\n%+v\nwant\n%+v", bs, want2)
 	}
-	if r := cfg.Retention(); r != store.DefaultRetention() {
+	if r := cfg.retention(); r != store.DefaultRetention() {
 		t.Errorf("retention of the defaults %+v", r)
 	}
 }

@@ -128,9 +128,11 @@ func DefaultOptions() Options {
 func (o Options) Validate() error {
 	var errs optcheck.Errors
 	errs.Check("", o.schedulerOptions(nil, nil).Validate())
-	if o.MaxInFlight <= 0 {
-		errs.Check("MaxInFlight", fmt.Errorf("must be > 0, got %d", o.MaxInFlight))
-	}
+	// The dispatcher checks what it is given; the budget is the
+	// scheduler's check above, so only the dispatcher's own field goes.
+	do := dispatch.DefaultOptions()
+	do.MaxInFlight = o.MaxInFlight
+	errs.Check("", do.Validate())
 	// At least a second, because HTTP dates have whole seconds.
 	if o.LMSkew < time.Second {
 		errs.Check("LMSkew", fmt.Errorf("must be ≥ 1s (HTTP dates have whole seconds), got %s", o.LMSkew))

@@ -48,6 +48,7 @@ const (
 	exitDamaged    = 3 // the store is damaged
 	exitInUse      = 4 // held by another process: the store's lock, the coordinator lease, a listen address
 	exitWrongStore = 5 // a coordinator would take over a crawl with a store that is not the crawl's
+	exitNewerStore = 6 // the store was written by a newer freshcrawl
 )
 
 // exitStatus maps an error to the process's exit status.
@@ -59,6 +60,8 @@ func exitStatus(err error) int {
 		return exitInUse
 	case errors.Is(err, node.ErrWrongStore):
 		return exitWrongStore
+	case errors.Is(err, store.ErrNewerFormat):
+		return exitNewerStore
 	}
 	return 1
 }

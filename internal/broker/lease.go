@@ -27,8 +27,8 @@ import (
 // its own: its last value stays, so a newcomer can tell which store the
 // crawl was last written to (docs/design.md §2.6).
 const (
-	// LeaseBucket is the key-value bucket of coordinator leases.
-	LeaseBucket = "freshcrawl_leader"
+	// leaseBucket is the key-value bucket of coordinator leases.
+	leaseBucket = "freshcrawl_leader"
 	leaseKey    = "coordinator"
 )
 
@@ -75,7 +75,7 @@ func (e *leaseHeldError) Is(target error) bool { return target == ErrLeaseHeld }
 // LeaseKV opens (creating if needed) the lease bucket.
 func LeaseKV(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      LeaseBucket,
+		Bucket:      leaseBucket,
 		Description: "the coordinator lease: one active coordinator per crawl",
 		History:     1,
 		Replicas:    max(replicas, 1),

@@ -414,8 +414,24 @@ func (c *checker) implements(fn *types.Func) bool {
 	return false
 }
 
-// isInternal reports whether path is a package under the module's
-// internal/ directory.
+// isInternal reports whether path is a package whose exports serve only
+// the module: one under an internal/ directory, or one of the product's
+// own packages (the coordinator, the worker, the store, the wire contract
+// and the settings), which other programs are not meant to build on. The
+// maths packages are libraries with a public surface of their own, and
+// the lab and the commands export nothing anyone imports.
 func isInternal(module, path string) bool {
-	return strings.HasPrefix(path, module+"/internal/")
+	rel, ok := strings.CutPrefix(path, module+"/")
+	if !ok {
+		return false
+	}
+	if strings.HasPrefix(rel, "internal/") || strings.Contains(rel, "/internal/") {
+		return true
+	}
+	for _, p := range []string{"config", "coordinator", "proto", "store", "worker"} {
+		if rel == p || strings.HasPrefix(rel, p+"/") {
+			return true
+		}
+	}
+	return false
 }
