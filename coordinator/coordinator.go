@@ -236,12 +236,14 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 		opts.Log = slog.Default()
 	}
 	c := &Coordinator{opts: opts, db: db, nc: nc, js: js, log: opts.Log.With("role", "coordinator")}
-	est, sched := newSchedule(opts, db, c.log)
+	est, sched, err := newSchedule(opts, db, c.log)
+	if err != nil {
+		return nil, err
+	}
 	c.opts.Policy = sched.Policy()
 	est.Trust.ClockSkew = opts.LMSkew.Seconds()
 	do := dispatch.DefaultOptions()
 	do.Budget, do.MaxInFlight, do.Prepare, do.Log = opts.Budget, opts.MaxInFlight, c.prepare, c.log
-	var err error
 	if c.disp, err = dispatch.New(js, sched, do); err != nil {
 		return nil, err
 	}
@@ -400,7 +402,10 @@ func LoadScheduler(db *store.DB, opts Options) (*schedule.Scheduler, int, error)
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	est, sched := newSchedule(opts, db, opts.Log)
+	est, sched, err := newSchedule(opts, db, opts.Log)
+	if err != nil {
+		return nil, 0, err
+	}
 	c := &Coordinator{opts: opts, db: db, est: est, log: opts.Log}
 	n, err := c.loadInto(func(fn func(*schedule.Scheduler)) { fn(sched) })
 	return sched, n, err
@@ -409,10 +414,10 @@ func LoadScheduler(db *store.DB, opts Options) (*schedule.Scheduler, int, error)
 // newSchedule builds the estimator and the scheduler of opts. The
 // scheduler holds each URL's store id, not the URL, and spells URLs
 // through db (storeURLs).
-func newSchedule(opts Options, db *store.DB, log *slog.Logger) (schedule.Estimator, *schedule.Scheduler) {
+func newSchedule(opts Options, db *store.DB, log *slog.Logger) (schedule.Estimator, *schedule.Scheduler, error) {
 	est := schedule.NewEstimator(opts.HalfLife, opts.PriorRate)
-	sched := schedule.NewScheduler(opts.schedulerOptions(est.Priors, storeURLs{db: db, log: log}))
-	return est, sched
+	sched, err := schedule.NewScheduler(opts.schedulerOptions(est.Priors, storeURLs{db: db, log: log}))
+	return est, sched, err
 }
 
 // schedulerOptions are the scheduler's options of o, with the priors it
@@ -687,9 +692,6 @@ func replanNotBefore(start, end time.Time) time.Time {
 // releases tasks that are lost for good.
 func (c *Coordinator) maintainLoop(ctx context.Context) error {
 	replanEvery := c.opts.Replan
-	if replanEvery <= 0 {
-		replanEvery = schedule.DefaultReplan
-	}
 	var nextPlan time.Time // the earliest re-plan for moved estimates
 	tick := time.NewTicker(maintainPeriod(c.opts.Replan))
 	defer tick.Stop()

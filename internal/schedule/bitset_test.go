@@ -69,7 +69,7 @@ func TestBitsetMatchesBools(t *testing.T) {
 // (which moves the elements after a removed one down) and new URLs added
 // after it, and a snapshot reads what the scheduler holds.
 func TestFlagBitsFollowURLs(t *testing.T) {
-	s, now := randomScheduler(t, 300, 7, 5, nil)
+	s, now := randomScheduler(t, 300, 7, 5, DefaultSchedulerOptions().Policy)
 	rng := rand.New(rand.NewPCG(5, 16))
 	urls := make([]string, len(s.list))
 	for i, e := range entriesOf(s, s.list) {

@@ -27,7 +27,7 @@ func TestCaptureLearnsPhases(t *testing.T) {
 	}
 	sort.Slice(updates, func(i, j int) bool { return updates[i].Before(updates[j]) })
 
-	s := NewScheduler(SchedulerOptions{Budget: 10, HostRate: 10})
+	s := newTestScheduler(t, func(o *SchedulerOptions) { o.Budget, o.HostRate = 10, 10 })
 	s.Add(URLInfo{URL: "http://h/feed", Host: "h", Weight: 1, Capture: true, Period: time.Minute, Polls: 2, Rate: 2.0 / 60}, base)
 
 	versionAt := func(at time.Time) int {
@@ -124,7 +124,7 @@ func TestCaptureLearnsFromIntervals(t *testing.T) {
 			return sort.Search(len(updates), func(i int) bool { return updates[i].After(at) })
 		}
 		// 0.25 fetches a second: a poll every 4 s until the period is known
-		s := NewScheduler(SchedulerOptions{Budget: 1, HostRate: 10})
+		s := newTestScheduler(t, func(o *SchedulerOptions) { o.Budget, o.HostRate = 1, 10 })
 		s.Add(URLInfo{URL: "http://h/feed", Host: "h", Weight: 1, Capture: true, Polls: 2}, base)
 		captured := map[int]bool{}
 		last := -1
@@ -219,7 +219,7 @@ func TestCaptureFollowsDrift(t *testing.T) {
 	versionAt := func(at time.Time) int {
 		return sort.Search(len(updates), func(i int) bool { return updates[i].After(at) })
 	}
-	s := NewScheduler(SchedulerOptions{Budget: 1, HostRate: 10})
+	s := newTestScheduler(t, func(o *SchedulerOptions) { o.Budget, o.HostRate = 1, 10 })
 	s.Add(URLInfo{URL: "http://h/p", Host: "h", Weight: 1, Capture: true, Period: time.Minute, Polls: 2}, base)
 	captured := map[int]bool{}
 	last := -1
@@ -273,7 +273,7 @@ func TestCaptureFollowsDrift(t *testing.T) {
 // phases are learnt again without a single new poll.
 func TestCaptureRelearnsFromStoredVersions(t *testing.T) {
 	base := time.Unix(1_700_000_040, 0)
-	s := NewScheduler(SchedulerOptions{Budget: 10, HostRate: 10})
+	s := newTestScheduler(t, func(o *SchedulerOptions) { o.Budget, o.HostRate = 10, 10 })
 	s.Add(URLInfo{URL: "http://h/p", Host: "h", Weight: 1, Capture: true, Period: time.Minute, Polls: 2}, base)
 	at := func(sec float64) time.Time { return base.Add(time.Duration(sec * float64(time.Second))) }
 	s.ObserveVersion("http://h/p", time.Time{}, at(1), false, at(1)) // the first version

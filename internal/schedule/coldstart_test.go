@@ -44,7 +44,10 @@ func TestColdStartSpendsBudgetAfterFirstPass(t *testing.T) {
 	budget := float64(n) / first.Seconds()
 	halfLife := 20 * first
 	est := NewEstimator(halfLife, 1e-3)
-	s := NewScheduler(SchedulerOptions{Budget: budget, HostRate: 1, Policy: slowFastPolicy{}, Replan: first / 10, HalfLife: halfLife, Priors: est.Priors})
+	s := newTestScheduler(t, func(o *SchedulerOptions) {
+		o.Budget, o.HostRate, o.Policy = budget, 1, slowFastPolicy{}
+		o.Replan, o.HalfLife, o.Priors = first/10, halfLife, est.Priors
+	})
 	urls := make([]URLInfo, n)
 	for i := range urls {
 		h := fmt.Sprintf("h%d", i%hosts)
@@ -82,7 +85,10 @@ func TestColdStartWeightedFirstPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewScheduler(SchedulerOptions{Budget: budget, HostRate: 10 * budget / hosts, Policy: pol, Replan: day, HalfLife: halfLife, Priors: est.Priors})
+	s := newTestScheduler(t, func(o *SchedulerOptions) {
+		o.Budget, o.HostRate, o.Policy = budget, 10*budget/hosts, pol
+		o.Replan, o.HalfLife, o.Priors = day, halfLife, est.Priors
+	})
 	rng := rand.New(rand.NewPCG(1, 11))
 	mix := []struct{ share, perDay float64 }{{0.23, 1}, {0.15, 1.0 / 7}, {0.16, 1.0 / 30}, {0.16, 1.0 / 90}, {0.30, 1.0 / 365}}
 	urls := make([]URLInfo, n)
@@ -195,7 +201,7 @@ func coldStart(t *testing.T, s *Scheduler, est Estimator, urls []URLInfo, first 
 // due earlier; the refetch goes once no such host is free.
 func TestNeverFetchedGoFirst(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
-	s := NewScheduler(SchedulerOptions{Budget: 1, HostRate: 1})
+	s := newTestScheduler(t, func(o *SchedulerOptions) { o.Budget, o.HostRate = 1, 1 })
 	s.Add(URLInfo{URL: "http://a/old", Host: "a", Weight: 1, Rate: 1e-5, Interval: time.Hour, NextDue: now.Add(-2 * time.Hour), LastOK: now.Add(-3 * time.Hour)}, now)
 	s.Add(URLInfo{URL: "http://b/new", Host: "b", Weight: 1, Rate: 1e-5, Interval: time.Hour, NextDue: now.Add(-time.Hour)}, now)
 	var got []string

@@ -9,51 +9,43 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/optcheck"
 )
 
-// Defaults of the scheduling settings. NewScheduler fills a zero field of
-// SchedulerOptions with them; DefaultSchedulerOptions holds them all, and
-// the coordinator's options (hence the config, the CLI, the README and
-// the compose file) take them from there.
+// Defaults of the settings that are not fields of SchedulerOptions: the
+// policy and the objective by name, which the configuration names them by
+// (SchedulerOptions.Policy is the policy they make), and the coordinator's
+// Last-Modified skew and probe policy.
 const (
-	// DefaultBudget is the total fetches per second.
-	DefaultBudget = 10.0
-	// DefaultHostRate is the most fetches per second of one host.
-	DefaultHostRate = 1.0
 	// DefaultPolicy and DefaultObjective: the optimal allocation for
 	// freshness (Cho & Garcia-Molina), which is what freshcrawl is for.
 	DefaultPolicy    = "optimal"
 	DefaultObjective = "freshness"
-	// DefaultReplan is the longest time between two plans.
-	DefaultReplan = 30 * time.Second
-	// DefaultExploreShare is the largest share of the budget (and of each
-	// host's cap) the optimal policy's exploration may take: probes of
-	// URLs whose rate is not resolved and rechecks of URLs given up
-	// (docs/design.md §3.7). Policies with no multiplier keep URLs they
-	// give up on at this share of budget/URLs instead.
-	DefaultExploreShare = 0.1
-	// DefaultPriorRate is the change rate, per second, assumed for a URL
-	// never observed: a quarter of a change a day, the mean of the page
-	// population Cho & Garcia-Molina measured, as in estimate.DefaultPrior.
-	DefaultPriorRate = 0.25 / 86400
-	// DefaultHalfLife is the age at which an observation counts half in a
-	// change-rate estimate.
-	DefaultHalfLife = 90 * 24 * time.Hour
 	// DefaultLMSkew is the clock skew tolerated when checking whether a
 	// server's Last-Modified can be trusted, as in
 	// estimate.DefaultTrustConfig.
 	DefaultLMSkew = time.Minute
 	// DefaultProbePolicy refreshes tracked items with keyword probes.
 	DefaultProbePolicy = ProbeGreedy
-	// DefaultDisallowRetry is how often a URL disallowed by robots.txt is
-	// checked again.
-	DefaultDisallowRetry = time.Hour
 )
 
 // DefaultSchedulerOptions hold the default of every field but Priors and
-// URLs, which have none; the coordinator's options take theirs from here.
+// URLs, which have none, and CaptureUniform, which is off. NewScheduler
+// takes its options as they are, so a caller starts from these and
+// changes what it sets; the coordinator's options (hence the config, the
+// CLI, the README and the compose file) take their defaults from here.
 func DefaultSchedulerOptions() SchedulerOptions {
 	return SchedulerOptions{
-		Budget: DefaultBudget, HostRate: DefaultHostRate, Policy: defaultPolicy(), ExploreShare: DefaultExploreShare,
-		PriorRate: DefaultPriorRate, HalfLife: DefaultHalfLife, Replan: DefaultReplan, DisallowRetry: DefaultDisallowRetry,
+		Budget:   10, // fetches per second
+		HostRate: 1,  // fetches per second of one host
+		Policy:   defaultPolicy(),
+		// Exploration takes at most a tenth of the budget, and policies
+		// with no multiplier keep URLs they give up on at a tenth of the
+		// uniform share.
+		ExploreShare: 0.1,
+		// A quarter of a change a day, the mean of the page population
+		// Cho & Garcia-Molina measured, as in estimate.DefaultPrior.
+		PriorRate:     0.25 / 86400,
+		HalfLife:      90 * 24 * time.Hour,
+		Replan:        30 * time.Second,
+		DisallowRetry: time.Hour,
 	}
 }
 

@@ -7,29 +7,49 @@ import (
 	"time"
 )
 
-// The zero SchedulerOptions mean the defaults; the default policy is the
-// one the CLI defaults to.
-func TestZeroOptionsAreTheDefaults(t *testing.T) {
-	s := NewScheduler(SchedulerOptions{})
+// newTestScheduler is NewScheduler on DefaultSchedulerOptions as set
+// changes them; options NewScheduler refuses fail tb.
+func newTestScheduler(tb testing.TB, set func(*SchedulerOptions)) *Scheduler {
+	tb.Helper()
+	o := DefaultSchedulerOptions()
+	set(&o)
+	s, err := NewScheduler(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// DefaultSchedulerOptions pass Validate, NewScheduler keeps them as they
+// are, and their policy is the one the CLI defaults to.
+func TestDefaultSchedulerOptions(t *testing.T) {
+	d := DefaultSchedulerOptions()
+	if err := d.Validate(); err != nil {
+		t.Fatalf("the defaults refused: %v", err)
+	}
+	s, err := NewScheduler(d)
+	if err != nil {
+		t.Fatal(err)
+	}
 	o := s.o
-	if o.Budget != DefaultBudget || o.HostRate != DefaultHostRate || o.ExploreShare != DefaultExploreShare || o.Replan != DefaultReplan || o.DisallowRetry != DefaultDisallowRetry {
-		t.Errorf("zero options became %+v", o)
+	if d.Budget != o.Budget || d.HostRate != o.HostRate || d.ExploreShare != o.ExploreShare || d.Replan != o.Replan || d.DisallowRetry != o.DisallowRetry || d.HalfLife != o.HalfLife || d.PriorRate != o.PriorRate || d.Policy.Name() != o.Policy.Name() {
+		t.Errorf("DefaultSchedulerOptions %+v, the scheduler's %+v", d, o)
 	}
 	if got := s.Policy().Name(); got != DefaultPolicy {
 		t.Errorf("default policy %q, want %q", got, DefaultPolicy)
 	}
 }
 
-// DefaultSchedulerOptions are what NewScheduler makes of zero fields, and
-// they pass Validate.
-func TestDefaultSchedulerOptions(t *testing.T) {
-	d := DefaultSchedulerOptions()
-	if err := d.Validate(); err != nil {
-		t.Fatalf("the defaults refused: %v", err)
+// NewScheduler refuses what Validate refuses, the zero options first: a
+// zero field is not a default.
+func TestNewSchedulerRefusesInvalidOptions(t *testing.T) {
+	if _, err := NewScheduler(SchedulerOptions{}); err == nil || !strings.Contains(err.Error(), "Budget:") {
+		t.Errorf("zero options: %v, want an error naming Budget", err)
 	}
-	z := NewScheduler(SchedulerOptions{}).o
-	if d.Budget != z.Budget || d.HostRate != z.HostRate || d.ExploreShare != z.ExploreShare || d.Replan != z.Replan || d.DisallowRetry != z.DisallowRetry || d.HalfLife != z.HalfLife || d.Policy.Name() != z.Policy.Name() {
-		t.Errorf("DefaultSchedulerOptions %+v, NewScheduler's defaults %+v", d, z)
+	o := DefaultSchedulerOptions()
+	o.ExploreShare = 0
+	if s, err := NewScheduler(o); err == nil || s != nil || !strings.Contains(err.Error(), "ExploreShare:") {
+		t.Errorf("a zero ExploreShare: %v, %v, want no scheduler and an error naming the field", s, err)
 	}
 }
 

@@ -103,7 +103,7 @@ func TestRestartAtCollectionHazard(t *testing.T) {
 func TestGivenUpAlwaysRechecked(t *testing.T) {
 	const share = 0.03
 	day := 24 * time.Hour
-	est, s := exploreScheduler(share)
+	est, s := exploreScheduler(t, share)
 	now := time.Unix(1_700_000_000, 0).Add(200 * day)
 	n := 0
 	for h := range 4 {
@@ -172,7 +172,7 @@ func learnEvery(est Estimator, url, host string, st *EstimateState, t0 time.Time
 // estimator state (Add).
 func TestDatedRecheckIsOneFetch(t *testing.T) {
 	day := 24 * time.Hour
-	est, s := exploreScheduler(0.1)
+	est, s := exploreScheduler(t, 0.1)
 	now := time.Unix(1_700_000_000, 0).Add(200 * day)
 	n := 0
 	fast := map[string]bool{} // fast URLs: dated or not
@@ -262,7 +262,7 @@ func TestDatedRecheckIsOneFetch(t *testing.T) {
 // URLs marked dated, as Done marks them after a fetch the estimator dated.
 func TestDatedNeverPaired(t *testing.T) {
 	day := 24 * time.Hour
-	est, s := exploreScheduler(0.05)
+	est, s := exploreScheduler(t, 0.05)
 	now := time.Unix(1_700_000_000, 0).Add(200 * day)
 	n := 0
 	for h := range 4 {
@@ -328,12 +328,16 @@ func planTwice(t *testing.T, s *Scheduler, now time.Time, n int) *PlanJob {
 // plan 120 URLs on 4 hosts with: 40 fetches a day, 15 a day per host, a
 // 90-day half-life and the given exploration share, under the optimal
 // policy, or pol when one is given.
-func exploreScheduler(share float64, pol ...Policy) (Estimator, *Scheduler) {
+func exploreScheduler(t *testing.T, share float64, pol ...Policy) (Estimator, *Scheduler) {
+	t.Helper()
 	day := 24 * time.Hour
 	est := NewEstimator(90*day, 0.25/86400)
-	o := SchedulerOptions{Budget: 40.0 / 86400, HostRate: 15.0 / 86400, ExploreShare: share, Priors: est.Priors, HalfLife: 90 * day}
-	if len(pol) > 0 {
-		o.Policy = pol[0]
-	}
-	return est, NewScheduler(o)
+	s := newTestScheduler(t, func(o *SchedulerOptions) {
+		o.Budget, o.HostRate, o.ExploreShare = 40.0/86400, 15.0/86400, share
+		o.Priors, o.HalfLife = est.Priors, 90*day
+		if len(pol) > 0 {
+			o.Policy = pol[0]
+		}
+	})
+	return est, s
 }

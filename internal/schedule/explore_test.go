@@ -171,7 +171,7 @@ func learnAllChanged(est Estimator, url, host string, st *EstimateState, t0 time
 func TestExplorationWithinShareAndCaps(t *testing.T) {
 	const share = 0.2
 	day := 24 * time.Hour
-	est, s := exploreScheduler(share)
+	est, s := exploreScheduler(t, share)
 	t0 := time.Unix(1_700_000_000, 0)
 	now := t0.Add(200 * day)
 	n := 0
@@ -377,7 +377,7 @@ func TestFloorForKeptURLs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	est, s := exploreScheduler(share, prop)
+	est, s := exploreScheduler(t, share, prop)
 	t0 := time.Unix(1_700_000_000, 0)
 	now := t0.Add(400 * day)
 	n := 0

@@ -15,7 +15,7 @@ func TestSaturatedHostKeepsCapturePhases(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	// Uniform: every URL gets a share whatever its rate, so the three
 	// freshness URLs fill the host.
-	s := NewScheduler(SchedulerOptions{Budget: 4, HostRate: 4, Policy: uniformPolicy{}})
+	s := newTestScheduler(t, func(o *SchedulerOptions) { o.Budget, o.HostRate, o.Policy = 4, 4, uniformPolicy{} })
 	for _, u := range []string{"http://h/1", "http://h/2", "http://h/3"} {
 		s.Add(URLInfo{URL: u, Host: "h", Weight: 1}, now)
 	}

@@ -19,7 +19,9 @@ func TestGrowPlansAlike(t *testing.T) {
 	build := func(grow bool) *Scheduler {
 		// Each its own priors: a plan refits the ones it is given.
 		est := NewEstimator(7*24*time.Hour, 1.0/86400)
-		s := NewScheduler(SchedulerOptions{Budget: 1, HostRate: 1, Priors: est.Priors, HalfLife: 7 * 24 * time.Hour})
+		s := newTestScheduler(t, func(o *SchedulerOptions) {
+			o.Budget, o.HostRate, o.Priors, o.HalfLife = 1, 1, est.Priors, 7*24*time.Hour
+		})
 		if grow {
 			s.Grow(1000)
 		}

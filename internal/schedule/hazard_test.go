@@ -13,11 +13,13 @@ import (
 func TestHazardCountsRestore(t *testing.T) {
 	day := 24 * time.Hour
 	est := NewEstimator(90*day, 0.25/86400)
-	opts := SchedulerOptions{Budget: 10.0 / 86400, HostRate: 1, Priors: est.Priors, HalfLife: 90 * day}
+	opts := func(o *SchedulerOptions) {
+		o.Budget, o.HostRate, o.Priors, o.HalfLife = 10.0/86400, 1, est.Priors, 90*day
+	}
 	urls := []string{"http://a/steady", "http://a/turns"}
 	t0 := time.Unix(1_700_000_000, 0)
 	fresh := func() *Scheduler {
-		s := NewScheduler(opts)
+		s := newTestScheduler(t, opts)
 		for _, u := range urls {
 			s.Add(URLInfo{URL: u, Host: "a", Weight: 1, Rate: 0.25 / 86400}, t0)
 		}

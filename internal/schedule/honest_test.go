@@ -18,7 +18,9 @@ import (
 func TestModelFreshnessHonest(t *testing.T) {
 	day := 24 * time.Hour
 	est := NewEstimator(90*day, 0.25/86400)
-	s := NewScheduler(SchedulerOptions{Budget: 10.0 / 86400, HostRate: 1, Priors: est.Priors, HalfLife: 90 * day})
+	s := newTestScheduler(t, func(o *SchedulerOptions) {
+		o.Budget, o.HostRate, o.Priors, o.HalfLife = 10.0/86400, 1, est.Priors, 90*day
+	})
 	t0 := time.Unix(1_700_000_000, 0)
 	for _, u := range []string{"http://a/fast", "http://a/slow", "http://b/never"} {
 		s.Add(URLInfo{URL: u, Host: u[7:8], Weight: 1, Rate: 0.25 / 86400}, t0)
@@ -118,7 +120,10 @@ func peerModel(t *testing.T, minIv, maxIv float64, seed uint64) (model, truth, p
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewScheduler(SchedulerOptions{Budget: urls / 30.0 / 86400, HostRate: 1, Policy: pol, Priors: est.Priors, HalfLife: 90 * day})
+	s := newTestScheduler(t, func(o *SchedulerOptions) {
+		o.Budget, o.HostRate, o.Policy = urls/30.0/86400, 1, pol
+		o.Priors, o.HalfLife = est.Priors, 90*day
+	})
 	rng := rand.New(rand.NewPCG(seed, 3))
 	t0 := time.Unix(1_700_000_000, 0)
 	type page struct {

@@ -17,7 +17,7 @@ func newLifeSched(t *testing.T, n int) *Scheduler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewScheduler(SchedulerOptions{Budget: 10, HostRate: 100, Policy: pol})
+	s := newTestScheduler(t, func(o *SchedulerOptions) { o.Budget, o.HostRate, o.Policy = 10, 100, pol })
 	for i := range n {
 		s.Add(URLInfo{URL: fmt.Sprintf("http://h%d/%d", i%2, i), Host: fmt.Sprintf("h%d", i%2), Weight: 1, Rate: 0.1, NextDue: t0}, t0)
 	}
@@ -101,7 +101,7 @@ func TestPauseWhileInFlight(t *testing.T) {
 }
 
 func TestRemoveQueuedAndInFlight(t *testing.T) {
-	s := NewScheduler(SchedulerOptions{Budget: 10, HostRate: 1})
+	s := newTestScheduler(t, func(o *SchedulerOptions) { o.Budget, o.HostRate = 10, 1 })
 	for i := range 3 {
 		s.Add(URLInfo{URL: fmt.Sprintf("http://h/%d", i), Host: "h", Weight: 1, Rate: 0.1, NextDue: t0}, t0)
 	}
@@ -158,7 +158,7 @@ func TestRemoveKeepsPlanAligned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewScheduler(SchedulerOptions{Budget: 1, HostRate: 100, Policy: pol})
+	s := newTestScheduler(t, func(o *SchedulerOptions) { o.Budget, o.HostRate, o.Policy = 1, 100, pol })
 	// Fast-changing URLs are given up on under a small budget; the slow
 	// ones are not.
 	for i := range 10 {
@@ -276,7 +276,7 @@ func TestFreshnessBand(t *testing.T) {
 // same due time again would give the same task id, which JetStream drops
 // as a duplicate, and the URL would stay in flight.
 func TestCaptureEarlyFetchMovesOn(t *testing.T) {
-	s := NewScheduler(SchedulerOptions{Budget: 10, HostRate: 100})
+	s := newTestScheduler(t, func(o *SchedulerOptions) { o.Budget, o.HostRate = 10, 100 })
 	u := "http://h/cap"
 	s.Add(URLInfo{URL: u, Host: "h", Weight: 1, Rate: 0.1, Capture: true, Period: 10 * time.Second, Polls: 2, NextDue: t0}, t0)
 	if _, err := s.Replan(t0); err != nil {
@@ -309,7 +309,7 @@ func TestCaptureEarlyFetchMovesOn(t *testing.T) {
 // A URL loaded paused (a restart) is known but never dispatched until
 // resumed.
 func TestAddPaused(t *testing.T) {
-	s := NewScheduler(SchedulerOptions{Budget: 10, HostRate: 100})
+	s := newTestScheduler(t, func(o *SchedulerOptions) { o.Budget, o.HostRate = 10, 100 })
 	s.Add(URLInfo{URL: "http://h/p", Host: "h", Weight: 1, Rate: 0.1, NextDue: t0, Paused: true}, t0)
 	s.Add(URLInfo{URL: "http://h/a", Host: "h", Weight: 1, Rate: 0.1, NextDue: t0}, t0)
 	if _, err := s.Replan(t0); err != nil {

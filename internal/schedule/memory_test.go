@@ -88,7 +88,7 @@ func BenchmarkSchedulerMemory(b *testing.B) {
 				b.StopTimer()
 				h0 := liveHeap()
 				b.StartTimer()
-				s := NewScheduler(SchedulerOptions{Budget: float64(n) / (30 * 86400), HostRate: 1, URLs: src})
+				s := newTestScheduler(b, func(o *SchedulerOptions) { o.Budget, o.HostRate, o.URLs = float64(n)/(30*86400), 1, src })
 				// As the restart does: the schedule sized for the
 				// store's URL count before the load.
 				s.Grow(n)
@@ -219,14 +219,15 @@ func TestPackedStateRoundTrips(t *testing.T) {
 	}
 	check(estimate.State{})
 	rng := rand.New(rand.NewPCG(3, 5))
-	est := NewEstimator(DefaultHalfLife, DefaultPriorRate)
+	d := DefaultSchedulerOptions()
+	est := NewEstimator(d.HalfLife, d.PriorRate)
 	now := time.Unix(1_800_000_000, 0)
 	packed, states := 0, 0
 	ents := &entryStore{}
 	for range 50 {
 		var st EstimateState
 		iv := time.Duration(1+rng.Int64N(14*24)) * time.Hour
-		at, rate := now, DefaultPriorRate
+		at, rate := now, d.PriorRate
 		var prev time.Time
 		for range 2 + rng.IntN(30) {
 			fb := est.Learn(&st, rate, Observation{URL: "http://h.example/p", Host: "h.example", Start: at, End: at.Add(time.Second), OK: true, First: prev.IsZero(), Prev: prev, Changed: rng.IntN(3) == 0, LastModified: at.Add(-time.Duration(rng.IntN(2)) * time.Hour)})
@@ -328,7 +329,7 @@ func TestStateArenaKeepsStates(t *testing.T) {
 // one-off request's id is free as soon as it is done. Throughout, every
 // URL keeps its own entry.
 func TestEntryIDsReused(t *testing.T) {
-	s, now := randomScheduler(t, 300, 7, 3, nil)
+	s, now := randomScheduler(t, 300, 7, 3, DefaultSchedulerOptions().Policy)
 	if _, err := s.Replan(now); err != nil {
 		t.Fatal(err)
 	}

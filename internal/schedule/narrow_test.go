@@ -52,7 +52,7 @@ func TestQuantileCodes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(16, 24))
 	now := time.Unix(1_800_000_000, 0)
 	for _, prior := range []float64{1.0 / 86400, 1.0 / 3600} {
-		est := NewEstimator(DefaultHalfLife, prior)
+		est := NewEstimator(DefaultSchedulerOptions().HalfLife, prior)
 		for range 40 {
 			var st EstimateState
 			iv := time.Duration(1+rng.Int64N(30*24)) * time.Hour
@@ -85,7 +85,7 @@ func TestQuantileCodes(t *testing.T) {
 // Done were told, over the errors a posterior gives.
 func TestRateSERoundTrips(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	s := NewScheduler(SchedulerOptions{Budget: 1, HostRate: 1})
+	s := newTestScheduler(t, func(o *SchedulerOptions) { o.Budget, o.HostRate = 1, 1 })
 	rng := rand.New(rand.NewPCG(16, 25))
 	near := func(got, want float64) bool { return math.Abs(got-want) <= want*0x1p-24 }
 	for i := range 200 {
@@ -110,7 +110,7 @@ func TestRateSERoundTrips(t *testing.T) {
 // while the URL has had fewer than two.
 func TestPrevGapRoundTrips(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	s := NewScheduler(SchedulerOptions{Budget: 1, HostRate: 1})
+	s := newTestScheduler(t, func(o *SchedulerOptions) { o.Budget, o.HostRate = 1, 1 })
 	rng := rand.New(rand.NewPCG(16, 26))
 	for i := range 100 {
 		url := fmt.Sprintf("http://h.example/p%d", i)

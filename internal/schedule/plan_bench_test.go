@@ -34,25 +34,28 @@ func cpuTime() time.Duration {
 func scaleSchedule(tb testing.TB, n int, source bool) (*Scheduler, time.Time) {
 	tb.Helper()
 	const hosts = 10_000
-	halfLife := DefaultHalfLife
-	est := NewEstimator(halfLife, DefaultPriorRate)
+	d := DefaultSchedulerOptions()
+	est := NewEstimator(d.HalfLife, d.PriorRate)
 	var infos sliceSource
-	o := SchedulerOptions{Budget: float64(n) / (30 * 86400), HostRate: 1, Priors: est.Priors, HalfLife: halfLife}
 	if source {
 		infos = make(sliceSource, n)
-		o.URLs = infos
 	}
-	s := NewScheduler(o)
+	s := newTestScheduler(tb, func(o *SchedulerOptions) {
+		o.Budget, o.HostRate, o.Priors = float64(n)/(30*86400), 1, est.Priors
+		if source {
+			o.URLs = infos
+		}
+	})
 	rng := rand.New(rand.NewPCG(1, 19))
 	now := time.Unix(1_790_000_000, 0)
 	// Learning costs about a millisecond a history, so the fetched URLs
 	// draw from a pool of histories, each learnt once.
-	pool := learntHistories(&est, rng, min(n/2+1, historyPool), now, DefaultPriorRate, "http://h.example/p", "h.example")
+	pool := learntHistories(&est, rng, min(n/2+1, historyPool), now, d.PriorRate, "http://h.example/p", "h.example")
 	for i := range n {
 		// Host h with probability falling with h (Zipf-like sizes).
 		h := min(int(float64(hosts)*rng.Float64()*rng.Float64()*rng.Float64()), hosts-1)
 		host := fmt.Sprintf("h%d.example", h)
-		u := URLInfo{Weight: 1, Rate: DefaultPriorRate}
+		u := URLInfo{Weight: 1, Rate: d.PriorRate}
 		if rng.IntN(2) == 0 {
 			u = pool[rng.IntN(len(pool))]
 		}

@@ -149,7 +149,7 @@ func TestReplanWithDisallowedURLEncodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := NewScheduler(SchedulerOptions{Budget: 1, HostRate: 1, Policy: pol})
+		s := newTestScheduler(t, func(o *SchedulerOptions) { o.Budget, o.HostRate, o.Policy = 1, 1, pol })
 		s.Add(URLInfo{URL: "http://a/1", Host: "a", Weight: 1, Rate: 1e-3}, start)
 		s.Add(URLInfo{URL: "http://a/2", Host: "a", Weight: 1, Rate: 1e-3, Disallowed: true}, start)
 		s.Add(URLInfo{URL: "http://a/3", Host: "a", Weight: 1, Rate: 50}, start)

@@ -106,7 +106,9 @@ func TestSchedulerRefitsPriors(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	day := 24 * time.Hour
 	est := NewEstimator(365*day, 0.25/86400)
-	s := NewScheduler(SchedulerOptions{Budget: 100.0 / 86400, HostRate: 1, Priors: est.Priors, HalfLife: 365 * day})
+	s := newTestScheduler(t, func(o *SchedulerOptions) {
+		o.Budget, o.HostRate, o.Priors, o.HalfLife = 100.0/86400, 1, est.Priors, 365*day
+	})
 	now := time.Unix(1_700_000_000, 0).Add(400 * day)
 	for i, st := range observedStates(rng, 80, 1.0/86400, 5*day, 30) {
 		b, err := (&EstimateState{State: st}).MarshalBinary()

@@ -13,7 +13,7 @@ func randomScheduler(t *testing.T, n, hosts int, seed uint64, policy Policy) (*S
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 1))
 	now := time.Unix(1_700_000_000, 0)
-	s := NewScheduler(SchedulerOptions{Budget: float64(n) / 3600, HostRate: 0.5, Policy: policy})
+	s := newTestScheduler(t, func(o *SchedulerOptions) { o.Budget, o.HostRate, o.Policy = float64(n)/3600, 0.5, policy })
 	for i := range n {
 		h := rng.IntN(hosts)
 		iv := time.Duration(1+rng.IntN(7200)) * time.Second
@@ -224,7 +224,7 @@ func TestReplanStepsInterleavedWithFetches(t *testing.T) {
 // Snapshot copies what the policy reads: changes after it do not reach
 // the running solve.
 func TestSnapshotIsACopy(t *testing.T) {
-	s, now := randomScheduler(t, 100, 5, 1, nil)
+	s, now := randomScheduler(t, 100, 5, 1, DefaultSchedulerOptions().Policy)
 	j := s.Snapshot(now)
 	rate := j.in.Rates[0]
 	s.Done(s.front.url(s.front.entry(s.list[0])), Feedback{Start: now, End: now, OK: true, Rate: rate * 10})
@@ -236,7 +236,7 @@ func TestSnapshotIsACopy(t *testing.T) {
 // Disallowed and CaptureStatus are kept as URLs change, not recounted.
 func TestCountsFollowChanges(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
-	s := NewScheduler(SchedulerOptions{Budget: 1, HostRate: 1})
+	s := newTestScheduler(t, func(o *SchedulerOptions) { o.Budget, o.HostRate = 1, 1 })
 	s.Add(URLInfo{URL: "http://a/1", Host: "a", Weight: 1, Disallowed: true}, now)
 	s.Add(URLInfo{URL: "http://a/2", Host: "a", Weight: 1, Capture: true, Period: time.Hour}, now)
 	s.Add(URLInfo{URL: "http://b/1", Host: "b", Weight: 1, Capture: true}, now)

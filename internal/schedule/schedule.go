@@ -6,8 +6,8 @@ import (
 	"github.com/freshcrawl/freshcrawl/estimate"
 )
 
-// SchedulerOptions configure a Scheduler. Zero fields take the defaults
-// (defaults.go).
+// SchedulerOptions configure a Scheduler. DefaultSchedulerOptions holds
+// their defaults; a zero field means zero, not the default.
 type SchedulerOptions struct {
 	// Budget is the total fetches per second.
 	Budget float64

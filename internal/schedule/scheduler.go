@@ -133,28 +133,12 @@ type retiredEntry struct {
 	snapshot uint64
 }
 
-// NewScheduler returns an empty scheduler.
-func NewScheduler(o SchedulerOptions) *Scheduler {
-	if o.Budget <= 0 {
-		o.Budget = DefaultBudget
-	}
-	if o.HostRate <= 0 {
-		o.HostRate = DefaultHostRate
-	}
-	if o.Policy == nil {
-		o.Policy = defaultPolicy()
-	}
-	if o.ExploreShare <= 0 {
-		o.ExploreShare = DefaultExploreShare
-	}
-	if o.Replan <= 0 {
-		o.Replan = DefaultReplan
-	}
-	if o.DisallowRetry <= 0 {
-		o.DisallowRetry = DefaultDisallowRetry
-	}
-	if o.HalfLife <= 0 {
-		o.HalfLife = DefaultHalfLife
+// NewScheduler returns an empty scheduler. It takes o as it is: start
+// from DefaultSchedulerOptions; a field Validate refuses is an error, not
+// a default.
+func NewScheduler(o SchedulerOptions) (*Scheduler, error) {
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("scheduler options: %w", err)
 	}
 	if o.Priors == nil {
 		o.Priors = newPriorSet(o.PriorRate)
@@ -164,7 +148,7 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 	if o.URLs != nil {
 		front.urls.src = newSourceIndex(o.URLs)
 	}
-	return &Scheduler{o: o, front: front, captures: map[uint32]*captureState{}, rechecks: map[uint32]time.Duration{}, priors: o.Priors, tmpls: map[string]uint32{}, adaptive: adaptive}
+	return &Scheduler{o: o, front: front, captures: map[uint32]*captureState{}, rechecks: map[uint32]time.Duration{}, priors: o.Priors, tmpls: map[string]uint32{}, adaptive: adaptive}, nil
 }
 
 // Add adds a URL, or for a known one updates its weight and mode only (it

@@ -77,10 +77,12 @@ func TestSchedulerReadsStatesFromStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	reads := 0
-	opts := SchedulerOptions{Budget: float64(n) / (3 * 86400), HostRate: 1}
-	held := NewScheduler(opts)
-	opts.URLs = dbSource{db: db, reads: &reads}
-	bySource := NewScheduler(opts)
+	rates := func(o *SchedulerOptions) { o.Budget, o.HostRate = float64(n)/(3*86400), 1 }
+	held := newTestScheduler(t, rates)
+	bySource := newTestScheduler(t, func(o *SchedulerOptions) {
+		rates(o)
+		o.URLs = dbSource{db: db, reads: &reads}
+	})
 	for i, info := range infos {
 		info.ID = ids[i]
 		held.Add(info, now)
@@ -170,7 +172,7 @@ func TestUnreadableStatesLoseNothing(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 16))
 	pool := learntHistories(&est, rng, 16, now, 1.0/86400, "https://h.example.org/p", "h.example.org")
 	src := &mapSource{urls: map[uint64]string{}, estimates: map[uint64][]byte{}}
-	s := NewScheduler(SchedulerOptions{Budget: 1, HostRate: 1, URLs: src})
+	s := newTestScheduler(t, func(o *SchedulerOptions) { o.Budget, o.HostRate, o.URLs = 1, 1, src })
 	const n = 100
 	var urls []string
 	for i := range n {

@@ -43,7 +43,12 @@ func TestSchedulerOverStoreWithCollisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := schedule.NewScheduler(schedule.SchedulerOptions{Budget: 10, HostRate: 100, URLs: storeSource{db}})
+	o := schedule.DefaultSchedulerOptions()
+	o.Budget, o.HostRate, o.URLs = 10, 100, storeSource{db}
+	s, err := schedule.NewScheduler(o)
+	if err != nil {
+		t.Fatal(err)
+	}
 	schedule.SetFingerprint(s, func(u string) uint64 {
 		h := fnv.New64a()
 		h.Write([]byte(u))

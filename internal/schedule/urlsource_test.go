@@ -58,8 +58,8 @@ func weakFingerprint(url string) uint64 {
 func sourceScheds(t *testing.T, n int) (held, bySource *Scheduler, src *mapSource) {
 	t.Helper()
 	src = &mapSource{urls: map[uint64]string{}}
-	held = NewScheduler(SchedulerOptions{Budget: 10, HostRate: 100})
-	bySource = NewScheduler(SchedulerOptions{Budget: 10, HostRate: 100, URLs: src})
+	held = newTestScheduler(t, func(o *SchedulerOptions) { o.Budget, o.HostRate = 10, 100 })
+	bySource = newTestScheduler(t, func(o *SchedulerOptions) { o.Budget, o.HostRate, o.URLs = 10, 100, src })
 	bySource.front.urls.src.fingerprintOf = weakFingerprint
 	for i := range n {
 		u := URLInfo{URL: fmt.Sprintf("http://h%d.example/page/%d", i%3, i), ID: uint64(1000 + 7*i), Host: fmt.Sprintf("h%d.example:%d", i%3, i), Weight: 1, Rate: 0.01}
@@ -243,7 +243,7 @@ func drainOnce(s *Scheduler, from time.Time) map[string]int {
 // is not known, and every added one is.
 func TestSourceIndexUnknownURL(t *testing.T) {
 	src := &mapSource{urls: map[uint64]string{}}
-	s := NewScheduler(SchedulerOptions{URLs: src})
+	s := newTestScheduler(t, func(o *SchedulerOptions) { o.URLs = src })
 	for i := range 1000 {
 		u := fmt.Sprintf("http://h%d.example/%d", i%7, i)
 		src.urls[uint64(i+1)] = u
@@ -281,7 +281,7 @@ func TestFracIDSpreads(t *testing.T) {
 // source.
 func TestSourceSchedulerLearnsID(t *testing.T) {
 	src := &mapSource{urls: map[uint64]string{7: "http://a.example/x"}}
-	s := NewScheduler(SchedulerOptions{URLs: src})
+	s := newTestScheduler(t, func(o *SchedulerOptions) { o.URLs = src })
 	s.Add(URLInfo{URL: "http://a.example/x", Host: "a.example", Weight: 1}, t0)
 	if len(s.front.urls.src.held) != 1 {
 		t.Fatalf("%d URLs held, want 1", len(s.front.urls.src.held))
@@ -302,7 +302,7 @@ func TestSourceSchedulerLearnsID(t *testing.T) {
 func TestSourceSchedulerWideIDs(t *testing.T) {
 	ids := []uint64{1 << 32, 1<<32 + 5, 5, 1<<63 + 1}
 	src := &mapSource{urls: map[uint64]string{}}
-	s := NewScheduler(SchedulerOptions{URLs: src})
+	s := newTestScheduler(t, func(o *SchedulerOptions) { o.URLs = src })
 	for i, id := range ids {
 		u := fmt.Sprintf("http://h%d.example/", i)
 		src.urls[id] = u

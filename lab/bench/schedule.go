@@ -348,7 +348,12 @@ func benchScheduler(n int, o ScheduleOptions) (SchedulerResult, error) {
 	rng := rand.New(rand.NewPCG(o.Seed, 13))
 	now := time.Now()
 	h0 := heapNow()
-	s := schedule.NewScheduler(schedule.SchedulerOptions{Budget: float64(n) / (30 * 86400), HostRate: 1, Policy: policy})
+	so := schedule.DefaultSchedulerOptions()
+	so.Budget, so.HostRate, so.Policy = float64(n)/(30*86400), 1, policy
+	s, err := schedule.NewScheduler(so)
+	if err != nil {
+		return r, err
+	}
 	var urlBytes int64
 	t0, c0 := time.Now(), selfUsage().CPU
 	for i := range n {

@@ -42,7 +42,12 @@ func TestScheduleSmall(t *testing.T) {
 // BenchmarkScheduleSchedulerAdd is the cost of adding one stored URL to the
 // coordinator's in-memory schedule (what a restart pays per URL).
 func BenchmarkScheduleSchedulerAdd(b *testing.B) {
-	s := schedule.NewScheduler(schedule.SchedulerOptions{Budget: 1000, HostRate: 1})
+	o := schedule.DefaultSchedulerOptions()
+	o.Budget, o.HostRate = 1000, 1
+	s, err := schedule.NewScheduler(o)
+	if err != nil {
+		b.Fatal(err)
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	now := time.Now()
 	urls := make([]string, b.N)
@@ -66,7 +71,12 @@ func BenchmarkScheduleReplan(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			s := schedule.NewScheduler(schedule.SchedulerOptions{Budget: float64(n) / (30 * 86400), HostRate: 1, Policy: policy})
+			o := schedule.DefaultSchedulerOptions()
+			o.Budget, o.HostRate, o.Policy = float64(n)/(30*86400), 1, policy
+			s, err := schedule.NewScheduler(o)
+			if err != nil {
+				b.Fatal(err)
+			}
 			rng := rand.New(rand.NewPCG(1, 2))
 			now := time.Now()
 			for i := range n {

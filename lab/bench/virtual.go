@@ -267,7 +267,10 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 	if err != nil {
 		return Result{}, err
 	}
-	r := newVirtualRun(w, o, ts, pol)
+	r, err := newVirtualRun(w, o, ts, pol)
+	if err != nil {
+		return Result{}, err
+	}
 	if err := r.run(ctx, end); err != nil {
 		return Result{}, err
 	}
@@ -304,7 +307,7 @@ type virtualRun struct {
 
 // newVirtualRun sets up the scheduler and estimator the coordinator would
 // run with under o, and seeds every page of ts at the epoch.
-func newVirtualRun(w Workload, o Options, ts *truthSet, pol schedule.Policy) *virtualRun {
+func newVirtualRun(w Workload, o Options, ts *truthSet, pol schedule.Policy) (*virtualRun, error) {
 	daySec := o.Day.Seconds()
 	budget := o.Budget / daySec // fetches per second
 	// The estimator the coordinator folds results with (schedule.Estimator).
@@ -314,11 +317,14 @@ func newVirtualRun(w Workload, o Options, ts *truthSet, pol schedule.Policy) *vi
 	// day, as the live mode scales it, and never under the second HTTP
 	// dates are rounded to.
 	est.Trust.ClockSkew = max(1, scaleDay(time.Duration(est.Trust.ClockSkew*float64(time.Second)), o.Day).Seconds())
-	sched := schedule.NewScheduler(schedule.SchedulerOptions{
-		Budget: budget, HostRate: o.HostRate / daySec, Policy: pol,
-		ExploreShare: o.Explore, Replan: time.Duration(o.ReplanDays * float64(o.Day)),
-		Priors: est.Priors, HalfLife: halfLife,
-	})
+	so := schedule.DefaultSchedulerOptions()
+	so.Budget, so.HostRate, so.Policy = budget, o.HostRate/daySec, pol
+	so.ExploreShare, so.Replan = o.Explore, time.Duration(o.ReplanDays*float64(o.Day))
+	so.Priors, so.PriorRate, so.HalfLife = est.Priors, o.PriorRate/daySec, halfLife
+	sched, err := schedule.NewScheduler(so)
+	if err != nil {
+		return nil, err
+	}
 
 	gaps := make([]time.Duration, o.Hosts)
 	for h := range gaps {
@@ -336,7 +342,7 @@ func newVirtualRun(w Workload, o Options, ts *truthSet, pol schedule.Policy) *vi
 	return &virtualRun{
 		o: o, ts: ts, budget: budget, est: est, sched: sched, gaps: gaps, pages: pages, index: index,
 		nextSample: virtualEpoch().Add(time.Duration(o.Warmup * float64(o.Day))),
-	}
+	}, nil
 }
 
 // run advances the virtual clock from the epoch to end: it samples the

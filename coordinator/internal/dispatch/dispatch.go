@@ -55,7 +55,7 @@ type Options struct {
 // DefaultOptions are the defaults of a dispatcher; the coordinator's
 // options take their max-in-flight default from here.
 func DefaultOptions() Options {
-	return Options{Budget: schedule.DefaultBudget, MaxInFlight: 256, RetryAfter: time.Second}
+	return Options{Budget: schedule.DefaultSchedulerOptions().Budget, MaxInFlight: 256, RetryAfter: time.Second}
 }
 
 // Validate reports every field New would refuse, each by its name.

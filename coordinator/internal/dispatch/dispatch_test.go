@@ -34,10 +34,24 @@ func newDispatcher(t testing.TB, js jetstream.JetStream, s *schedule.Scheduler, 
 	return d
 }
 
+// emptySched returns a scheduler with no URLs on the default options but
+// budget and hostRate.
+func emptySched(t *testing.T, budget, hostRate float64) *schedule.Scheduler {
+	t.Helper()
+	o := schedule.DefaultSchedulerOptions()
+	o.Budget, o.HostRate = budget, hostRate
+	s, err := schedule.NewScheduler(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // newSched returns a scheduler with the given URLs (host/path), each due
 // at t0; one fetch a second per host.
-func newSched(urls ...string) *schedule.Scheduler {
-	s := schedule.NewScheduler(schedule.SchedulerOptions{Budget: 100, HostRate: 1})
+func newSched(t *testing.T, urls ...string) *schedule.Scheduler {
+	t.Helper()
+	s := emptySched(t, 100, 1)
 	for _, u := range urls {
 		host := u[:len(u)-2]
 		s.Add(schedule.URLInfo{URL: "http://" + u, Host: host, Weight: 1, Interval: time.Hour, NextDue: t0}, t0)
@@ -48,7 +62,7 @@ func newSched(urls ...string) *schedule.Scheduler {
 // No more than MaxInFlight tasks are out at once; finishing one frees a
 // slot.
 func TestTakeBoundsInFlight(t *testing.T) {
-	d := newDispatcher(t, nil, newSched("a/1", "b/1", "c/1", "d/1", "e/1"), func(o *Options) { o.MaxInFlight = 3 })
+	d := newDispatcher(t, nil, newSched(t, "a/1", "b/1", "c/1", "d/1", "e/1"), func(o *Options) { o.MaxInFlight = 3 })
 	var ids []string
 	for range 3 {
 		task, ok, _ := d.take(t0)
@@ -69,7 +83,7 @@ func TestTakeBoundsInFlight(t *testing.T) {
 // A host has one task in flight at a time, and its next comes no sooner
 // than its gap after the previous request ended.
 func TestTakeOneTaskPerHost(t *testing.T) {
-	d := newDispatcher(t, nil, newSched("a/1", "a/2", "a/3"), func(*Options) {})
+	d := newDispatcher(t, nil, newSched(t, "a/1", "a/2", "a/3"), func(*Options) {})
 	first, ok, _ := d.take(t0)
 	if !ok {
 		t.Fatal("nothing due")
@@ -92,7 +106,7 @@ func TestTakeOneTaskPerHost(t *testing.T) {
 // result this run did not dispatch, if no task of its URL is in flight; a
 // result folded before only ends its task, whose URL is due again at once.
 func TestFinish(t *testing.T) {
-	d := newDispatcher(t, nil, newSched("a/1", "b/1", "c/1"), func(*Options) {})
+	d := newDispatcher(t, nil, newSched(t, "a/1", "b/1", "c/1"), func(*Options) {})
 	var tasks []proto.Task
 	for range 3 {
 		task, ok, _ := d.take(t0)
@@ -147,7 +161,7 @@ func TestFinish(t *testing.T) {
 
 // A task in flight too long is lost; releasing it makes its URL due again.
 func TestLostAndRelease(t *testing.T) {
-	d := newDispatcher(t, nil, newSched("a/1"), func(*Options) {})
+	d := newDispatcher(t, nil, newSched(t, "a/1"), func(*Options) {})
 	task, ok, _ := d.take(t0)
 	if !ok {
 		t.Fatal("nothing due")
@@ -233,7 +247,7 @@ func runDispatcher(t *testing.T, d *Dispatcher) {
 func TestRunPublishesUnderBudget(t *testing.T) {
 	js := newJS(t)
 	now := time.Now()
-	s := schedule.NewScheduler(schedule.SchedulerOptions{Budget: 5, HostRate: 1})
+	s := emptySched(t, 5, 1)
 	for i := range 4 {
 		s.Add(schedule.URLInfo{URL: fmt.Sprintf("http://h%d/x", i), Host: fmt.Sprintf("h%d", i), Weight: 1, Interval: time.Hour, NextDue: now}, now)
 	}
@@ -293,7 +307,7 @@ func TestRunPublishesUnderBudget(t *testing.T) {
 func TestRunRetriesFailedPublish(t *testing.T) {
 	js := newJS(t)
 	now := time.Now()
-	s := schedule.NewScheduler(schedule.SchedulerOptions{Budget: 10, HostRate: 100})
+	s := emptySched(t, 10, 100)
 	s.Add(schedule.URLInfo{URL: "http://h/x", Host: "h", Weight: 1, Interval: time.Hour, NextDue: now}, now)
 	var mu sync.Mutex
 	var attempts []time.Time
@@ -334,7 +348,7 @@ func TestRunRetriesFailedPublish(t *testing.T) {
 func TestRunReleasesDuplicateTask(t *testing.T) {
 	js := newJS(t)
 	now := time.Now()
-	s := schedule.NewScheduler(schedule.SchedulerOptions{Budget: 10, HostRate: 100})
+	s := emptySched(t, 10, 100)
 	s.Add(schedule.URLInfo{URL: "http://h/x", Host: "h", Weight: 1, Interval: time.Hour, NextDue: now}, now)
 	// The same fetch published before, as a scheduler that handed the
 	// same due time out twice would.
@@ -371,7 +385,7 @@ func TestRunPublishesWindowsWithADuplicate(t *testing.T) {
 	js := newJS(t)
 	now := time.Now()
 	const n = 2*publishWindow + 10
-	s := schedule.NewScheduler(schedule.SchedulerOptions{Budget: 1e6, HostRate: 100})
+	s := emptySched(t, 1e6, 100)
 	for i := range n {
 		s.Add(schedule.URLInfo{URL: fmt.Sprintf("http://h%d/x", i), Host: fmt.Sprintf("h%d", i), Weight: 1, Interval: time.Hour, NextDue: now}, now)
 	}
@@ -465,7 +479,7 @@ func TestNewValidates(t *testing.T) {
 	} {
 		o := DefaultOptions()
 		c.set(&o)
-		if _, err := New(nil, newSched("a/1"), o); err == nil || !strings.Contains(err.Error(), c.field+":") {
+		if _, err := New(nil, newSched(t, "a/1"), o); err == nil || !strings.Contains(err.Error(), c.field+":") {
 			t.Errorf("%s: New = %v, want an error naming the field", c.field, err)
 		}
 	}
