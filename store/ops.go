@@ -10,6 +10,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/freshcrawl/freshcrawl/internal/failpoint"
 )
 
 // Upsert inserts new URL records and updates the seed fields (weight,
@@ -520,7 +522,7 @@ func (db *DB) FoldMany(ids []string, fn func(i int, tx *Tx) error) (applied []bo
 			}
 			applied[i] = true
 		}
-		return db.beforeFoldCommit()
+		return failpoint.Hit(failpoint.FoldBeforeCommit)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fold %d results: %w", len(ids), err)

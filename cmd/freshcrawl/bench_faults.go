@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/freshcrawl/freshcrawl/internal/failpoint"
 	"github.com/freshcrawl/freshcrawl/lab/faults"
 )
 
@@ -31,7 +32,9 @@ applied twice; the requests served and never folded were all made by a process
 the fault hit (each costs a refetch); every URL is fetched again; the store
 checks sound. The table gives per fault the repetitions, tasks lost, duplicated
 folds and the time to recover. disk-full mounts a 24 MiB tmpfs for the store
-and needs root; without it the case is skipped.`,
+and needs root; without it the case is skipped. The coordinator cases stop it at
+failpoints, which a binary has only when built with -tags failpoints; without
+them they are skipped.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			bin, err := os.Executable()
@@ -51,7 +54,7 @@ and needs root; without it the case is skipped.`,
 				names = strings.Split(caseList, ",")
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "fault suite in %s (process logs there)\n", dir)
-			res, err := faults.Run(cmd.Context(), faults.Options{Binary: bin, Dir: dir, Cases: names, Reps: reps, Hosts: hosts, Pages: pages, Progress: cmd.ErrOrStderr()})
+			res, err := faults.Run(cmd.Context(), faults.Options{Binary: bin, Failpoints: failpoint.Enabled, Dir: dir, Cases: names, Reps: reps, Hosts: hosts, Pages: pages, Progress: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}

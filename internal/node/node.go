@@ -117,8 +117,6 @@ type Options struct {
 	// Sources are keyword-search sources added to those of the config
 	// file (benchmarks, tests).
 	Sources []source.Source
-	// FaultPoint is the fault suite's hook (coordinator.Options).
-	FaultPoint string
 }
 
 // ErrWrongStore is matched by the error of a coordinator that would take
@@ -462,7 +460,7 @@ func (n *Node) newCoordinator(o Options) error {
 		Budget: cfg.Budget.PerSecond(), HostRate: cfg.HostRate.PerSecond(), MaxInFlight: cfg.MaxInFlight,
 		Policy: policy, Replan: cfg.Replan, PriorRate: cfg.PriorRate.PerSecond(), HalfLife: cfg.HalfLife,
 		ExploreShare: cfg.Explore, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Log: n.Log, DefaultIgnore: cfg.DefaultIgnore(), CaptureUniform: cfg.CaptureUniform, LMSkew: cfg.LMSkew,
-		Sources: sources, ProbePolicy: cfg.ProbePolicy, ConsoleEvery: o.Roles.ConsoleEvery, Retention: cfg.Retention(), Link: n.Link, Lease: n.currentLease(), FaultPoint: o.FaultPoint,
+		Sources: sources, ProbePolicy: cfg.ProbePolicy, ConsoleEvery: o.Roles.ConsoleEvery, Retention: cfg.Retention(), Link: n.Link, Lease: n.currentLease(),
 		Metrics: extra,
 		Webhooks: notify.Options{Webhooks: hooks, Secret: cfg.WebhookSecret, Attempts: cfg.WebhookAttempts, Backoff: cfg.WebhookBackoff,
 			MaxBackoff: cfg.WebhookMaxBackoff, Timeout: cfg.WebhookTimeout, UserAgent: "freshcrawl-webhook/" + version.String()},
