@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -46,7 +47,9 @@ func startProc(name, logPath, bin string, env []string, args ...string) (*proc, 
 	fmt.Fprintf(f, "==== %s start %s: %s %s\n", time.Now().Format(time.RFC3339Nano), name, bin, strings.Join(args, " "))
 	p := &proc{name: name, log: logPath, done: make(chan struct{}), markers: map[string]chan struct{}{}}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
+	// The points the suite arms, none from its own environment.
+	inherited := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, failpoint.Env+"=") })
+	cmd.Env = append(inherited, env...)
 	cmd.Stdout = f
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
