@@ -423,27 +423,51 @@ func (c *core) solve(budget float64, warm *warmStart) (Solution, error) {
 	case c.nUncapped == 0 && capTot <= budget:
 		// Every benefiting element is on a capped host and the caps cannot
 		// take the budget: μ = 0, every such host at its cap.
-		sol.Mu = 0
-		sol.Unabsorbed = budget - capTot
-		rfs := make([]rootFinder, nCap)
-		t0 := c.heuristic(capTot)
-		for k := range rfs {
-			rfs[k] = newRootFinder(c.caps[k], t0)
-			if warm != nil && warm.hostMu[c.hosts[k]] > 0 {
-				rfs[k].t = math.Log(warm.hostMu[c.hosts[k]])
-			}
-			c.boundAbove(&rfs[k], k)
-			rfs[k].done = c.hostActive[k] == 0
-		}
-		if err := c.solveHosts(rfs); err != nil {
-			return Solution{}, err
-		}
-		c.finishHosts(&sol, rfs)
-		c.metrics(&sol)
-		return sol, nil
+		return c.solveAtCaps(sol, budget, capTot, warm)
 	}
 
-	// Outer search for μ on S̃(μ) = U(μ) + Σ_h min(S_h(μ), c_h).
+	rf, err := c.searchMu(budget, warm)
+	if err != nil {
+		return Solution{}, err
+	}
+	sol.Mu = math.Exp(rf.t)
+	rfs := c.bindingHosts(rf.t, warm)
+	if err := c.solveHosts(rfs); err != nil {
+		return Solution{}, err
+	}
+	c.finishHosts(&sol, rfs)
+	c.metrics(&sol)
+	return sol, nil
+}
+
+// solveAtCaps solves a problem whose benefiting elements are all on capped
+// hosts whose caps, capTot in all, cannot take the budget: μ = 0, every
+// such host at its cap.
+func (c *core) solveAtCaps(sol Solution, budget, capTot float64, warm *warmStart) (Solution, error) {
+	sol.Mu = 0
+	sol.Unabsorbed = budget - capTot
+	rfs := make([]rootFinder, len(c.caps))
+	t0 := c.heuristic(capTot)
+	for k := range rfs {
+		rfs[k] = newRootFinder(c.caps[k], t0)
+		if warm != nil && warm.hostMu[c.hosts[k]] > 0 {
+			rfs[k].t = math.Log(warm.hostMu[c.hosts[k]])
+		}
+		c.boundAbove(&rfs[k], k)
+		rfs[k].done = c.hostActive[k] == 0
+	}
+	if err := c.solveHosts(rfs); err != nil {
+		return Solution{}, err
+	}
+	c.finishHosts(&sol, rfs)
+	c.metrics(&sol)
+	return sol, nil
+}
+
+// searchMu is the outer search for μ on S̃(μ) = U(μ) + Σ_h min(S_h(μ), c_h)
+// = budget. It returns the finished search, its answer at t = ln μ, with
+// c.freq filled in and c.tot holding the last pass at μ.
+func (c *core) searchMu(budget float64, warm *warmStart) (rootFinder, error) {
 	t0 := c.initialGuess(budget, warm)
 	rf := newRootFinder(budget, t0)
 	if warm != nil && !warm.budgetMoved {
@@ -456,13 +480,13 @@ func (c *core) solve(budget float64, warm *warmStart) (Solution, error) {
 		// Above the largest w/λ every element is given up: S̃ = 0.
 		rf.hi, rf.phihi = math.Log(c.keyMax), math.Inf(-1)
 	}
-	hostMul := make([]float64, nCap)
+	hostMul := make([]float64, len(c.caps))
 	// The last pass's point and accuracy: a fill whose low end it is
 	// starts from it (fillCrowd).
 	var lastT, lastAcc float64
 	for !rf.done {
 		if rf.n >= maxRounds {
-			return Solution{}, fmt.Errorf("%w (budget %v, μ ≈ %v)", errNoConvergence, budget, math.Exp(rf.t))
+			return rootFinder{}, fmt.Errorf("%w (budget %v, μ ≈ %v)", errNoConvergence, budget, math.Exp(rf.t))
 		}
 		mu := math.Exp(rf.t)
 		for k := range hostMul {
@@ -470,17 +494,7 @@ func (c *core) solve(budget float64, warm *warmStart) (Solution, error) {
 		}
 		c.pass(mu, hostMul, true, false, rf.acc)
 		lastT, lastAcc = rf.t, rf.acc
-		S, D := c.tot.s, c.tot.d
-		up, down := c.tot.up, c.tot.down
-		for k := range nCap {
-			if hs := c.tot.hs[k]; hs > c.caps[k] {
-				S += c.caps[k]
-			} else {
-				S += hs
-				D += c.tot.hd[k]
-				up, down = min(up, c.tot.hup[k]), max(down, c.tot.hdown[k])
-			}
-		}
+		S, D, up, down := c.cappedTotals()
 		if c.obj == Freshness && !c.plainSearch {
 			rf.crowd = c.crowdAt(up, down)
 		}
@@ -490,18 +504,39 @@ func (c *core) solve(budget float64, warm *warmStart) (Solution, error) {
 	if rf.fill {
 		c.fillBetween(mu, math.Exp(rf.hi), hostMul, budget, lastT == rf.lo && lastAcc <= fullAcc)
 	}
-	sol.Mu = mu
+	return rf, nil
+}
 
-	// Hosts that bind at μ: solve S_h(μ_h*) = c_h for all of them at once.
-	rfs := make([]rootFinder, nCap)
+// cappedTotals is S̃ and its derivative from the last pass, each host's
+// share capped, and the thresholds nearest μ above and below among the
+// uncapped elements and those on hosts whose cap does not bind.
+func (c *core) cappedTotals() (S, D, up, down float64) {
+	S, D = c.tot.s, c.tot.d
+	up, down = c.tot.up, c.tot.down
+	for k := range len(c.caps) {
+		if hs := c.tot.hs[k]; hs > c.caps[k] {
+			S += c.caps[k]
+		} else {
+			S += hs
+			D += c.tot.hd[k]
+			up, down = min(up, c.tot.hup[k]), max(down, c.tot.hdown[k])
+		}
+	}
+	return S, D, up, down
+}
+
+// bindingHosts sets up the searches for the hosts that bind at μ = e^t,
+// to solve S_h(μ_h*) = c_h for all of them at once; the others are done.
+func (c *core) bindingHosts(t float64, warm *warmStart) []rootFinder {
+	rfs := make([]rootFinder, len(c.caps))
 	for k := range rfs {
 		rfs[k].done = true
 		hs := c.tot.hs[k]
 		if !(hs > c.caps[k]*(1+rootTol)) {
 			continue
 		}
-		rfs[k] = newRootFinder(c.caps[k], rf.t)
-		rfs[k].lo, rfs[k].philo = rf.t, math.Log(hs/c.caps[k])
+		rfs[k] = newRootFinder(c.caps[k], t)
+		rfs[k].lo, rfs[k].philo = t, math.Log(hs/c.caps[k])
 		c.boundAbove(&rfs[k], k)
 		// A Newton step from the outer pass's own evaluation at μ costs
 		// nothing; a warm μ_h* from the previous solve is usually closer.
@@ -512,12 +547,7 @@ func (c *core) solve(budget float64, warm *warmStart) (Solution, error) {
 			}
 		}
 	}
-	if err := c.solveHosts(rfs); err != nil {
-		return Solution{}, err
-	}
-	c.finishHosts(&sol, rfs)
-	c.metrics(&sol)
-	return sol, nil
+	return rfs
 }
 
 // crowdAt gathers from the last pass the crowds at the thresholds up and

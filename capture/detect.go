@@ -73,8 +73,33 @@ func DetectPeriodRange(h History, lo, hi float64) (PeriodFit, error) {
 	if !finite(lo) || !finite(hi) || lo <= 0 || hi < lo {
 		return PeriodFit{}, invalid("capture: detect period: range [%v, %v] is not a range of periods", lo, hi)
 	}
-	var ch []change
-	var gaps, widths []float64
+	ch, gaps, widths := historyChanges(h)
+	fit := PeriodFit{Changes: len(ch), Polls: len(h)}
+	if len(ch) < 4 {
+		return fit, invalid("capture: detect period: %d changes, need ≥ 4", len(ch))
+	}
+	ch, span := watched(ch, gaps)
+	fit.Changes = len(ch)
+	if len(ch) < 4 {
+		return fit, invalid("capture: detect period: %d changes, need ≥ 4", len(ch))
+	}
+	lo = math.Max(lo, 3*median(gaps))
+	hi = math.Min(hi, span/periodsToTrust(ch))
+	if hi < lo {
+		return fit, invalid("capture: detect period: a history of %.0fs polled every %.0fs cannot show a period in the range", span, median(gaps))
+	}
+	w := math.Max(lo/8, median(widths))
+	sc := &scorer{ch: ch, span: span, w: w}
+	best := sc.preferDivisor(sc.search(lo, hi), lo, hi)
+	fit.Period, fit.Resolution = best.T, w
+	fit.Strength = clamp01(best.s / sc.most())
+	return fit, nil
+}
+
+// historyChanges lists the changes of h, exactly timed or censored between
+// two polls, the gaps between polls and the widths of the censored
+// changes.
+func historyChanges(h History) (ch []change, gaps, widths []float64) {
 	for i := 1; i < len(h); i++ {
 		gaps = append(gaps, h[i].At-h[i-1].At)
 		switch {
@@ -87,13 +112,14 @@ func DetectPeriodRange(h History, lo, hi float64) (PeriodFit, error) {
 			widths = append(widths, h[i].At-h[i-1].At)
 		}
 	}
-	fit := PeriodFit{Changes: len(ch), Polls: len(h)}
-	if len(ch) < 4 {
-		return fit, invalid("capture: detect period: %d changes, need ≥ 4", len(ch))
-	}
-	// The time the polls watched: gaps far longer than usual (polling
-	// paused, or the history skips a stretch) watched nothing, and
-	// changes seen across them say nothing of the phase.
+	return ch, gaps, widths
+}
+
+// watched returns the changes of ch the polls watched, in place, and the
+// time they watched: gaps far longer than usual (polling paused, or the
+// history skips a stretch) watched nothing, and changes seen across them
+// say nothing of the phase.
+func watched(ch []change, gaps []float64) ([]change, float64) {
 	maxGap := 4 * median(gaps)
 	span := 0.0
 	for _, g := range gaps {
@@ -107,13 +133,13 @@ func DetectPeriodRange(h History, lo, hi float64) (PeriodFit, error) {
 			kept = append(kept, c)
 		}
 	}
-	ch = kept
-	fit.Changes = len(ch)
-	if len(ch) < 4 {
-		return fit, invalid("capture: detect period: %d changes, need ≥ 4", len(ch))
-	}
-	// Exact times are trusted over three periods; censored changes,
-	// which fit many periods loosely, over six.
+	return kept, span
+}
+
+// periodsToTrust is how many periods the history must hold: exact times
+// are trusted over three periods; censored changes, which fit many
+// periods loosely, over six.
+func periodsToTrust(ch []change) float64 {
 	exact := 0
 	for _, c := range ch {
 		if c.a == c.b {
@@ -124,56 +150,65 @@ func DetectPeriodRange(h History, lo, hi float64) (PeriodFit, error) {
 	if 2*exact >= len(ch) {
 		periods = 3
 	}
-	lo = math.Max(lo, 3*median(gaps))
-	hi = math.Min(hi, span/periods)
-	if hi < lo {
-		return fit, invalid("capture: detect period: a history of %.0fs polled every %.0fs cannot show a period in the range", span, median(gaps))
-	}
-	w := math.Max(lo/8, median(widths))
-	sc := &scorer{ch: ch, span: span, w: w}
-	type cand struct{ T, s float64 }
-	var top []cand // best few, by score
+	return periods
+}
+
+// periodCand is a candidate period T and its score s.
+type periodCand struct{ T, s float64 }
+
+// step is the grid's step at period T: no phase moves by more than half a
+// bin over the history.
+func (sc *scorer) step(T float64) float64 { return math.Max(sc.w/2*T/sc.span, T*1e-7) }
+
+// search walks the grid over [lo, hi], keeps the best few periods and
+// refines each locally; it returns the best, the shorter on a tie.
+func (sc *scorer) search(lo, hi float64) periodCand {
+	var top []periodCand // best few, by score
 	keep := func(T, s float64) {
 		if len(top) < 8 || s > top[len(top)-1].s {
-			top = append(top, cand{T, s})
+			top = append(top, periodCand{T, s})
 			sort.Slice(top, func(i, j int) bool { return top[i].s > top[j].s })
 			if len(top) > 8 {
 				top = top[:8]
 			}
 		}
 	}
-	step := func(T float64) float64 { return math.Max(w/2*T/span, T*1e-7) }
-	for T := lo; T <= hi; T += step(T) {
+	for T := lo; T <= hi; T += sc.step(T) {
 		keep(T, sc.score(T))
 	}
 	keep(hi, sc.score(hi))
 	best := top[0]
 	for _, c := range top {
-		st := step(c.T)
+		st := sc.step(c.T)
 		for k := -10; k <= 10; k++ {
 			T := c.T + float64(k)*st/10
 			if T < lo || T > hi {
 				continue
 			}
 			if s := sc.score(T); s > best.s || (s == best.s && T < best.T) {
-				best = cand{T, s}
+				best = periodCand{T, s}
 			}
 		}
 	}
-	// A multiple of the period explains the changes nearly as well as the
-	// period itself: prefer the shortest period that does, unless the
-	// longer one is ahead by harmonicNats (a likelihood ratio of 20,
-	// strong evidence), searching around each divisor of the best.
-	local := func(T float64) cand {
-		b := cand{T, math.Inf(-1)}
-		st := step(T)
+	return best
+}
+
+// preferDivisor returns the shortest divisor of best's period that
+// explains the changes nearly as well, searching around each. A multiple
+// of the period explains the changes nearly as well as the period itself:
+// the longer one is kept only when it is ahead by harmonicNats (a
+// likelihood ratio of 20, strong evidence).
+func (sc *scorer) preferDivisor(best periodCand, lo, hi float64) periodCand {
+	local := func(T float64) periodCand {
+		b := periodCand{T, math.Inf(-1)}
+		st := sc.step(T)
 		for k := -20; k <= 20; k++ {
 			x := T + float64(k)*st/4
 			if x < lo || x > hi {
 				continue
 			}
 			if s := sc.score(x); s > b.s {
-				b = cand{x, s}
+				b = periodCand{x, s}
 			}
 		}
 		return b
@@ -183,13 +218,10 @@ func DetectPeriodRange(h History, lo, hi float64) (PeriodFit, error) {
 			continue
 		}
 		if c := local(best.T / float64(d)); c.s >= best.s-harmonicNats {
-			best = c
-			break
+			return c
 		}
 	}
-	fit.Period, fit.Resolution = best.T, w
-	fit.Strength = clamp01(best.s / sc.most())
-	return fit, nil
+	return best
 }
 
 // scorer scores candidate periods for a fixed set of changes.

@@ -21,13 +21,12 @@ import (
 
 	"github.com/freshcrawl/freshcrawl/coordinator"
 	"github.com/freshcrawl/freshcrawl/internal/broker"
-	"github.com/freshcrawl/freshcrawl/internal/notify"
+	"github.com/freshcrawl/freshcrawl/internal/optcheck"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/store"
 	"github.com/freshcrawl/freshcrawl/worker"
 	"github.com/freshcrawl/freshcrawl/worker/extract"
-	"github.com/freshcrawl/freshcrawl/worker/fetch"
 )
 
 // Config holds every setting. Not every subcommand uses every key.
@@ -140,23 +139,25 @@ const (
 	defaultWorkers   = 4
 )
 
-// Default returns the defaults. Every value is its owner's constant, so
-// the CLI, the library's zero values, the README and the compose file
-// cannot drift apart (cmd/freshcrawl's TestConfigReference checks the
-// README and the compose file against the flags).
+// Default returns the defaults. Every value is its owner's
+// DefaultOptions, so the CLI, the library's defaults, the README and the
+// compose file cannot drift apart (cmd/freshcrawl's TestConfigReference
+// checks the README and the compose file against the flags).
 func Default() Config {
+	co, wo, bs := coordinator.DefaultOptions(), worker.DefaultOptions(), broker.DefaultSettings()
 	return Config{
 		Data: defaultData, NATSListen: broker.DefaultListen, Listen: defaultListen, LogLevel: defaultLogLevel, LogFormat: defaultLogFormat,
-		Budget: Rate(schedule.DefaultBudget), HostRate: Rate(schedule.DefaultHostRate), MaxInFlight: coordinator.DefaultMaxInFlight,
-		Policy: schedule.DefaultPolicy, Objective: schedule.DefaultObjective, ProbePolicy: schedule.DefaultProbePolicy,
-		Replan: schedule.DefaultReplan, PriorRate: Rate(schedule.DefaultPriorRate), HalfLife: schedule.DefaultHalfLife,
-		Explore: schedule.DefaultExploreShare, LMSkew: schedule.DefaultLMSkew, KeepFoldMarks: store.DefaultFoldMarksAge,
-		Standby: true, LeaseTTL: broker.DefaultLeaseTTL, StopGrace: worker.DefaultGrace,
-		AckWait: broker.DefaultAckWait, MaxDeliver: broker.DefaultMaxDeliver, Replicas: broker.DefaultReplicas,
-		ChangeMaxAge: broker.DefaultChangeMaxAge, ChangeMaxBytes: broker.DefaultChangeMaxBytes, ChangeMaxMsgs: broker.DefaultChangeMaxMsgs,
-		WebhookAttempts: notify.DefaultAttempts, WebhookBackoff: notify.DefaultBackoff, WebhookMaxBackoff: notify.DefaultMaxBackoff, WebhookTimeout: notify.DefaultTimeout,
-		Workers: defaultWorkers, Concurrency: worker.DefaultConcurrency,
-		UserAgent: fetch.DefaultUserAgent, Timeout: fetch.DefaultTimeout, MaxBody: fetch.DefaultMaxBody, MaxRedirects: fetch.DefaultMaxRedirects,
+		Budget: Rate(co.Budget), HostRate: Rate(co.HostRate), MaxInFlight: co.MaxInFlight,
+		Policy: schedule.DefaultPolicy, Objective: schedule.DefaultObjective, ProbePolicy: co.ProbePolicy,
+		Replan: co.Replan, PriorRate: Rate(co.PriorRate), HalfLife: co.HalfLife, Explore: co.ExploreShare, LMSkew: co.LMSkew,
+		KeepVersions: co.Retention.Versions, KeepVersionsFor: co.Retention.VersionsAge, KeepChanges: co.Retention.Changes,
+		KeepChangesFor: co.Retention.ChangesAge, KeepFoldMarks: co.Retention.FoldMarksAge,
+		Standby: true, LeaseTTL: broker.DefaultLeaseOptions().TTL, StopGrace: wo.Grace,
+		AckWait: bs.AckWait, MaxDeliver: bs.MaxDeliver, Replicas: bs.Replicas,
+		ChangeMaxAge: bs.Changes.MaxAge, ChangeMaxBytes: bs.Changes.MaxBytes, ChangeMaxMsgs: bs.Changes.MaxMsgs,
+		WebhookAttempts: co.Webhooks.Attempts, WebhookBackoff: co.Webhooks.Backoff, WebhookMaxBackoff: co.Webhooks.MaxBackoff, WebhookTimeout: co.Webhooks.Timeout,
+		Workers: defaultWorkers, Concurrency: wo.Concurrency,
+		UserAgent: wo.Fetch.UserAgent, Timeout: wo.Fetch.Timeout, MaxBody: wo.Fetch.MaxBody, MaxRedirects: wo.Fetch.MaxRedirects,
 	}
 }
 
@@ -453,35 +454,26 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Sprintf("%s: %v", key, err))
 		}
 	}
-	check("budget", schedule.CheckRate(c.Budget.PerSecond()))
-	check("host-rate", schedule.CheckRate(c.HostRate.PerSecond()))
-	check("max-in-flight", coordinator.CheckMaxInFlight(c.MaxInFlight))
-	check("policy", schedule.CheckPolicy(c.Policy))
-	check("objective", schedule.CheckObjective(c.Objective))
-	check("probe-policy", schedule.CheckProbePolicy(c.ProbePolicy))
-	check("replan", schedule.CheckPositive(c.Replan))
-	check("prior-rate", schedule.CheckRate(c.PriorRate.PerSecond()))
-	check("half-life", schedule.CheckPositive(c.HalfLife))
-	check("explore", schedule.CheckExploreShare(c.Explore))
-	check("lm-skew", schedule.CheckLMSkew(c.LMSkew))
-	check("keep-versions", store.CheckRetentionCount(c.KeepVersions))
-	check("keep-versions-for", store.CheckRetentionAge(c.KeepVersionsFor))
-	check("keep-changes", store.CheckRetentionCount(c.KeepChanges))
-	check("keep-changes-for", store.CheckRetentionAge(c.KeepChangesFor))
-	check("keep-fold-marks-for", store.CheckFoldMarksAge(c.KeepFoldMarks))
-	check("ack-wait", broker.CheckAckWait(c.AckWait))
-	check("max-deliver", broker.CheckMaxDeliver(c.MaxDeliver))
-	check("replicas", broker.CheckReplicas(c.Replicas))
-	check("change-stream-max-age", broker.CheckChangeMaxAge(c.ChangeMaxAge))
-	check("change-stream-max-bytes", broker.CheckLimit(c.ChangeMaxBytes))
-	check("change-stream-max-msgs", broker.CheckLimit(c.ChangeMaxMsgs))
-	check("webhook-attempts", notify.CheckAttempts(c.WebhookAttempts))
-	check("webhook-backoff", notify.CheckBackoff(c.WebhookBackoff))
-	check("webhook-max-backoff", notify.CheckBackoff(c.WebhookMaxBackoff))
-	if c.WebhookMaxBackoff < c.WebhookBackoff {
-		check("webhook-max-backoff", fmt.Errorf("%s is shorter than webhook-backoff %s", c.WebhookMaxBackoff, c.WebhookBackoff))
+	// The packages' Validate, each refusal under the key that set the
+	// field; a key two packages check (ack-wait, max-deliver) is named
+	// once, by the first.
+	named := map[string]bool{}
+	checkOptions := func(keys map[string]string, err error) {
+		for _, e := range keyErrors(keys, err) {
+			if !named[e.key] {
+				named[e.key] = true
+				errs = append(errs, e.String())
+			}
+		}
 	}
-	check("webhook-timeout", fetch.CheckTimeout(c.WebhookTimeout))
+	checkOptions(brokerKeys, c.BrokerSettings().Validate())
+	lease := broker.DefaultLeaseOptions()
+	lease.TTL = c.LeaseTTL
+	checkOptions(map[string]string{"TTL": "lease-ttl"}, lease.Validate())
+	co, err := c.coordinatorOptions()
+	checkOptions(coordinatorKeys, err)
+	checkOptions(coordinatorKeys, co.Validate())
+	checkOptions(workerKeys, c.WorkerOptions("", nil).Validate())
 	check("log-format", checkLogFormat(c.LogFormat))
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		check("tls-cert", errors.New("tls-cert and tls-key go together"))
@@ -497,19 +489,12 @@ func (c *Config) Validate() error {
 			check("api-token", err)
 		}
 	}
-	check("lease-ttl", broker.CheckLeaseTTL(c.LeaseTTL))
-	check("stop-grace", worker.CheckGrace(c.StopGrace))
 	if c.Workers < 0 {
 		check("workers", fmt.Errorf("must be ≥ 0, got %d", c.Workers))
 	}
-	check("concurrency", worker.CheckConcurrency(c.Concurrency))
-	check("user-agent", fetch.CheckUserAgent(c.UserAgent))
-	check("timeout", fetch.CheckTimeout(c.Timeout))
-	check("max-body", fetch.CheckMaxBody(c.MaxBody))
-	check("max-redirects", fetch.CheckMaxRedirects(c.MaxRedirects))
 	// The default noise rules, compiled as a worker compiles them: each
 	// key's on its own, so that every bad one is named, then together.
-	rules := c.DefaultIgnore()
+	rules := c.defaultIgnore()
 	bad := false
 	for _, r := range []proto.IgnoreRules{{Selectors: rules.Selectors}, {Patterns: rules.Patterns}, {MinChange: rules.MinChange}} {
 		if _, err := extract.Compile("", r); err != nil {
@@ -531,6 +516,113 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// keyError is a refusal of an Options' Validate under the key that set
+// the field.
+type keyError struct {
+	key string
+	err error
+}
+
+func (e keyError) String() string { return fmt.Sprintf("%s: %v", e.key, e.err) }
+
+// keyErrors are the refusals of err, each under the key that sets the
+// field (keys maps the field to it; "" drops the refusal: config reports
+// it in its own terms). A field no key sets keeps its Go name.
+func keyErrors(keys map[string]string, err error) []keyError {
+	var out []keyError
+	for _, f := range optcheck.Fields(err) {
+		key, ok := keys[f.Field]
+		switch {
+		case !ok:
+			key = f.Field
+		case key == "":
+			continue
+		}
+		out = append(out, keyError{key, f.Err})
+	}
+	return out
+}
+
+// coordinatorKeys are the keys of the fields of CoordinatorOptions.
+var coordinatorKeys = map[string]string{
+	"Budget": "budget", "HostRate": "host-rate", "MaxInFlight": "max-in-flight", "Policy": "policy", "Objective": "objective",
+	"Replan": "replan", "PriorRate": "prior-rate", "HalfLife": "half-life", "ExploreShare": "explore", "LMSkew": "lm-skew",
+	"ProbePolicy": "probe-policy", "AckWait": "ack-wait", "MaxDeliver": "max-deliver",
+	"Retention.Versions": "keep-versions", "Retention.VersionsAge": "keep-versions-for", "Retention.Changes": "keep-changes",
+	"Retention.ChangesAge": "keep-changes-for", "Retention.FoldMarksAge": "keep-fold-marks-for",
+	"Webhooks.Attempts": "webhook-attempts", "Webhooks.Backoff": "webhook-backoff", "Webhooks.MaxBackoff": "webhook-max-backoff",
+	"Webhooks.Timeout": "webhook-timeout",
+	// Validate compiles the ignore-* and min-change keys one by one, to
+	// name each one at fault.
+	"DefaultIgnore": "",
+}
+
+// CoordinatorOptions are the coordinator's options the keys set; the
+// caller adds what no key sets (sources, the webhooks of the config file,
+// the log, the NATS link and lease). The error names the policy or
+// objective key when no operator may choose its value.
+func (c *Config) CoordinatorOptions() (coordinator.Options, error) {
+	o, err := c.coordinatorOptions()
+	if err != nil {
+		var msgs []string
+		for _, e := range keyErrors(coordinatorKeys, err) {
+			msgs = append(msgs, e.String())
+		}
+		return o, errors.New("config: " + strings.Join(msgs, "; "))
+	}
+	return o, nil
+}
+
+// coordinatorOptions is CoordinatorOptions with the refusal of the policy
+// or objective by field, and the default policy in its place.
+func (c *Config) coordinatorOptions() (coordinator.Options, error) {
+	o := coordinator.DefaultOptions()
+	o.Budget, o.HostRate, o.MaxInFlight = c.Budget.PerSecond(), c.HostRate.PerSecond(), c.MaxInFlight
+	o.Replan, o.PriorRate, o.HalfLife, o.ExploreShare = c.Replan, c.PriorRate.PerSecond(), c.HalfLife, c.Explore
+	o.LMSkew, o.ProbePolicy, o.CaptureUniform, o.DefaultIgnore = c.LMSkew, c.ProbePolicy, c.CaptureUniform, c.defaultIgnore()
+	o.AckWait, o.MaxDeliver, o.Retention = c.AckWait, c.MaxDeliver, c.retention()
+	o.Webhooks.Secret, o.Webhooks.Attempts, o.Webhooks.Timeout = c.WebhookSecret, c.WebhookAttempts, c.WebhookTimeout
+	o.Webhooks.Backoff, o.Webhooks.MaxBackoff = c.WebhookBackoff, c.WebhookMaxBackoff
+	policy, err := schedule.OperatorPolicy(c.Policy, c.Objective)
+	if err != nil {
+		return o, err
+	}
+	o.Policy = policy
+	return o, nil
+}
+
+// brokerKeys are the keys of the fields of BrokerSettings.
+var brokerKeys = map[string]string{
+	"Replicas": "replicas", "AckWait": "ack-wait", "MaxDeliver": "max-deliver",
+	"Changes.MaxAge": "change-stream-max-age", "Changes.MaxBytes": "change-stream-max-bytes", "Changes.MaxMsgs": "change-stream-max-msgs",
+}
+
+// BrokerSettings are the NATS settings the keys set. The task consumer's
+// MaxAckPending is sized to whichever bounds the tasks held more: the
+// coordinator's in flight or the in-process workers' concurrency.
+func (c *Config) BrokerSettings() broker.Settings {
+	s := broker.DefaultSettings()
+	s.Replicas, s.AckWait, s.MaxDeliver = c.Replicas, c.AckWait, c.MaxDeliver
+	s.MaxAckPending = max(c.MaxInFlight, c.Workers*c.Concurrency, 1)
+	s.Changes = broker.ChangeRetention{MaxAge: c.ChangeMaxAge, MaxBytes: c.ChangeMaxBytes, MaxMsgs: c.ChangeMaxMsgs}
+	return s
+}
+
+// workerKeys are the keys of the fields of WorkerOptions.
+var workerKeys = map[string]string{
+	"Concurrency": "concurrency", "Grace": "stop-grace",
+	"Fetch.UserAgent": "user-agent", "Fetch.Timeout": "timeout", "Fetch.MaxBody": "max-body", "Fetch.MaxRedirects": "max-redirects",
+}
+
+// WorkerOptions are the options of a worker named id (""; the host and
+// process id) logging to log (nil: slog.Default()).
+func (c *Config) WorkerOptions(id string, log *slog.Logger) worker.Options {
+	o := worker.DefaultOptions()
+	o.ID, o.Log, o.Concurrency, o.Grace = id, log, c.Concurrency, c.StopGrace
+	o.Fetch.UserAgent, o.Fetch.Timeout, o.Fetch.MaxBody, o.Fetch.MaxRedirects, o.Fetch.AllowPrivate = c.UserAgent, c.Timeout, c.MaxBody, c.MaxRedirects, c.AllowPrivate
+	return o
+}
+
 // ruleKey is the key that set the rule a compile error of DefaultIgnore's
 // rules is about.
 func ruleKey(err error) string {
@@ -549,13 +641,15 @@ func ruleKey(err error) string {
 	return re.Field
 }
 
-// Retention is the store's retention the keep-* keys set.
-func (c *Config) Retention() store.Retention {
-	return store.Retention{Versions: c.KeepVersions, VersionsAge: c.KeepVersionsFor, Changes: c.KeepChanges, ChangesAge: c.KeepChangesFor, FoldMarksAge: c.KeepFoldMarks}
+// retention is the store's retention the keep-* keys set.
+func (c *Config) retention() store.Retention {
+	r := store.DefaultRetention()
+	r.Versions, r.VersionsAge, r.Changes, r.ChangesAge, r.FoldMarksAge = c.KeepVersions, c.KeepVersionsFor, c.KeepChanges, c.KeepChangesFor, c.KeepFoldMarks
+	return r
 }
 
-// DefaultIgnore is the noise rules every URL gets.
-func (c *Config) DefaultIgnore() proto.IgnoreRules {
+// defaultIgnore is the noise rules every URL gets.
+func (c *Config) defaultIgnore() proto.IgnoreRules {
 	r := proto.IgnoreRules{Patterns: c.IgnorePatterns, MinChange: c.MinChange}
 	if c.IgnoreSelector != "" {
 		r.Selectors = []string{c.IgnoreSelector}

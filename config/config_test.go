@@ -4,11 +4,17 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/freshcrawl/freshcrawl/coordinator"
+	"github.com/freshcrawl/freshcrawl/internal/broker"
+	"github.com/freshcrawl/freshcrawl/store"
+	"github.com/freshcrawl/freshcrawl/worker"
 )
 
 func TestParseRate(t *testing.T) {
@@ -143,6 +149,19 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"min-change", func(c *Config) { c.MinChange = -0.1 }},
 		{"min-change", func(c *Config) { c.MinChange = math.NaN() }},
 		{"log-level", func(c *Config) { c.LogLevel = "loud" }},
+		{"lease-ttl", func(c *Config) { c.LeaseTTL = time.Second }},
+		{"stop-grace", func(c *Config) { c.StopGrace = -time.Second }},
+		{"keep-versions", func(c *Config) { c.KeepVersions = -1 }},
+		{"keep-changes-for", func(c *Config) { c.KeepChangesFor = -time.Hour }},
+		{"keep-fold-marks-for", func(c *Config) { c.KeepFoldMarks = time.Minute }},
+		{"keep-fold-marks-for", func(c *Config) { c.KeepFoldMarks = 0 }},
+		{"change-stream-max-age", func(c *Config) { c.ChangeMaxAge = time.Second }},
+		{"change-stream-max-bytes", func(c *Config) { c.ChangeMaxBytes = 0 }},
+		{"change-stream-max-msgs", func(c *Config) { c.ChangeMaxMsgs = -2 }},
+		{"webhook-attempts", func(c *Config) { c.WebhookAttempts = 0 }},
+		{"webhook-backoff", func(c *Config) { c.WebhookBackoff = 0 }},
+		{"webhook-max-backoff", func(c *Config) { c.WebhookBackoff, c.WebhookMaxBackoff = time.Hour, time.Minute }},
+		{"webhook-timeout", func(c *Config) { c.WebhookTimeout = 0 }},
 	} {
 		cfg := Default()
 		c.set(&cfg)
@@ -150,5 +169,51 @@ func TestValidateNamesTheKey(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.key) {
 			t.Errorf("%s: Validate = %v, want an error naming %s", c.key, err, c.key)
 		}
+	}
+}
+
+// The defaults are the packages' DefaultOptions, and the options the keys
+// make of them are those DefaultOptions again: one encoding, no
+// translation on the way.
+func TestDefaultsAreThePackagesDefaults(t *testing.T) {
+	cfg := Default()
+	co, err := cfg.CoordinatorOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := coordinator.DefaultOptions()
+	if co.Policy.Name() != want.Policy.Name() {
+		t.Errorf("policy %s, want %s", co.Policy.Name(), want.Policy.Name())
+	}
+	co.Policy, want.Policy = nil, nil
+	if !reflect.DeepEqual(co, want) {
+		t.Errorf("coordinator options of the defaults:\n%+v\nwant\n%+v", co, want)
+	}
+	if wo, want := cfg.WorkerOptions("", nil), worker.DefaultOptions(); !reflect.DeepEqual(wo, want) {
+		t.Errorf("worker options of the defaults:\n%+v\nwant\n%+v", wo, want)
+	}
+	bs, want2 := cfg.BrokerSettings(), broker.DefaultSettings()
+	bs.MaxAckPending, want2.MaxAckPending = 0, 0 // sized from max-in-flight and the workers
+	if bs != want2 {
+		t.Errorf("broker settings of the defaults:\n%+v\nwant\n%+v", bs, want2)
+	}
+	if r := cfg.retention(); r != store.DefaultRetention() {
+		t.Errorf("retention of the defaults %+v", r)
+	}
+}
+
+// A key two packages check is named once; a policy no operator may
+// choose is named by CoordinatorOptions as by Validate.
+func TestKeyNamedOnce(t *testing.T) {
+	cfg := Default()
+	cfg.AckWait = 0
+	err := cfg.Validate()
+	if err == nil || strings.Count(err.Error(), "ack-wait:") != 1 {
+		t.Errorf("Validate = %v, want ack-wait named once", err)
+	}
+	cfg = Default()
+	cfg.Policy = "nutch"
+	if _, err := cfg.CoordinatorOptions(); err == nil || !strings.Contains(err.Error(), "policy:") {
+		t.Errorf("CoordinatorOptions = %v, want the policy key named", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/freshcrawl/freshcrawl/internal/source"
+	"github.com/freshcrawl/freshcrawl/worker/probeparse"
 )
 
 // FuzzConfigFile feeds arbitrary YAML files, and an arbitrary value of one
@@ -67,7 +68,7 @@ func FuzzConfigFile(f *testing.F) {
 				t.Fatalf("validate error %q does not start with the key at fault", err)
 			}
 		}
-		if _, err := source.Parse(file, path); err != nil && !strings.Contains(err.Error(), path) {
+		if _, err := source.Parse(file, path, probeparse.CheckSelector); err != nil && !strings.Contains(err.Error(), path) {
 			t.Fatalf("sources error does not name the file: %v", err)
 		}
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/freshcrawl/freshcrawl/internal/api"
 	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/notify"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
@@ -216,7 +217,8 @@ func finite(x float64) float64 {
 	return x
 }
 
-// Handler serves the HTTP API and /metrics.
+// Handler serves the HTTP API, the operator's console and /metrics: every
+// route of the coordinator's HTTP server is registered here.
 //
 //	POST /api/seeds              seed lines in the body (as a seed file)
 //	GET  /api/status             Status as JSON
@@ -233,13 +235,26 @@ func finite(x float64) float64 {
 //	GET  /metrics                Prometheus metrics
 //	GET  /healthz                200 "ok" or 503 and why (NATS, store)
 //
-// and the operator's console (internal/api: the dashboard at / and the
-// URL lifecycle under /api/).
+// and the operator's console (internal/api):
+//
+//	GET  /                        the dashboard
+//	GET  /ui/{file}               its assets
+//	GET  /api/overview            Overview now
+//	GET  /api/series              the last hour of samples; /api/events streams new ones (SSE)
+//	GET  /api/hosts               hosts: cap, Crawl-delay, backoff, robots, in flight, URLs, fetches
+//	GET  /api/urls                URLs: filters, sort, cursor paging
+//	GET  /api/url/show?url=U      one URL: record, schedule, estimate, fetches, changes, versions, copy
+//	POST /api/url/pause           body Selection; also resume, delete (?purge=1), set (SetRequest)
+//	GET  /api/content?url=U       the stored copy (&raw=1: the raw body as fetched)
+//	GET  /api/diff?url=U&seq=N    line diff of capture version N against N-1
+//	GET  /api/capture             capture URLs: period, phases, recall
+//	GET  /api/sources             keyword-search sources: rounds, coverage, speedup, freshness
+//	GET  /api/export              every URL as JSON lines; POST /api/import?name=F takes them
 func (c *Coordinator) Handler() http.Handler {
 	mux := http.NewServeMux()
-	c.console.Mount(mux)
+
 	mux.HandleFunc("POST /api/seeds", c.handleSeeds)
-	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, c.Status()) })
+	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, r *http.Request) { api.WriteJSON(w, http.StatusOK, c.Status()) })
 	mux.HandleFunc("GET /api/url", c.handleURL)
 	mux.HandleFunc("GET /api/versions", c.handleVersions)
 	mux.HandleFunc("GET /api/changes", c.handleChanges)
@@ -248,17 +263,37 @@ func (c *Coordinator) Handler() http.Handler {
 	mux.HandleFunc("GET /api/webhooks", c.handleWebhooks)
 	mux.HandleFunc("POST /api/webhooks/retry", c.handleDeadLetters(c.hooks.Retry))
 	mux.HandleFunc("POST /api/webhooks/drop", c.handleDeadLetters(c.hooks.Drop))
+	mux.HandleFunc("GET /api/backup", c.handleBackup)
+	mux.HandleFunc("GET /api/estimates", c.handleEstimates)
 	var g prometheus.Gatherer = c.m.reg
 	if c.opts.Metrics != nil {
 		g = prometheus.Gatherers{c.m.reg, c.opts.Metrics}
 	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /api/backup", c.handleBackup)
-	mux.HandleFunc("GET /api/estimates", c.handleEstimates)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		ok, lines := c.health()
 		ServeHealth(w, ok, lines)
 	})
+
+	con := c.console
+	mux.HandleFunc("GET /{$}", api.ServeIndex)
+	mux.Handle("GET /ui/", http.StripPrefix("/ui/", api.Assets()))
+	mux.HandleFunc("GET /api/overview", con.ServeOverview)
+	mux.HandleFunc("GET /api/series", con.ServeSeries)
+	mux.HandleFunc("GET /api/events", con.ServeEvents)
+	mux.HandleFunc("GET /api/hosts", con.ServeHosts)
+	mux.HandleFunc("GET /api/urls", con.ServeURLs)
+	mux.HandleFunc("GET /api/url/show", con.ServeShow)
+	mux.HandleFunc("POST /api/url/pause", con.ServePause)
+	mux.HandleFunc("POST /api/url/resume", con.ServeResume)
+	mux.HandleFunc("POST /api/url/delete", con.ServeDelete)
+	mux.HandleFunc("POST /api/url/set", con.ServeSet)
+	mux.HandleFunc("GET /api/content", con.ServeContent)
+	mux.HandleFunc("GET /api/diff", con.ServeDiff)
+	mux.HandleFunc("GET /api/capture", con.ServeCapture)
+	mux.HandleFunc("GET /api/sources", con.ServeSources)
+	mux.HandleFunc("GET /api/export", con.ServeExport)
+	mux.HandleFunc("POST /api/import", con.ServeImport)
 	return mux
 }
 
@@ -275,7 +310,7 @@ func (c *Coordinator) handleBackup(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		c.log.Warn("backup over the API", "err", err)
 		if !started {
-			writeErr(w, http.StatusInternalServerError, err)
+			api.WriteError(w, http.StatusInternalServerError, err)
 		}
 	}
 }
@@ -304,21 +339,6 @@ func (c *Coordinator) handleEstimates(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// writeJSON encodes v before it writes the status line, so that a value
-// JSON cannot carry (NaN, Inf) is a 500 with the reason instead of a 200
-// with an empty body.
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, err := json.MarshalIndent(v, "", "  ")
-	w.Header().Set("Content-Type", "application/json")
-	if err != nil {
-		w.WriteHeader(http.StatusInternalServerError)
-		fmt.Fprintf(w, "{\"error\": %q}\n", "encode response: "+err.Error())
-		return
-	}
-	w.WriteHeader(code)
-	_, _ = w.Write(append(b, '\n'))
-}
-
 // handleWebhooks answers GET /api/webhooks: the configured webhooks,
 // their queues and the dead-letter list (&limit=, default 100).
 func (c *Coordinator) handleWebhooks(w http.ResponseWriter, r *http.Request) {
@@ -328,10 +348,10 @@ func (c *Coordinator) handleWebhooks(w http.ResponseWriter, r *http.Request) {
 	}
 	st, err := c.hooks.Status(limit)
 	if err != nil {
-		writeErr(w, http.StatusInternalServerError, err)
+		api.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	api.WriteJSON(w, http.StatusOK, st)
 }
 
 // deadLetterRequest is the body of POST /api/webhooks/retry and /drop.
@@ -349,11 +369,11 @@ func (c *Coordinator) handleDeadLetters(op func([]string) (int, error)) http.Han
 		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {
-			writeErr(w, http.StatusBadRequest, fmt.Errorf("body: want {\"ids\": [...]} or {\"all\": true}: %w", err))
+			api.WriteError(w, http.StatusBadRequest, fmt.Errorf("body: want {\"ids\": [...]} or {\"all\": true}: %w", err))
 			return
 		}
 		if len(req.IDs) == 0 && !req.All {
-			writeErr(w, http.StatusBadRequest, errors.New(`body: give "ids", or "all": true for every dead letter`))
+			api.WriteError(w, http.StatusBadRequest, errors.New(`body: give "ids", or "all": true for every dead letter`))
 			return
 		}
 		n, err := op(req.IDs)
@@ -362,15 +382,11 @@ func (c *Coordinator) handleDeadLetters(op func([]string) (int, error)) http.Han
 			if errors.Is(err, store.ErrBadID) {
 				code = http.StatusBadRequest
 			}
-			writeErr(w, code, err)
+			api.WriteError(w, code, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]int{"n": n})
+		api.WriteJSON(w, http.StatusOK, map[string]int{"n": n})
 	}
-}
-
-func writeErr(w http.ResponseWriter, code int, err error) {
-	writeJSON(w, code, map[string]string{"error": err.Error()})
 }
 
 func (c *Coordinator) handleSeeds(w http.ResponseWriter, r *http.Request) {
@@ -380,20 +396,20 @@ func (c *Coordinator) handleSeeds(w http.ResponseWriter, r *http.Request) {
 	}
 	sum, err := c.AddSeeds(r.Body, name)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error(), "summary": sum})
+		api.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error(), "summary": sum})
 		return
 	}
-	writeJSON(w, http.StatusOK, sum)
+	api.WriteJSON(w, http.StatusOK, sum)
 }
 
 func (c *Coordinator) handleURL(w http.ResponseWriter, r *http.Request) {
 	u := r.URL.Query().Get("url")
 	rec, err := c.db.Get(u)
 	if err != nil {
-		writeErr(w, statusOf(err), err)
+		api.WriteError(w, statusOf(err), err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rec)
+	api.WriteJSON(w, http.StatusOK, rec)
 }
 
 func (c *Coordinator) handleVersions(w http.ResponseWriter, r *http.Request) {
@@ -405,32 +421,32 @@ func (c *Coordinator) handleVersions(w http.ResponseWriter, r *http.Request) {
 func serveVersions(db *store.DB, w http.ResponseWriter, r *http.Request) {
 	u := r.URL.Query().Get("url")
 	if u == "" {
-		writeErr(w, http.StatusBadRequest, errors.New("missing url parameter"))
+		api.WriteError(w, http.StatusBadRequest, errors.New("missing url parameter"))
 		return
 	}
 	if show := r.URL.Query().Get("show"); show != "" {
 		n, err := strconv.ParseUint(show, 10, 64)
 		if err != nil {
-			writeErr(w, http.StatusBadRequest, fmt.Errorf("show=%q: want a version number", show))
+			api.WriteError(w, http.StatusBadRequest, fmt.Errorf("show=%q: want a version number", show))
 			return
 		}
 		v, err := db.Version(u, n)
 		if err != nil {
-			writeErr(w, statusOf(err), err)
+			api.WriteError(w, statusOf(err), err)
 			return
 		}
-		writeJSON(w, http.StatusOK, v)
+		api.WriteJSON(w, http.StatusOK, v)
 		return
 	}
 	vs, err := db.Versions(u)
 	if err != nil {
-		writeErr(w, statusOf(err), err)
+		api.WriteError(w, statusOf(err), err)
 		return
 	}
 	if vs == nil {
 		vs = []store.Version{}
 	}
-	writeJSON(w, http.StatusOK, vs)
+	api.WriteJSON(w, http.StatusOK, vs)
 }
 
 func (c *Coordinator) handleChanges(w http.ResponseWriter, r *http.Request) {
@@ -446,13 +462,13 @@ func (c *Coordinator) handleChanges(w http.ResponseWriter, r *http.Request) {
 		ch, err = c.db.Changes(after, limit)
 	}
 	if err != nil {
-		writeErr(w, http.StatusInternalServerError, err)
+		api.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
 	if ch == nil {
 		ch = []store.Change{}
 	}
-	writeJSON(w, http.StatusOK, ch)
+	api.WriteJSON(w, http.StatusOK, ch)
 }
 
 func statusOf(err error) int {
@@ -465,7 +481,7 @@ func statusOf(err error) int {
 func (c *Coordinator) handleAddItems(w http.ResponseWriter, r *http.Request) {
 	src := r.URL.Query().Get("source")
 	if c.sourceByName(src) == nil {
-		writeErr(w, http.StatusBadRequest, fmt.Errorf("unknown source %q (define it under sources: in the config file)", src))
+		api.WriteError(w, http.StatusBadRequest, fmt.Errorf("unknown source %q (define it under sources: in the config file)", src))
 		return
 	}
 	name := r.URL.Query().Get("name")
@@ -474,10 +490,10 @@ func (c *Coordinator) handleAddItems(w http.ResponseWriter, r *http.Request) {
 	}
 	sum, err := IngestItems(c.db, r.Body, name, src)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error(), "summary": sum})
+		api.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error(), "summary": sum})
 		return
 	}
-	writeJSON(w, http.StatusOK, sum)
+	api.WriteJSON(w, http.StatusOK, sum)
 }
 
 // ItemView is one tracked item as the API and CLI show it.
@@ -517,8 +533,8 @@ func Items(db *store.DB, source string) ([]ItemView, error) {
 func serveItems(db *store.DB, w http.ResponseWriter, r *http.Request) {
 	items, err := Items(db, r.URL.Query().Get("source"))
 	if err != nil {
-		writeErr(w, http.StatusInternalServerError, err)
+		api.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, items)
+	api.WriteJSON(w, http.StatusOK, items)
 }

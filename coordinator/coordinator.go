@@ -28,6 +28,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/logx"
 	"github.com/freshcrawl/freshcrawl/internal/notify"
+	"github.com/freshcrawl/freshcrawl/internal/optcheck"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
 	"github.com/freshcrawl/freshcrawl/internal/seed"
 	"github.com/freshcrawl/freshcrawl/internal/source"
@@ -36,10 +37,8 @@ import (
 	"github.com/freshcrawl/freshcrawl/worker/extract"
 )
 
-// Options configure a coordinator. Zero fields take the defaults of the
-// package that owns the setting (schedule.DefaultBudget,
-// dispatch.DefaultMaxInFlight, broker.DefaultAckWait, …); New refuses
-// values out of range.
+// Options configure a coordinator. Start from DefaultOptions: every field
+// is taken as it is, and New refuses what Validate refuses.
 type Options struct {
 	// Budget is the total fetches per second.
 	Budget float64
@@ -47,8 +46,7 @@ type Options struct {
 	HostRate float64
 	// MaxInFlight bounds tasks dispatched and not yet folded.
 	MaxInFlight int
-	// Policy turns estimates into frequencies (default: the optimal
-	// policy for freshness).
+	// Policy turns estimates into frequencies.
 	Policy schedule.Policy
 	// Replan is how often the plan is re-solved; it is also re-solved
 	// when estimates moved enough.
@@ -67,8 +65,8 @@ type Options struct {
 	// is fetched at ExploreShare × (budget / URLs).
 	ExploreShare float64
 	// Sources are the keyword-search sources (the content-freshness paper) and ProbePolicy
-	// how their tracked items are refreshed: greedy (keyword probes,
-	// default), naive1 or naive2 (fetch by id; baselines).
+	// how their tracked items are refreshed: greedy (keyword probes),
+	// naive1 or naive2 (fetch by id; baselines).
 	Sources     []source.Source
 	ProbePolicy string
 	// CaptureUniform keeps capture URLs on uniform polls (a baseline).
@@ -77,13 +75,13 @@ type Options struct {
 	// add to them.
 	DefaultIgnore proto.IgnoreRules
 	// Retention bounds the versions and the change log kept in the
-	// store; it is applied while the coordinator runs (zero: keep all).
+	// store; it is applied while the coordinator runs.
 	Retention store.Retention
 	// AckWait and MaxDeliver mirror the task consumer, to tell when a task
 	// is lost for good.
 	AckWait    time.Duration
 	MaxDeliver int
-	// Log receives structured logs.
+	// Log receives structured logs (nil: slog.Default()).
 	Log *slog.Logger
 	// Link is the NATS connection, whose state status and /healthz show
 	// (nil: not shown).
@@ -91,85 +89,61 @@ type Options struct {
 	// Lease is the coordinator lease this coordinator holds (nil: none,
 	// as in tests).
 	Lease *broker.Lease
-	// ConsoleEvery is the sampling period of the console's charts
-	// (default 5s).
+	// ConsoleEvery is the sampling period of the console's charts.
 	ConsoleEvery time.Duration
 	// Webhooks configure the delivery of change events to webhooks (the
-	// config's and each seed's own).
+	// config's and each seed's own); a nil Webhooks.Log logs to Log.
 	Webhooks notify.Options
 	// Metrics are served on /metrics besides the coordinator's own (the
 	// in-process workers' of `run` and `demo`).
 	Metrics prometheus.Gatherer
 }
 
-// withDefaults fills the zero fields the coordinator reads itself; those
-// it only passes on (ExploreShare, Replan, Policy) are left to their
-// owner.
-func (o Options) withDefaults() Options {
-	if o.Budget <= 0 {
-		o.Budget = schedule.DefaultBudget
+// DefaultOptions hold the defaults of every setting, each taken from the
+// package that owns it; the config takes its defaults from here.
+func DefaultOptions() Options {
+	sched, nats := schedule.DefaultSchedulerOptions(), broker.DefaultSettings()
+	return Options{
+		Budget: sched.Budget, HostRate: sched.HostRate, MaxInFlight: dispatch.DefaultOptions().MaxInFlight,
+		Policy: sched.Policy, Replan: sched.Replan, PriorRate: sched.PriorRate, HalfLife: sched.HalfLife,
+		LMSkew: schedule.DefaultLMSkew, ExploreShare: sched.ExploreShare, ProbePolicy: schedule.DefaultProbePolicy,
+		Retention: store.DefaultRetention(), AckWait: nats.AckWait, MaxDeliver: nats.MaxDeliver,
+		ConsoleEvery: 5 * time.Second, Webhooks: notify.DefaultOptions(),
 	}
-	if o.HostRate <= 0 {
-		o.HostRate = schedule.DefaultHostRate
-	}
-	if o.MaxInFlight <= 0 {
-		o.MaxInFlight = dispatch.DefaultMaxInFlight
-	}
-	if o.PriorRate <= 0 {
-		o.PriorRate = schedule.DefaultPriorRate
-	}
-	if o.HalfLife <= 0 {
-		o.HalfLife = schedule.DefaultHalfLife
-	}
-	if o.LMSkew <= 0 {
-		o.LMSkew = schedule.DefaultLMSkew
-	}
-	if o.AckWait <= 0 {
-		o.AckWait = broker.DefaultAckWait
-	}
-	if o.MaxDeliver <= 0 {
-		o.MaxDeliver = broker.DefaultMaxDeliver
-	}
-	if o.Log == nil {
-		o.Log = slog.Default()
-	}
-	if o.ProbePolicy == "" {
-		o.ProbePolicy = schedule.DefaultProbePolicy
-	}
-	return o
 }
 
-// validate checks the options after withDefaults, with the checks of the
-// settings' owners, and compiles the default noise rules as a worker will.
-// AckWait and MaxDeliver are not checked here: they are the task
-// consumer's, whatever created it.
-func (o Options) validate() error {
-	var errs []error
-	check := func(field string, err error) {
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", field, err))
-		}
+// Validate reports every field New would refuse, each by its name (a
+// field of nested options by its path: Retention.Versions), and compiles
+// the default noise rules as a worker will.
+func (o Options) Validate() error {
+	var errs optcheck.Errors
+	errs.Check("", o.schedulerOptions(nil, nil).Validate())
+	// The dispatcher checks what it is given; the budget is the
+	// scheduler's check above, so only the dispatcher's own field goes.
+	do := dispatch.DefaultOptions()
+	do.MaxInFlight = o.MaxInFlight
+	errs.Check("", do.Validate())
+	// At least a second, because HTTP dates have whole seconds.
+	if o.LMSkew < time.Second {
+		errs.Check("LMSkew", fmt.Errorf("must be ≥ 1s (HTTP dates have whole seconds), got %s", o.LMSkew))
 	}
-	check("Budget", schedule.CheckRate(o.Budget))
-	check("HostRate", schedule.CheckRate(o.HostRate))
-	check("PriorRate", schedule.CheckRate(o.PriorRate))
-	check("MaxInFlight", dispatch.CheckMaxInFlight(o.MaxInFlight))
-	if o.ExploreShare != 0 { // 0: the scheduler's default
-		check("ExploreShare", schedule.CheckExploreShare(o.ExploreShare))
+	errs.Check("ProbePolicy", schedule.CheckProbePolicy(o.ProbePolicy))
+	errs.Check("Retention", o.Retention.Validate())
+	// AckWait and MaxDeliver mirror the task consumer, whatever created
+	// it: only what the coordinator computes with them is checked.
+	if o.AckWait <= 0 {
+		errs.Check("AckWait", fmt.Errorf("must be > 0, got %s", o.AckWait))
 	}
-	check("LMSkew", schedule.CheckLMSkew(o.LMSkew))
-	check("ProbePolicy", schedule.CheckProbePolicy(o.ProbePolicy))
-	check("Retention.Versions", store.CheckRetentionCount(o.Retention.Versions))
-	check("Retention.VersionsAge", store.CheckRetentionAge(o.Retention.VersionsAge))
-	check("Retention.Changes", store.CheckRetentionCount(o.Retention.Changes))
-	check("Retention.ChangesAge", store.CheckRetentionAge(o.Retention.ChangesAge))
-	check("Retention.FoldMarksAge", store.CheckFoldMarksAge(o.Retention.FoldMarksAge))
+	if o.MaxDeliver < 1 {
+		errs.Check("MaxDeliver", fmt.Errorf("must be ≥ 1, got %d", o.MaxDeliver))
+	}
+	if o.ConsoleEvery <= 0 {
+		errs.Check("ConsoleEvery", fmt.Errorf("must be > 0, got %s", o.ConsoleEvery))
+	}
+	errs.Check("Webhooks", o.Webhooks.Validate())
 	_, err := extract.Compile("", o.DefaultIgnore)
-	check("DefaultIgnore", err)
-	if len(errs) > 0 {
-		return fmt.Errorf("coordinator options: %w", errors.Join(errs...))
-	}
-	return nil
+	errs.Check("DefaultIgnore", err)
+	return errs.Err()
 }
 
 // Coordinator is one running coordinator. Its state is split by what
@@ -241,15 +215,22 @@ type Coordinator struct {
 // New builds a coordinator on an open store and NATS connection. Streams
 // must exist (broker.Ensure). It fails on a bad source definition.
 func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Coordinator, error) {
-	opts = opts.withDefaults()
-	if err := opts.validate(); err != nil {
-		return nil, err
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("coordinator options: %w", err)
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
 	}
 	c := &Coordinator{opts: opts, db: db, nc: nc, js: js, log: opts.Log.With("role", "coordinator")}
 	est, sched := newSchedule(opts, db, c.log)
 	c.opts.Policy = sched.Policy()
 	est.Trust.ClockSkew = opts.LMSkew.Seconds()
-	c.disp = dispatch.New(js, sched, dispatch.Options{Budget: opts.Budget, MaxInFlight: opts.MaxInFlight, Prepare: c.prepare, Log: c.log})
+	do := dispatch.DefaultOptions()
+	do.Budget, do.MaxInFlight, do.Prepare, do.Log = opts.Budget, opts.MaxInFlight, c.prepare, c.log
+	var err error
+	if c.disp, err = dispatch.New(js, sched, do); err != nil {
+		return nil, err
+	}
 	c.folder, c.est = fold.New(db, est, c.log), est
 	c.prune.pruner = store.NewPruner(db, opts.Retention)
 	c.m = newMetrics(c.disp)
@@ -259,7 +240,6 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 	c.counts.errors = map[string]int64{}
 	c.console = api.New(console{c}, api.Options{Log: c.log, Every: opts.ConsoleEvery})
 	c.m.budget.Set(opts.Budget)
-	var err error
 	if c.publisher, err = notify.NewPublisher(db, js, c.log); err != nil {
 		return nil, err
 	}
@@ -383,9 +363,11 @@ func (c *Coordinator) saveHazard() {
 // on db, the way Run does before it plans, without NATS: the restart
 // benchmark (freshcrawl bench scale) measures it.
 func LoadScheduler(db *store.DB, opts Options) (*schedule.Scheduler, int, error) {
-	opts = opts.withDefaults()
-	if err := opts.validate(); err != nil {
-		return nil, 0, err
+	if err := opts.Validate(); err != nil {
+		return nil, 0, fmt.Errorf("coordinator options: %w", err)
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
 	}
 	est, sched := newSchedule(opts, db, opts.Log)
 	c := &Coordinator{opts: opts, db: db, est: est, log: opts.Log}
@@ -398,9 +380,17 @@ func LoadScheduler(db *store.DB, opts Options) (*schedule.Scheduler, int, error)
 // through db (storeURLs).
 func newSchedule(opts Options, db *store.DB, log *slog.Logger) (schedule.Estimator, *schedule.Scheduler) {
 	est := schedule.NewEstimator(opts.HalfLife, opts.PriorRate)
-	sched := schedule.NewScheduler(schedule.SchedulerOptions{Budget: opts.Budget, HostRate: opts.HostRate, Policy: opts.Policy, ExploreShare: opts.ExploreShare, Replan: opts.Replan, CaptureUniform: opts.CaptureUniform,
-		Priors: est.Priors, HalfLife: opts.HalfLife, URLs: storeURLs{db: db, log: log}})
+	sched := schedule.NewScheduler(opts.schedulerOptions(est.Priors, storeURLs{db: db, log: log}))
 	return est, sched
+}
+
+// schedulerOptions are the scheduler's options of o, with the priors it
+// shares with the estimator and the store's spelling of URLs.
+func (o Options) schedulerOptions(priors *schedule.PriorSet, urls schedule.URLSource) schedule.SchedulerOptions {
+	s := schedule.DefaultSchedulerOptions()
+	s.Budget, s.HostRate, s.Policy, s.ExploreShare, s.Replan, s.CaptureUniform = o.Budget, o.HostRate, o.Policy, o.ExploreShare, o.Replan, o.CaptureUniform
+	s.PriorRate, s.HalfLife, s.Priors, s.URLs = o.PriorRate, o.HalfLife, priors, urls
+	return s
 }
 
 // storeURLs spells the schedule's URLs by their store ids and reads
@@ -575,7 +565,7 @@ func (c *Coordinator) prepare(_ context.Context, t *proto.Task) error {
 			return err
 		}
 	}
-	t.Selector, t.Ignore = rec.Selector, mergeIgnore(c.opts.DefaultIgnore, rec.Ignore)
+	t.Selector, t.Ignore = rec.Selector, mergeIgnore(c.opts.DefaultIgnore, proto.IgnoreRules(rec.Ignore))
 	t.ETag, t.LastModified, t.PrevHash = rec.ETag, rec.LastMod, rec.Hash
 	if t.KeepRaw = rec.KeepRaw; t.KeepRaw && !hasRaw {
 		// No raw body kept yet: ask for one, unconditionally, so a 304
@@ -814,7 +804,7 @@ const foldMarkSkew = 10 * time.Minute
 // from before the oldest stored result, less the skew, are kept too.
 // When the stream cannot be read, nothing is pruned this time.
 func (c *Coordinator) pruneFoldMarks(ctx context.Context, now time.Time) {
-	cutoff := now.Add(-c.opts.Retention.MarksAge())
+	cutoff := now.Add(-c.opts.Retention.FoldMarksAge)
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	oldest, err := broker.OldestResult(qctx, c.js)
 	cancel()
@@ -834,10 +824,3 @@ func (c *Coordinator) pruneFoldMarks(ctx context.Context, now time.Time) {
 		c.log.Debug("pruned fold marks", "n", n, "before", cutoff)
 	}
 }
-
-// DefaultMaxInFlight bounds the tasks dispatched and not yet folded unless
-// Options.MaxInFlight says otherwise.
-const DefaultMaxInFlight = dispatch.DefaultMaxInFlight
-
-// CheckMaxInFlight validates Options.MaxInFlight.
-func CheckMaxInFlight(n int) error { return dispatch.CheckMaxInFlight(n) }

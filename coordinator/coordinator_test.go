@@ -14,6 +14,7 @@ import (
 
 	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/store"
 )
@@ -63,19 +64,19 @@ func (e *env) resultsPending(t *testing.T) uint64 {
 // schedule.
 func TestDuplicateResultAppliedOnce(t *testing.T) {
 	e := newEnv(t, testSettings())
-	c := e.coordinator(t, Options{Budget: 2, HostRate: 20})
+	c := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 2, 20 })
 	addSeeds(t, c, testURL)
 	run(t, c)
 
 	task, m := e.takeTask(t, 10*time.Second)
 	_ = m.Ack()
 	e.sendResult(t, ok(task, "h1"))
-	waitFor(t, 10*time.Second, "the first result folded", func() bool { return c.fetches() == 1 })
+	testutil.WaitFor(t, 10*time.Second, "the first result folded", func() bool { return c.fetches() == 1 })
 	task2, m := e.takeTask(t, 10*time.Second)
 	_ = m.Ack()
 	second := ok(task2, "h2")
 	e.sendResult(t, second)
-	waitFor(t, 10*time.Second, "the second result folded", func() bool { return c.fetches() == 2 })
+	testutil.WaitFor(t, 10*time.Second, "the second result folded", func() bool { return c.fetches() == 2 })
 
 	before, err := e.db.Get(testURL)
 	if err != nil {
@@ -88,7 +89,7 @@ func TestDuplicateResultAppliedOnce(t *testing.T) {
 	}
 
 	e.sendResult(t, second) // redelivered
-	waitFor(t, 10*time.Second, "the duplicate consumed", func() bool { return e.resultsPending(t) == 0 })
+	testutil.WaitFor(t, 10*time.Second, "the duplicate consumed", func() bool { return e.resultsPending(t) == 0 })
 	after, err := e.db.Get(testURL)
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +115,7 @@ func TestDuplicateResultAppliedOnce(t *testing.T) {
 // its store) is listed from its first result.
 func TestWorkerListedFromItsResults(t *testing.T) {
 	e := newEnv(t, testSettings())
-	c := e.coordinator(t, Options{Budget: 2, HostRate: 20})
+	c := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 2, 20 })
 	addSeeds(t, c, testURL)
 	run(t, c)
 
@@ -126,7 +127,7 @@ func TestWorkerListedFromItsResults(t *testing.T) {
 	r := ok(task, "h1")
 	r.WorkerID = "w-silent"
 	e.sendResult(t, r)
-	waitFor(t, 10*time.Second, "the result folded", func() bool { return c.fetches() == 1 })
+	testutil.WaitFor(t, 10*time.Second, "the result folded", func() bool { return c.fetches() == 1 })
 	if got := c.Status().Workers; len(got) != 1 || got[0] != "w-silent" {
 		t.Errorf("workers %q, want [w-silent]", got)
 	}
@@ -136,9 +137,9 @@ func TestWorkerListedFromItsResults(t *testing.T) {
 // the work queue, and its URL dispatched again.
 func TestMaxDeliveriesRecordedFailed(t *testing.T) {
 	s := testSettings()
-	s.AckWait, s.MaxDeliver = 300*time.Millisecond, 2
+	s.MaxDeliver = 2 // at the shortest AckWait the settings allow
 	e := newEnv(t, s)
-	c := e.coordinator(t, Options{Budget: 2, HostRate: 20})
+	c := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 2, 20 })
 	addSeeds(t, c, testURL)
 	run(t, c)
 
@@ -152,7 +153,7 @@ func TestMaxDeliveriesRecordedFailed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the task recorded as failed", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the task recorded as failed", func() bool {
 		if b, err := cons.Fetch(1, jetstream.FetchMaxWait(100*time.Millisecond)); err == nil {
 			for m := range b.Messages() {
 				task, err := proto.DecodeTask(m.Data())
@@ -184,7 +185,7 @@ func TestMaxDeliveriesRecordedFailed(t *testing.T) {
 		t.Errorf("the task was delivered %d times, want MaxDeliver 2", deliveries)
 	}
 	// The failure is counted just after it is stored: wait for the count.
-	waitFor(t, 10*time.Second, "status to count the failure", func() bool { return c.Status().Failed >= 1 })
+	testutil.WaitFor(t, 10*time.Second, "status to count the failure", func() bool { return c.Status().Failed >= 1 })
 	if st := c.Status(); st.Failed != 1 || st.Errors[string(proto.ErrFailed)] != 1 {
 		t.Errorf("status: failed %d, errors %v; want the failure counted once", st.Failed, st.Errors)
 	}
@@ -192,7 +193,7 @@ func TestMaxDeliveriesRecordedFailed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the failed task deleted from the work queue", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the failed task deleted from the work queue", func() bool {
 		_, err := st.GetMsg(ctx, seq)
 		return errors.Is(err, jetstream.ErrMsgNotFound)
 	})
@@ -208,7 +209,7 @@ func TestMaxDeliveriesRecordedFailed(t *testing.T) {
 // resumes dispatching them.
 func TestRestartKeepsScheduleAndHistory(t *testing.T) {
 	e := newEnv(t, testSettings())
-	opts := Options{Budget: 1, HostRate: 20}
+	opts := func(o *Options) { o.Budget, o.HostRate = 1, 20 }
 	c := e.coordinator(t, opts)
 	addSeeds(t, c, testURL)
 	stop := run(t, c)
@@ -216,7 +217,7 @@ func TestRestartKeepsScheduleAndHistory(t *testing.T) {
 		task, m := e.takeTask(t, 10*time.Second)
 		_ = m.Ack()
 		e.sendResult(t, ok(task, hash))
-		waitFor(t, 10*time.Second, "a result folded", func() bool { return c.fetches() == int64(i+1) })
+		testutil.WaitFor(t, 10*time.Second, "a result folded", func() bool { return c.fetches() == int64(i+1) })
 	}
 	stop()
 	rec, err := e.db.Get(testURL)
@@ -255,7 +256,7 @@ func TestRestartKeepsScheduleAndHistory(t *testing.T) {
 	r := ok(task, "h2")
 	r.Changed, r.NotModified = false, true
 	e.sendResult(t, r)
-	waitFor(t, 10*time.Second, "the result folded after the restart", func() bool { return c2.fetches() == 1 })
+	testutil.WaitFor(t, 10*time.Second, "the result folded after the restart", func() bool { return c2.fetches() == 1 })
 	after, err := e.db.Get(testURL)
 	if err != nil {
 		t.Fatal(err)
@@ -304,7 +305,7 @@ func TestFoldsCompleteDuringReplan(t *testing.T) {
 	}()
 	// Replan 1ms: the maintenance loop re-plans at its first tick; the
 	// first plan (in Run) passes the gate, the second blocks in it.
-	c := e.coordinator(t, Options{Budget: 20, HostRate: 20, Policy: gate, Replan: time.Millisecond})
+	c := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate, o.Policy, o.Replan = 20, 20, gate, time.Millisecond })
 	now := time.Now()
 	if _, err := e.db.Upsert([]store.URL{{URL: testURL, Host: testHost, Weight: 1, Mode: "freshness"}}); err != nil {
 		t.Fatal(err)
@@ -337,7 +338,7 @@ func TestFoldsCompleteDuringReplan(t *testing.T) {
 		r.TaskID = fmt.Sprintf("earlier-%d", i)
 		e.sendResult(t, r)
 	}
-	waitFor(t, 20*time.Second, "five results folded during the re-plan", func() bool { return c.fetches() == 5 })
+	testutil.WaitFor(t, 20*time.Second, "five results folded during the re-plan", func() bool { return c.fetches() == 5 })
 	if c.disp.InFlight() != 0 {
 		t.Errorf("%d tasks in flight after their results were folded", c.disp.InFlight())
 	}
@@ -356,7 +357,7 @@ func TestFoldsCompleteDuringReplan(t *testing.T) {
 	_, firstPlan, _ := c.disp.Plan()
 	released = true
 	close(gate.release)
-	waitFor(t, 20*time.Second, "the re-plan to finish", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the re-plan to finish", func() bool {
 		_, at, _ := c.disp.Plan()
 		return at.After(firstPlan)
 	})

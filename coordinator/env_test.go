@@ -2,8 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/freshcrawl/freshcrawl/internal/broker"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/store"
 )
@@ -28,16 +27,10 @@ type env struct {
 	db       *store.DB
 }
 
-func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
 func newEnv(tb testing.TB, s broker.Settings) *env {
 	tb.Helper()
-	dir := tb.TempDir()
-	srv, err := broker.StartEmbedded(broker.EmbeddedOptions{Dir: filepath.Join(dir, "nats"), Listen: "127.0.0.1:-1"})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	e := &env{srv: srv, settings: s, dbPath: filepath.Join(dir, store.FileName)}
+	srv := testutil.StartNATS(tb)
+	e := &env{srv: srv, settings: s, dbPath: filepath.Join(tb.TempDir(), store.FileName)}
 	tb.Cleanup(func() {
 		if e.db != nil {
 			_ = e.db.Close()
@@ -45,10 +38,9 @@ func newEnv(tb testing.TB, s broker.Settings) *env {
 		if e.nc != nil {
 			e.nc.Close()
 		}
-		srv.Shutdown()
-		srv.WaitForShutdown()
 	})
-	if e.nc, e.js, err = broker.Connect(srv.ClientURL(), "test", quietLog()); err != nil {
+	var err error
+	if e.nc, e.js, err = broker.Connect(srv.ClientURL(), "test", testutil.QuietLogger(tb)); err != nil {
 		tb.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -69,14 +61,20 @@ func (e *env) openStore(tb testing.TB) {
 	e.db = db
 }
 
-// coordinator builds a coordinator on the environment with opts (AckWait
-// and MaxDeliver from the broker settings).
-func (e *env) coordinator(tb testing.TB, opts Options) *Coordinator {
+// testOptions are the defaults with a quiet log, then set's changes.
+func testOptions(tb testing.TB, set func(o *Options)) Options {
+	o := DefaultOptions()
+	o.Log = testutil.QuietLogger(tb)
+	set(&o)
+	return o
+}
+
+// coordinator builds a coordinator on the environment with testOptions
+// (AckWait and MaxDeliver from the broker settings).
+func (e *env) coordinator(tb testing.TB, set func(o *Options)) *Coordinator {
 	tb.Helper()
+	opts := testOptions(tb, set)
 	opts.AckWait, opts.MaxDeliver = e.settings.AckWait, e.settings.MaxDeliver
-	if opts.Log == nil {
-		opts.Log = quietLog()
-	}
 	c, err := New(e.db, e.nc, e.js, opts)
 	if err != nil {
 		tb.Fatal(err)
@@ -104,26 +102,6 @@ func run(tb testing.TB, c *Coordinator) (stop func()) {
 	}
 	tb.Cleanup(stop)
 	return stop
-}
-
-// waitFor checks cond on every tick until it holds, and fails if it still
-// does not when the deadline passes (a bound on a broken run).
-func waitFor(tb testing.TB, within time.Duration, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			if cond() {
-				return
-			}
-			tb.Fatalf("timed out after %s waiting for %s", within, what)
-		case <-tick.C:
-		}
-	}
 }
 
 // takeTask is a worker's pull of one task from the task stream: the task

@@ -15,6 +15,7 @@ import (
 
 	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/store"
 )
@@ -59,7 +60,9 @@ func BenchmarkFoldDuringReplan(b *testing.B) {
 	e := newEnv(b, broker.DefaultSettings())
 	// A long Replan: the coordinator's own loop leaves planning to the
 	// benchmark.
-	c := e.coordinator(b, Options{Budget: float64(n) / (30 * 86400), HostRate: 1, Policy: policy, Replan: time.Hour})
+	c := e.coordinator(b, func(o *Options) {
+		o.Budget, o.HostRate, o.Policy, o.Replan = float64(n)/(30*86400), 1, policy, time.Hour
+	})
 	rng := rand.New(rand.NewPCG(1, 13))
 	now := time.Now()
 	recs := make([]store.URL, 0, resultURLs)
@@ -103,7 +106,7 @@ func BenchmarkFoldDuringReplan(b *testing.B) {
 	// Measure once it folds: a first result's announcement says so.
 	warm := proto.Result{TaskID: "bench-warm", URL: recs[0].URL, Host: recs[0].Host, StartedAt: time.Now(), FinishedAt: time.Now(), Status: 200, Changed: true, Hash: "h-warm"}
 	e.sendResult(b, warm)
-	waitFor(b, 5*time.Minute, "the coordinator to fold", func() bool {
+	testutil.WaitFor(b, 5*time.Minute, "the coordinator to fold", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		_, ok := seen[warm.TaskID]
@@ -159,7 +162,7 @@ func BenchmarkFoldDuringReplan(b *testing.B) {
 		break
 	}
 	last := batches[len(batches)-1].ids
-	waitFor(b, time.Minute, "the last batch to be folded", func() bool {
+	testutil.WaitFor(b, time.Minute, "the last batch to be folded", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		_, ok := seen[last[len(last)-1]]

@@ -10,6 +10,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
 	"github.com/freshcrawl/freshcrawl/internal/source"
 	"github.com/freshcrawl/freshcrawl/proto"
+	"github.com/freshcrawl/freshcrawl/worker/probeparse"
 )
 
 // Keyword-search probes (docs/design.md §3.6, the content-freshness paper). Every round, for each
@@ -29,6 +30,14 @@ type sourceState struct {
 }
 
 func newSourceState(src source.Source, policy string, priorRate float64) (*sourceState, error) {
+	if err := schedule.CheckProbePolicy(policy); err != nil {
+		return nil, err
+	}
+	// The planner leaves CSS to the workers' parser, which must accept
+	// every selector, or every probe task of the source would fail.
+	if err := src.Check(probeparse.CheckSelector); err != nil {
+		return nil, err
+	}
 	p, err := schedule.NewProber(src, policy, priorRate)
 	if err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ import (
 
 	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/store"
 )
@@ -59,10 +60,10 @@ func TestRestartReconcilesTasksInFlight(t *testing.T) {
 	for i := range 6 {
 		urls = append(urls, fmt.Sprintf("http://127.0.0.%d:9/page", 10+i))
 	}
-	c1 := e.coordinator(t, Options{Budget: 50, HostRate: 20})
+	c1 := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 50, 20 })
 	addSeeds(t, c1, urls...)
 	stop1 := run(t, c1)
-	waitFor(t, 20*time.Second, "every URL dispatched", func() bool { return len(e.streamTasks(t)) == len(urls) })
+	testutil.WaitFor(t, 20*time.Second, "every URL dispatched", func() bool { return len(e.streamTasks(t)) == len(urls) })
 	stop1()
 	before := e.streamTasks(t)
 
@@ -74,10 +75,10 @@ func TestRestartReconcilesTasksInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c2 := e.coordinator(t, Options{Budget: 50, HostRate: 20})
+	c2 := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 50, 20 })
 	run(t, c2)
-	waitFor(t, 10*time.Second, "the previous run's tasks adopted", func() bool { return c2.disp.InFlight() == len(urls) })
-	waitFor(t, 10*time.Second, "the orphan task deleted", func() bool { _, ok := e.streamTasks(t)["orphan-1"]; return !ok })
+	testutil.WaitFor(t, 10*time.Second, "the previous run's tasks adopted", func() bool { return c2.disp.InFlight() == len(urls) })
+	testutil.WaitFor(t, 10*time.Second, "the orphan task deleted", func() bool { _, ok := e.streamTasks(t)["orphan-1"]; return !ok })
 	after := e.streamTasks(t)
 	if len(after) != len(urls) {
 		t.Fatalf("%d tasks in the stream after the restart, want the %d of the previous run", len(after), len(urls))
@@ -100,21 +101,21 @@ func TestRestartReconcilesTasksInFlight(t *testing.T) {
 		e.sendResult(t, ok(task, "h-"+task.ID))
 		_ = m.Ack()
 	}
-	waitFor(t, 20*time.Second, "the old tasks folded", func() bool { return c2.fetches() == int64(len(urls)) })
+	testutil.WaitFor(t, 20*time.Second, "the old tasks folded", func() bool { return c2.fetches() == int64(len(urls)) })
 	for _, u := range urls {
 		rec, err := e.db.Get(u)
 		if err != nil || rec.Fetches != 1 {
 			t.Errorf("%s: %+v, %v; want one fetch folded", u, rec, err)
 		}
 	}
-	waitFor(t, 20*time.Second, "the URLs dispatched again", func() bool { return c2.disp.Published() >= uint64(len(urls)) })
+	testutil.WaitFor(t, 20*time.Second, "the URLs dispatched again", func() bool { return c2.disp.Published() >= uint64(len(urls)) })
 }
 
 // A store that refuses folds is reported in status and /healthz, and the
 // results stay in the stream for later.
 func TestFoldFailureShownInStatusAndHealth(t *testing.T) {
 	e := newEnv(t, testSettings())
-	c := e.coordinator(t, Options{Budget: 20, HostRate: 20})
+	c := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 20, 20 })
 	addSeeds(t, c, testURL)
 	run(t, c)
 	task, m := e.takeTask(t, 10*time.Second)
@@ -130,7 +131,7 @@ func TestFoldFailureShownInStatusAndHealth(t *testing.T) {
 	e.db = nil
 	e.sendResult(t, ok(task, "h"))
 	_ = m.Ack()
-	waitFor(t, 20*time.Second, "the fold failure in status", func() bool { return c.Status().Store.FoldError != nil })
+	testutil.WaitFor(t, 20*time.Second, "the fold failure in status", func() bool { return c.Status().Store.FoldError != nil })
 	rec = httptest.NewRecorder()
 	c.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "folds failing") {
@@ -145,7 +146,7 @@ func TestFoldFailureShownInStatusAndHealth(t *testing.T) {
 // every URL.
 func TestBackupAndEstimatesAPI(t *testing.T) {
 	e := newEnv(t, testSettings())
-	c := e.coordinator(t, Options{Budget: 2, HostRate: 20})
+	c := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 2, 20 })
 	addSeeds(t, c, testURL, "http://127.0.0.2:9/other")
 	srv := httptest.NewServer(c.Handler())
 	defer srv.Close()
@@ -195,7 +196,7 @@ func TestBackupAndEstimatesAPI(t *testing.T) {
 // as soon as the next one starts, not after the consumer's AckWait.
 func TestStartFoldsResultsLeftPending(t *testing.T) {
 	e := newEnv(t, testSettings())
-	c1 := e.coordinator(t, Options{Budget: 20, HostRate: 20})
+	c1 := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 20, 20 })
 	addSeeds(t, c1, testURL)
 	stop1 := run(t, c1)
 	task, m := e.takeTask(t, 10*time.Second)
@@ -221,13 +222,13 @@ func TestStartFoldsResultsLeftPending(t *testing.T) {
 		t.Fatalf("pulled %d results, want 1", pulled)
 	}
 	start := time.Now()
-	c2 := e.coordinator(t, Options{Budget: 20, HostRate: 20})
+	c2 := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 20, 20 })
 	run(t, c2)
-	waitFor(t, 20*time.Second, "the pending result folded", func() bool { return c2.fetches() == 1 })
+	testutil.WaitFor(t, 20*time.Second, "the pending result folded", func() bool { return c2.fetches() == 1 })
 	t.Logf("folded %s after the start; the results AckWait is 10s", time.Since(start))
 	if e.resultsPending(t) != 0 {
 		// The fold deleted it from the stream.
-		waitFor(t, 10*time.Second, "the result gone from the stream", func() bool { return e.resultsPending(t) == 0 })
+		testutil.WaitFor(t, 10*time.Second, "the result gone from the stream", func() bool { return e.resultsPending(t) == 0 })
 	}
 	rec, err := e.db.Get(testURL)
 	if err != nil || rec.Fetches != 1 || rec.Hash != "h1" {
@@ -246,7 +247,7 @@ func TestResultsConsumerAwaited(t *testing.T) {
 	if err := e.js.DeleteConsumer(ctx, proto.ResultStream, proto.ResultConsumer); err != nil {
 		t.Fatal(err)
 	}
-	c := e.coordinator(t, Options{Budget: 50, HostRate: 20})
+	c := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 50, 20 })
 	addSeeds(t, c, "http://127.0.0.20:9/page")
 	stop := run(t, c)
 	task, m := e.takeTask(t, 10*time.Second)
@@ -255,7 +256,7 @@ func TestResultsConsumerAwaited(t *testing.T) {
 	if err := broker.Ensure(ctx, e.js, e.settings); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the result folded", func() bool { return c.fetches() == 1 })
+	testutil.WaitFor(t, 20*time.Second, "the result folded", func() bool { return c.fetches() == 1 })
 	stop()
 }
 
@@ -265,7 +266,7 @@ func TestResultsConsumerAwaited(t *testing.T) {
 // fades both counts by one factor, so their ratio is what must survive.
 func TestRestartKeepsHazardCounts(t *testing.T) {
 	e := newEnv(t, testSettings())
-	c1 := e.coordinator(t, Options{Budget: 20, HostRate: 20})
+	c1 := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 20, 20 })
 	addSeeds(t, c1, testURL)
 	stop1 := run(t, c1)
 	e.takeTask(t, 10*time.Second) // the coordinator is past its start
@@ -286,12 +287,12 @@ func TestRestartKeepsHazardCounts(t *testing.T) {
 		}
 	}
 
-	c2 := e.coordinator(t, Options{Budget: 20, HostRate: 20})
+	c2 := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 20, 20 })
 	run(t, c2)
 	e.takeTask(t, 10*time.Second)
 	c2.disp.Do(func(s *schedule.Scheduler) { check("after the restart", s) })
 
-	sched, _, err := LoadScheduler(e.db, Options{Budget: 20, HostRate: 20, Log: quietLog()})
+	sched, _, err := LoadScheduler(e.db, testOptions(t, func(o *Options) { o.Budget, o.HostRate = 20, 20 }))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/store"
 )
 
@@ -32,7 +33,7 @@ func TestRetentionAppliedWhileRunning(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	c := e.coordinator(t, Options{Budget: 5, HostRate: 20, Retention: store.Retention{Versions: 3, Changes: 5}})
+	c := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate, o.Retention.Versions, o.Retention.Changes = 5, 20, 3, 5 })
 	addSeeds(t, c, testURL)
 	run(t, c)
 
@@ -50,7 +51,7 @@ func TestRetentionAppliedWhileRunning(t *testing.T) {
 		}
 		return vs
 	}
-	waitFor(t, 20*time.Second, "the old history cut to its bounds", func() bool { return len(changes()) == 5 && len(versions()) == 3 })
+	testutil.WaitFor(t, 20*time.Second, "the old history cut to its bounds", func() bool { return len(changes()) == 5 && len(versions()) == 3 })
 	if chs := changes(); chs[0].Seq != 46 || chs[4].Seq != 50 {
 		t.Fatalf("kept changes %d..%d, want the newest, 46..50", chs[0].Seq, chs[4].Seq)
 	}
@@ -65,9 +66,9 @@ func TestRetentionAppliedWhileRunning(t *testing.T) {
 		_ = m.Ack()
 		e.sendResult(t, ok(task, fmt.Sprintf("new-%d", i)))
 		last = task.ID
-		waitFor(t, 10*time.Second, "the result folded", func() bool { return c.fetches() == int64(i+1) })
+		testutil.WaitFor(t, 10*time.Second, "the result folded", func() bool { return c.fetches() == int64(i+1) })
 	}
-	waitFor(t, 20*time.Second, "the log cut again", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the log cut again", func() bool {
 		chs := changes()
 		return len(chs) == 5 && chs[4].TaskID == last
 	})

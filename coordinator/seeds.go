@@ -95,7 +95,7 @@ func IngestSeedsSorted(ctx context.Context, db *store.DB, r io.Reader, file stri
 }
 
 func seedRecord(s seed.Seed, now time.Time) store.URL {
-	return store.URL{URL: s.URL, Host: s.Host, Weight: s.Weight, Selector: s.Selector, Mode: string(s.Mode), Ignore: s.Ignore, Period: s.Period, Polls: s.Polls, KeepRaw: s.KeepRaw, Webhook: s.Webhook, AddedAt: now}
+	return store.URL{URL: s.URL, Host: s.Host, Weight: s.Weight, Selector: s.Selector, Mode: string(s.Mode), Ignore: store.IgnoreRules(s.Ignore), Period: s.Period, Polls: s.Polls, KeepRaw: s.KeepRaw, Webhook: s.Webhook, AddedAt: now}
 }
 
 // note counts a bad line: kept in Errors up to maxSeedErrors, and passed

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/freshcrawl/freshcrawl/internal/seed"
+	"github.com/freshcrawl/freshcrawl/internal/testutil/storetest"
 	"github.com/freshcrawl/freshcrawl/store"
 )
 
@@ -42,7 +43,7 @@ func storedURLs(t *testing.T, db *store.DB) map[string]bool {
 // line as FILE:LINE; it gives the same URLs as streaming batches.
 func TestIngestSeedsSorted(t *testing.T) {
 	text := seedLines(3000, map[int]string{17: "not a url", 2500: `{"url": "https://x.example/", "wieght": 2}`})
-	sorted, streamed := openStore(t), openStore(t)
+	sorted, streamed := storetest.Open(t), storetest.Open(t)
 	var bad []string
 	reads := 0
 	sum, err := IngestSeedsSorted(context.Background(), sorted, strings.NewReader(text), "seeds.txt", SortedSeedOptions{
@@ -79,7 +80,7 @@ func TestIngestSeedsSorted(t *testing.T) {
 // stores nothing when stopped while reading.
 func TestSeedingStops(t *testing.T) {
 	text := seedLines(1000, nil)
-	db := openStore(t)
+	db := storetest.Open(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	batches := 0
 	sum, err := ingestSeedsBatch(ctx, db, strings.NewReader(text), "seeds.txt", 50, nil, func([]store.URL) {
@@ -94,7 +95,7 @@ func TestSeedingStops(t *testing.T) {
 		t.Errorf("summary %+v, %d URLs stored; want 100 lines stored and counted", sum, n)
 	}
 
-	db2 := openStore(t)
+	db2 := storetest.Open(t)
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	cancel2()
 	sum, err = IngestSeedsSorted(ctx2, db2, strings.NewReader(seedLines(250_000, nil)), "big.txt", SortedSeedOptions{TempDir: t.TempDir()})
@@ -106,7 +107,7 @@ func TestSeedingStops(t *testing.T) {
 	}
 
 	// A read that fails (a line too long) keeps the good lines before it.
-	db3 := openStore(t)
+	db3 := storetest.Open(t)
 	long := seedLines(30, nil) + "https://a.example/" + strings.Repeat("x", seed.MaxLine) + "\n" + seedLines(5, nil)
 	sum, err = IngestSeedsSorted(context.Background(), db3, strings.NewReader(long), "long.txt", SortedSeedOptions{TempDir: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), "long.txt:31") {
@@ -115,14 +116,4 @@ func TestSeedingStops(t *testing.T) {
 	if n := len(storedURLs(t, db3)); n == 0 || n != sum.Added || sum.Good != 30 {
 		t.Errorf("%d URLs stored, summary %+v; want the 30 good lines before the long one", n, sum)
 	}
-}
-
-func openStore(t *testing.T) *store.DB {
-	t.Helper()
-	db, err := store.OpenDir(t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
 }

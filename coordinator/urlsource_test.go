@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/proto"
 )
 
@@ -44,7 +45,7 @@ func TestScheduleSpellsURLsFromStore(t *testing.T) {
 	for i := range 6 {
 		urls = append(urls, fmt.Sprintf("http://127.0.0.%d:9/page/%d", 10+i, i))
 	}
-	c1 := e.coordinator(t, Options{Budget: 50, HostRate: 20})
+	c1 := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 50, 20 })
 	addSeeds(t, c1, urls...)
 	ids, err := e.db.URLIDs(urls)
 	if err != nil || slices.Contains(ids, 0) {
@@ -57,7 +58,7 @@ func TestScheduleSpellsURLsFromStore(t *testing.T) {
 			t.Errorf("dispatched %q, not a seeded URL", u)
 		}
 	}
-	waitFor(t, 20*time.Second, "the results folded", func() bool { return c1.fetches() >= int64(len(urls)) })
+	testutil.WaitFor(t, 20*time.Second, "the results folded", func() bool { return c1.fetches() >= int64(len(urls)) })
 	for _, u := range urls {
 		if rec, err := e.db.Get(u); err != nil || rec.Fetches < 1 {
 			t.Errorf("%s: %d fetches folded, %v", u, rec.Fetches, err)
@@ -96,7 +97,7 @@ func TestScheduleSpellsURLsFromStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept := urls[:5]
-	c2 := e.coordinator(t, Options{Budget: 50, HostRate: 20})
+	c2 := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 50, 20 })
 	extra := "http://127.0.0.30:9/new"
 	addSeeds(t, c2, extra)
 	kept = append(kept, extra)
@@ -104,7 +105,7 @@ func TestScheduleSpellsURLsFromStore(t *testing.T) {
 	// Some of the URLs are due at once (the new one), others when their
 	// stored plan says: every one listed is spelled from its store id, and
 	// every task is for a stored URL.
-	waitFor(t, 20*time.Second, "the store loaded", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the store loaded", func() bool {
 		n := 0
 		c2.disp.Do(func(s *schedule.Scheduler) { n = s.Len() })
 		return n == len(kept)

@@ -36,8 +36,9 @@ func TestBudgetWarningLoggedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := e.coordinator(t, Options{Budget: 100, HostRate: 1, Policy: uniform, Replan: time.Hour,
-		Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	c := e.coordinator(t, func(o *Options) {
+		o.Budget, o.HostRate, o.Policy, o.Replan, o.Log = 100, 1, uniform, time.Hour, slog.New(slog.NewTextHandler(&logs, nil))
+	})
 	if _, err := c.AddSeeds(strings.NewReader("http://one.example/\n"), "t"); err != nil {
 		t.Fatal(err)
 	}

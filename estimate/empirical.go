@@ -84,56 +84,7 @@ func fitGridPrior(name string, parent, start GridPrior, states []State, kappa fl
 	}
 	g := parent.grid
 	n := g.N
-	// A row of n likelihoods per informative state, in one array sized
-	// once: a refit of tens of thousands of states would otherwise copy
-	// it at every doubling.
-	rows := 0
-	for i := range states {
-		if states[i].n > 0 {
-			rows++
-		}
-	}
-	lik := make([]float64, 0, rows*n)
-	// Per URL, when silent: the first node of its flat region at the top
-	// (n: none) and the last of the one at the bottom (-1: none).
-	var flatAbove, flatBelow []int
-	if silent {
-		flatAbove, flatBelow = make([]int, 0, rows), make([]int, 0, rows)
-	}
-	used := 0
-	for i := range states {
-		s := &states[i]
-		if s.n <= 0 {
-			continue
-		}
-		l := s.likelihood()
-		at := len(lik)
-		lik = lik[:at+n]
-		row := lik[at:]
-		top := math.Inf(-1)
-		for k := range row {
-			row[k] = l.at(g.U(k))
-			top = math.Max(top, row[k])
-		}
-		if math.IsInf(top, -1) || math.IsNaN(top) {
-			lik = lik[:at]
-			continue
-		}
-		if silent {
-			fa, fb := n, -1
-			for k := n - 1; k >= 0 && row[k] >= top-flatNats; k-- {
-				fa = k
-			}
-			for k := 0; k < n && row[k] >= top-flatNats; k++ {
-				fb = k
-			}
-			flatAbove, flatBelow = append(flatAbove, fa), append(flatBelow, fb)
-		}
-		for k := range row {
-			row[k] = math.Exp(row[k] - top)
-		}
-		used++
-	}
+	lik, flatAbove, flatBelow, used := likelihoodRows(g, states, silent)
 	pi := parent.Weights()
 	w := append([]float64(nil), pi...) // EM updates w in place; pi stays the Dirichlet centre
 	if start.Valid() && start.grid == g {
@@ -179,6 +130,71 @@ func fitGridPrior(name string, parent, start GridPrior, states []State, kappa fl
 			w[k] = num[k] / total
 		}
 	}
+	sm := smooth(w)
+	p, err := NewGridPrior(g, sm)
+	return p, used, err
+}
+
+// likelihoodRows is the likelihoods on g's nodes of every informative
+// state, one row of g.N a state, each scaled to a maximum of 1, and how
+// many rows there are. When silent, it also gives each row's flat regions:
+// the first node of the one at the top (g.N: none) and the last of the one
+// at the bottom (-1: none).
+func likelihoodRows(g LogGrid, states []State, silent bool) (lik []float64, flatAbove, flatBelow []int, used int) {
+	n := g.N
+	// A row of n likelihoods per informative state, in one array sized
+	// once: a refit of tens of thousands of states would otherwise copy
+	// it at every doubling.
+	rows := 0
+	for i := range states {
+		if states[i].n > 0 {
+			rows++
+		}
+	}
+	lik = make([]float64, 0, rows*n)
+	if silent {
+		flatAbove, flatBelow = make([]int, 0, rows), make([]int, 0, rows)
+	}
+	for i := range states {
+		s := &states[i]
+		if s.n <= 0 {
+			continue
+		}
+		l := s.likelihood()
+		at := len(lik)
+		lik = lik[:at+n]
+		row := lik[at:]
+		top := math.Inf(-1)
+		for k := range row {
+			row[k] = l.at(g.U(k))
+			top = math.Max(top, row[k])
+		}
+		if math.IsInf(top, -1) || math.IsNaN(top) {
+			lik = lik[:at]
+			continue
+		}
+		if silent {
+			fa, fb := n, -1
+			for k := n - 1; k >= 0 && row[k] >= top-flatNats; k-- {
+				fa = k
+			}
+			for k := 0; k < n && row[k] >= top-flatNats; k++ {
+				fb = k
+			}
+			flatAbove, flatBelow = append(flatAbove, fa), append(flatBelow, fb)
+		}
+		for k := range row {
+			row[k] = math.Exp(row[k] - top)
+		}
+		used++
+	}
+	return lik, flatAbove, flatBelow, used
+}
+
+// smooth spreads each node's mass of w a quarter to each neighbour, the
+// ends keeping theirs.
+func smooth(w []float64) []float64 {
+	n := len(w)
 	sm := make([]float64, n)
 	for k := range w {
 		sm[k] = 0.5 * w[k]
@@ -193,8 +209,7 @@ func fitGridPrior(name string, parent, start GridPrior, states []State, kappa fl
 			sm[k] += 0.25 * w[k]
 		}
 	}
-	p, err := NewGridPrior(g, sm)
-	return p, used, err
+	return sm
 }
 
 // parallelLikelihoods is the size of a fit (rows × nodes) from which its

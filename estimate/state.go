@@ -130,11 +130,14 @@ type recentObs struct {
 	kind uint8
 }
 
+// Observation kinds. They are stored (State's encoding keeps recentK), so
+// each is written out, never iota: a kind added anywhere in the list
+// cannot renumber the others.
 const (
-	obsUnchanged uint8 = iota // bit-only, no change: exposure t
-	obsChanged                // bit-only, changed over interval t
-	obsLMChange               // Last-Modified change, exposure t
-	obsLMSame                 // Last-Modified, no change: exposure t
+	obsUnchanged uint8 = 0 // bit-only, no change: exposure t
+	obsChanged   uint8 = 1 // bit-only, changed over interval t
+	obsLMChange  uint8 = 2 // Last-Modified change, exposure t
+	obsLMSame    uint8 = 3 // Last-Modified, no change: exposure t
 )
 
 // sums are the statistics of a few observations.

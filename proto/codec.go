@@ -19,7 +19,10 @@ import (
 // encodings apart by the first byte), one message-type byte, then the
 // message's fields in the protobuf wire format: each field a number and a
 // wire type, then a varint, a fixed 64-bit value or length-prefixed bytes.
-// The field numbers below are the schema. There is no generated code and
+// The field numbers below are the schema, each written out (never iota)
+// so that a field inserted in the list cannot renumber the ones after it;
+// testdata/golden holds messages encoded under them, which
+// TestGoldenMessages decodes. There is no generated code and
 // no reflection, so encoding allocates one buffer and decoding allocates
 // only the strings it returns. Zero values are left out. A decoder skips
 // fields it does not know, so a later release may add fields under new
@@ -37,80 +40,80 @@ const (
 
 // Task field numbers.
 const (
-	tfV = iota + 1
-	tfID
-	tfKind
-	tfURL
-	tfHost
-	tfNotBefore
-	tfIssuedAt
-	tfMinGap
-	tfSelector
-	tfIgnoreSelectors
-	tfIgnorePatterns
-	tfIgnoreMinChange
-	tfETag
-	tfLastModified
-	tfPrevHash
-	tfPrevText
-	tfProbe
-	tfKeepRaw
-	tfNeedRaw
+	tfV               = 1
+	tfID              = 2
+	tfKind            = 3
+	tfURL             = 4
+	tfHost            = 5
+	tfNotBefore       = 6
+	tfIssuedAt        = 7
+	tfMinGap          = 8
+	tfSelector        = 9
+	tfIgnoreSelectors = 10
+	tfIgnorePatterns  = 11
+	tfIgnoreMinChange = 12
+	tfETag            = 13
+	tfLastModified    = 14
+	tfPrevHash        = 15
+	tfPrevText        = 16
+	tfProbe           = 17
+	tfKeepRaw         = 18
+	tfNeedRaw         = 19
 )
 
 // ProbeSpec field numbers.
 const (
-	pfSource = iota + 1
-	pfDef
-	pfQuery
-	pfPage
-	pfItem
+	pfSource = 1
+	pfDef    = 2
+	pfQuery  = 3
+	pfPage   = 4
+	pfItem   = 5
 )
 
 // Result field numbers.
 const (
-	rfV = iota + 1
-	rfTaskID
-	rfKind
-	rfURL
-	rfHost
-	rfWorkerID
-	rfAttempt
-	rfStartedAt
-	rfFinishedAt
-	rfDuration
-	rfStatus
-	rfErrKind
-	rfErr
-	rfFinalURL
-	rfBytes
-	rfTruncated
-	rfNotModified
-	rfETag
-	rfLastModified
-	rfContentType
-	rfHash
-	rfChanged
-	rfText
-	rfDiff
-	rfRetryAfter
-	rfCrawlDelay
-	rfDisallowed
-	rfFeedTimes
-	rfRaw
-	rfRawTruncated
-	rfItems
-	rfTotal
+	rfV            = 1
+	rfTaskID       = 2
+	rfKind         = 3
+	rfURL          = 4
+	rfHost         = 5
+	rfWorkerID     = 6
+	rfAttempt      = 7
+	rfStartedAt    = 8
+	rfFinishedAt   = 9
+	rfDuration     = 10
+	rfStatus       = 11
+	rfErrKind      = 12
+	rfErr          = 13
+	rfFinalURL     = 14
+	rfBytes        = 15
+	rfTruncated    = 16
+	rfNotModified  = 17
+	rfETag         = 18
+	rfLastModified = 19
+	rfContentType  = 20
+	rfHash         = 21
+	rfChanged      = 22
+	rfText         = 23
+	rfDiff         = 24
+	rfRetryAfter   = 25
+	rfCrawlDelay   = 26
+	rfDisallowed   = 27
+	rfFeedTimes    = 28
+	rfRaw          = 29
+	rfRawTruncated = 30
+	rfItems        = 31
+	rfTotal        = 32
 )
 
 // DiffSummary field numbers.
 const (
-	dfLinesAdded = iota + 1
-	dfLinesRemoved
-	dfCharsChanged
-	dfMagnitude
-	dfNumeric
-	dfPreview
+	dfLinesAdded   = 1
+	dfLinesRemoved = 2
+	dfCharsChanged = 3
+	dfMagnitude    = 4
+	dfNumeric      = 5
+	dfPreview      = 6
 )
 
 // ProbeItem field numbers, and those of one entry of its Fields.

@@ -22,7 +22,7 @@ type Report struct {
 	TxID    uint64         `json:"txid"`
 	StoreID string         `json:"store_id,omitempty"`
 	Fence   uint64         `json:"fence,omitempty"`
-	Schema  uint64         `json:"schema"`
+	Schema  uint64         `json:"schema"` // the format version (formatVersion)
 	Records map[string]int `json:"records"`
 	Errors  []string       `json:"errors,omitempty"`
 	More    int            `json:"more_errors,omitempty"`
@@ -100,7 +100,7 @@ func (db *DB) checkInto(r *Report) {
 			r.add(errors.New("no meta bucket: not a freshcrawl store"))
 			return nil
 		}
-		if v := meta.Get([]byte("schema")); len(v) == 8 {
+		if v := meta.Get(metaFormat); len(v) == 8 {
 			r.Schema = binary.BigEndian.Uint64(v)
 		}
 		r.StoreID = string(meta.Get(metaStoreID))

@@ -28,24 +28,28 @@ import (
 // a host record's key its host, so decoding needs the key.
 const recordV1 = 1
 
-// urlFlag bits of a binary URL record.
+// Flag bits of a binary URL record. They are on disk: each is written out
+// (never iota) so that no new flag can move an old one, and a bit, once
+// used, keeps its meaning. testdata/golden holds records that use them all.
 const (
-	flagKeepRaw = 1 << iota
-	flagPaused
-	flagDisallowed
-	flagHostOfURL // Host is hostPart(URL): not stored
-	flagHashHex   // Hash is 64 lower-case hex digits, stored as 32 bytes
-	flagLastModHTTP
-	flagIgnore         // the ignore rules follow, as JSON
-	flagEstimatePacked // the estimator state is stored zero-packed (packZeros)
-	flagWeightShort    // Weight, Rate, RateSE: stored short (appendShortFloat)
-	flagRateShort
-	flagRateSEShort
+	flagKeepRaw        = 1 << 0
+	flagPaused         = 1 << 1
+	flagDisallowed     = 1 << 2
+	flagHostOfURL      = 1 << 3 // Host is hostPart(URL): not stored
+	flagHashHex        = 1 << 4 // Hash is 64 lower-case hex digits, stored as 32 bytes
+	flagLastModHTTP    = 1 << 5 // LastMod is an HTTP date, stored as Unix seconds
+	flagIgnore         = 1 << 6 // the ignore rules follow, as JSON
+	flagEstimatePacked = 1 << 7 // the estimator state is stored zero-packed (packZeros)
+	flagWeightShort    = 1 << 8 // Weight, Rate, RateSE: stored short (appendFloatAs)
+	flagRateShort      = 1 << 9
+	flagRateSEShort    = 1 << 10
 )
 
 // modeCodes are the modes stored as one byte; any other mode is stored as
-// a string after code 0.
-var modeCodes = [...]string{"", "freshness", "capture"}
+// a string after code 0. The codes are on disk, so each is written out: a
+// mode inserted in the list would take an index another already has, and
+// not compile.
+var modeCodes = [...]string{0: "", 1: "freshness", 2: "capture"}
 
 // hostPart is the authority of a URL (between "://" and the path): the
 // host a seed records for it in the common case, so the record need not

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshcrawl/freshcrawl/proto"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -39,7 +38,7 @@ func fetchedURL(i int) URL {
 func oddURL() URL {
 	return URL{
 		URL: "http://a.example:8080/x?q=1", Host: "a.example", Weight: -2, Selector: "div.main", Mode: "future-mode",
-		Ignore: proto.IgnoreRules{Selectors: []string{".ad"}, Patterns: []string{`\d+`}, MinChange: 0.1},
+		Ignore: IgnoreRules{Selectors: []string{".ad"}, Patterns: []string{`\d+`}, MinChange: 0.1},
 		Period: "weekly", Polls: -3, KeepRaw: true, Webhook: "http://127.0.0.1/hook",
 		AddedAt: time.Date(1200, 1, 2, 3, 4, 5, 6, time.UTC), Paused: true, PausedAt: time.Date(3000, 1, 1, 0, 0, 0, 7, time.UTC),
 		DeletedAt: time.Unix(1, 2).UTC(), Fetches: -1, Errors: 1 << 40, Failed: 2, Versions: 9,
@@ -79,7 +78,7 @@ func TestScheduledRecord(t *testing.T) {
 		want := u
 		want.ID = 12345
 		want.ETag, want.LastMod, want.Hash, want.Selector, want.Webhook = "", "", "", "", ""
-		want.Ignore, want.ErrorKinds, want.LastErrKind, want.LastErr = proto.IgnoreRules{}, nil, "", ""
+		want.Ignore, want.ErrorKinds, want.LastErrKind, want.LastErr = IgnoreRules{}, nil, "", ""
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("scheduled decode of %s:\n got %+v\nwant %+v", u.URL, got, want)
 		}

@@ -104,7 +104,10 @@ const (
 	OutcomeError       = "error"
 )
 
-var outcomeCodes = []string{OutcomeOK, OutcomeNotModified, OutcomeChanged, OutcomeError}
+// outcomeCodes are the outcomes' one-byte codes in a fetch history. They
+// are on disk, so each is written out: an outcome inserted in the list
+// would take an index another already has, and not compile.
+var outcomeCodes = [...]string{0: OutcomeOK, 1: OutcomeNotModified, 2: OutcomeChanged, 3: OutcomeError}
 
 // fetchLogLen is how many fetches the history of a URL keeps.
 const fetchLogLen = 20

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,8 +109,8 @@ func TestCheckAcceptsValidStore(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Check of a valid store: %v (%+v)", err, r)
 	}
-	if r.Records["urls"] != 600 || r.Records["folded"] != 600 || r.Records["versions"] != 200 || r.StoreID == "" || r.Schema != schemaVersion {
-		t.Errorf("report %+v: want 600 URLs, 600 fold marks, 200 versions, a store id and schema %d", r, schemaVersion)
+	if r.Records["urls"] != 600 || r.Records["folded"] != 600 || r.Records["versions"] != 200 || r.StoreID == "" || r.Schema != formatVersion {
+		t.Errorf("report %+v: want 600 URLs, 600 fold marks, 200 versions, a store id and schema %d", r, formatVersion)
 	}
 	if r.Pages < 100 {
 		t.Errorf("only %d pages: the store should span branch and overflow pages", r.Pages)
@@ -177,70 +176,6 @@ func TestTruncatedStoreNeverCrashes(t *testing.T) {
 	}
 	if refused < len(cuts)/2 {
 		t.Errorf("only %d of %d cuts refused", refused, len(cuts))
-	}
-}
-
-// Random damage (bytes overwritten anywhere, whole pages zeroed) either is
-// refused at open with a clear error or leaves a store whose reads return
-// errors at worst: never a panic, never a fault.
-func TestScrambledStoreNeverCrashes(t *testing.T) {
-	src := buildStore(t, t.TempDir(), 300)
-	r, err := Check(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps := r.PageSize
-	dir := t.TempDir()
-	rng := rand.New(rand.NewPCG(1, 2))
-	trials := 48
-	if testing.Short() {
-		trials = 24
-	}
-	detected := 0
-	for i := range trials {
-		path := filepath.Join(dir, fmt.Sprintf("scrambled-%d.db", i))
-		copyFile(t, src, path, func(b []byte) []byte {
-			switch i % 3 {
-			case 0: // a few random bytes
-				for range 1 + rng.IntN(8) {
-					b[rng.IntN(len(b))] = byte(rng.Uint32())
-				}
-			case 1: // a page header
-				p := rng.IntN(len(b) / ps)
-				for k := range 16 {
-					b[p*ps+k] = byte(rng.Uint32())
-				}
-			default: // a whole page zeroed
-				p := rng.IntN(len(b) / ps)
-				clear(b[p*ps : (p+1)*ps])
-			}
-			return b
-		})
-		db, err := Open(path, Options{})
-		if err != nil {
-			detected++
-			if strings.Contains(err.Error(), "panic") && !errors.Is(err, ErrCorrupt) {
-				t.Errorf("trial %d: %v", i, err)
-			}
-			os.Remove(path)
-			continue
-		}
-		if err := readAll(db); err != nil {
-			detected++
-			if !errors.Is(err, ErrCorrupt) {
-				t.Errorf("trial %d: read error %v, want one matching ErrCorrupt", i, err)
-			}
-		}
-		db.Close()
-		rep, err := Check(path)
-		if err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("trial %d: Check: %v (%+v)", i, err, rep)
-		}
-		os.Remove(path)
-	}
-	t.Logf("%d of %d damaged copies detected at open or read", detected, trials)
-	if detected == 0 {
-		t.Error("no damage detected at all")
 	}
 }
 

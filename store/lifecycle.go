@@ -5,17 +5,15 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/freshcrawl/freshcrawl/proto"
 )
 
 // SeedChange lists the seed fields `url set` changes; nil fields stay.
 type SeedChange struct {
-	Weight   *float64           `json:"weight,omitempty"`
-	Selector *string            `json:"selector,omitempty"`
-	Ignore   *proto.IgnoreRules `json:"ignore,omitempty"`
-	Mode     *string            `json:"mode,omitempty"`
-	KeepRaw  *bool              `json:"keep_raw,omitempty"`
+	Weight   *float64     `json:"weight,omitempty"`
+	Selector *string      `json:"selector,omitempty"`
+	Ignore   *IgnoreRules `json:"ignore,omitempty"`
+	Mode     *string      `json:"mode,omitempty"`
+	KeepRaw  *bool        `json:"keep_raw,omitempty"`
 }
 
 // Empty reports whether ch changes nothing.

@@ -1,10 +1,6 @@
 package store
 
-import (
-	"time"
-
-	"github.com/freshcrawl/freshcrawl/proto"
-)
+import "time"
 
 // URL is everything the coordinator knows about one URL.
 type URL struct {
@@ -13,14 +9,14 @@ type URL struct {
 	// spells it), set when the record is read from the store (0 in a
 	// record not read from it, or stored before ids). It is the store's
 	// own, never serialised.
-	ID       uint64            `json:"-"`
-	Host     string            `json:"host"`
-	Weight   float64           `json:"weight"`
-	Selector string            `json:"selector,omitempty"`
-	Mode     string            `json:"mode"`
-	Ignore   proto.IgnoreRules `json:"ignore,omitzero"`
-	Period   string            `json:"period,omitempty"`
-	Polls    int               `json:"polls,omitempty"`
+	ID       uint64      `json:"-"`
+	Host     string      `json:"host"`
+	Weight   float64     `json:"weight"`
+	Selector string      `json:"selector,omitempty"`
+	Mode     string      `json:"mode"`
+	Ignore   IgnoreRules `json:"ignore,omitzero"`
+	Period   string      `json:"period,omitempty"`
+	Polls    int         `json:"polls,omitempty"`
 	// KeepRaw keeps the raw response body of the latest version next to
 	// its extracted text (a seed option).
 	KeepRaw bool `json:"keep_raw,omitempty"`
@@ -89,14 +85,14 @@ type Version struct {
 
 // Change is one entry of the change log.
 type Change struct {
-	Seq      uint64            `json:"seq"`
-	URL      string            `json:"url"`
-	Host     string            `json:"host"`
-	At       time.Time         `json:"at"`
-	TaskID   string            `json:"task_id"`
-	Hash     string            `json:"hash"`
-	PrevHash string            `json:"prev_hash,omitempty"`
-	Diff     proto.DiffSummary `json:"diff"`
+	Seq      uint64      `json:"seq"`
+	URL      string      `json:"url"`
+	Host     string      `json:"host"`
+	At       time.Time   `json:"at"`
+	TaskID   string      `json:"task_id"`
+	Hash     string      `json:"hash"`
+	PrevHash string      `json:"prev_hash,omitempty"`
+	Diff     DiffSummary `json:"diff"`
 }
 
 // Host is the politeness state of one host.
@@ -128,4 +124,44 @@ type Item struct {
 	HasValue bool              `json:"has_value"`
 	// Dissimilarity is the sum of the dissimilarities seen at refreshes.
 	Dissimilarity float64 `json:"dissimilarity"`
+}
+
+// The store's records have their own types for what the wire also
+// carries (proto.IgnoreRules, proto.DiffSummary), so that a change to the
+// wire cannot change the disk format: the bytes of a record depend on
+// this package alone. The fields match the wire's one for one, so a type
+// conversion crosses the boundary, and it stops compiling when either
+// side gains a field, which is the moment to decide what the other does.
+
+// IgnoreRules are a URL's noise rules, which a task carries to the worker
+// as proto.IgnoreRules.
+type IgnoreRules struct {
+	// Selectors are CSS selectors whose elements are dropped.
+	Selectors []string `json:"selectors,omitempty"`
+	// Patterns are regular expressions whose matches are blanked out.
+	Patterns []string `json:"patterns,omitempty"`
+	// MinChange is the smallest change, as a share of the text in [0,1],
+	// that counts as a change.
+	MinChange float64 `json:"min_change,omitempty"`
+}
+
+// IsZero reports whether r has no rule: a record then leaves them out
+// (omitzero, and no flagIgnore), whether its lists are nil or empty.
+func (r IgnoreRules) IsZero() bool {
+	return len(r.Selectors) == 0 && len(r.Patterns) == 0 && r.MinChange == 0
+}
+
+// DiffSummary describes a change of the log, as a worker's result
+// described it (proto.DiffSummary).
+type DiffSummary struct {
+	LinesAdded   int `json:"lines_added"`
+	LinesRemoved int `json:"lines_removed"`
+	// CharsChanged is the number of characters inserted plus deleted.
+	CharsChanged int `json:"chars_changed"`
+	// Magnitude is the share of the text that changed in [0,1], or the
+	// absolute numeric difference when the selector picks a number.
+	Magnitude float64 `json:"magnitude"`
+	Numeric   bool    `json:"numeric,omitempty"`
+	// Preview holds the first changed lines, prefixed "+ " or "- ".
+	Preview string `json:"preview,omitempty"`
 }

@@ -9,13 +9,16 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/freshcrawl/freshcrawl/internal/optcheck"
 )
 
 // Retention bounds the history the store keeps: the versions of capture
 // URLs and the change log. Everything else is bounded by the URLs seeded
 // (records, latest content, hosts) or pruned on its own schedule (fold
-// marks). A zero field sets no bound; when both bounds of a kind are set,
-// an entry goes as soon as either says so.
+// marks). Start from DefaultRetention. A zero count or age sets no bound;
+// when both bounds of a kind are set, an entry goes as soon as either
+// says so.
 type Retention struct {
 	// Versions is the most versions kept per URL, the newest.
 	Versions int
@@ -26,52 +29,51 @@ type Retention struct {
 	Changes int
 	// ChangesAge deletes change-log entries older than this.
 	ChangesAge time.Duration
-	// FoldMarksAge is how long a fold mark outlives its fold (0: the
-	// default). A mark only has to outlive every redelivery of its result,
-	// which the results stream makes within seconds; the coordinator also
-	// keeps every mark as old as the oldest result still in the stream.
+	// FoldMarksAge is how long a fold mark outlives its fold. A mark only
+	// has to outlive every redelivery of its result, which the results
+	// stream makes within seconds; the coordinator also keeps every mark
+	// as old as the oldest result still in the stream.
 	FoldMarksAge time.Duration
 }
 
-// DefaultFoldMarksAge keeps fold marks an hour: far beyond any
-// redelivery while the coordinator runs, and at 200 fetches a second
+// DefaultRetention keeps all history, and fold marks an hour: far beyond
+// any redelivery while the coordinator runs, and at 200 fetches a second
 // 720 000 marks (about 120 MiB of store), where a day would be 17 million.
-const DefaultFoldMarksAge = time.Hour
+// The config takes its keep-* defaults from here.
+func DefaultRetention() Retention {
+	return Retention{FoldMarksAge: time.Hour}
+}
 
-// MinFoldMarksAge is the shortest fold-mark age allowed: longer than the
+// minFoldMarksAge is the shortest fold-mark age allowed: longer than the
 // results stream's duplicate window and any redelivery of a running
 // coordinator's unacknowledged results.
-const MinFoldMarksAge = 5 * time.Minute
+const minFoldMarksAge = 5 * time.Minute
 
-// CheckFoldMarksAge reports whether d is a valid fold-mark age: 0 (the
-// default) or at least MinFoldMarksAge.
-func CheckFoldMarksAge(d time.Duration) error {
-	if d != 0 && d < MinFoldMarksAge {
-		return fmt.Errorf("must be at least %s (0: %s), got %s", MinFoldMarksAge, DefaultFoldMarksAge, d)
+// Validate reports every field out of range, each by its name.
+func (r Retention) Validate() error {
+	var errs optcheck.Errors
+	errs.Check("Versions", checkRetentionCount(r.Versions))
+	errs.Check("VersionsAge", checkRetentionAge(r.VersionsAge))
+	errs.Check("Changes", checkRetentionCount(r.Changes))
+	errs.Check("ChangesAge", checkRetentionAge(r.ChangesAge))
+	if r.FoldMarksAge < minFoldMarksAge {
+		errs.Check("FoldMarksAge", fmt.Errorf("must be at least %s, got %s", minFoldMarksAge, r.FoldMarksAge))
 	}
-	return nil
+	return errs.Err()
 }
 
-// MarksAge is the fold-mark age in force: FoldMarksAge, or the default.
-func (r Retention) MarksAge() time.Duration {
-	if r.FoldMarksAge > 0 {
-		return r.FoldMarksAge
-	}
-	return DefaultFoldMarksAge
-}
-
-// CheckRetentionCount reports whether n is a valid count bound: ≥ 0
+// checkRetentionCount reports whether n is a valid count bound: ≥ 0
 // (0: no bound).
-func CheckRetentionCount(n int) error {
+func checkRetentionCount(n int) error {
 	if n < 0 {
 		return fmt.Errorf("must be ≥ 0 (0 keeps all), got %d", n)
 	}
 	return nil
 }
 
-// CheckRetentionAge reports whether d is a valid age bound: ≥ 0 (0: no
+// checkRetentionAge reports whether d is a valid age bound: ≥ 0 (0: no
 // bound).
-func CheckRetentionAge(d time.Duration) error {
+func checkRetentionAge(d time.Duration) error {
 	if d < 0 {
 		return fmt.Errorf("must be ≥ 0 (0 keeps all), got %s", d)
 	}

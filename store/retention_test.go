@@ -346,3 +346,28 @@ func TestPruneFoldedInChunks(t *testing.T) {
 		}
 	}
 }
+
+// Validate names each field out of range; zero bounds (keep all) are
+// valid, a zero fold-mark age is not.
+func TestRetentionValidate(t *testing.T) {
+	if err := DefaultRetention().Validate(); err != nil {
+		t.Fatalf("the defaults refused: %v", err)
+	}
+	for _, c := range []struct {
+		field string
+		set   func(*Retention)
+	}{
+		{"Versions", func(r *Retention) { r.Versions = -1 }},
+		{"VersionsAge", func(r *Retention) { r.VersionsAge = -time.Hour }},
+		{"Changes", func(r *Retention) { r.Changes = -1 }},
+		{"ChangesAge", func(r *Retention) { r.ChangesAge = -time.Hour }},
+		{"FoldMarksAge", func(r *Retention) { r.FoldMarksAge = 0 }},
+		{"FoldMarksAge", func(r *Retention) { r.FoldMarksAge = time.Minute }},
+	} {
+		r := DefaultRetention()
+		c.set(&r)
+		if err := r.Validate(); err == nil || !strings.Contains(err.Error(), c.field+":") {
+			t.Errorf("%s: Validate = %v, want an error naming the field", c.field, err)
+		}
+	}
+}

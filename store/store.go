@@ -35,7 +35,7 @@ var (
 	bucketChanges  = []byte("changes")   // seq(8) → Change (JSON)
 	bucketFolded   = []byte("folded")    // task id → fold time (8, unix nanos)
 	bucketHosts    = []byte("hosts")     // host → Host (JSON)
-	bucketMeta     = []byte("meta")      // schema version, counters
+	bucketMeta     = []byte("meta")      // format version, identity, fence, cursors
 	bucketItems    = []byte("items")     // source 0x00 item id → Item (JSON)
 	bucketDeleted  = []byte("deleted")   // url → URL (JSON) of a deleted URL whose history is kept
 	bucketRaw      = []byte("raw")       // url → raw body of the latest version (rawEnvelope)
@@ -51,12 +51,21 @@ var (
 	indexBuckets = [][]byte{bucketIxFilter, bucketIxSort, bucketIxChanges}
 )
 
-// schemaVersion is written to the meta bucket; Open refuses a newer one.
-// Version 2 added the secondary indexes: a binary that knows only version 1
-// would write records without updating them, so it must refuse the file.
-// Version 3 packs the estimator state and names LastOK by LastFetch in
-// URL records (codec.go), which a version-2 binary would misread.
-const schemaVersion = 3
+// formatVersion is the store's format, kept in the meta bucket under
+// metaFormat: Open writes it, and refuses a store of a newer format
+// (ErrNewerFormat), which this binary could misread or damage. A store
+// without one is taken to be of this format. It goes up when a binary of
+// the previous format would misread the file or write it wrongly:
+// format 2 added the secondary indexes, which a binary that knows only
+// format 1 would not update; format 3 packs the estimator state and names
+// LastOK by LastFetch in URL records (codec.go), which a format-2 binary
+// would misread. testdata/golden holds records of this format.
+const formatVersion = 3
+
+// metaFormat is the meta key of the format version, an 8-byte big-endian
+// number. Every release has read it under this name, so an older binary
+// refuses a newer store too.
+var metaFormat = []byte("schema")
 
 // Errors callers can test for with errors.Is; bbolt's own errors stay
 // wrapped behind them.
@@ -66,6 +75,10 @@ var (
 	// ErrLocked is returned by Open when another process holds the store
 	// (a running coordinator): stop it, or go through its API.
 	ErrLocked = errors.New("store is locked by another process (is a coordinator running on this data directory? stop it, or reach it through its API with --api)")
+	// ErrNewerFormat is returned by Open for a store written by a newer
+	// freshcrawl, in a format this one does not understand; the error
+	// names the file and both formats. Open leaves the file as it was.
+	ErrNewerFormat = errors.New("upgrade freshcrawl")
 )
 
 // Options tune Open.
@@ -125,10 +138,6 @@ func Open(path string, opt Options) (*DB, error) {
 	// bbolt maps the file and trusts what it finds: check it first, every
 	// page unless it was closed cleanly and is unchanged since (clean.go).
 	err = verifyFile(path, opt.fullCheck || !closedCleanly(path))
-	if err == nil && !opt.ReadOnly {
-		// Whatever happens from here on, only a clean Close marks it again.
-		err = unmarkClean(path)
-	}
 	// bbolt takes its own lock on its own descriptor, which ours would
 	// block: a writer that slips in between makes bbolt wait, then fail
 	// with ErrLocked, and whatever it wrote was written under the lock.
@@ -165,10 +174,17 @@ func Open(path string, opt Options) (*DB, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db := &DB{bolt: b, path: path, writable: !opt.ReadOnly}
-	if !opt.ReadOnly {
-		err = db.init()
-	} else {
-		err = db.checkSchema()
+	// A newer format is refused before anything is written, the
+	// clean-close marker included, so the newer binary finds the file as
+	// it left it. bbolt writes nothing when it opens an existing file.
+	err = db.checkFormat(opt.ReadOnly)
+	if err == nil && !opt.ReadOnly {
+		// Whatever happens from here on, only a clean Close marks it again.
+		if err = unmarkClean(path); err != nil {
+			err = fmt.Errorf("open store %s: %w", path, err)
+		} else {
+			err = db.init()
+		}
 	}
 	if err != nil {
 		b.Close()
@@ -185,17 +201,12 @@ func (db *DB) init() error {
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
-		if v := meta.Get([]byte("schema")); v != nil {
-			if got := binary.BigEndian.Uint64(v); got > schemaVersion {
-				return fmt.Errorf("store %s has schema %d, this binary knows up to %d: upgrade freshcrawl", db.path, got, schemaVersion)
-			}
-		}
 		if meta.Get(metaStoreID) == nil {
 			if err := meta.Put(metaStoreID, []byte(newStoreID())); err != nil {
 				return err
 			}
 		}
-		return meta.Put([]byte("schema"), u64(schemaVersion))
+		return meta.Put(metaFormat, u64(formatVersion))
 	})
 	if err != nil {
 		return fmt.Errorf("initialise store: %w", err)
@@ -203,14 +214,26 @@ func (db *DB) init() error {
 	return db.ensureIndexes()
 }
 
-func (db *DB) checkSchema() error {
+// checkFormat refuses a store of a newer format than formatVersion (and,
+// to read, a file that is no store: one a writable open would make one).
+func (db *DB) checkFormat(readOnly bool) error {
 	return db.view(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
-			return fmt.Errorf("store %s is not a freshcrawl store (no meta bucket)", db.path)
+			if readOnly {
+				return fmt.Errorf("store %s is not a freshcrawl store (no meta bucket)", db.path)
+			}
+			return nil
 		}
-		if v := meta.Get([]byte("schema")); v != nil && binary.BigEndian.Uint64(v) > schemaVersion {
-			return fmt.Errorf("store %s has a newer schema: upgrade freshcrawl", db.path)
+		v := meta.Get(metaFormat)
+		switch {
+		case v == nil:
+			return nil
+		case len(v) != 8:
+			return corrupt(db.path, "format version of %d bytes, want 8", len(v))
+		}
+		if got := binary.BigEndian.Uint64(v); got > formatVersion {
+			return fmt.Errorf("open %s: store format %d is newer than this freshcrawl understands (format %d): %w", db.path, got, formatVersion, ErrNewerFormat)
 		}
 		return nil
 	})

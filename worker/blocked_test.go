@@ -14,7 +14,6 @@ import (
 
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/worker/fetch"
-	"github.com/freshcrawl/freshcrawl/worker/robots"
 )
 
 // dnsServer answers A queries for the names in a from a UDP socket on
@@ -80,8 +79,9 @@ func TestBlockedHostName(t *testing.T) {
 	task := proto.Task{ID: "t1", Kind: proto.KindFetch, URL: page, Host: "intranet.example"}
 
 	for _, ignoreRobots := range []bool{false, true} {
-		w := New(nil, nil, robots.NewMemoryStore(), Options{ID: "t", IgnoreRobots: ignoreRobots,
-			Fetch: fetch.Options{UserAgent: "freshcrawl-test/1", Resolver: res, Timeout: 5 * time.Second}})
+		w := newWorker(t, nil, nil, testOptions(func(o *Options) {
+			o.IgnoreRobots, o.Fetch.Resolver, o.Fetch.Timeout = ignoreRobots, res, 5*time.Second
+		}))
 		r := w.process(context.Background(), task)
 		if r.ErrKind != proto.ErrBlocked {
 			t.Fatalf("ignore robots %v: kind %q (%s), want %q", ignoreRobots, r.ErrKind, r.Err, proto.ErrBlocked)
@@ -98,8 +98,10 @@ func TestBlockedHostName(t *testing.T) {
 	}
 
 	// Allowed: loopback but for this one server, which the name reaches.
-	w := New(nil, nil, robots.NewMemoryStore(), Options{ID: "t", Fetch: fetch.Options{UserAgent: "freshcrawl-test/1", Resolver: res, Timeout: 5 * time.Second,
-		Refuse: func(a netip.Addr) bool { return a != netip.MustParseAddr("127.0.0.1") && fetch.IsBlockedIP(a) }}})
+	w := newWorker(t, nil, nil, testOptions(func(o *Options) {
+		o.Fetch.Resolver, o.Fetch.Timeout = res, 5*time.Second
+		o.Fetch.Refuse = func(a netip.Addr) bool { return a != netip.MustParseAddr("127.0.0.1") && fetch.IsBlockedIP(a) }
+	}))
 	if r := w.process(context.Background(), task); r.ErrKind != proto.ErrNone || hits != 2 {
 		t.Fatalf("allowed: kind %q (%s), %d requests (want robots.txt and the page)", r.ErrKind, r.Err, hits)
 	}

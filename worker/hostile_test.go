@@ -11,12 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,9 +26,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/freshcrawl/freshcrawl/internal/broker"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/worker/fetch"
-	"github.com/freshcrawl/freshcrawl/worker/robots"
 )
 
 // Limits of the worker under test: short, so that the slow cases take
@@ -231,11 +229,8 @@ func startHostileRig(t *testing.T, ignoreRobots bool) *hostileRig {
 // fetch timeout.
 func startRig(t *testing.T, ignoreRobots bool, ackWait, timeout time.Duration) *hostileRig {
 	t.Helper()
-	quiet := slog.New(slog.DiscardHandler)
-	srv, err := broker.StartEmbedded(broker.EmbeddedOptions{Dir: filepath.Join(t.TempDir(), "nats"), Listen: "127.0.0.1:-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	quiet := testutil.QuietLogger(t)
+	srv := testutil.StartNATS(t)
 	nc, js, err := broker.Connect(srv.ClientURL(), "hostile-test", quiet)
 	if err != nil {
 		t.Fatal(err)
@@ -252,15 +247,13 @@ func startRig(t *testing.T, ignoreRobots bool, ackWait, timeout time.Duration) *
 		t.Fatal(err)
 	}
 	public := netip.MustParseAddr("127.0.0.1")
-	w := New(nc, js, robots.NewMemoryStore(), Options{
-		ID: "hostile", Concurrency: 2, IgnoreRobots: ignoreRobots, Log: quiet,
-		Fetch: fetch.Options{
-			UserAgent: "freshcrawl-test/1", Timeout: timeout, TLSTimeout: hostileTLSTimeout, MaxBody: hostileMaxBody,
-			// The production policy, except for the address the test's
-			// public servers listen on.
-			Refuse: func(ip netip.Addr) bool { return ip != public && fetch.IsBlockedIP(ip) },
-		},
-	})
+	w := newWorker(t, nc, js, testOptions(func(o *Options) {
+		o.ID, o.Concurrency, o.IgnoreRobots, o.Log = "hostile", 2, ignoreRobots, quiet
+		o.Fetch.Timeout, o.Fetch.TLSTimeout, o.Fetch.MaxBody = timeout, hostileTLSTimeout, hostileMaxBody
+		// The production policy, except for the address the test's
+		// public servers listen on.
+		o.Fetch.Refuse = func(ip netip.Addr) bool { return ip != public && fetch.IsBlockedIP(ip) }
+	}))
 	runCtx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(runCtx) }()
@@ -270,8 +263,6 @@ func startRig(t *testing.T, ignoreRobots bool, ackWait, timeout time.Duration) *
 			t.Errorf("worker: %v", err)
 		}
 		nc.Close()
-		srv.Shutdown()
-		srv.WaitForShutdown()
 	})
 	tasks, err := js.Consumer(ctx, proto.TaskStream, proto.TaskConsumer)
 	if err != nil {
@@ -510,7 +501,7 @@ func TestTrickledRobotsIsUnreachable(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	w := New(nil, nil, robots.NewMemoryStore(), Options{ID: "t", Fetch: fetch.Options{UserAgent: "freshcrawl-test/1", AllowPrivate: true, Timeout: hostileTimeout}})
+	w := newWorker(t, nil, nil, testOptions(func(o *Options) { o.Fetch.AllowPrivate, o.Fetch.Timeout = true, hostileTimeout }))
 	ctx, cancel := context.WithTimeout(context.Background(), hostileGuard)
 	defer cancel()
 	r := w.process(ctx, task(srv.URL+"/secret/page", proto.Result{}, proto.IgnoreRules{}, ""))

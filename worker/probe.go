@@ -14,28 +14,30 @@ import (
 // maxSources bounds the compiled source definitions a worker caches.
 const maxSources = 64
 
-// source returns the compiled definition a probe task carries, compiling
-// each distinct definition once.
-func (w *Worker) source(def json.RawMessage) (*source.Source, error) {
+// parser returns the parser of the source definition a probe task
+// carries, compiling each distinct definition once.
+func (w *Worker) parser(def json.RawMessage) (*probeparse.Parser, error) {
 	key := string(def)
 	w.mu.Lock()
-	src, ok := w.sources[key]
+	p, ok := w.parsers[key]
 	w.mu.Unlock()
 	if ok {
-		return src, nil
+		return p, nil
 	}
-	decoded, err := source.DecodeJSON(def)
+	src, err := source.DecodeJSON(def, probeparse.CheckSelector)
 	if err != nil {
 		return nil, fmt.Errorf("decode source definition: %w", err)
 	}
-	src = &decoded
-	w.mu.Lock()
-	if len(w.sources) >= maxSources {
-		clear(w.sources)
+	if p, err = probeparse.New(&src); err != nil {
+		return nil, err
 	}
-	w.sources[key] = src
+	w.mu.Lock()
+	if len(w.parsers) >= maxSources {
+		clear(w.parsers)
+	}
+	w.parsers[key] = p
 	w.mu.Unlock()
-	return src, nil
+	return p, nil
 }
 
 // probePage fetches a keyword-search result page or an item page and
@@ -45,7 +47,7 @@ func (w *Worker) probePage(ctx context.Context, task proto.Task, res *proto.Resu
 		res.ErrKind, res.Err = proto.ErrContent, "probe task without a probe spec"
 		return
 	}
-	src, err := w.source(task.Probe.Def)
+	parser, err := w.parser(task.Probe.Def)
 	if err != nil {
 		res.ErrKind, res.Err = proto.ErrContent, fmt.Sprintf("source %s: %v", task.Probe.Source, err)
 		return
@@ -64,7 +66,7 @@ func (w *Worker) probePage(ctx context.Context, task proto.Task, res *proto.Resu
 	}
 	res.Total = -1
 	if task.Probe.Item != "" {
-		it, err := probeparse.ParseItem(src, task.Probe.Item, resp.Body)
+		it, err := parser.Item(task.Probe.Item, resp.Body)
 		if err != nil {
 			res.ErrKind, res.Err = proto.ErrContent, err.Error()
 			return
@@ -72,7 +74,7 @@ func (w *Worker) probePage(ctx context.Context, task proto.Task, res *proto.Resu
 		res.Items = []proto.ProbeItem{it}
 		return
 	}
-	items, total, err := probeparse.ParseResults(src, resp.Body)
+	items, total, err := parser.Results(resp.Body)
 	if err != nil {
 		res.ErrKind, res.Err = proto.ErrContent, err.Error()
 		return

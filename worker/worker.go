@@ -24,19 +24,24 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/freshcrawl/freshcrawl/internal/broker"
-	"github.com/freshcrawl/freshcrawl/internal/source"
+	"github.com/freshcrawl/freshcrawl/internal/optcheck"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/worker/extract"
 	"github.com/freshcrawl/freshcrawl/worker/fetch"
+	"github.com/freshcrawl/freshcrawl/worker/probeparse"
 	"github.com/freshcrawl/freshcrawl/worker/robots"
 )
 
-// Options configure a worker.
+// Options configure a worker. Start from DefaultOptions: every field is
+// taken as it is, and New refuses what Validate refuses.
 type Options struct {
-	// ID names the worker in results and heartbeats (default host-pid-n).
+	// ID names the worker in results and heartbeats; it is the one
+	// setting with an "unset", "" (host-pid), because no constant can
+	// name a process.
 	ID string
-	// Concurrency is how many tasks this worker handles at once (default
-	// DefaultConcurrency).
+	// Concurrency is how many tasks this worker handles at once.
+	// Throughput is set by the coordinator's budget; concurrency only has
+	// to cover fetch latency (about budget × fetch time / workers).
 	Concurrency int
 	// Fetch configures the HTTP fetcher (user agent, timeouts, caps).
 	Fetch fetch.Options
@@ -47,73 +52,46 @@ type Options struct {
 	// IgnoreRobots skips robots.txt (only for benchmarks against own pages).
 	IgnoreRobots bool
 	// Grace is how long a stopping worker lets the tasks it holds finish
-	// before it hands them back (default DefaultGrace).
+	// before it hands them back (0: it hands them back at once).
 	Grace time.Duration
-	// MaxRaw caps the raw body sent with a result for URLs that keep it
-	// (default defaultMaxRaw), so a result stays well under NATS's
-	// message size.
+	// MaxRaw caps the raw body sent with a result for URLs that keep it,
+	// so a result stays well under NATS's message size.
 	MaxRaw int
 	// Metrics receive the worker's series (nil: none).
 	Metrics *Metrics
-	Log     *slog.Logger
+	// Log receives structured logs (nil: slog.Default()).
+	Log *slog.Logger
 }
 
-// DefaultGrace is how long a stopping worker gives the fetches it holds.
-const DefaultGrace = 10 * time.Second
-
-// NoGrace as Options.Grace hands every task back at once on stop (the
-// zero value means DefaultGrace).
-const NoGrace = time.Duration(-1)
-
-// CheckGrace reports whether d is a valid Grace: ≥ 0 (0 hands every task
-// back at once).
-func CheckGrace(d time.Duration) error {
-	if d < 0 {
-		return fmt.Errorf("must be ≥ 0, got %s", d)
+// DefaultOptions are the defaults of a worker; the config takes its
+// concurrency and stop-grace defaults from here.
+func DefaultOptions() Options {
+	return Options{
+		Concurrency: 8,
+		Fetch:       fetch.DefaultOptions(),
+		Heartbeat:   5 * time.Second,
+		Grace:       10 * time.Second,
+		MaxRaw:      256 << 10,
 	}
-	return nil
 }
 
-// DefaultConcurrency is the tasks a worker handles at once unless told
-// otherwise. Throughput is set by the coordinator's budget; concurrency
-// only has to cover fetch latency (about budget × fetch time / workers).
-const DefaultConcurrency = 8
-
-// CheckConcurrency reports whether n is a valid Concurrency: > 0.
-func CheckConcurrency(n int) error {
-	if n <= 0 {
-		return fmt.Errorf("must be > 0, got %d", n)
-	}
-	return nil
-}
-
-// defaultMaxRaw is the default cap of a raw body sent with a result.
-const defaultMaxRaw = 256 << 10
-
-func (o Options) withDefaults() Options {
-	if o.ID == "" {
-		h, _ := os.Hostname()
-		o.ID = fmt.Sprintf("%s-%d", h, os.Getpid())
-	}
+// Validate reports every field New would refuse, each by its name.
+func (o Options) Validate() error {
+	var errs optcheck.Errors
 	if o.Concurrency <= 0 {
-		o.Concurrency = DefaultConcurrency
+		errs.Check("Concurrency", fmt.Errorf("must be > 0, got %d", o.Concurrency))
 	}
+	errs.Check("Fetch", o.Fetch.Validate())
 	if o.Heartbeat <= 0 {
-		o.Heartbeat = 5 * time.Second
+		errs.Check("Heartbeat", fmt.Errorf("must be > 0, got %s", o.Heartbeat))
 	}
-	if o.Grace == 0 {
-		o.Grace = DefaultGrace
-	}
-	if o.Grace < 0 { // NoGrace
-		o.Grace = 0
-	}
-	if o.Log == nil {
-		o.Log = slog.Default()
+	if o.Grace < 0 {
+		errs.Check("Grace", fmt.Errorf("must be ≥ 0, got %s", o.Grace))
 	}
 	if o.MaxRaw <= 0 {
-		o.MaxRaw = defaultMaxRaw
+		errs.Check("MaxRaw", fmt.Errorf("must be > 0, got %d", o.MaxRaw))
 	}
-	return o
+	return errs.Err()
 }
 
 // Worker is one worker process's fetch loop.
@@ -147,16 +125,28 @@ type Worker struct {
 	held heldTasks
 
 	mu       sync.Mutex
-	lastHost map[string]time.Time      // local safety net for host spacing
-	sources  map[string]*source.Source // compiled probe sources by definition
+	lastHost map[string]time.Time          // local safety net for host spacing
+	parsers  map[string]*probeparse.Parser // compiled probe sources by definition
 }
 
-// New builds a worker. robotsStore is shared by all workers (a JetStream KV
-// bucket in production).
-func New(nc *nats.Conn, js jetstream.JetStream, robotsStore robots.Store, opts Options) *Worker {
-	opts = opts.withDefaults()
-	f := fetch.New(opts.Fetch)
-	w := &Worker{opts: opts, nc: nc, js: js, fetcher: f, extractor: extract.NewExtractor(), log: opts.Log.With("worker", opts.ID), lastHost: map[string]time.Time{}, sources: map[string]*source.Source{}}
+// New builds a worker, or returns Validate's error. robotsStore is shared
+// by all workers (a JetStream KV bucket in production).
+func New(nc *nats.Conn, js jetstream.JetStream, robotsStore robots.Store, opts Options) (*Worker, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("worker options: %w", err)
+	}
+	if opts.ID == "" {
+		h, _ := os.Hostname()
+		opts.ID = fmt.Sprintf("%s-%d", h, os.Getpid())
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	f, err := fetch.New(opts.Fetch)
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{opts: opts, nc: nc, js: js, fetcher: f, extractor: extract.NewExtractor(), log: opts.Log.With("worker", opts.ID), lastHost: map[string]time.Time{}, parsers: map[string]*probeparse.Parser{}}
 	w.pulls.cond = sync.NewCond(&w.pulls.Mutex)
 	w.robots = robots.NewChecker(robotsStore, func(ctx context.Context, robotsURL string) (int, []byte, error) {
 		r := f.Get(ctx, robotsURL)
@@ -182,7 +172,7 @@ func New(nc *nats.Conn, js jetstream.JetStream, robotsStore robots.Store, opts O
 		}
 		return r.Status, r.Body, nil
 	}, opts.Fetch.UserAgent, opts.Robots)
-	return w
+	return w, nil
 }
 
 // refusedHost is the robots.txt fetch's error when the fetcher refused

@@ -10,15 +10,38 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/proto"
-	"github.com/freshcrawl/freshcrawl/worker/fetch"
 	"github.com/freshcrawl/freshcrawl/worker/robots"
 )
 
 // newTestWorker builds a worker for Process alone: no NATS is needed to
 // process one task.
-func newTestWorker() *Worker {
-	return New(nil, nil, robots.NewMemoryStore(), Options{ID: "t", Fetch: fetch.Options{UserAgent: "freshcrawl-test/1", AllowPrivate: true}})
+func newTestWorker(t testing.TB) *Worker {
+	return newWorker(t, nil, nil, testOptions(func(o *Options) { o.Fetch.AllowPrivate = true }))
+}
+
+// testOptions are the defaults with the worker named "t" and a test user
+// agent, then set's changes.
+func testOptions(set func(o *Options)) Options {
+	o := DefaultOptions()
+	o.ID, o.Fetch.UserAgent = "t", "freshcrawl-test/1"
+	set(&o)
+	return o
+}
+
+// newWorker builds a worker on a shared in-memory robots store and fails
+// the test if New refuses o.
+func newWorker(t testing.TB, nc *nats.Conn, js jetstream.JetStream, o Options) *Worker {
+	t.Helper()
+	w, err := New(nc, js, robots.NewMemoryStore(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
 
 func task(url string, prev proto.Result, ignore proto.IgnoreRules, selector string) proto.Task {
@@ -36,7 +59,7 @@ func TestNoiseRules(t *testing.T) {
 <div class="ad">Buy brand %d now!</div><p class="clock">Updated 12:%02d:%02d on 2026-11-%02d</p></body></html>`, i, i%60, (i*7)%60, i%28+1)
 	}))
 	defer srv.Close()
-	w := newTestWorker()
+	w := newTestWorker(t)
 	ctx := context.Background()
 
 	first := w.process(ctx, task(srv.URL, proto.Result{}, proto.IgnoreRules{}, ""))
@@ -70,7 +93,7 @@ func TestChangeMagnitude(t *testing.T) {
 		fmt.Fprintf(w, `<html><body><span id="price">%s</span><p>A long description that stays the same.</p></body></html>`, price.Load())
 	}))
 	defer srv.Close()
-	w := newTestWorker()
+	w := newTestWorker(t)
 	ctx := context.Background()
 	first := w.process(ctx, task(srv.URL, proto.Result{}, proto.IgnoreRules{}, "#price"))
 	price.Store("24.99")
@@ -101,7 +124,7 @@ func TestSmallChangesAddUp(t *testing.T) {
 		fmt.Fprintf(w, `<html><body><span id="price">%d.%02d</span></body></html>`, price.Load()/100, price.Load()%100)
 	}))
 	defer srv.Close()
-	w := newTestWorker()
+	w := newTestWorker(t)
 	ctx := context.Background()
 	rules := proto.IgnoreRules{MinChange: 0.5}
 	stored := w.process(ctx, task(srv.URL, proto.Result{}, rules, "#price"))
@@ -149,7 +172,7 @@ func TestRobotsAndNotModified(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	w := newTestWorker()
+	w := newTestWorker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	r := w.process(ctx, task(srv.URL+"/secret/x", proto.Result{}, proto.IgnoreRules{}, ""))
@@ -181,7 +204,7 @@ func TestCaptureFeedTimes(t *testing.T) {
 <entry><updated>2026-11-22T11:00:00.5Z</updated></entry></feed>`)
 	}))
 	defer srv.Close()
-	w := newTestWorker()
+	w := newTestWorker(t)
 	tk := task(srv.URL+"/feed", proto.Result{}, proto.IgnoreRules{}, "")
 	tk.Kind = proto.KindCapture
 	r := w.process(context.Background(), tk)
@@ -204,7 +227,7 @@ func TestRawBody(t *testing.T) {
 		fmt.Fprintf(w, "<html><body><p>version %d</p><!-- %s --></body></html>", version.Load(), strings.Repeat("x", 100))
 	}))
 	defer srv.Close()
-	w := New(nil, nil, robots.NewMemoryStore(), Options{ID: "t", MaxRaw: 64, Fetch: fetch.Options{UserAgent: "freshcrawl-test/1", AllowPrivate: true}})
+	w := newWorker(t, nil, nil, testOptions(func(o *Options) { o.MaxRaw, o.Fetch.AllowPrivate = 64, true }))
 	ctx := context.Background()
 	keep := func(prev proto.Result, need bool) proto.Task {
 		tk := task(srv.URL, prev, proto.IgnoreRules{}, "")
@@ -252,13 +275,7 @@ func TestSlowTaskIsTouchedNotRedelivered(t *testing.T) {
 	rig.publish(t, "slow-1", srv.URL+"/slow", "")
 	// Hold the response past three AckWaits, by the server's clock of
 	// requests: the request has arrived, then the deadline passes.
-	deadline := time.Now().Add(hostileGuard)
-	for hits.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the slow page was never requested")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitFor(t, hostileGuard, "the slow page to be requested", func() bool { return hits.Load() > 0 })
 	held := time.NewTimer(3*ackWait + ackWait/2)
 	<-held.C
 	select {
@@ -278,5 +295,28 @@ func TestSlowTaskIsTouchedNotRedelivered(t *testing.T) {
 	}
 	if info.NumRedelivered != 0 || hits.Load() != 1 {
 		t.Errorf("%d redelivered tasks and %d requests of the slow page; want 0 and 1", info.NumRedelivered, hits.Load())
+	}
+}
+
+// New refuses what Validate refuses, naming the field (a nested fetch
+// option by its path); a Grace of 0 is taken as it is.
+func TestNewValidates(t *testing.T) {
+	for _, c := range []struct {
+		field string
+		set   func(*Options)
+	}{
+		{"Concurrency", func(o *Options) { o.Concurrency = 0 }},
+		{"Grace", func(o *Options) { o.Grace = -time.Second }},
+		{"Heartbeat", func(o *Options) { o.Heartbeat = 0 }},
+		{"MaxRaw", func(o *Options) { o.MaxRaw = 0 }},
+		{"Fetch.MaxRedirects", func(o *Options) { o.Fetch.MaxRedirects = -1 }},
+	} {
+		if _, err := New(nil, nil, robots.NewMemoryStore(), testOptions(c.set)); err == nil || !strings.Contains(err.Error(), c.field+":") {
+			t.Errorf("%s: New = %v, want an error naming the field", c.field, err)
+		}
+	}
+	w := newWorker(t, nil, nil, testOptions(func(o *Options) { o.Grace = 0 }))
+	if w.opts.Grace != 0 {
+		t.Errorf("Grace 0 became %s", w.opts.Grace)
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/url"
 	"os"
 	"path"
@@ -36,6 +35,7 @@ import (
 
 	"github.com/freshcrawl/freshcrawl/config"
 	"github.com/freshcrawl/freshcrawl/internal/broker"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 )
 
 // repoRoot is the repository root seen from this package's directory, where
@@ -797,7 +797,7 @@ func TestComposeNATSConfigRuns(t *testing.T) {
 		t.Fatal("nats-server did not start")
 	}
 	defer func() { s.Shutdown(); s.WaitForShutdown() }()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := testutil.QuietLogger(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, name := range sortedKeys(freshcrawlServices(t, cf)) {

@@ -19,6 +19,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/coordinator"
 	"github.com/freshcrawl/freshcrawl/internal/source"
 	"github.com/freshcrawl/freshcrawl/store"
+	"github.com/freshcrawl/freshcrawl/worker/probeparse"
 )
 
 func itemsCmd() *cobra.Command {
@@ -50,7 +51,7 @@ some lines were bad. With a coordinator running, the items go through its API.`,
 				return errors.New("--source NAME is required")
 			}
 			if cfg.ConfigFile != "" {
-				srcs, err := source.Load(cfg.ConfigFile)
+				srcs, err := source.Load(cfg.ConfigFile, probeparse.CheckSelector)
 				if err != nil {
 					return err
 				}

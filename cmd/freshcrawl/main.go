@@ -1,5 +1,5 @@
 // Command freshcrawl keeps a local copy of chosen web content as fresh as a
-// fetch budget allows. See README.md for the subcommands.
+// fetch budget allows. docs/cli.md lists the subcommands (gen-docs writes it).
 package main
 
 import (
@@ -42,12 +42,13 @@ func main() {
 	}
 }
 
-// Exit statuses other than 0 and 1, documented in the README.
+// Exit statuses other than 0 and 1, documented in docs/operations.md.
 const (
 	exitBadInput   = 2 // some seed or item lines were bad
 	exitDamaged    = 3 // the store is damaged
 	exitInUse      = 4 // held by another process: the store's lock, the coordinator lease, a listen address
 	exitWrongStore = 5 // a coordinator would take over a crawl with a store that is not the crawl's
+	exitNewerStore = 6 // the store was written by a newer freshcrawl
 )
 
 // exitStatus maps an error to the process's exit status.
@@ -59,6 +60,8 @@ func exitStatus(err error) int {
 		return exitInUse
 	case errors.Is(err, node.ErrWrongStore):
 		return exitWrongStore
+	case errors.Is(err, store.ErrNewerFormat):
+		return exitNewerStore
 	}
 	return 1
 }
@@ -86,6 +89,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		simCmd(), demoCmd(), planCmd(), benchCmd(), itemsCmd(),
 		storeCmd(), backupCmd(), natsServerCmd(),
 		urlsCmd(), urlCmd(), getCmd(), exportCmd(), importCmd(),
+		genDocsCmd(),
 	)
 	addExamples(root)
 	return root

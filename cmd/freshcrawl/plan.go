@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/freshcrawl/freshcrawl/config"
 	"github.com/freshcrawl/freshcrawl/coordinator"
@@ -18,18 +19,31 @@ import (
 	"github.com/freshcrawl/freshcrawl/store"
 )
 
-func planCmd() *cobra.Command {
-	cfg := config.Default()
-	var (
-		rates, budget, hostRate, rateUnit, benefit, decay, workerRate string
-		cost, target                                                  float64
-		top                                                           int
-		all, asJSON                                                   bool
-	)
-	cmd := &cobra.Command{
-		Use:   "plan [--data DIR | --rates FILE] [--budget R | --target-freshness F | --benefit B --cost C]",
-		Short: "Predict freshness and age, the budget a target needs, or the long-term plan, without crawling",
-		Long: `Answer an operator's questions from change-rate estimates, without crawling.
+// planFlags holds the plan command's own flags.
+type planFlags struct {
+	rates, budget, hostRate, rateUnit, benefit, decay, workerRate string
+	cost, target                                                  float64
+	top                                                           int
+	all, asJSON                                                   bool
+}
+
+// register adds the flags to fs; the host rate defaults to cfg's.
+func (p *planFlags) register(fs *pflag.FlagSet, cfg config.Config) {
+	fs.StringVar(&p.rates, "rates", "", "CSV file (- for stdin) of id,rate[,weight[,host]] to plan instead of the store")
+	fs.StringVar(&p.budget, "budget", "", "total fetches per unit time: a number in the rates' unit, or 20/s, 300/m, 5000/h, 1000/d (default with --data: the configured budget)")
+	fs.StringVar(&p.hostRate, "host-rate", cfg.HostRate.String(), "most fetches of any one host per unit time (elements with a host)")
+	fs.StringVar(&p.rateUnit, "rate-unit", "plain", "time unit of the --rates file's numbers: s, m, h, d or plain (unknown)")
+	fs.Float64Var(&p.target, "target-freshness", 0, "print the least budget whose optimal allocation reaches this freshness, in (0,1)")
+	fs.StringVar(&p.benefit, "benefit", "", "long-term mode: benefit per unit time while a copy is correct (per unit weight)")
+	fs.Float64Var(&p.cost, "cost", 0, "long-term mode: cost of one fetch")
+	fs.StringVar(&p.decay, "decay", "exp", "long-term mode: decay of correctness, exp or linear")
+	fs.StringVar(&p.workerRate, "worker-rate", "", "fetches per unit time one worker sustains: also print the workers needed")
+	fs.IntVar(&p.top, "top", 20, "list this many elements, the largest by weight×rate (0: all)")
+	fs.BoolVar(&p.all, "all", false, "list every element")
+	fs.BoolVar(&p.asJSON, "json", false, "print JSON")
+}
+
+const planLong = `Answer an operator's questions from change-rate estimates, without crawling.
 
 Input (one of):
   --data DIR     the store's current estimates: read from the file when no
@@ -78,142 +92,165 @@ compare {optimal,uniform,proportional: {freshness, age}}, given_up,
 hosts_at_cap, unabsorbed, elements [{id, rate, weight, frequency, freshness,
 age, and in long-term mode interval, futile}], plus target_freshness,
 total_budget and workers when they apply. Infinite ages and intervals (never
-fetched) are null.`,
-		Args: cobra.NoArgs,
+fetched) are null.`
+
+func planCmd() *cobra.Command {
+	cfg := config.Default()
+	var pf planFlags
+	cmd := &cobra.Command{
+		Use:   "plan [--data DIR | --rates FILE] [--budget R | --target-freshness F | --benefit B --cost C]",
+		Short: "Predict freshness and age, the budget a target needs, or the long-term plan, without crawling",
+		Long:  planLong,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fl := cmd.Flags()
-			// Read before setup, which marks flags set from the
-			// environment or the config file as changed too.
-			cliData, cliBudget := fl.Changed("data"), fl.Changed("budget")
-			if _, err := setup(cmd, &cfg); err != nil {
-				return err
-			}
-			in := plan.Input{Top: top}
-			if all {
-				in.Top = 0
-			}
-
-			// Mode.
-			longTerm := fl.Changed("benefit") || fl.Changed("cost")
-			switch {
-			case longTerm && fl.Changed("target-freshness"):
-				return errors.New("--target-freshness and --benefit/--cost ask different questions: give one")
-			case longTerm:
-				if !fl.Changed("benefit") || !fl.Changed("cost") {
-					return errors.New("long-term mode needs both --benefit and --cost")
-				}
-				in.Mode = plan.ModeLongTerm
-			case fl.Changed("target-freshness"):
-				in.Mode, in.TargetFreshness = plan.ModeTarget, target
-			}
-			if in.Mode != plan.ModeBudget && cliBudget {
-				return errors.New("--budget: this mode computes the budget; drop --budget")
-			}
-			var err error
-			in.Policy = cfg.Policy // long-term mode reports its own policy
-			if in.Objective, err = plan.ParseObjective(cfg.Objective); err != nil {
-				return err
-			}
-
-			// Elements and their unit.
-			switch {
-			case rates != "" && cliData:
-				return errors.New("give --data or --rates, not both")
-			case rates != "":
-				if in.Unit, err = plan.ParseUnit(rateUnit); err != nil {
-					return fmt.Errorf("--rate-unit: %w", err)
-				}
-				if in.Elements, err = readRates(cmd, rates); err != nil {
-					return err
-				}
-			default:
-				if fl.Changed("rate-unit") {
-					return errors.New("--rate-unit describes a --rates file; with --data rates are per second")
-				}
-				in.Unit = plan.Second
-				if in.Elements, in.HostCaps, err = planElements(cfg); err != nil {
-					return err
-				}
-				if len(in.Elements) == 0 {
-					return fmt.Errorf("the store in %s holds no URLs: seed some first, or use --rates", cfg.Data)
-				}
-			}
-
-			// Amounts, all in the unit of the rates.
-			amount := func(flag, v string) (float64, error) {
-				x, err := in.Unit.ParseRate(v)
-				if errors.Is(err, plan.ErrNoUnit) {
-					return 0, fmt.Errorf("--%s %w: give --rate-unit s|m|h|d, or a plain number in the CSV's unit", flag, err)
-				}
-				if err != nil {
-					return 0, fmt.Errorf("--%s: %w", flag, err)
-				}
-				return x, nil
-			}
-			if in.Mode == plan.ModeBudget {
-				switch {
-				case budget != "":
-				case rates == "":
-					budget = cfg.Budget.String() // the coordinator's default
-				default:
-					return errors.New("--budget is required with --rates (in the CSV's unit, e.g. --budget 5), unless --target-freshness or --benefit/--cost")
-				}
-				if in.Budget, err = amount("budget", budget); err != nil {
-					return err
-				}
-			}
-			if hasHosts(in.Elements) {
-				if in.HostRate, err = amount("host-rate", hostRate); err != nil {
-					return err
-				}
-				if in.HostRate <= 0 {
-					return errors.New("--host-rate must be > 0: politeness is a constraint")
-				}
-			}
-			if workerRate != "" {
-				if in.WorkerRate, err = amount("worker-rate", workerRate); err != nil {
-					return err
-				}
-				if in.WorkerRate <= 0 {
-					return errors.New("--worker-rate must be > 0")
-				}
-			}
-			if in.Mode == plan.ModeLongTerm {
-				lt := plan.LongTermInput{Cost: cost}
-				if lt.Benefit, err = amount("benefit", benefit); err != nil {
-					return err
-				}
-				if lt.Decay, err = plan.ParseDecay(decay); err != nil {
-					return fmt.Errorf("--decay: %w", err)
-				}
-				in.LongTerm = &lt
-			}
-
-			res, err := plan.Run(in)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return res.WriteJSON(cmd.OutOrStdout())
-			}
-			return res.WriteText(cmd.OutOrStdout())
+			return answerPlan(cmd, &cfg, &pf)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&rates, "rates", "", "CSV file (- for stdin) of id,rate[,weight[,host]] to plan instead of the store")
-	f.StringVar(&budget, "budget", "", "total fetches per unit time: a number in the rates' unit, or 20/s, 300/m, 5000/h, 1000/d (default with --data: the configured budget)")
-	f.StringVar(&hostRate, "host-rate", cfg.HostRate.String(), "most fetches of any one host per unit time (elements with a host)")
-	f.StringVar(&rateUnit, "rate-unit", "plain", "time unit of the --rates file's numbers: s, m, h, d or plain (unknown)")
-	f.Float64Var(&target, "target-freshness", 0, "print the least budget whose optimal allocation reaches this freshness, in (0,1)")
-	f.StringVar(&benefit, "benefit", "", "long-term mode: benefit per unit time while a copy is correct (per unit weight)")
-	f.Float64Var(&cost, "cost", 0, "long-term mode: cost of one fetch")
-	f.StringVar(&decay, "decay", "exp", "long-term mode: decay of correctness, exp or linear")
-	f.StringVar(&workerRate, "worker-rate", "", "fetches per unit time one worker sustains: also print the workers needed")
-	f.IntVar(&top, "top", 20, "list this many elements, the largest by weight×rate (0: all)")
-	f.BoolVar(&all, "all", false, "list every element")
-	f.BoolVar(&asJSON, "json", false, "print JSON")
+	pf.register(cmd.Flags(), cfg)
 	withConfig(cmd, &cfg, "data", "listen", "api", "api-token", "api-read-token", "tls-cert", "policy", "objective", "prior-rate", "half-life", "log-level")
 	return cmd
+}
+
+// answerPlan answers the question the flags ask and prints the answer.
+func answerPlan(cmd *cobra.Command, cfg *config.Config, pf *planFlags) error {
+	fl := cmd.Flags()
+	// Read before setup, which marks flags set from the
+	// environment or the config file as changed too.
+	cliData, cliBudget := fl.Changed("data"), fl.Changed("budget")
+	if _, err := setup(cmd, cfg); err != nil {
+		return err
+	}
+	in := plan.Input{Top: pf.top}
+	if pf.all {
+		in.Top = 0
+	}
+	if err := pf.mode(fl, &in, cliBudget); err != nil {
+		return err
+	}
+	var err error
+	in.Policy = cfg.Policy // long-term mode reports its own policy
+	if in.Objective, err = plan.ParseObjective(cfg.Objective); err != nil {
+		return err
+	}
+	if err := pf.elements(cmd, *cfg, &in, cliData); err != nil {
+		return err
+	}
+	if err := pf.amounts(*cfg, &in); err != nil {
+		return err
+	}
+	res, err := plan.Run(in)
+	if err != nil {
+		return err
+	}
+	if pf.asJSON {
+		return res.WriteJSON(cmd.OutOrStdout())
+	}
+	return res.WriteText(cmd.OutOrStdout())
+}
+
+// mode sets the question in asks from the flags given.
+func (p *planFlags) mode(fl *pflag.FlagSet, in *plan.Input, cliBudget bool) error {
+	longTerm := fl.Changed("benefit") || fl.Changed("cost")
+	switch {
+	case longTerm && fl.Changed("target-freshness"):
+		return errors.New("--target-freshness and --benefit/--cost ask different questions: give one")
+	case longTerm:
+		if !fl.Changed("benefit") || !fl.Changed("cost") {
+			return errors.New("long-term mode needs both --benefit and --cost")
+		}
+		in.Mode = plan.ModeLongTerm
+	case fl.Changed("target-freshness"):
+		in.Mode, in.TargetFreshness = plan.ModeTarget, p.target
+	}
+	if in.Mode != plan.ModeBudget && cliBudget {
+		return errors.New("--budget: this mode computes the budget; drop --budget")
+	}
+	return nil
+}
+
+// elements sets in's elements and their unit: from the --rates file, or
+// from cfg's store.
+func (p *planFlags) elements(cmd *cobra.Command, cfg config.Config, in *plan.Input, cliData bool) error {
+	var err error
+	switch {
+	case p.rates != "" && cliData:
+		return errors.New("give --data or --rates, not both")
+	case p.rates != "":
+		if in.Unit, err = plan.ParseUnit(p.rateUnit); err != nil {
+			return fmt.Errorf("--rate-unit: %w", err)
+		}
+		if in.Elements, err = readRates(cmd, p.rates); err != nil {
+			return err
+		}
+	default:
+		if cmd.Flags().Changed("rate-unit") {
+			return errors.New("--rate-unit describes a --rates file; with --data rates are per second")
+		}
+		in.Unit = plan.Second
+		if in.Elements, in.HostCaps, err = planElements(cfg); err != nil {
+			return err
+		}
+		if len(in.Elements) == 0 {
+			return fmt.Errorf("the store in %s holds no URLs: seed some first, or use --rates", cfg.Data)
+		}
+	}
+	return nil
+}
+
+// amounts sets in's budget, host and worker rates and long-term terms,
+// all in the unit of the rates.
+func (p *planFlags) amounts(cfg config.Config, in *plan.Input) error {
+	amount := func(flag, v string) (float64, error) {
+		x, err := in.Unit.ParseRate(v)
+		if errors.Is(err, plan.ErrNoUnit) {
+			return 0, fmt.Errorf("--%s %w: give --rate-unit s|m|h|d, or a plain number in the CSV's unit", flag, err)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("--%s: %w", flag, err)
+		}
+		return x, nil
+	}
+	var err error
+	if in.Mode == plan.ModeBudget {
+		budget := p.budget
+		switch {
+		case budget != "":
+		case p.rates == "":
+			budget = cfg.Budget.String() // the coordinator's default
+		default:
+			return errors.New("--budget is required with --rates (in the CSV's unit, e.g. --budget 5), unless --target-freshness or --benefit/--cost")
+		}
+		if in.Budget, err = amount("budget", budget); err != nil {
+			return err
+		}
+	}
+	if hasHosts(in.Elements) {
+		if in.HostRate, err = amount("host-rate", p.hostRate); err != nil {
+			return err
+		}
+		if in.HostRate <= 0 {
+			return errors.New("--host-rate must be > 0: politeness is a constraint")
+		}
+	}
+	if p.workerRate != "" {
+		if in.WorkerRate, err = amount("worker-rate", p.workerRate); err != nil {
+			return err
+		}
+		if in.WorkerRate <= 0 {
+			return errors.New("--worker-rate must be > 0")
+		}
+	}
+	if in.Mode == plan.ModeLongTerm {
+		lt := plan.LongTermInput{Cost: p.cost}
+		if lt.Benefit, err = amount("benefit", p.benefit); err != nil {
+			return err
+		}
+		if lt.Decay, err = plan.ParseDecay(p.decay); err != nil {
+			return fmt.Errorf("--decay: %w", err)
+		}
+		in.LongTerm = &lt
+	}
+	return nil
 }
 
 // planElements reads the estimates of every URL of cfg's store: from the

@@ -8,8 +8,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"io"
-	"log/slog"
 	"math/big"
 	"net"
 	"os"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/freshcrawl/freshcrawl/config"
 	"github.com/freshcrawl/freshcrawl/internal/node"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 )
 
 // TestClientsSendTokensOverTLS: the client commands reach a coordinator
@@ -52,7 +51,7 @@ func TestClientsSendTokensOverTLS(t *testing.T) {
 	cfg.Workers = 0
 	cfg.APITokens, cfg.APIReadTokens = []string{admin}, []string{read}
 	cfg.TLSCert, cfg.TLSKey = certFile, keyFile
-	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, HTTP: true}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, HTTP: true}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

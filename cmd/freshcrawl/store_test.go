@@ -3,10 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/freshcrawl/freshcrawl/config"
 	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/node"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/store"
 )
 
@@ -103,8 +105,6 @@ func TestTruncatedStoreCommands(t *testing.T) {
 	}
 }
 
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
 // Next to a running coordinator, the read-only commands go through its
 // API (found in the data directory), and a backup is a consistent copy.
 func TestReadOnlyCommandsNextToCoordinator(t *testing.T) {
@@ -115,7 +115,7 @@ func TestReadOnlyCommandsNextToCoordinator(t *testing.T) {
 	cfg.Listen = "127.0.0.1:0" // not the default: the commands must find it
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, HTTP: true}, Log: quiet()})
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, HTTP: true}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,5 +178,53 @@ func TestRunBusyPortAndLockedData(t *testing.T) {
 	_, _, err = execCmd(t, "", "run", "--data", dir, "--nats-listen", ln.Addr().String(), "--listen", "127.0.0.1:0", "--workers", "0")
 	if !errors.Is(err, store.ErrLocked) || exitStatus(err) != exitInUse {
 		t.Errorf("second run on a held data directory: %v, want the lock error first (exit %d)", err, exitInUse)
+	}
+}
+
+// A store written by a newer freshcrawl is refused by every command that
+// opens it, with the message that says to upgrade and an exit status of
+// its own, and the file is left as it was.
+func TestNewerStoreRefused(t *testing.T) {
+	dir := seededStore(t, 10)
+	path := filepath.Join(dir, store.FileName)
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The store's meta bucket keeps its format under "schema", 8 bytes
+	// big-endian; 1000 is far beyond any format this code writes.
+	err = db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("meta")).Put([]byte("schema"), binary.BigEndian.AppendUint64(nil, 1000))
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"plan", "--data", dir},
+		{"seed", "--data", dir, "-"},
+		{"versions", "--data", dir, "http://h0.example/page/0"},
+	} {
+		_, _, err := execCmd(t, "http://new.example/\n", args...)
+		if !errors.Is(err, store.ErrNewerFormat) || exitStatus(err) != exitNewerStore {
+			t.Errorf("%v on a store of format 1000: %v (exit %d), want the newer-format error (exit %d)", args, err, exitStatus(err), exitNewerStore)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, path) || !strings.Contains(msg, "store format 1000 is newer") || !strings.Contains(msg, "upgrade freshcrawl") {
+			t.Errorf("%v: message %q does not name the file, the format and the remedy", args, msg)
+		}
+	}
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Error("a refused open changed the store file")
 	}
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/freshcrawl/freshcrawl/config"
 	"github.com/freshcrawl/freshcrawl/internal/api"
 	"github.com/freshcrawl/freshcrawl/internal/seed"
-	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/store"
 )
 
@@ -366,7 +365,7 @@ changed directly.`,
 					req.KeepRaw = &keepRaw
 				}
 				if f.Changed("ignore") {
-					var rules proto.IgnoreRules
+					var rules store.IgnoreRules
 					dec := json.NewDecoder(strings.NewReader(ignore))
 					dec.DisallowUnknownFields()
 					if err := dec.Decode(&rules); err != nil {

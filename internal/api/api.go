@@ -6,7 +6,10 @@
 //
 // It works over a small Backend the coordinator satisfies, so it holds no
 // scheduling logic of its own; the read-only parts also run on a store
-// alone (the CLI's offline fallback) with a nil Views.
+// alone (the CLI's offline fallback) with a nil Views. The coordinator's
+// Handler routes the console's handlers (Server.Serve…) on the one mux of
+// its HTTP API, and its own handlers answer through WriteJSON and
+// WriteError too.
 package api
 
 import (
@@ -138,40 +141,51 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 }
 
-// Mount registers the console's routes on mux:
-//
-//	GET  /                        the dashboard
-//	GET  /ui/{file}               its assets
-//	GET  /api/overview            Overview now
-//	GET  /api/series              the last hour of samples; /api/events streams new ones (SSE)
-//	GET  /api/hosts               hosts: cap, Crawl-delay, backoff, robots, in flight, URLs, fetches
-//	GET  /api/urls                URLs: filters, sort, cursor paging
-//	GET  /api/url/show?url=U      one URL: record, schedule, estimate, fetches, changes, versions, copy
-//	POST /api/url/pause           body Selection; also resume, delete (?purge=1), set (SetRequest)
-//	GET  /api/content?url=U       the stored copy (&raw=1: the raw body as fetched)
-//	GET  /api/diff?url=U&seq=N    line diff of capture version N against N-1
-//	GET  /api/capture             capture URLs: period, phases, recall
-//	GET  /api/sources             keyword-search sources: rounds, coverage, speedup, freshness
-//	GET  /api/export              every URL as JSON lines; POST /api/import?name=F takes them
-func (s *Server) Mount(mux *http.ServeMux) {
-	mux.Handle("GET /{$}", http.HandlerFunc(serveIndex))
-	mux.Handle("GET /ui/", http.StripPrefix("/ui/", assets()))
-	mux.HandleFunc("GET /api/overview", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.b.Overview()) })
-	mux.HandleFunc("GET /api/series", s.handleSeries)
-	mux.HandleFunc("GET /api/events", s.handleEvents)
-	mux.HandleFunc("GET /api/hosts", s.handleHosts)
-	mux.HandleFunc("GET /api/urls", s.handleURLs)
-	mux.HandleFunc("GET /api/url/show", s.handleShow)
-	mux.HandleFunc("POST /api/url/pause", s.handleLifecycle(opPause))
-	mux.HandleFunc("POST /api/url/resume", s.handleLifecycle(opResume))
-	mux.HandleFunc("POST /api/url/delete", s.handleLifecycle(opDelete))
-	mux.HandleFunc("POST /api/url/set", s.handleLifecycle(opSet))
-	mux.HandleFunc("GET /api/content", func(w http.ResponseWriter, r *http.Request) { serveContent(s.b.Store(), w, r) })
-	mux.HandleFunc("GET /api/diff", func(w http.ResponseWriter, r *http.Request) { serveDiff(s.b.Store(), w, r) })
-	mux.HandleFunc("GET /api/capture", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, nonNil(s.b.Captures())) })
-	mux.HandleFunc("GET /api/sources", s.handleSources)
-	mux.HandleFunc("GET /api/export", func(w http.ResponseWriter, r *http.Request) { serveExport(s.b.Store(), w, r) })
-	mux.HandleFunc("POST /api/import", s.handleImport)
+// The console's handlers, which the coordinator's Handler routes
+// alongside its own. Each answers one route, named in its comment.
+
+// ServeOverview answers GET /api/overview: Overview now.
+func (s *Server) ServeOverview(w http.ResponseWriter, r *http.Request) {
+	WriteJSON(w, http.StatusOK, s.b.Overview())
+}
+
+// ServeCapture answers GET /api/capture: the capture URLs' period, phases
+// and recall.
+func (s *Server) ServeCapture(w http.ResponseWriter, r *http.Request) {
+	WriteJSON(w, http.StatusOK, nonNil(s.b.Captures()))
+}
+
+// ServeContent answers GET /api/content?url=U: the stored copy.
+func (s *Server) ServeContent(w http.ResponseWriter, r *http.Request) {
+	serveContent(s.b.Store(), w, r)
+}
+
+// ServeDiff answers GET /api/diff?url=U&seq=N.
+func (s *Server) ServeDiff(w http.ResponseWriter, r *http.Request) {
+	serveDiff(s.b.Store(), w, r)
+}
+
+// ServeExport answers GET /api/export: every URL as JSON lines.
+func (s *Server) ServeExport(w http.ResponseWriter, r *http.Request) {
+	serveExport(s.b.Store(), w, r)
+}
+
+// ServePause, ServeResume, ServeDelete and ServeSet answer POST
+// /api/url/pause, /resume, /delete and /set.
+func (s *Server) ServePause(w http.ResponseWriter, r *http.Request) {
+	s.lifecycle(w, r, opPause)
+}
+
+func (s *Server) ServeResume(w http.ResponseWriter, r *http.Request) {
+	s.lifecycle(w, r, opResume)
+}
+
+func (s *Server) ServeDelete(w http.ResponseWriter, r *http.Request) {
+	s.lifecycle(w, r, opDelete)
+}
+
+func (s *Server) ServeSet(w http.ResponseWriter, r *http.Request) {
+	s.lifecycle(w, r, opSet)
 }
 
 func nonNil[T any](s []T) []T {
@@ -181,12 +195,20 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
+// WriteJSON answers with code and v as indented JSON: the one encoding of
+// every JSON answer of the API. It encodes v before it writes the status
+// line, so that a value JSON cannot carry (NaN, Inf) is a 500 with the
+// reason instead of a 200 with an empty body.
+func WriteJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.MarshalIndent(v, "", "  ")
 	w.Header().Set("Content-Type", "application/json")
+	if err != nil {
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprintf(w, "{\"error\": %q}\n", "encode response: "+err.Error())
+		return
+	}
 	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // Error is the body of every error answer.
@@ -194,8 +216,9 @@ type Error struct {
 	Error string `json:"error"`
 }
 
-func writeErr(w http.ResponseWriter, code int, err error) {
-	writeJSON(w, code, Error{Error: err.Error()})
+// WriteError answers with code and Error{err}.
+func WriteError(w http.ResponseWriter, code int, err error) {
+	WriteJSON(w, code, Error{Error: err.Error()})
 }
 
 func statusOf(err error) int {

@@ -95,7 +95,7 @@ func (t *Tokens) Wrap(next http.Handler) http.Handler {
 		tok, ok := bearer(r)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="freshcrawl"`)
-			writeErr(w, http.StatusUnauthorized, fmt.Errorf("%s %s needs a token: send the header \"Authorization: Bearer <token>\" with one of the coordinator's --api-token or --api-read-token values", r.Method, r.URL.Path))
+			WriteError(w, http.StatusUnauthorized, fmt.Errorf("%s %s needs a token: send the header \"Authorization: Bearer <token>\" with one of the coordinator's --api-token or --api-read-token values", r.Method, r.URL.Path))
 			return
 		}
 		switch t.scopeOf(tok) {
@@ -106,10 +106,10 @@ func (t *Tokens) Wrap(next http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			writeErr(w, http.StatusForbidden, fmt.Errorf("%s %s changes the crawl: this token may only read, use an --api-token (admin) token", r.Method, r.URL.Path))
+			WriteError(w, http.StatusForbidden, fmt.Errorf("%s %s changes the crawl: this token may only read, use an --api-token (admin) token", r.Method, r.URL.Path))
 		default:
 			w.Header().Set("WWW-Authenticate", `Bearer realm="freshcrawl", error="invalid_token"`)
-			writeErr(w, http.StatusUnauthorized, fmt.Errorf("%s %s: the token is not one of the coordinator's --api-token or --api-read-token values", r.Method, r.URL.Path))
+			WriteError(w, http.StatusUnauthorized, fmt.Errorf("%s %s: the token is not one of the coordinator's --api-token or --api-read-token values", r.Method, r.URL.Path))
 		}
 	})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/api"
 	"github.com/freshcrawl/freshcrawl/internal/node"
 	"github.com/freshcrawl/freshcrawl/internal/source"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/lab/sim"
 	"github.com/freshcrawl/freshcrawl/store"
 )
@@ -78,7 +79,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	cfg.Workers, cfg.Concurrency = 1, 4
 	cfg.HostRate = 20
-	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 1, HTTP: true, ConsoleEvery: 500 * time.Millisecond}, Log: quietLog(), Sources: []source.Source{src}})
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 1, HTTP: true, ConsoleEvery: 500 * time.Millisecond}, Log: testutil.QuietLogger(t), Sources: []source.Source{src}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 		return ""
 	}
-	waitFor(t, 40*time.Second, "a crawl with changes (one to a URL keeping its raw body), a disallowed seed, probe rounds and samples", func() bool {
+	testutil.WaitFor(t, 40*time.Second, "a crawl with changes (one to a URL keeping its raw body), a disallowed seed, probe rounds and samples", func() bool {
 		st := n.Coordinator.Status()
 		p, _ := db.Get(private)
 		var ser api.SeriesAnswer
@@ -134,7 +135,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	})
 	if shots != "" {
 		// Screenshots look better with half a minute of history.
-		waitFor(t, time.Minute, "30 s of samples", func() bool {
+		testutil.WaitFor(t, time.Minute, "30 s of samples", func() bool {
 			var ser api.SeriesAnswer
 			c.get("/api/series", &ser)
 			return len(ser.Points) >= 60
@@ -345,7 +346,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("state shown %q after pause", got)
 	}
 	// Once its last fetch is in, the page shows the store's history.
-	waitFor(t, 10*time.Second, "the paused URL to have no fetch out", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the paused URL to have no fetch out", func() bool {
 		var d api.Detail
 		c.get("/api/url/show?url="+urlQuery(target), &d)
 		return d.Schedule != nil && !d.Schedule.InFlight

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -22,21 +21,9 @@ import (
 	"github.com/freshcrawl/freshcrawl/config"
 	"github.com/freshcrawl/freshcrawl/internal/api"
 	"github.com/freshcrawl/freshcrawl/internal/node"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/store"
 )
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(20 * time.Millisecond) // polling interval, not synchronisation
-	}
-	t.Fatalf("timed out after %s waiting for %s", d, what)
-}
 
 // site serves pages whose version the test bumps, a /slow page whose
 // first request blocks until released, and /private/ pages robots.txt
@@ -87,8 +74,6 @@ func (s *site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	fmt.Fprintf(w, "<html><body><h1>Page %s</h1><p>version %d</p><ul><li>one</li><li>two %d</li></ul></body></html>", r.URL.Path, v, v)
 }
-
-func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func testConfig(dir string) config.Config {
 	cfg := config.Default()
@@ -165,7 +150,7 @@ func TestConsoleLifecycle(t *testing.T) {
 		}
 	}()
 	cfg := testConfig(t.TempDir())
-	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 1, HTTP: true, ConsoleEvery: 200 * time.Millisecond}, Log: quietLog()})
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 1, HTTP: true, ConsoleEvery: 200 * time.Millisecond}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +173,7 @@ func TestConsoleLifecycle(t *testing.T) {
 		}
 		return r
 	}
-	waitFor(t, 30*time.Second, "every page fetched", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "every page fetched", func() bool {
 		// Every page: the rate intervals checked below exist only once a
 		// URL has been fetched (a busy machine fetches them late).
 		for _, p := range []string{"/p/0", "/p/1", "/p/2", "/p/3", "/p/4", "/p/5", "/cap", "/raw"} {
@@ -237,7 +222,7 @@ func TestConsoleLifecycle(t *testing.T) {
 
 	// A change shows up in the URL's change log, filtered by URL.
 	web.bump("/p/1")
-	waitFor(t, 30*time.Second, "the change of /p/1", func() bool { return rec("/p/1").Changes >= 1 })
+	testutil.WaitFor(t, 30*time.Second, "the change of /p/1", func() bool { return rec("/p/1").Changes >= 1 })
 	var changes []store.Change
 	c.get("/api/changes?url="+url.QueryEscape(u("/p/1")), &changes)
 	if len(changes) != 1 || changes[0].URL != u("/p/1") || !strings.Contains(changes[0].Diff.Preview, "version 1") {
@@ -278,7 +263,7 @@ func TestConsoleLifecycle(t *testing.T) {
 	}
 	before := web.hitCount("/p/2")
 	other := web.hitCount("/p/3")
-	waitFor(t, 30*time.Second, "other URLs fetched while /p/2 is paused", func() bool { return web.hitCount("/p/3") >= other+3 })
+	testutil.WaitFor(t, 30*time.Second, "other URLs fetched while /p/2 is paused", func() bool { return web.hitCount("/p/3") >= other+3 })
 	if got := web.hitCount("/p/2"); got > before+1 { // one fetch may have been out already
 		t.Errorf("paused /p/2 requested %d more times", got-before)
 	}
@@ -288,7 +273,7 @@ func TestConsoleLifecycle(t *testing.T) {
 	}
 	c.post("/api/url/resume", api.Selection{URLs: []string{u("/p/2")}}, &res)
 	paused := web.hitCount("/p/2")
-	waitFor(t, 30*time.Second, "/p/2 fetched again after resume", func() bool { return web.hitCount("/p/2") > paused })
+	testutil.WaitFor(t, 30*time.Second, "/p/2 fetched again after resume", func() bool { return web.hitCount("/p/2") > paused })
 
 	// A robots-disallowed seed can be deleted; its history stays.
 	var st struct {
@@ -330,9 +315,9 @@ func TestConsoleLifecycle(t *testing.T) {
 	}
 	// Without taking the task off the queue the host would wait for the
 	// held fetch to end; with it, the host is free at once.
-	waitFor(t, 8*time.Second, "the host to be fetched while the deleted /slow is still out", func() bool { return web.hitCount("/p/4") > held })
+	testutil.WaitFor(t, 8*time.Second, "the host to be fetched while the deleted /slow is still out", func() bool { return web.hitCount("/p/4") > held })
 	close(web.slowGate)
-	waitFor(t, 10*time.Second, "fetches to go on", func() bool { return web.hitCount("/p/4") > held+2 })
+	testutil.WaitFor(t, 10*time.Second, "fetches to go on", func() bool { return web.hitCount("/p/4") > held+2 })
 	if _, err := db.Get(u("/slow")); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a late result brought the deleted URL back: %v", err)
 	}
@@ -393,7 +378,7 @@ func TestConsoleLifecycle(t *testing.T) {
 	if sum.Added != 1 || sum.Kept != 8 || sum.Bad != 1 || len(sum.Errors) != 1 || !strings.HasPrefix(sum.Errors[0], "backup.jsonl:10:") {
 		t.Errorf("import summary %+v", sum)
 	}
-	waitFor(t, 30*time.Second, "the imported URL to be fetched", func() bool { return rec("/p/9").Fetches > 0 })
+	testutil.WaitFor(t, 30*time.Second, "the imported URL to be fetched", func() bool { return rec("/p/9").Fetches > 0 })
 
 	// The series fills and new points stream as server-sent events.
 	var ser api.SeriesAnswer
@@ -403,7 +388,7 @@ func TestConsoleLifecycle(t *testing.T) {
 	// listed from its first heartbeat the coordinator hears, which can be
 	// the second (every 5 s) when the first went out before the
 	// coordinator subscribed: a fast pipeline gets here before that too.
-	waitFor(t, 20*time.Second, "samples after a plan that saw fetches, with the worker heard", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "samples after a plan that saw fetches, with the worker heard", func() bool {
 		c.get("/api/series", &ser)
 		return len(ser.Points) >= 2 && ser.Points[len(ser.Points)-1].Freshness > 0 && ser.Points[len(ser.Points)-1].Workers > 0
 	})

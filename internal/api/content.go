@@ -64,20 +64,20 @@ func GetCopy(db *store.DB, rawURL string, withRaw bool) (Copy, error) {
 func serveContent(db *store.DB, w http.ResponseWriter, r *http.Request) {
 	raw := r.URL.Query().Get("raw")
 	if raw != "" && raw != "0" && raw != "1" {
-		writeErr(w, http.StatusBadRequest, fmt.Errorf("raw=%q: want 1 or 0", raw))
+		WriteError(w, http.StatusBadRequest, fmt.Errorf("raw=%q: want 1 or 0", raw))
 		return
 	}
 	c, err := GetCopy(db, r.URL.Query().Get("url"), raw == "1")
 	if err != nil {
-		writeErr(w, statusOf(err), err)
+		WriteError(w, statusOf(err), err)
 		return
 	}
 	if raw != "1" {
-		writeJSON(w, http.StatusOK, c)
+		WriteJSON(w, http.StatusOK, c)
 		return
 	}
 	if c.Raw == nil {
-		writeErr(w, http.StatusNotFound, fmt.Errorf("no raw body kept for %s (seed it with \"keep_raw\": true)", c.URL))
+		WriteError(w, http.StatusNotFound, fmt.Errorf("no raw body kept for %s (seed it with \"keep_raw\": true)", c.URL))
 		return
 	}
 	ct := c.Raw.ContentType
@@ -164,13 +164,13 @@ func diffVersions(db *store.DB, rawURL string, seq uint64) (versionDiff, error) 
 func serveDiff(db *store.DB, w http.ResponseWriter, r *http.Request) {
 	seq, err := strconv.ParseUint(r.URL.Query().Get("seq"), 10, 64)
 	if err != nil || seq == 0 {
-		writeErr(w, http.StatusBadRequest, fmt.Errorf("seq=%q: want a version number", r.URL.Query().Get("seq")))
+		WriteError(w, http.StatusBadRequest, fmt.Errorf("seq=%q: want a version number", r.URL.Query().Get("seq")))
 		return
 	}
 	d, err := diffVersions(db, r.URL.Query().Get("url"), seq)
 	if err != nil {
-		writeErr(w, statusOf(err), err)
+		WriteError(w, statusOf(err), err)
 		return
 	}
-	writeJSON(w, http.StatusOK, d)
+	WriteJSON(w, http.StatusOK, d)
 }

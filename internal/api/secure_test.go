@@ -28,6 +28,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/coordinator"
 	"github.com/freshcrawl/freshcrawl/internal/node"
 	"github.com/freshcrawl/freshcrawl/internal/notify"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/store"
 )
 
@@ -100,7 +101,7 @@ func TestSecuredAPIAndDeadLetters(t *testing.T) {
 	cfg.APITokens, cfg.APIReadTokens = []string{adminToken}, []string{readToken}
 	cfg.TLSCert, cfg.TLSKey = certFile, keyFile
 	cfg.WebhookAttempts, cfg.WebhookBackoff, cfg.WebhookMaxBackoff = 2, 10*time.Millisecond, 20*time.Millisecond
-	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, HTTP: true, ConsoleEvery: 300 * time.Millisecond}, Log: quietLog()})
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, HTTP: true, ConsoleEvery: 300 * time.Millisecond}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestSecuredAPIAndDeadLetters(t *testing.T) {
 	}
 	// /healthz answers 503 until the coordinator holds its lease, which
 	// on a loaded machine comes after Start returns.
-	waitFor(t, 30*time.Second, "healthz 200 without a token", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "healthz 200 without a token", func() bool {
 		code, _ := call("GET", "/healthz", "", "")
 		return code == 200
 	})
@@ -160,7 +161,7 @@ func TestSecuredAPIAndDeadLetters(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st coordinator.Status
-	waitFor(t, 20*time.Second, "a dead letter in /api/status", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "a dead letter in /api/status", func() bool {
 		_, b := call("GET", "/api/status", readToken, "")
 		st = coordinator.Status{}
 		return json.Unmarshal(b, &st) == nil && st.Webhooks != nil && st.Webhooks.Dead == 1
@@ -233,7 +234,7 @@ func TestSecuredAPIAndDeadLetters(t *testing.T) {
 	signIn(adminToken)
 	do("retry as admin", chromedp.Click(chromedp.CSS(`[data-action="retry"]`)), poll(`document.getElementById("toast").textContent.includes("requeued 1")`))
 	var ws notify.Status
-	waitFor(t, 20*time.Second, "the retried event delivered", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the retried event delivered", func() bool {
 		_, b := call("GET", "/api/webhooks", readToken, "")
 		ws = notify.Status{}
 		return json.Unmarshal(b, &ws) == nil && ws.Delivered == 1

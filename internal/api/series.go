@@ -138,15 +138,16 @@ type SeriesAnswer struct {
 	Points []Point       `json:"points"`
 }
 
-func (s *Server) handleSeries(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, SeriesAnswer{Every: s.series.every, Points: s.series.snapshot()})
+// ServeSeries answers GET /api/series: the last hour of samples.
+func (s *Server) ServeSeries(w http.ResponseWriter, r *http.Request) {
+	WriteJSON(w, http.StatusOK, SeriesAnswer{Every: s.series.every, Points: s.series.snapshot()})
 }
 
-// handleEvents streams each new sample as a server-sent event "point".
-func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+// ServeEvents streams each new sample as a server-sent event "point".
+func (s *Server) ServeEvents(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
-		writeErr(w, http.StatusInternalServerError, fmt.Errorf("streaming unsupported"))
+		WriteError(w, http.StatusInternalServerError, fmt.Errorf("streaming unsupported"))
 		return
 	}
 	ch, cancel := s.series.subscribe()

@@ -93,7 +93,9 @@ func serveExport(db *store.DB, w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
+// ServeImport answers POST /api/import?name=F: URLs as JSON lines, as
+// GET /api/export writes them.
+func (s *Server) ServeImport(w http.ResponseWriter, r *http.Request) {
 	if !jsonBody(w, r, "application/x-ndjson", "application/jsonl", "application/json") {
 		return
 	}
@@ -103,8 +105,8 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 	}
 	sum, err := s.b.Store().Import(r.Body, name, CheckLine, nil, s.b.Adopt)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error(), "summary": sum})
+		WriteJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error(), "summary": sum})
 		return
 	}
-	writeJSON(w, http.StatusOK, sum)
+	WriteJSON(w, http.StatusOK, sum)
 }

@@ -247,18 +247,20 @@ func List(db *store.DB, views Views, q ListQuery) (ListPage, error) {
 	return ListPage{URLs: rows, Next: next, Total: total}, nil
 }
 
-func (s *Server) handleURLs(w http.ResponseWriter, r *http.Request) {
+// ServeURLs answers GET /api/urls: URLs by filters and sort, a page at
+// a time.
+func (s *Server) ServeURLs(w http.ResponseWriter, r *http.Request) {
 	q, err := parseListQuery(r.URL.Query())
 	if err != nil {
-		writeErr(w, statusOf(err), err)
+		WriteError(w, statusOf(err), err)
 		return
 	}
 	p, err := List(s.b.Store(), s.b, q)
 	if err != nil {
-		writeErr(w, statusOf(err), err)
+		WriteError(w, statusOf(err), err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	WriteJSON(w, http.StatusOK, p)
 }
 
 // Detail is everything about one URL: `freshcrawl url show` and GET
@@ -346,13 +348,14 @@ func Show(db *store.DB, views Views, rawURL string) (Detail, error) {
 	return d, nil
 }
 
-func (s *Server) handleShow(w http.ResponseWriter, r *http.Request) {
+// ServeShow answers GET /api/url/show?url=U: everything known of one URL.
+func (s *Server) ServeShow(w http.ResponseWriter, r *http.Request) {
 	d, err := Show(s.b.Store(), s.b, r.URL.Query().Get("url"))
 	if err != nil {
-		writeErr(w, statusOf(err), err)
+		WriteError(w, statusOf(err), err)
 		return
 	}
-	writeJSON(w, http.StatusOK, d)
+	WriteJSON(w, http.StatusOK, d)
 }
 
 // Selection names URLs for a bulk operation: a list, every URL of a host,
@@ -468,72 +471,73 @@ const (
 // maxSelection URLs).
 const maxOpBody = 64 << 20
 
-func (s *Server) handleLifecycle(o op) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if !jsonBody(w, r, "application/json") {
-			return
-		}
-		var req SetRequest
-		dec := json.NewDecoder(io.LimitReader(r.Body, maxOpBody))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			writeErr(w, http.StatusBadRequest, fmt.Errorf("body: %w", err))
-			return
-		}
-		if o != opSet && !req.SeedChange.Empty() {
-			writeErr(w, http.StatusBadRequest, errors.New("seed fields are only for /api/url/set"))
-			return
-		}
-		if o == opSet {
-			if err := CheckSeedChange(req.SeedChange); err != nil {
-				writeErr(w, statusOf(err), err)
-				return
-			}
-		}
-		purge := false
-		if o == opDelete {
-			switch r.URL.Query().Get("purge") {
-			case "", "0", "false":
-			case "1", "true":
-				purge = true
-			default:
-				writeErr(w, http.StatusBadRequest, fmt.Errorf("purge=%q: want 1 or 0", r.URL.Query().Get("purge")))
-				return
-			}
-		}
-		urls, err := Resolve(s.b.Store(), req.Selection)
-		if err != nil {
-			writeErr(w, statusOf(err), err)
-			return
-		}
-		res := OpResult{Selected: len(urls)}
-		switch o {
-		case opPause:
-			res.Changed, err = s.b.Pause(urls)
-		case opResume:
-			res.Changed, err = s.b.Resume(urls)
-		case opDelete:
-			ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
-			res.Changed, err = s.b.Delete(ctx, urls, purge)
-			cancel()
-		case opSet:
-			res.Changed, err = s.b.SetSeed(urls, req.SeedChange)
-		}
-		if err != nil {
-			writeErr(w, http.StatusInternalServerError, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, res)
-	}
-}
-
-func (s *Server) handleHosts(w http.ResponseWriter, r *http.Request) {
-	hs, err := hostRows(s.b.Store(), s.b.Hosts())
-	if err != nil {
-		writeErr(w, http.StatusInternalServerError, err)
+// lifecycle answers POST /api/url/{pause,resume,delete,set}: o on the
+// selected URLs.
+func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request, o op) {
+	if !jsonBody(w, r, "application/json") {
 		return
 	}
-	writeJSON(w, http.StatusOK, hs)
+	var req SetRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxOpBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		WriteError(w, http.StatusBadRequest, fmt.Errorf("body: %w", err))
+		return
+	}
+	if o != opSet && !req.SeedChange.Empty() {
+		WriteError(w, http.StatusBadRequest, errors.New("seed fields are only for /api/url/set"))
+		return
+	}
+	if o == opSet {
+		if err := CheckSeedChange(req.SeedChange); err != nil {
+			WriteError(w, statusOf(err), err)
+			return
+		}
+	}
+	purge := false
+	if o == opDelete {
+		switch r.URL.Query().Get("purge") {
+		case "", "0", "false":
+		case "1", "true":
+			purge = true
+		default:
+			WriteError(w, http.StatusBadRequest, fmt.Errorf("purge=%q: want 1 or 0", r.URL.Query().Get("purge")))
+			return
+		}
+	}
+	urls, err := Resolve(s.b.Store(), req.Selection)
+	if err != nil {
+		WriteError(w, statusOf(err), err)
+		return
+	}
+	res := OpResult{Selected: len(urls)}
+	switch o {
+	case opPause:
+		res.Changed, err = s.b.Pause(urls)
+	case opResume:
+		res.Changed, err = s.b.Resume(urls)
+	case opDelete:
+		ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
+		res.Changed, err = s.b.Delete(ctx, urls, purge)
+		cancel()
+	case opSet:
+		res.Changed, err = s.b.SetSeed(urls, req.SeedChange)
+	}
+	if err != nil {
+		WriteError(w, http.StatusInternalServerError, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, res)
+}
+
+// ServeHosts answers GET /api/hosts: every host's politeness state.
+func (s *Server) ServeHosts(w http.ResponseWriter, r *http.Request) {
+	hs, err := hostRows(s.b.Store(), s.b.Hosts())
+	if err != nil {
+		WriteError(w, http.StatusInternalServerError, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, hs)
 }
 
 // hostRow joins the scheduler's and the store's view of a host.
@@ -581,17 +585,18 @@ type sourceRow struct {
 	Items int `json:"items"`
 }
 
-func (s *Server) handleSources(w http.ResponseWriter, r *http.Request) {
+// ServeSources answers GET /api/sources: the keyword-search sources.
+func (s *Server) ServeSources(w http.ResponseWriter, r *http.Request) {
 	out := []sourceRow{}
 	for _, p := range s.b.Probes() {
 		items, err := s.b.Store().Items(p.Source)
 		if err != nil {
-			writeErr(w, http.StatusInternalServerError, err)
+			WriteError(w, http.StatusInternalServerError, err)
 			return
 		}
 		out = append(out, sourceRow{ProbeStatus: p, Items: len(items)})
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }
 
 // jsonBody refuses a request whose body is not one of the given media
@@ -604,6 +609,6 @@ func jsonBody(w http.ResponseWriter, r *http.Request, types ...string) bool {
 	if slices.Contains(types, ct) {
 		return true
 	}
-	writeErr(w, http.StatusUnsupportedMediaType, fmt.Errorf("Content-Type %q: want %s", ct, strings.Join(types, " or ")))
+	WriteError(w, http.StatusUnsupportedMediaType, fmt.Errorf("Content-Type %q: want %s", ct, strings.Join(types, " or ")))
 	return false
 }

@@ -13,7 +13,8 @@ import (
 //go:embed web
 var web embed.FS
 
-func assets() http.Handler {
+// Assets serves the dashboard's files, by their names under web/.
+func Assets() http.Handler {
 	sub, err := fs.Sub(web, "web")
 	if err != nil {
 		panic(err) // the embedded tree always has web/
@@ -21,7 +22,8 @@ func assets() http.Handler {
 	return http.FileServerFS(sub)
 }
 
-func serveIndex(w http.ResponseWriter, r *http.Request) {
+// ServeIndex answers GET /: the dashboard.
+func ServeIndex(w http.ResponseWriter, r *http.Request) {
 	b, err := web.ReadFile("web/index.html")
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)

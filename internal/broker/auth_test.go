@@ -9,8 +9,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
-	"io"
-	"log/slog"
 	"math/big"
 	"net"
 	"os"
@@ -23,6 +21,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
+
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 )
 
 // testPKI is a CA with a server certificate for 127.0.0.1 and a client
@@ -111,7 +111,7 @@ func connectWith(t *testing.T, url string, a Auth) error {
 	if err != nil {
 		return err
 	}
-	nc, js, err := Connect(url, "auth-test", quietLog(), opts...)
+	nc, js, err := Connect(url, "auth-test", testutil.QuietLogger(t), opts...)
 	if err != nil {
 		return err
 	}
@@ -290,8 +290,6 @@ func newNKey(t *testing.T, create func() (nkeys.KeyPair, error)) (seed, pub stri
 	return string(s), p
 }
 
-func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
 // TestWrongCredentialsCloseTheLink: a Link is retried forever while the
 // server is down, but not when the server refuses its credentials: nats.go
 // closes the connection after the second refusal, and WaitConnected
@@ -305,7 +303,7 @@ func TestWrongCredentialsCloseTheLink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := Dial(s.ClientURL(), "wrong-password", quietLog(), opts...)
+	l, err := Dial(s.ClientURL(), "wrong-password", testutil.QuietLogger(t), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/freshcrawl/freshcrawl/internal/optcheck"
 	"github.com/freshcrawl/freshcrawl/proto"
 )
 
@@ -244,91 +245,67 @@ type Settings struct {
 
 // ChangeRetention bounds the change-event stream: an event is dropped,
 // oldest first, once it is older than MaxAge or the stream holds more
-// than MaxBytes or MaxMsgs (-1: no limit). Zero fields take the defaults.
+// than MaxBytes or MaxMsgs (-1: no limit).
 type ChangeRetention struct {
 	MaxAge   time.Duration
 	MaxBytes int64
 	MaxMsgs  int64
 }
 
-func (r ChangeRetention) withDefaults() ChangeRetention {
-	if r.MaxAge <= 0 {
-		r.MaxAge = DefaultChangeMaxAge
-	}
-	if r.MaxBytes == 0 {
-		r.MaxBytes = DefaultChangeMaxBytes
-	}
-	if r.MaxMsgs == 0 {
-		r.MaxMsgs = DefaultChangeMaxMsgs
-	}
-	return r
+// DefaultListen is the embedded server's client address: loopback, so a
+// demo does not expose a broker.
+const DefaultListen = "127.0.0.1:4222"
+
+// maxReplicas is JetStream's limit on a stream's replicas.
+const maxReplicas = 5
+
+// DefaultSettings are the defaults of a single-process run; the config
+// takes its ack-wait, max-deliver, replicas and change-stream-* defaults
+// from here. The change stream keeps a week of events, at most 1 GiB of
+// them: long enough for a subscriber to be away over a weekend.
+func DefaultSettings() Settings {
+	return Settings{Replicas: 1, AckWait: 60 * time.Second, MaxDeliver: 5, MaxAckPending: 1024, Duplicates: 2 * time.Minute, RobotsTTL: 24 * time.Hour,
+		Changes: ChangeRetention{MaxAge: 7 * 24 * time.Hour, MaxBytes: 1 << 30, MaxMsgs: -1}}
 }
 
-// CheckChangeMaxAge reports whether d is a valid retention age of the
-// change stream: at least a minute (JetStream's 0 would mean "for ever",
-// which the byte and message limits say better).
-func CheckChangeMaxAge(d time.Duration) error {
-	if d < time.Minute {
-		return fmt.Errorf("must be ≥ 1m, got %s", d)
+// Validate reports every field Ensure would refuse, each by its name.
+func (s Settings) Validate() error {
+	var errs optcheck.Errors
+	if s.Replicas < 1 || s.Replicas > maxReplicas {
+		errs.Check("Replicas", fmt.Errorf("must be 1..%d, got %d", maxReplicas, s.Replicas))
 	}
-	return nil
+	// At least a second, so that a worker's InProgress every third of it
+	// is not a flood.
+	if s.AckWait < time.Second {
+		errs.Check("AckWait", fmt.Errorf("must be ≥ 1s, got %s", s.AckWait))
+	}
+	if s.MaxDeliver < 1 {
+		errs.Check("MaxDeliver", fmt.Errorf("must be ≥ 1, got %d", s.MaxDeliver))
+	}
+	if s.MaxAckPending < 1 {
+		errs.Check("MaxAckPending", fmt.Errorf("must be ≥ 1, got %d", s.MaxAckPending))
+	}
+	if s.Duplicates <= 0 {
+		errs.Check("Duplicates", fmt.Errorf("must be > 0, got %s", s.Duplicates))
+	}
+	if s.RobotsTTL <= 0 {
+		errs.Check("RobotsTTL", fmt.Errorf("must be > 0, got %s", s.RobotsTTL))
+	}
+	// At least a minute: JetStream's 0 would mean "for ever", which the
+	// byte and message limits say better.
+	if s.Changes.MaxAge < time.Minute {
+		errs.Check("Changes.MaxAge", fmt.Errorf("must be ≥ 1m, got %s", s.Changes.MaxAge))
+	}
+	errs.Check("Changes.MaxBytes", checkLimit(s.Changes.MaxBytes))
+	errs.Check("Changes.MaxMsgs", checkLimit(s.Changes.MaxMsgs))
+	return errs.Err()
 }
 
-// CheckLimit reports whether n is a valid byte or message limit of the
+// checkLimit reports whether n is a valid byte or message limit of the
 // change stream: -1 (none) or > 0.
-func CheckLimit(n int64) error {
+func checkLimit(n int64) error {
 	if n != -1 && n <= 0 {
 		return fmt.Errorf("must be -1 (no limit) or > 0, got %d", n)
-	}
-	return nil
-}
-
-// Defaults of the settings of the NATS side; the config takes its
-// nats-listen, ack-wait, max-deliver and replicas defaults from here.
-const (
-	// DefaultListen is the embedded server's client address: loopback, so
-	// a demo does not expose a broker.
-	DefaultListen     = "127.0.0.1:4222"
-	DefaultAckWait    = 60 * time.Second
-	DefaultMaxDeliver = 5
-	DefaultReplicas   = 1
-	// The change stream keeps a week of events, at most 1 GiB of them:
-	// long enough for a subscriber to be away over a weekend.
-	DefaultChangeMaxAge   = 7 * 24 * time.Hour
-	DefaultChangeMaxBytes = 1 << 30
-	DefaultChangeMaxMsgs  = -1
-	// maxReplicas is JetStream's limit on a stream's replicas.
-	maxReplicas = 5
-)
-
-// DefaultSettings are the defaults of a single-process run.
-func DefaultSettings() Settings {
-	return Settings{Replicas: DefaultReplicas, AckWait: DefaultAckWait, MaxDeliver: DefaultMaxDeliver, MaxAckPending: 1024, Duplicates: 2 * time.Minute, RobotsTTL: 24 * time.Hour,
-		Changes: ChangeRetention{MaxAge: DefaultChangeMaxAge, MaxBytes: DefaultChangeMaxBytes, MaxMsgs: DefaultChangeMaxMsgs}}
-}
-
-// CheckAckWait reports whether d is a valid AckWait: at least a second,
-// so that a worker's InProgress every third of it is not a flood.
-func CheckAckWait(d time.Duration) error {
-	if d < time.Second {
-		return fmt.Errorf("must be ≥ 1s, got %s", d)
-	}
-	return nil
-}
-
-// CheckMaxDeliver reports whether n is a valid MaxDeliver: ≥ 1.
-func CheckMaxDeliver(n int) error {
-	if n < 1 {
-		return fmt.Errorf("must be ≥ 1, got %d", n)
-	}
-	return nil
-}
-
-// CheckReplicas reports whether n is a valid number of replicas: 1 to
-// maxReplicas.
-func CheckReplicas(n int) error {
-	if n < 1 || n > maxReplicas {
-		return fmt.Errorf("must be 1..%d, got %d", maxReplicas, n)
 	}
 	return nil
 }
@@ -356,9 +333,10 @@ func EnsureExisting(ctx context.Context, js jetstream.JetStream, s Settings) err
 
 // Ensure creates or updates the task and result streams and their durable
 // consumers. The coordinator calls it: its settings are the ones in force.
+// Settings Validate refuses are a permanent error (Fatal).
 func Ensure(ctx context.Context, js jetstream.JetStream, s Settings) error {
-	if s.Replicas < 1 {
-		s.Replicas = 1
+	if err := s.Validate(); err != nil {
+		return Fatal(fmt.Errorf("broker settings: %w", err))
 	}
 	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        proto.TaskStream,
@@ -421,7 +399,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, s Settings) error {
 // published once (with its id as Nats-Msg-Id, de-duplicated within the
 // Duplicates window) and reaches both live subscribers and the stream.
 func ensureChanges(ctx context.Context, js jetstream.JetStream, s Settings) error {
-	r := s.Changes.withDefaults()
+	r := s.Changes
 	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        proto.ChangeStream,
 		Description: "freshcrawl change events, kept for replay by sequence or time",

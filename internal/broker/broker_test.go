@@ -2,15 +2,15 @@ package broker
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/proto"
 )
 
@@ -20,7 +20,7 @@ func start(t *testing.T) (*nats.Conn, jetstream.JetStream) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, js, err := Connect(srv.ClientURL(), "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	nc, js, err := Connect(srv.ClientURL(), "test", testutil.QuietLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,11 +157,11 @@ func TestQueue(t *testing.T) {
 	}
 }
 
-// A task that runs out of deliveries raises the advisory, and
-// ParseMaxDeliveries finds the task in it.
+// A task that runs out of deliveries (after the shortest AckWait allowed)
+// raises the advisory, and ParseMaxDeliveries finds the task in it.
 func TestMaxDeliveriesAdvisory(t *testing.T) {
 	nc, js := start(t)
-	if err := Ensure(ctx(t), js, settings(200*time.Millisecond, 1, 64)); err != nil {
+	if err := Ensure(ctx(t), js, settings(time.Second, 1, 64)); err != nil {
 		t.Fatal(err)
 	}
 	advisories := make(chan *nats.Msg, 4)
@@ -254,5 +254,39 @@ func TestOldestResult(t *testing.T) {
 	}
 	if second.IsZero() || second.Before(first) {
 		t.Fatalf("after the first result was acknowledged the oldest is %v, want the second's time (≥ %v)", second, first)
+	}
+}
+
+// Validate names each setting out of range; the defaults pass.
+func TestSettingsValidate(t *testing.T) {
+	if err := DefaultSettings().Validate(); err != nil {
+		t.Fatalf("the defaults refused: %v", err)
+	}
+	for _, c := range []struct {
+		field string
+		set   func(*Settings)
+	}{
+		{"Replicas", func(s *Settings) { s.Replicas = 0 }},
+		{"Replicas", func(s *Settings) { s.Replicas = 6 }},
+		{"AckWait", func(s *Settings) { s.AckWait = 500 * time.Millisecond }},
+		{"MaxDeliver", func(s *Settings) { s.MaxDeliver = 0 }},
+		{"MaxAckPending", func(s *Settings) { s.MaxAckPending = 0 }},
+		{"Duplicates", func(s *Settings) { s.Duplicates = 0 }},
+		{"RobotsTTL", func(s *Settings) { s.RobotsTTL = 0 }},
+		{"Changes.MaxAge", func(s *Settings) { s.Changes.MaxAge = time.Second }},
+		{"Changes.MaxBytes", func(s *Settings) { s.Changes.MaxBytes = 0 }},
+		{"Changes.MaxMsgs", func(s *Settings) { s.Changes.MaxMsgs = -2 }},
+	} {
+		s := DefaultSettings()
+		c.set(&s)
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), c.field+":") {
+			t.Errorf("%s: Validate = %v, want an error naming the field", c.field, err)
+		}
+	}
+	if err := (LeaseOptions{TTL: time.Second}).Validate(); err == nil || !strings.Contains(err.Error(), "TTL:") {
+		t.Errorf("a 1s lease TTL: Validate = %v", err)
+	}
+	if err := DefaultLeaseOptions().Validate(); err != nil {
+		t.Errorf("the default lease options refused: %v", err)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/freshcrawl/freshcrawl/internal/optcheck"
 )
 
 // The coordinator lease: one key in a JetStream key-value bucket, written
@@ -25,21 +27,10 @@ import (
 // its own: its last value stays, so a newcomer can tell which store the
 // crawl was last written to (docs/design.md §2.6).
 const (
-	// LeaseBucket is the key-value bucket of coordinator leases.
-	LeaseBucket = "freshcrawl_leader"
+	// leaseBucket is the key-value bucket of coordinator leases.
+	leaseBucket = "freshcrawl_leader"
 	leaseKey    = "coordinator"
-	// DefaultLeaseTTL is how long a silent holder keeps the lease.
-	DefaultLeaseTTL = 15 * time.Second
 )
-
-// CheckLeaseTTL reports whether d is a valid lease TTL: at least 3 s, so
-// that a renewal every quarter of it is not a flood.
-func CheckLeaseTTL(d time.Duration) error {
-	if d < 3*time.Second {
-		return fmt.Errorf("must be ≥ 3s, got %s", d)
-	}
-	return nil
-}
 
 // LeaseInfo is the lease key's value.
 type LeaseInfo struct {
@@ -84,7 +75,7 @@ func (e *leaseHeldError) Is(target error) bool { return target == ErrLeaseHeld }
 // LeaseKV opens (creating if needed) the lease bucket.
 func LeaseKV(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      LeaseBucket,
+		Bucket:      leaseBucket,
 		Description: "the coordinator lease: one active coordinator per crawl",
 		History:     1,
 		Replicas:    max(replicas, 1),
@@ -96,7 +87,7 @@ func LeaseKV(ctx context.Context, js jetstream.JetStream, replicas int) (jetstre
 	return kv, nil
 }
 
-// LeaseOptions configure Acquire.
+// LeaseOptions configure Acquire. Start from DefaultLeaseOptions.
 type LeaseOptions struct {
 	// TTL is how long a holder that stopped renewing keeps the lease.
 	TTL time.Duration
@@ -110,7 +101,24 @@ type LeaseOptions struct {
 	Mine func(LeaseInfo) bool
 	// Waiting is called once when Acquire starts waiting as a standby.
 	Waiting func(holder LeaseInfo)
-	Log     *slog.Logger
+	// Log receives structured logs (nil: slog.Default()).
+	Log *slog.Logger
+}
+
+// DefaultLeaseOptions hold the lease a silent holder keeps for 15 s; the
+// config takes its lease-ttl default from here.
+func DefaultLeaseOptions() LeaseOptions {
+	return LeaseOptions{TTL: 15 * time.Second}
+}
+
+// Validate reports every field Acquire would refuse, each by its name.
+func (o LeaseOptions) Validate() error {
+	var errs optcheck.Errors
+	// At least 3 s, so that a renewal every quarter of it is not a flood.
+	if o.TTL < 3*time.Second {
+		errs.Check("TTL", fmt.Errorf("must be ≥ 3s, got %s", o.TTL))
+	}
+	return errs.Err()
 }
 
 // Lease is a held coordinator lease.
@@ -130,10 +138,11 @@ type Lease struct {
 
 // Acquire takes the lease with info as its value, waiting (Standby) for
 // the current holder to release it or go silent for a TTL. On success the
-// caller must call Run to keep it, and Release when it stops.
+// caller must call Run to keep it, and Release when it stops. Options
+// Validate refuses are a permanent error (Fatal).
 func Acquire(ctx context.Context, kv jetstream.KeyValue, info LeaseInfo, o LeaseOptions) (*Lease, error) {
-	if o.TTL <= 0 {
-		o.TTL = DefaultLeaseTTL
+	if err := o.Validate(); err != nil {
+		return nil, Fatal(fmt.Errorf("lease options: %w", err))
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
@@ -13,23 +11,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 )
-
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-// waitUntil polls cond every 20 ms until it holds or d passes.
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		<-tick.C
-	}
-}
 
 func leaseKV(t *testing.T, js jetstream.JetStream) jetstream.KeyValue {
 	t.Helper()
@@ -47,14 +31,14 @@ func TestLeaseOneHolderAndStandbyTakeover(t *testing.T) {
 	_, js := start(t)
 	kv := leaseKV(t, js)
 	ttl := 3 * time.Second
-	a, err := Acquire(ctx(t), kv, LeaseInfo{Holder: "a", API: "http://a:8080"}, LeaseOptions{TTL: ttl, Log: quiet()})
+	a, err := Acquire(ctx(t), kv, LeaseInfo{Holder: "a", API: "http://a:8080"}, LeaseOptions{TTL: ttl, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	actx, stopA := context.WithCancel(context.Background())
 	go a.Run(actx)
 
-	_, err = Acquire(ctx(t), kv, LeaseInfo{Holder: "b"}, LeaseOptions{TTL: ttl, Log: quiet()})
+	_, err = Acquire(ctx(t), kv, LeaseInfo{Holder: "b"}, LeaseOptions{TTL: ttl, Log: testutil.QuietLogger(t)})
 	var held *leaseHeldError
 	if !errors.As(err, &held) || !errors.Is(err, ErrLeaseHeld) || held.Info.Holder != "a" || !strings.Contains(err.Error(), "http://a:8080") {
 		t.Fatalf("second coordinator without standby: %v, want ErrLeaseHeld naming a and its API", err)
@@ -68,7 +52,7 @@ func TestLeaseOneHolderAndStandbyTakeover(t *testing.T) {
 	got := make(chan result, 1)
 	waiting := make(chan LeaseInfo, 1)
 	go func() {
-		l, err := Acquire(ctx(t), kv, LeaseInfo{Holder: "b"}, LeaseOptions{TTL: ttl, Standby: true, Log: quiet(), Waiting: func(h LeaseInfo) { waiting <- h }})
+		l, err := Acquire(ctx(t), kv, LeaseInfo{Holder: "b"}, LeaseOptions{TTL: ttl, Standby: true, Log: testutil.QuietLogger(t), Waiting: func(h LeaseInfo) { waiting <- h }})
 		got <- result{l, err}
 	}()
 	select {
@@ -81,7 +65,7 @@ func TestLeaseOneHolderAndStandbyTakeover(t *testing.T) {
 	}
 	// While a renews, b must not take over: a's lease stays valid for two
 	// TTLs.
-	waitUntil(t, 20*time.Second, "a to renew across two TTLs", func() bool { return time.Since(a.Info().Acquired) > 2*ttl })
+	testutil.WaitFor(t, 20*time.Second, "a to renew across two TTLs", func() bool { return time.Since(a.Info().Acquired) > 2*ttl })
 	select {
 	case r := <-got:
 		t.Fatalf("standby took the lease while the holder renewed: %+v", r)
@@ -128,20 +112,20 @@ func TestLeaseReleaseAndMine(t *testing.T) {
 	_, js := start(t)
 	kv := leaseKV(t, js)
 	ttl := time.Minute // a test that waited out the TTL would time out
-	a, err := Acquire(ctx(t), kv, LeaseInfo{Holder: "a", StoreID: "s1"}, LeaseOptions{TTL: ttl, Log: quiet()})
+	a, err := Acquire(ctx(t), kv, LeaseInfo{Holder: "a", StoreID: "s1"}, LeaseOptions{TTL: ttl, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Release(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	b, err := Acquire(ctx(t), kv, LeaseInfo{Holder: "b", StoreID: "s1"}, LeaseOptions{TTL: ttl, Log: quiet()})
+	b, err := Acquire(ctx(t), kv, LeaseInfo{Holder: "b", StoreID: "s1"}, LeaseOptions{TTL: ttl, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatalf("lease released by a: %v", err)
 	}
 	// b crashes without releasing; its restart c holds store s1.
 	mine := func(li LeaseInfo) bool { return li.StoreID == "s1" }
-	c, err := Acquire(ctx(t), kv, LeaseInfo{Holder: "c", StoreID: "s1"}, LeaseOptions{TTL: ttl, Mine: mine, Log: quiet()})
+	c, err := Acquire(ctx(t), kv, LeaseInfo{Holder: "c", StoreID: "s1"}, LeaseOptions{TTL: ttl, Mine: mine, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatalf("restart on the holder's own store: %v", err)
 	}
@@ -149,7 +133,7 @@ func TestLeaseReleaseAndMine(t *testing.T) {
 		t.Errorf("fences %d, %d, %d: want increasing", a.Fence(), b.Fence(), c.Fence())
 	}
 	// Another store is not c's: refused.
-	_, err = Acquire(ctx(t), kv, LeaseInfo{Holder: "d", StoreID: "s2"}, LeaseOptions{TTL: ttl, Mine: func(li LeaseInfo) bool { return li.StoreID == "s2" }, Log: quiet()})
+	_, err = Acquire(ctx(t), kv, LeaseInfo{Holder: "d", StoreID: "s2"}, LeaseOptions{TTL: ttl, Mine: func(li LeaseInfo) bool { return li.StoreID == "s2" }, Log: testutil.QuietLogger(t)})
 	if !errors.Is(err, ErrLeaseHeld) {
 		t.Errorf("coordinator with another store: %v, want ErrLeaseHeld", err)
 	}
@@ -163,14 +147,14 @@ func TestLeaseRefuseKeepsTheCrawlsStore(t *testing.T) {
 	_, js := start(t)
 	kv := leaseKV(t, js)
 	ttl := time.Minute
-	a, err := Acquire(ctx(t), kv, LeaseInfo{Holder: "a", StoreID: "s1"}, LeaseOptions{TTL: ttl, Log: quiet()})
+	a, err := Acquire(ctx(t), kv, LeaseInfo{Holder: "a", StoreID: "s1"}, LeaseOptions{TTL: ttl, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Release(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	b, err := Acquire(ctx(t), kv, LeaseInfo{Holder: "b", StoreID: "s2"}, LeaseOptions{TTL: ttl, Log: quiet()})
+	b, err := Acquire(ctx(t), kv, LeaseInfo{Holder: "b", StoreID: "s2"}, LeaseOptions{TTL: ttl, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +164,7 @@ func TestLeaseRefuseKeepsTheCrawlsStore(t *testing.T) {
 	if err := b.Refuse(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	c, err := Acquire(ctx(t), kv, LeaseInfo{Holder: "c", StoreID: "s1"}, LeaseOptions{TTL: ttl, Log: quiet()})
+	c, err := Acquire(ctx(t), kv, LeaseInfo{Holder: "c", StoreID: "s1"}, LeaseOptions{TTL: ttl, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatalf("the lease refused by b: %v", err)
 	}
@@ -191,18 +175,15 @@ func TestLeaseRefuseKeepsTheCrawlsStore(t *testing.T) {
 
 // A holder that cannot reach NATS steps down after half a TTL.
 func TestLeaseHolderStepsDownWithoutNATS(t *testing.T) {
-	srv, err := StartEmbedded(EmbeddedOptions{Dir: filepath.Join(t.TempDir(), "nats"), Listen: "127.0.0.1:-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, js, err := Connect(srv.ClientURL(), "test", quiet())
+	srv := testutil.StartNATS(t)
+	nc, js, err := Connect(srv.ClientURL(), "test", testutil.QuietLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
 	kv := leaseKV(t, js)
 	ttl := 3 * time.Second
-	l, err := Acquire(ctx(t), kv, LeaseInfo{Holder: "a"}, LeaseOptions{TTL: ttl, Log: quiet()})
+	l, err := Acquire(ctx(t), kv, LeaseInfo{Holder: "a"}, LeaseOptions{TTL: ttl, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +209,7 @@ func TestDialBeforeServerStarts(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	l, err := Dial("nats://"+addr, "test", quiet())
+	l, err := Dial("nats://"+addr, "test", testutil.QuietLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,15 +230,15 @@ func TestDialBeforeServerStarts(t *testing.T) {
 	if err := l.WaitConnected(c); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 5*time.Second, "state connected", func() bool { return l.State().Connected() })
+	testutil.WaitFor(t, 5*time.Second, "state connected", func() bool { return l.State().Connected() })
 	// JetStream set-up retried through Retry works once connected.
-	if err := Retry(c, quiet(), "ensure streams", func(ctx context.Context) error { return Ensure(ctx, l.JS, DefaultSettings()) }); err != nil {
+	if err := Retry(c, testutil.QuietLogger(t), "ensure streams", func(ctx context.Context) error { return Ensure(ctx, l.JS, DefaultSettings()) }); err != nil {
 		t.Fatal(err)
 	}
 	// The server goes away and comes back: the link reconnects.
 	srv.Shutdown()
 	srv.WaitForShutdown()
-	waitUntil(t, 10*time.Second, "state reconnecting", func() bool { return l.State().State == "reconnecting" })
+	testutil.WaitFor(t, 10*time.Second, "state reconnecting", func() bool { return l.State().State == "reconnecting" })
 	srv2, err := StartEmbedded(EmbeddedOptions{Dir: filepath.Join(t.TempDir(), "nats2"), Listen: addr})
 	if err != nil {
 		t.Fatal(err)
@@ -266,7 +247,7 @@ func TestDialBeforeServerStarts(t *testing.T) {
 		srv2.Shutdown()
 		srv2.WaitForShutdown()
 	}()
-	waitUntil(t, 20*time.Second, "reconnected", func() bool { return l.State().Connected() && l.State().Reconnects >= 1 })
+	testutil.WaitFor(t, 20*time.Second, "reconnected", func() bool { return l.State().Connected() && l.State().Reconnects >= 1 })
 }
 
 // A busy listen address fails at once with a message that says so.
@@ -289,7 +270,7 @@ func TestStartEmbeddedBusyPort(t *testing.T) {
 // Retry gives up at once on an error no retry can fix.
 func TestRetryStopsOnPermanentError(t *testing.T) {
 	calls := 0
-	err := Retry(ctx(t), quiet(), "x", func(context.Context) error {
+	err := Retry(ctx(t), testutil.QuietLogger(t), "x", func(context.Context) error {
 		calls++
 		return fmt.Errorf("wrapped: %w", &jetstream.APIError{ErrorCode: 10074, Description: "replicas > 1 not supported in non-clustered mode"})
 	})
@@ -297,7 +278,7 @@ func TestRetryStopsOnPermanentError(t *testing.T) {
 		t.Errorf("%d calls, err %v; want one call and the error", calls, err)
 	}
 	calls = 0
-	err = Retry(ctx(t), quiet(), "x", func(context.Context) error {
+	err = Retry(ctx(t), testutil.QuietLogger(t), "x", func(context.Context) error {
 		calls++
 		if calls < 3 {
 			return errors.New("no suitable peers for placement")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/freshcrawl/freshcrawl/config"
 	"github.com/freshcrawl/freshcrawl/internal/node"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/lab/sim"
 )
 
@@ -27,6 +28,7 @@ import (
 // planned share is far above that, which used to leave their host ahead
 // of its plan and saturated at once.
 func TestCaptureAndFreshnessShareHosts(t *testing.T) {
+	testutil.Slow(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	const hosts, pages = 4, 212
@@ -48,7 +50,7 @@ func TestCaptureAndFreshnessShareHosts(t *testing.T) {
 	cfg.PriorRate = config.Default().PriorRate
 	cfg.AckWait = time.Minute
 	cfg.Workers, cfg.Concurrency = 2, 4
-	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 2}, Log: quietLog()})
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 2}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +92,7 @@ func TestCaptureAndFreshnessShareHosts(t *testing.T) {
 	}()
 	// Every capture page without configured polls fetched at least three
 	// times: past the second fetch, where the stall began.
-	waitFor(t, 60*time.Second, "three fetches of every capture page", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "three fetches of every capture page", func() bool {
 		rep := s.Truth(start, time.Now())
 		for i, p := range rep.PerPage {
 			if i%17 == 0 && i%34 != 0 && p.Fetches < 3 {
@@ -103,7 +105,7 @@ func TestCaptureAndFreshnessShareHosts(t *testing.T) {
 	// over 4 hosts, so every host should see about 50 requests.
 	from := time.Now()
 	window := 10 * time.Second
-	waitFor(t, 30*time.Second, "the measuring window to pass", func() bool { return time.Since(from) >= window })
+	testutil.WaitFor(t, 30*time.Second, "the measuring window to pass", func() bool { return time.Since(from) >= window })
 	to := time.Now()
 	rep := s.Truth(from, to)
 	secs := to.Sub(from).Seconds()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/freshcrawl/freshcrawl/config"
 	"github.com/freshcrawl/freshcrawl/internal/node"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/lab/sim"
 )
 
@@ -44,6 +45,7 @@ func dispatchedTotal(t *testing.T, url string) float64 {
 // must not push never-fetched URLs back by an interval). It runs a real
 // minute, so it is skipped with -short.
 func TestColdStartFullBudget(t *testing.T) {
+	testutil.Slow(t)
 	if testing.Short() {
 		t.Skip("runs a minute of real time")
 	}
@@ -64,7 +66,7 @@ func TestColdStartFullBudget(t *testing.T) {
 	cfg.AllowPrivate = true
 	cfg.Budget, cfg.HostRate = 10, 1
 	cfg.Workers, cfg.Concurrency = 2, 16
-	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: cfg.Workers}, Log: quietLog()})
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: cfg.Workers}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,30 +17,10 @@ import (
 	"github.com/freshcrawl/freshcrawl/config"
 	"github.com/freshcrawl/freshcrawl/coordinator"
 	"github.com/freshcrawl/freshcrawl/internal/node"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/store"
 )
-
-// waitFor checks cond on every tick until it holds, and fails the test if
-// it still does not when the deadline passes. The deadline is a bound on a
-// broken run, not a timing the test relies on.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			if cond() {
-				return
-			}
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		case <-tick.C:
-		}
-	}
-}
 
 // site is a test web site whose pages change when the test says so, with a
 // /slow page that blocks its first request until released.
@@ -115,10 +93,6 @@ func testConfig(t *testing.T, dir string) config.Config {
 	return cfg
 }
 
-func quietLog() *slog.Logger {
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
 func TestEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -134,7 +108,7 @@ func TestEndToEnd(t *testing.T) {
 	}()
 
 	cfg := testConfig(t, t.TempDir())
-	coord, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true}, Log: quietLog()})
+	coord, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +134,7 @@ func TestEndToEnd(t *testing.T) {
 	wcfg := cfg
 	wcfg.NATS = coord.NATSURL
 	wcfg.WorkerID = "A"
-	workerA, err := node.Start(ctx, node.Options{Config: wcfg, Roles: node.Roles{Workers: 1}, Log: quietLog()})
+	workerA, err := node.Start(ctx, node.Options{Config: wcfg, Roles: node.Roles{Workers: 1}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +163,7 @@ func TestEndToEnd(t *testing.T) {
 	workerA.Stop()
 
 	wcfg.WorkerID = "B"
-	workerB, err := node.Start(ctx, node.Options{Config: wcfg, Roles: node.Roles{Workers: 1}, Log: quietLog()})
+	workerB, err := node.Start(ctx, node.Options{Config: wcfg, Roles: node.Roles{Workers: 1}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +178,7 @@ func TestEndToEnd(t *testing.T) {
 		return u
 	}
 	// The task A held is redelivered after AckWait and fetched by B.
-	waitFor(t, 60*time.Second, "the /slow task to be redelivered and folded", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "the /slow task to be redelivered and folded", func() bool {
 		return !get("/slow").LastOK.IsZero()
 	})
 	if web.slowHits.Load() < 2 {
@@ -213,7 +187,7 @@ func TestEndToEnd(t *testing.T) {
 	// Every page's first version must be stored before any page changes:
 	// a page first fetched after its change has nothing to differ from,
 	// and (answered with 304 from then on) would never show a change.
-	waitFor(t, 60*time.Second, "every page to be fetched", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "every page to be fetched", func() bool {
 		for _, p := range paths {
 			if get(p).Hash == "" {
 				return false
@@ -228,11 +202,11 @@ func TestEndToEnd(t *testing.T) {
 	// Change some pages; the crawler must notice, store and announce.
 	web.bump("/p/3")
 	web.bump("/cap")
-	waitFor(t, 60*time.Second, "changes to be detected", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "changes to be detected", func() bool {
 		return get("/p/3").Changes >= 1 && get("/cap").Changes >= 1
 	})
 	web.bump("/cap")
-	waitFor(t, 60*time.Second, "a second capture version", func() bool { return get("/cap").Changes >= 2 })
+	testutil.WaitFor(t, 60*time.Second, "a second capture version", func() bool { return get("/cap").Changes >= 2 })
 
 	text, err := db.Content(srv.URL + "/p/3")
 	if err != nil || !strings.Contains(text, "version 1") || strings.Contains(text, "var x") {
@@ -256,13 +230,13 @@ func TestEndToEnd(t *testing.T) {
 	// are not reported as changed.
 	// The changes above may be seen before /p/0's first revisit on a
 	// loaded machine, so wait for the revisit rather than assume it.
-	waitFor(t, 60*time.Second, "/p/0 to be revisited", func() bool { return get("/p/0").Fetches >= 2 })
+	testutil.WaitFor(t, 60*time.Second, "/p/0 to be revisited", func() bool { return get("/p/0").Fetches >= 2 })
 	if p0 := get("/p/0"); p0.Changes != 0 {
 		t.Errorf("/p/0 never changed but %d changes were detected", p0.Changes)
 	} else if p0.NotModified < 1 {
 		t.Errorf("/p/0: %d fetches, %d not modified; want revisits answered with 304", p0.Fetches, p0.NotModified)
 	}
-	waitFor(t, 10*time.Second, "change events", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "change events", func() bool {
 		evMu.Lock()
 		defer evMu.Unlock()
 		seen := map[string]bool{}
@@ -281,7 +255,7 @@ func TestEndToEnd(t *testing.T) {
 	// The coordinator counts a fold just after committing it, so the
 	// status may trail the store by a moment: wait for it.
 	var st coordinator.Status
-	waitFor(t, 10*time.Second, "status to count the three changes", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "status to count the three changes", func() bool {
 		st = coord.Coordinator.Status()
 		return st.Changes >= 3
 	})

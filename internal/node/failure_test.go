@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/freshcrawl/freshcrawl/internal/node"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/store"
 )
@@ -25,7 +26,7 @@ func TestFailedAfterMaxDeliver(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	cfg.MaxDeliver = 2
 	cfg.AckWait = time.Second
-	coord, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true}, Log: quietLog()})
+	coord, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func TestFailedAfterMaxDeliver(t *testing.T) {
 		t.Fatal(err)
 	}
 	deliveries := 0
-	waitFor(t, 40*time.Second, "the task to be recorded as failed", func() bool {
+	testutil.WaitFor(t, 40*time.Second, "the task to be recorded as failed", func() bool {
 		if b, err := cons.Fetch(1, jetstream.FetchMaxWait(200*time.Millisecond)); err == nil {
 			for range b.Messages() {
 				deliveries++
@@ -58,7 +59,7 @@ func TestFailedAfterMaxDeliver(t *testing.T) {
 	}
 	// The coordinator counts the failure just after it is stored: wait for
 	// the count rather than read it at the moment the record shows it.
-	waitFor(t, 10*time.Second, "status to count the failed task", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "status to count the failed task", func() bool {
 		st := coord.Coordinator.Status()
 		return st.Failed >= 1 && st.Errors[string(proto.ErrFailed)] >= 1
 	})
@@ -99,7 +100,7 @@ func TestRetryAfterSlowsHostForAllWorkers(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	cfg.HostRate = 20 // 50 ms between requests when healthy
 	cfg.Budget = 20
-	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 2}, Log: quietLog()})
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 2}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestRetryAfterSlowsHostForAllWorkers(t *testing.T) {
 	if _, err := n.Coordinator.AddSeeds(strings.NewReader(strings.Join(seeds, "\n")), "t"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 40*time.Second, "the two 503s", func() bool {
+	testutil.WaitFor(t, 40*time.Second, "the two 503s", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return served >= 4
@@ -123,7 +124,7 @@ func TestRetryAfterSlowsHostForAllWorkers(t *testing.T) {
 	// normal rate (20/s) again. Ten more requests then come within a
 	// deadline of 10 s; a host still held at one request per Retry-After
 	// would need 20 s.
-	waitUntil(t, retryEnd.Add(10*time.Second), "ten requests after the Retry-After expired (the host did not recover its rate)", func() bool {
+	testutil.WaitFor(t, time.Until(retryEnd.Add(10*time.Second)), "ten requests after the Retry-After expired (the host did not recover its rate)", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return served >= 14
@@ -169,7 +170,7 @@ func TestServerErrorsBackOffExponentially(t *testing.T) {
 	defer srv.Close()
 	cfg := testConfig(t, t.TempDir())
 	cfg.HostRate, cfg.Budget = 20, 20
-	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 2}, Log: quietLog()})
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 2}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +178,7 @@ func TestServerErrorsBackOffExponentially(t *testing.T) {
 	if _, err := n.Coordinator.AddSeeds(strings.NewReader(srv.URL+"/a\n"+srv.URL+"/b"), "t"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 40*time.Second, "the success after the errors", func() bool {
+	testutil.WaitFor(t, 40*time.Second, "the success after the errors", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(times) >= 5
@@ -189,7 +190,7 @@ func TestServerErrorsBackOffExponentially(t *testing.T) {
 	// at its normal rate (20/s): four more requests come within a deadline
 	// of 8 s, where a backoff that did not reset (4 s and more a request)
 	// would need 16 s.
-	waitUntil(t, success.Add(8*time.Second), "four requests after the success (the backoff did not reset)", func() bool {
+	testutil.WaitFor(t, time.Until(success.Add(8*time.Second)), "four requests after the success (the backoff did not reset)", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(times) >= 9
@@ -206,24 +207,6 @@ func TestServerErrorsBackOffExponentially(t *testing.T) {
 	}
 	if h := hostRecord(t, n, "127.0.0.1"); h.ServerErrs != 0 || h.Backoff != 0 {
 		t.Errorf("host after the success: %+v, want the error streak and backoff reset", h)
-	}
-}
-
-// waitUntil polls cond until it holds or the deadline passes; it checks
-// cond at least once, so a deadline already past still passes a condition
-// that holds.
-func waitUntil(t *testing.T, deadline time.Time, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if cond() {
-			return
-		}
-		if !time.Now().Before(deadline) {
-			t.Fatalf("deadline %s passed waiting for %s", deadline.Format(time.RFC3339Nano), what)
-		}
-		<-tick.C
 	}
 }
 
@@ -253,7 +236,7 @@ func TestRestartKeepsEverything(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	cfg := testConfig(t, dir)
-	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 1}, Log: quietLog()})
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 1}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +244,7 @@ func TestRestartKeepsEverything(t *testing.T) {
 	if _, err := n.Coordinator.AddSeeds(strings.NewReader(strings.Join(urls, "\n")), "t"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "two fetches of every URL", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "two fetches of every URL", func() bool {
 		for _, u := range urls {
 			if r, err := n.DB.Get(u); err != nil || r.Fetches < 2 {
 				return false
@@ -270,7 +253,7 @@ func TestRestartKeepsEverything(t *testing.T) {
 		return true
 	})
 	n.Stop()
-	n2, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true}, Log: quietLog()})
+	n2, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,5 +264,5 @@ func TestRestartKeepsEverything(t *testing.T) {
 			t.Errorf("%s after restart: %+v (%v)", u, r, err)
 		}
 	}
-	waitFor(t, 10*time.Second, "the schedule to be loaded", func() bool { return n2.Coordinator.Status().URLs == len(urls) })
+	testutil.WaitFor(t, 10*time.Second, "the schedule to be loaded", func() bool { return n2.Coordinator.Status().URLs == len(urls) })
 }

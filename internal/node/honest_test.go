@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/internal/node"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/store"
 )
 
@@ -49,7 +50,7 @@ func TestStatusWithDisallowedSeedAndDegenerateEstimates(t *testing.T) {
 
 	cfg := testConfig(t, dir)
 	cfg.Policy = "optimal"
-	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 1}, Log: quietLog()})
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 1}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestStatusWithDisallowedSeedAndDegenerateEstimates(t *testing.T) {
 	defer api.Close()
 
 	var disallowedAt time.Time
-	waitFor(t, 60*time.Second, "the disallowed seed to be fetched and planned after", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "the disallowed seed to be fetched and planned after", func() bool {
 		u, err := n.DB.Get(srv.URL + "/private/secret")
 		if err != nil || !u.Disallowed {
 			return false

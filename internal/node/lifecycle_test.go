@@ -19,6 +19,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/config"
 	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/node"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/store"
 )
@@ -156,7 +157,7 @@ func startWorker(t *testing.T, ctx context.Context, natsURL string, grace time.D
 	cfg.WorkerID = id
 	cfg.AckWait = 5 * time.Second
 	cfg.MaxDeliver = 2
-	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Workers: 1}, Log: quietLog()})
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Workers: 1}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestRollingWorkerRestartsLoseNothing(t *testing.T) {
 	cfg.Budget, cfg.HostRate = 60, 20
 	cfg.AckWait, cfg.MaxDeliver = 5*time.Second, 2
 	cfg.MaxInFlight = 32
-	coord, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true}, Log: quietLog()})
+	coord, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestRollingWorkerRestartsLoseNothing(t *testing.T) {
 	for r := 1; r <= rounds; r++ {
 		for i := range workers {
 			before := coord.Coordinator.Status().Fetches
-			waitFor(t, 30*time.Second, "the crawl to make progress", func() bool { return coord.Coordinator.Status().Fetches >= before+2 })
+			testutil.WaitFor(t, 30*time.Second, "the crawl to make progress", func() bool { return coord.Coordinator.Status().Fetches >= before+2 })
 			retire(workers[i])
 			workers[i] = startWorker(t, ctx, coord.NATSURL, grace, fmt.Sprintf("w%d-%d", i, r))
 		}
@@ -217,7 +218,7 @@ func TestRollingWorkerRestartsLoseNothing(t *testing.T) {
 	if handedBack == 0 {
 		t.Error("no task was handed back: the test did not exercise stopping with tasks held")
 	}
-	waitFor(t, 30*time.Second, "every result folded", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "every result folded", func() bool {
 		st := coord.Coordinator.Status()
 		return st.Queue.Results == 0 && st.Queue.AckPending == 0
 	})
@@ -265,14 +266,7 @@ func TestRollingWorkerRestartsLoseNothing(t *testing.T) {
 func TestSecondCoordinatorStandbyAndTakeover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	srv, err := broker.StartEmbedded(broker.EmbeddedOptions{Dir: filepath.Join(t.TempDir(), "nats"), Listen: "127.0.0.1:-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	}()
+	srv := testutil.StartNATS(t)
 	data := t.TempDir()
 	mk := func(dir string, standby bool) config.Config {
 		cfg := testConfig(t, dir)
@@ -283,17 +277,17 @@ func TestSecondCoordinatorStandbyAndTakeover(t *testing.T) {
 		cfg.Budget = 5
 		return cfg
 	}
-	a, err := node.Start(ctx, node.Options{Config: mk(data, true), Roles: node.Roles{Coordinator: true, HTTP: true}, Log: quietLog()})
+	a, err := node.Start(ctx, node.Options{Config: mk(data, true), Roles: node.Roles{Coordinator: true, HTTP: true}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Coordinator.AddSeeds(strings.NewReader("http://127.0.0.1:9/a\nhttp://127.0.0.2:9/b\nhttp://127.0.0.3:9/c"), "t"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "tasks dispatched", func() bool { return len(inStream(t, a.JS)) == 3 })
+	testutil.WaitFor(t, 20*time.Second, "tasks dispatched", func() bool { return len(inStream(t, a.JS)) == 3 })
 	queued := inStream(t, a.JS)
 
-	_, err = node.Start(ctx, node.Options{Config: mk(t.TempDir(), false), Roles: node.Roles{Coordinator: true}, Log: quietLog()})
+	_, err = node.Start(ctx, node.Options{Config: mk(t.TempDir(), false), Roles: node.Roles{Coordinator: true}, Log: testutil.QuietLogger(t)})
 	if !errors.Is(err, broker.ErrLeaseHeld) || !strings.Contains(err.Error(), a.HTTPAddr()) {
 		t.Fatalf("second coordinator with --standby=false: %v, want ErrLeaseHeld naming the active one's API", err)
 	}
@@ -305,13 +299,13 @@ func TestSecondCoordinatorStandbyAndTakeover(t *testing.T) {
 	}
 	bc := make(chan started, 1)
 	go func() {
-		n, err := node.Start(ctx, node.Options{Config: mk(data, true), Roles: node.Roles{Coordinator: true, HTTP: true}, Log: quietLog()})
+		n, err := node.Start(ctx, node.Options{Config: mk(data, true), Roles: node.Roles{Coordinator: true, HTTP: true}, Log: testutil.QuietLogger(t)})
 		bc <- started{n, err}
 	}()
 	// A standby with a store of its own.
 	cc := make(chan started, 1)
 	go func() {
-		n, err := node.Start(ctx, node.Options{Config: mk(t.TempDir(), true), Roles: node.Roles{Coordinator: true}, Log: quietLog()})
+		n, err := node.Start(ctx, node.Options{Config: mk(t.TempDir(), true), Roles: node.Roles{Coordinator: true}, Log: testutil.QuietLogger(t)})
 		cc <- started{n, err}
 	}()
 	select {
@@ -408,15 +402,15 @@ func TestStartBeforeNATS(t *testing.T) {
 	}
 	wc, cc := make(chan started, 1), make(chan started, 1)
 	go func() {
-		n, err := node.Start(ctx, node.Options{Config: wcfg, Roles: node.Roles{Workers: 1}, Log: quietLog()})
+		n, err := node.Start(ctx, node.Options{Config: wcfg, Roles: node.Roles{Workers: 1}, Log: testutil.QuietLogger(t)})
 		wc <- started{n, err}
 	}()
 	go func() {
-		n, err := node.Start(ctx, node.Options{Config: ccfg, Roles: node.Roles{Coordinator: true, HTTP: true}, Log: quietLog()})
+		n, err := node.Start(ctx, node.Options{Config: ccfg, Roles: node.Roles{Coordinator: true, HTTP: true}, Log: testutil.QuietLogger(t)})
 		cc <- started{n, err}
 	}()
 	var body string
-	waitFor(t, 20*time.Second, "the worker's /healthz to say it waits for NATS", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the worker's /healthz to say it waits for NATS", func() bool {
 		resp, err := http.Get("http://" + healthAddr + "/healthz")
 		if err != nil {
 			return false
@@ -445,7 +439,7 @@ func TestStartBeforeNATS(t *testing.T) {
 			t.Fatal("a process did not connect once NATS came up")
 		}
 	}
-	waitFor(t, 20*time.Second, "the worker's /healthz to say connected", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the worker's /healthz to say connected", func() bool {
 		resp, err := http.Get("http://" + healthAddr + "/healthz")
 		if err != nil {
 			return false
@@ -471,12 +465,12 @@ func TestSecondRunFailsOnLockFirst(t *testing.T) {
 	ln.Close()
 	cfg := testConfig(t, dir)
 	cfg.NATSListen = natsAddr
-	a, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true}, Log: quietLog()})
+	a, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Stop()
-	_, err = node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true}, Log: quietLog()})
+	_, err = node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true}, Log: testutil.QuietLogger(t)})
 	if !errors.Is(err, store.ErrLocked) {
 		t.Fatalf("second run on the same data directory: %v, want the store's lock error", err)
 	}
@@ -491,7 +485,7 @@ func TestSecondRunFailsOnLockFirst(t *testing.T) {
 func TestEmbeddedServerConnectsInProcess(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n, err := node.Start(ctx, node.Options{Config: testConfig(t, t.TempDir()), Roles: node.Roles{Coordinator: true}, Log: quietLog()})
+	n, err := node.Start(ctx, node.Options{Config: testConfig(t, t.TempDir()), Roles: node.Roles{Coordinator: true}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -531,7 +525,7 @@ func TestCoordinatorStepsDownAndResumesAfterNATSOutage(t *testing.T) {
 	cfg.NATS = "nats://" + natsAddr
 	cfg.LeaseTTL = 3 * time.Second
 	cfg.Listen = "127.0.0.1:0"
-	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 1, HTTP: true}, Log: quietLog()})
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 1, HTTP: true}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -539,7 +533,7 @@ func TestCoordinatorStepsDownAndResumesAfterNATSOutage(t *testing.T) {
 	if _, err := n.Coordinator.AddSeeds(strings.NewReader(strings.Join(site.urls, "\n")), "t"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "fetches", func() bool { return site.total() >= 3 })
+	testutil.WaitFor(t, 30*time.Second, "fetches", func() bool { return site.total() >= 3 })
 	storeFence := func() uint64 {
 		_, f, err := n.DB.Identity()
 		if err != nil {
@@ -561,7 +555,7 @@ func TestCoordinatorStepsDownAndResumesAfterNATSOutage(t *testing.T) {
 	}
 	var last string
 	defer func() { t.Logf("last /healthz: %s", last) }()
-	waitFor(t, 30*time.Second, "the coordinator to step down", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the coordinator to step down", func() bool {
 		code, body := health()
 		last = body
 		return code == http.StatusServiceUnavailable && strings.Contains(body, "stepped down")
@@ -574,7 +568,7 @@ func TestCoordinatorStepsDownAndResumesAfterNATSOutage(t *testing.T) {
 		srv.Shutdown()
 		srv.WaitForShutdown()
 	}()
-	waitFor(t, 60*time.Second, "the coordinator active again", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "the coordinator active again", func() bool {
 		code, body := health()
 		return code == http.StatusOK && strings.Contains(body, "role: active coordinator")
 	})
@@ -582,5 +576,5 @@ func TestCoordinatorStepsDownAndResumesAfterNATSOutage(t *testing.T) {
 		t.Errorf("store fence %d after taking the lease back, want above %d", f, fence)
 	}
 	before := site.total()
-	waitFor(t, 30*time.Second, "the crawl to go on", func() bool { return site.total() >= before+3 })
+	testutil.WaitFor(t, 30*time.Second, "the crawl to go on", func() bool { return site.total() >= before+3 })
 }

@@ -41,7 +41,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/version"
 	"github.com/freshcrawl/freshcrawl/store"
 	"github.com/freshcrawl/freshcrawl/worker"
-	"github.com/freshcrawl/freshcrawl/worker/fetch"
+	"github.com/freshcrawl/freshcrawl/worker/probeparse"
 	"github.com/freshcrawl/freshcrawl/worker/robots"
 )
 
@@ -92,17 +92,6 @@ type Node struct {
 	tls bool
 }
 
-// brokerSettings are the NATS settings cfg implies.
-func brokerSettings(cfg config.Config) broker.Settings {
-	s := broker.DefaultSettings()
-	s.Replicas = cfg.Replicas
-	s.AckWait = cfg.AckWait
-	s.MaxDeliver = cfg.MaxDeliver
-	s.MaxAckPending = max(cfg.MaxInFlight, cfg.Workers*cfg.Concurrency, 1)
-	s.Changes = broker.ChangeRetention{MaxAge: cfg.ChangeMaxAge, MaxBytes: cfg.ChangeMaxBytes, MaxMsgs: cfg.ChangeMaxMsgs}
-	return s
-}
-
 // Options say what a process runs and how.
 type Options struct {
 	// Config is the process's configuration.
@@ -132,9 +121,6 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	if cfg.LeaseTTL <= 0 {
-		cfg.LeaseTTL = broker.DefaultLeaseTTL
-	}
 	n := &Node{Cfg: cfg, Log: o.Log, errc: make(chan error, 8)}
 	n.setPhase("starting")
 	ok := false
@@ -159,7 +145,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	if err := n.waitNATS(ctx, rctx); err != nil {
 		return nil, err
 	}
-	settings := brokerSettings(cfg)
+	settings := cfg.BrokerSettings()
 	if roles.Coordinator {
 		if err := n.startCoordinator(ctx, rctx, o, settings); err != nil {
 			return nil, err
@@ -363,9 +349,12 @@ func (n *Node) startWorkers(ctx, rctx context.Context, roles Roles, settings bro
 		if roles.Workers > 1 {
 			id = fmt.Sprintf("%s-w%d", id, i)
 		}
-		wo := workerOptions(cfg, id, log)
+		wo := cfg.WorkerOptions(id, log)
 		wo.Metrics = n.workerMetrics
-		w := worker.New(n.NC, n.JS, rstore, wo)
+		w, err := worker.New(n.NC, n.JS, rstore, wo)
+		if err != nil {
+			return err
+		}
 		n.Workers = append(n.Workers, w)
 		n.goRun(func() error { return w.Run(rctx) })
 	}
@@ -506,37 +495,32 @@ func (n *Node) newCoordinator(o Options) error {
 	var sources []source.Source
 	var err error
 	if cfg.ConfigFile != "" {
-		if sources, err = source.Load(cfg.ConfigFile); err != nil {
+		if sources, err = source.Load(cfg.ConfigFile, probeparse.CheckSelector); err != nil {
 			return err
 		}
 	}
 	sources = append(sources, o.Sources...)
-	policy := o.Policy
-	if policy == nil {
-		policy, err = schedule.PolicyByName(cfg.Policy, cfg.Objective)
-		if err != nil {
-			return err
-		}
+	co, err := cfg.CoordinatorOptions()
+	if o.Policy != nil {
+		co.Policy, err = o.Policy, nil
 	}
-	var hooks []notify.Webhook
+	if err != nil {
+		return err
+	}
 	if cfg.ConfigFile != "" {
-		if hooks, err = notify.LoadWebhooks(cfg.ConfigFile, os.Getenv); err != nil {
+		if co.Webhooks.Webhooks, err = notify.LoadWebhooks(cfg.ConfigFile, os.Getenv); err != nil {
 			return err
 		}
 	}
-	var extra prometheus.Gatherer
-	if n.workerReg != nil {
-		extra = n.workerReg
+	co.Webhooks.UserAgent = "freshcrawl-webhook/" + version.String()
+	co.Sources, co.Log, co.Link, co.Lease = sources, n.Log, n.Link, n.currentLease()
+	if o.Roles.ConsoleEvery > 0 {
+		co.ConsoleEvery = o.Roles.ConsoleEvery
 	}
-	c, err := coordinator.New(n.DB, n.NC, n.JS, coordinator.Options{
-		Budget: cfg.Budget.PerSecond(), HostRate: cfg.HostRate.PerSecond(), MaxInFlight: cfg.MaxInFlight,
-		Policy: policy, Replan: cfg.Replan, PriorRate: cfg.PriorRate.PerSecond(), HalfLife: cfg.HalfLife,
-		ExploreShare: cfg.Explore, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Log: n.Log, DefaultIgnore: cfg.DefaultIgnore(), CaptureUniform: cfg.CaptureUniform, LMSkew: cfg.LMSkew,
-		Sources: sources, ProbePolicy: cfg.ProbePolicy, ConsoleEvery: o.Roles.ConsoleEvery, Retention: cfg.Retention(), Link: n.Link, Lease: n.currentLease(),
-		Metrics: extra,
-		Webhooks: notify.Options{Webhooks: hooks, Secret: cfg.WebhookSecret, Attempts: cfg.WebhookAttempts, Backoff: cfg.WebhookBackoff,
-			MaxBackoff: cfg.WebhookMaxBackoff, Timeout: cfg.WebhookTimeout, UserAgent: "freshcrawl-webhook/" + version.String()},
-	})
+	if n.workerReg != nil {
+		co.Metrics = n.workerReg
+	}
+	c, err := coordinator.New(n.DB, n.NC, n.JS, co)
 	if err != nil {
 		return err
 	}
@@ -756,24 +740,6 @@ func (n *Node) serveWorkerHealth(w http.ResponseWriter, r *http.Request) {
 		lines = append(lines, fmt.Sprintf("worker %s: %d tasks held, %d done, %d handed back", wk.ID(), wk.Active(), wk.Processed(), wk.HandedBack()))
 	}
 	coordinator.ServeHealth(w, ls.Connected(), lines)
-}
-
-// workerOptions are the options of an in-process worker named id.
-func workerOptions(cfg config.Config, id string, log *slog.Logger) worker.Options {
-	return worker.Options{
-		ID: id, Concurrency: cfg.Concurrency, Log: log, Grace: zeroAs(cfg.StopGrace, worker.NoGrace),
-		Fetch: fetch.Options{UserAgent: cfg.UserAgent, Timeout: cfg.Timeout, MaxBody: cfg.MaxBody, MaxRedirects: zeroAs(cfg.MaxRedirects, fetch.NoRedirects), AllowPrivate: cfg.AllowPrivate},
-	}
-}
-
-// zeroAs passes a setting whose 0 means "none" (--max-redirects 0,
-// --stop-grace 0) to an Options field whose zero value means the owner's
-// default: 0 becomes the owner's sentinel for none.
-func zeroAs[T int | float64 | time.Duration](v, none T) T {
-	if v == 0 {
-		return none
-	}
-	return v
 }
 
 func (n *Node) goRun(fn func() error) {

@@ -25,8 +25,11 @@ func TestMaxRedirectsZeroFollowsNone(t *testing.T) {
 	get := func(maxRedirects int) fetch.Response {
 		cfg := config.Default()
 		cfg.MaxRedirects, cfg.AllowPrivate = maxRedirects, true
-		o := workerOptions(cfg, "t", nil)
-		return fetch.New(o.Fetch).Get(context.Background(), srv.URL+"/from")
+		f, err := fetch.New(cfg.WorkerOptions("t", nil).Fetch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.Get(context.Background(), srv.URL+"/from")
 	}
 	if r := get(0); r.ErrKind != proto.ErrRedirects {
 		t.Errorf("--max-redirects 0: %v %v, want the redirect refused", r.ErrKind, r.Err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/internal/node"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/lab/sim"
 )
 
@@ -37,7 +38,7 @@ func TestPolitenessAcrossWorkers(t *testing.T) {
 	cfg.Workers = 8
 	cfg.Concurrency = 4
 	cfg.PriorRate = 1
-	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 8}, Log: quietLog()})
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 8}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,10 +52,10 @@ func TestPolitenessAcrossWorkers(t *testing.T) {
 	if _, err := n.Coordinator.AddSeeds(strings.NewReader(strings.Join(seeds, "\n")), "politeness"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 40*time.Second, "robots.txt to mark every /private/ URL disallowed", func() bool {
+	testutil.WaitFor(t, 40*time.Second, "robots.txt to mark every /private/ URL disallowed", func() bool {
 		return n.Coordinator.Status().Disallowed >= len(s.Hosts())
 	})
-	waitFor(t, 40*time.Second, "several requests to every host", func() bool {
+	testutil.WaitFor(t, 40*time.Second, "several requests to every host", func() bool {
 		rep := s.Truth(start, time.Now())
 		for _, h := range rep.Hosts {
 			if h.Requests < 5 {

@@ -35,6 +35,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/config"
 	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/node"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 )
 
 // pki writes a CA, a server certificate for 127.0.0.1 and a client
@@ -124,14 +125,14 @@ func TestSecuredClusterAndWorkerMetrics(t *testing.T) {
 	// The server takes nobody without the password and a client
 	// certificate (internal/broker's tests show the refusals), so the
 	// processes below get in only with what the config gives them.
-	coord, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, HTTP: true}, Log: quietLog()})
+	coord, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, HTTP: true}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer coord.Stop()
 	wcfg := cfg
 	wcfg.WorkerID = "metered"
-	wk, err := node.Start(ctx, node.Options{Config: wcfg, Roles: node.Roles{Workers: 1, HTTP: true}, Log: quietLog()})
+	wk, err := node.Start(ctx, node.Options{Config: wcfg, Roles: node.Roles{Workers: 1, HTTP: true}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestSecuredClusterAndWorkerMetrics(t *testing.T) {
 	if _, err := coord.Coordinator.AddSeeds(strings.NewReader(web.URL+"/a\n"+web.URL+"/b\n"), "test"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "two fetches", func() bool { return coord.Coordinator.Status().Fetches >= 2 })
+	testutil.WaitFor(t, 30*time.Second, "two fetches", func() bool { return coord.Coordinator.Status().Fetches >= 2 })
 
 	get := func(base, path string) string {
 		t.Helper()
@@ -162,7 +163,7 @@ func TestSecuredClusterAndWorkerMetrics(t *testing.T) {
 	// while no task is half done.
 	var wm string
 	var fetches, results, misses, hits, ok2xx float64
-	waitFor(t, 20*time.Second, "two pages and their robots.txt in the worker's metrics", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "two pages and their robots.txt in the worker's metrics", func() bool {
 		wm = get(wk.HTTPAddr(), "/metrics")
 		fams := parseMetrics(t, wm)
 		fetches = sample(fams, "freshcrawl_worker_fetch_duration_seconds", nil)
@@ -280,18 +281,18 @@ func TestCoordinatorAndWorkerWithTokenAndNKey(t *testing.T) {
 			// The server takes nobody without the credentials
 			// (internal/broker's tests show the refusals).
 			c.client(&cfg)
-			coord, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true}, Log: quietLog()})
+			coord, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true}, Log: testutil.QuietLogger(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer coord.Stop()
 			cfg.WorkerID = "w-" + c.name
-			wk, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Workers: 1}, Log: quietLog()})
+			wk, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Workers: 1}, Log: testutil.QuietLogger(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer wk.Stop()
-			waitFor(t, 20*time.Second, "the worker's heartbeat at the coordinator", func() bool {
+			testutil.WaitFor(t, 20*time.Second, "the worker's heartbeat at the coordinator", func() bool {
 				return slices.Contains(coord.Coordinator.Status().Workers, cfg.WorkerID)
 			})
 
@@ -300,7 +301,7 @@ func TestCoordinatorAndWorkerWithTokenAndNKey(t *testing.T) {
 			// instead of waiting for NATS until ctx ends.
 			bad := cfg
 			bad.NATSToken, bad.NATSNKey, bad.WorkerID = "not-the-token", "", "w-bad-"+c.name
-			wb, err := node.Start(ctx, node.Options{Config: bad, Roles: node.Roles{Workers: 1}, Log: quietLog()})
+			wb, err := node.Start(ctx, node.Options{Config: bad, Roles: node.Roles{Workers: 1}, Log: testutil.QuietLogger(t)})
 			if err == nil {
 				wb.Stop()
 				t.Fatal("a worker with wrong credentials started")
@@ -362,7 +363,7 @@ func TestRunServesWorkerMetrics(t *testing.T) {
 	defer cancel()
 	cfg := testConfig(t, t.TempDir())
 	cfg.Listen = "127.0.0.1:0"
-	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 1, HTTP: true}, Log: quietLog()})
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 1, HTTP: true}, Log: testutil.QuietLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

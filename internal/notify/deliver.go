@@ -3,6 +3,7 @@ package notify
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/internal/logx"
+	"github.com/freshcrawl/freshcrawl/internal/optcheck"
 	"github.com/freshcrawl/freshcrawl/store"
 )
 
@@ -23,7 +25,8 @@ const routeCursor = "webhooks"
 // routeBatch is how many changes one transaction routes.
 const routeBatch = 512
 
-// Options configure a Deliverer. Zero fields take the defaults.
+// Options configure a Deliverer. Start from DefaultOptions: every field
+// is taken as it is, and NewDeliverer refuses what Validate refuses.
 type Options struct {
 	// Webhooks are the config's webhooks.
 	Webhooks []Webhook
@@ -40,37 +43,46 @@ type Options struct {
 	Backoff, MaxBackoff time.Duration
 	// Timeout bounds one request.
 	Timeout time.Duration
-	// Client sends the requests (default: a client with Timeout).
+	// Client sends the requests (nil: a client with Timeout).
 	Client *http.Client
 	// UserAgent is sent with every request.
 	UserAgent string
-	Log       *slog.Logger
+	// Log receives structured logs (nil: slog.Default()).
+	Log *slog.Logger
 }
 
-func (o Options) withDefaults() Options {
-	if o.Attempts <= 0 {
-		o.Attempts = DefaultAttempts
+// DefaultOptions are the defaults of the webhook settings; the config
+// takes them from here. Ten failed deliveries make a dead letter: with
+// the default backoff they span about 8½ minutes (1+2+…+256 s), enough to
+// ride out a receiver's restart, short enough that an operator hears of
+// a broken one the same hour.
+func DefaultOptions() Options {
+	return Options{Attempts: 10, Backoff: time.Second, MaxBackoff: 10 * time.Minute, Timeout: 10 * time.Second, UserAgent: "freshcrawl-webhook"}
+}
+
+// Validate reports every field NewDeliverer would refuse, each by its
+// name.
+func (o Options) Validate() error {
+	var errs optcheck.Errors
+	if o.Attempts < 1 {
+		errs.Check("Attempts", fmt.Errorf("must be ≥ 1, got %d", o.Attempts))
 	}
 	if o.Backoff <= 0 {
-		o.Backoff = DefaultBackoff
+		errs.Check("Backoff", fmt.Errorf("must be > 0, got %s", o.Backoff))
 	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = DefaultMaxBackoff
+	switch {
+	case o.MaxBackoff <= 0:
+		errs.Check("MaxBackoff", fmt.Errorf("must be > 0, got %s", o.MaxBackoff))
+	case o.MaxBackoff < o.Backoff:
+		errs.Check("MaxBackoff", fmt.Errorf("%s is shorter than the backoff, %s", o.MaxBackoff, o.Backoff))
 	}
-	o.MaxBackoff = max(o.MaxBackoff, o.Backoff)
 	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if o.Client == nil {
-		o.Client = &http.Client{Timeout: o.Timeout}
+		errs.Check("Timeout", fmt.Errorf("must be > 0, got %s", o.Timeout))
 	}
 	if o.UserAgent == "" {
-		o.UserAgent = "freshcrawl-webhook"
+		errs.Check("UserAgent", errors.New("must not be empty"))
 	}
-	if o.Log == nil {
-		o.Log = slog.Default()
-	}
-	return o
+	return errs.Err()
 }
 
 // Deliverer routes the change log to webhooks and delivers it: one lane
@@ -98,7 +110,15 @@ func NewDeliverer(db *store.DB, o Options) (*Deliverer, error) {
 	if db == nil {
 		return nil, errNoStore
 	}
-	o = o.withDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("webhook options: %w", err)
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{Timeout: o.Timeout}
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
 	// The cursor is set here, before the caller folds anything: a change
 	// logged between construction and Run is routed, not skipped.
 	if _, err := db.InitCursor(routeCursor); err != nil {

@@ -6,31 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
+	"github.com/freshcrawl/freshcrawl/internal/testutil/storetest"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/store"
 )
-
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-func openStore(t *testing.T) *store.DB {
-	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "freshcrawl.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	return db
-}
 
 // addChange logs a change of u as the fold of task id does.
 func addChange(t *testing.T, db *store.DB, id, u string, magnitude float64) {
@@ -38,7 +26,7 @@ func addChange(t *testing.T, db *store.DB, id, u string, magnitude float64) {
 	host := strings.SplitN(strings.TrimPrefix(strings.TrimPrefix(u, "https://"), "http://"), "/", 2)[0]
 	_, err := db.Fold(id, func(tx *store.Tx) error {
 		_, err := tx.AddChange(store.Change{URL: u, Host: host, At: time.Now(), TaskID: id, Hash: "h-" + id,
-			Diff: proto.DiffSummary{Magnitude: magnitude, LinesAdded: 1}})
+			Diff: store.DiffSummary{Magnitude: magnitude, LinesAdded: 1}})
 		return err
 	})
 	if err != nil {
@@ -106,18 +94,6 @@ func (rc *receiver) problems() []string {
 	return append([]string(nil), rc.bad...)
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // run starts d until the test ends.
 func run(t *testing.T, d *Deliverer) context.CancelFunc {
 	t.Helper()
@@ -137,11 +113,12 @@ func run(t *testing.T, d *Deliverer) context.CancelFunc {
 // changes keep coming, and checks that every change arrives, once it is
 // back, in the order of the change log, each signed and with its id.
 func TestWebhookReceiverDown30s(t *testing.T) {
+	testutil.Slow(t)
 	if testing.Short() {
 		t.Skip("30 s of receiver downtime")
 	}
 	const downtime = 30 * time.Second
-	db := openStore(t)
+	db := storetest.Open(t)
 	rc := &receiver{t: t, secret: "s3cret-shared-with-the-receiver"}
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -156,12 +133,12 @@ func TestWebhookReceiverDown30s(t *testing.T) {
 	}
 	srv := serve(ln)
 
-	d, err := NewDeliverer(db, Options{
-		Webhooks: []Webhook{{Name: "down", URL: "http://" + addr + "/hook", Secret: rc.secret}},
-		// Enough attempts for 30 s at a backoff of at most 1 s: nothing
-		// may become a dead letter.
-		Attempts: 1000, Backoff: 50 * time.Millisecond, MaxBackoff: time.Second, Timeout: 2 * time.Second, Log: quiet(),
-	})
+	o := DefaultOptions()
+	o.Webhooks = []Webhook{{Name: "down", URL: "http://" + addr + "/hook", Secret: rc.secret}}
+	// Enough attempts for 30 s at a backoff of at most 1 s: nothing may
+	// become a dead letter.
+	o.Attempts, o.Backoff, o.MaxBackoff, o.Timeout, o.Log = 1000, 50*time.Millisecond, time.Second, 2*time.Second, testutil.QuietLogger(t)
+	d, err := NewDeliverer(db, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +169,7 @@ func TestWebhookReceiverDown30s(t *testing.T) {
 		}
 	}
 	stream(time.Second)
-	waitFor(t, 10*time.Second, "the first changes to arrive", func() bool { return len(rc.distinct()) > 0 })
+	testutil.WaitFor(t, 10*time.Second, "the first changes to arrive", func() bool { return len(rc.distinct()) > 0 })
 
 	// Down: the port refuses connections.
 	if err := srv.Close(); err != nil {
@@ -211,7 +188,7 @@ func TestWebhookReceiverDown30s(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 	stream(time.Second)
 
-	waitFor(t, 30*time.Second, "every change to arrive", func() bool { return len(rc.distinct()) == len(ids) })
+	testutil.WaitFor(t, 30*time.Second, "every change to arrive", func() bool { return len(rc.distinct()) == len(ids) })
 	got := rc.distinct()
 	for i := range ids {
 		if got[i] != ids[i] {
@@ -227,7 +204,7 @@ func TestWebhookReceiverDown30s(t *testing.T) {
 	// The last delivery leaves its queue once its answer is in, just
 	// after the receiver counted it.
 	var st Status
-	waitFor(t, 10*time.Second, "the queue to empty", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the queue to empty", func() bool {
 		var err error
 		st, err = d.Status(10)
 		return err == nil && st.Queued[d.o.Webhooks[0].URL] == 0
@@ -241,7 +218,7 @@ func TestWebhookReceiverDown30s(t *testing.T) {
 // to a seed's own webhook, and signs with the global secret when a webhook
 // has none.
 func TestWebhookFilters(t *testing.T) {
-	db := openStore(t)
+	db := storetest.Open(t)
 	const global = "global-secret-0123456789"
 	hosts, prefixes, big, all, perSeed := &receiver{secret: global}, &receiver{secret: "own"}, &receiver{secret: global}, &receiver{secret: global}, &receiver{secret: global}
 	urlOf := map[*receiver]string{}
@@ -253,12 +230,14 @@ func TestWebhookFilters(t *testing.T) {
 	if _, err := db.Upsert([]store.URL{{URL: "http://c.example/x", Host: "c.example", Weight: 1, Webhook: urlOf[perSeed]}}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := NewDeliverer(db, Options{Secret: global, Log: quiet(), Webhooks: []Webhook{
+	o := DefaultOptions()
+	o.Secret, o.Log, o.Webhooks = global, testutil.QuietLogger(t), []Webhook{
 		{URL: urlOf[hosts], Hosts: []string{"A.example"}},
 		{URL: urlOf[prefixes], Secret: "own", Prefixes: []string{"http://b.example/news/"}},
 		{URL: urlOf[big], MinMagnitude: 0.5},
 		{URL: urlOf[all]},
-	}})
+	}
+	d, err := NewDeliverer(db, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +248,7 @@ func TestWebhookFilters(t *testing.T) {
 	addChange(t, db, "4", "http://c.example/x", 0.6)
 	d.Wake()
 	want := map[*receiver][]string{hosts: {"1"}, prefixes: {"2"}, big: {"2", "4"}, all: {"1", "2", "3", "4"}, perSeed: {"4"}}
-	waitFor(t, 10*time.Second, "the deliveries", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the deliveries", func() bool {
 		return len(all.distinct()) == 4 && len(perSeed.distinct()) == 1 && len(big.distinct()) == 2
 	})
 	for rc, ids := range want {
@@ -286,7 +265,7 @@ func TestWebhookFilters(t *testing.T) {
 // the dead-letter list after Attempts; later events still go out; retry
 // puts it back and it is delivered; drop deletes.
 func TestWebhookDeadLetters(t *testing.T) {
-	db := openStore(t)
+	db := storetest.Open(t)
 	var mu sync.Mutex
 	failing := map[string]bool{"bad": true}
 	rc := &receiver{}
@@ -294,7 +273,9 @@ func TestWebhookDeadLetters(t *testing.T) {
 	srv := httptest.NewServer(rc)
 	t.Cleanup(srv.Close)
 	hook := srv.URL + "/hook"
-	d, err := NewDeliverer(db, Options{Webhooks: []Webhook{{URL: hook}}, Attempts: 3, Backoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Log: quiet()})
+	o := DefaultOptions()
+	o.Webhooks, o.Attempts, o.Backoff, o.MaxBackoff, o.Log = []Webhook{{URL: hook}}, 3, time.Millisecond, 5*time.Millisecond, testutil.QuietLogger(t)
+	d, err := NewDeliverer(db, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +283,7 @@ func TestWebhookDeadLetters(t *testing.T) {
 	addChange(t, db, "a", "http://a.example/1", 1)
 	addChange(t, db, "b", "http://a.example/2", 1)
 	d.Wake()
-	waitFor(t, 10*time.Second, "two dead letters", func() bool { _, _, n := d.Counts(); return n == 2 })
+	testutil.WaitFor(t, 10*time.Second, "two dead letters", func() bool { _, _, n := d.Counts(); return n == 2 })
 	st, err := d.Status(10)
 	if err != nil {
 		t.Fatal(err)
@@ -323,7 +304,7 @@ func TestWebhookDeadLetters(t *testing.T) {
 	}
 	addChange(t, db, "c", "http://a.example/3", 1)
 	d.Wake()
-	waitFor(t, 10*time.Second, "the retried and the new event", func() bool { return len(rc.distinct()) == 2 })
+	testutil.WaitFor(t, 10*time.Second, "the retried and the new event", func() bool { return len(rc.distinct()) == 2 })
 	if got := strings.Join(rc.distinct(), ","); got != "a,c" {
 		t.Fatalf("received %s, want a,c", got)
 	}
@@ -340,7 +321,7 @@ func TestWebhookDeadLetters(t *testing.T) {
 // while none ran are routed then; changes from before the first run are
 // not replayed as new.
 func TestWebhookResumesAfterRestart(t *testing.T) {
-	db := openStore(t)
+	db := storetest.Open(t)
 	addChange(t, db, "old", "http://a.example/", 1) // before any deliverer: history
 	rc := &receiver{}
 	var mu sync.Mutex
@@ -348,7 +329,8 @@ func TestWebhookResumesAfterRestart(t *testing.T) {
 	rc.fail = func() bool { mu.Lock(); defer mu.Unlock(); return down }
 	srv := httptest.NewServer(rc)
 	t.Cleanup(srv.Close)
-	o := Options{Webhooks: []Webhook{{URL: srv.URL}}, Attempts: 100, Backoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond, Log: quiet()}
+	o := DefaultOptions()
+	o.Webhooks, o.Attempts, o.Backoff, o.MaxBackoff, o.Log = []Webhook{{URL: srv.URL}}, 100, time.Millisecond, 10*time.Millisecond, testutil.QuietLogger(t)
 
 	d1, err := NewDeliverer(db, o)
 	if err != nil {
@@ -359,7 +341,7 @@ func TestWebhookResumesAfterRestart(t *testing.T) {
 	go func() { done <- d1.Run(ctx) }()
 	addChange(t, db, "1", "http://a.example/", 1)
 	d1.Wake()
-	waitFor(t, 10*time.Second, "a failed attempt", func() bool { _, f, _ := d1.Counts(); return f > 0 })
+	testutil.WaitFor(t, 10*time.Second, "a failed attempt", func() bool { _, f, _ := d1.Counts(); return f > 0 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -374,9 +356,31 @@ func TestWebhookResumesAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, d2)
-	waitFor(t, 10*time.Second, "both events", func() bool { return len(rc.distinct()) == 2 })
+	testutil.WaitFor(t, 10*time.Second, "both events", func() bool { return len(rc.distinct()) == 2 })
 	if got := strings.Join(rc.distinct(), ","); got != "1,2" {
 		t.Fatalf("received %s, want 1,2", got)
+	}
+}
+
+// NewDeliverer refuses what Validate refuses, naming the field.
+func TestNewDelivererValidates(t *testing.T) {
+	db := storetest.Open(t)
+	for _, c := range []struct {
+		field string
+		set   func(*Options)
+	}{
+		{"Attempts", func(o *Options) { o.Attempts = 0 }},
+		{"Backoff", func(o *Options) { o.Backoff = 0 }},
+		{"MaxBackoff", func(o *Options) { o.MaxBackoff = 0 }},
+		{"MaxBackoff", func(o *Options) { o.Backoff, o.MaxBackoff = time.Minute, time.Second }},
+		{"Timeout", func(o *Options) { o.Timeout = -time.Second }},
+		{"UserAgent", func(o *Options) { o.UserAgent = "" }},
+	} {
+		o := DefaultOptions()
+		c.set(&o)
+		if _, err := NewDeliverer(db, o); err == nil || !strings.Contains(err.Error(), c.field+":") {
+			t.Errorf("%s: NewDeliverer = %v, want an error naming the field", c.field, err)
+		}
 	}
 }
 

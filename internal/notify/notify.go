@@ -27,22 +27,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/store"
-)
-
-// Defaults of the webhook settings; the config takes them from here.
-const (
-	// DefaultAttempts failed deliveries make a dead letter. With the
-	// default backoff they span about 8½ minutes (1+2+…+256 s), enough to
-	// ride out a receiver's restart, short enough that an operator hears
-	// of a broken one the same hour.
-	DefaultAttempts   = 10
-	DefaultBackoff    = time.Second
-	DefaultMaxBackoff = 10 * time.Minute
-	DefaultTimeout    = 10 * time.Second
 )
 
 // Headers of a webhook request.
@@ -55,28 +42,12 @@ const (
 	eventIDHeader = "Freshcrawl-Event-Id"
 )
 
-// CheckAttempts reports whether n is a valid number of attempts: ≥ 1.
-func CheckAttempts(n int) error {
-	if n < 1 {
-		return fmt.Errorf("must be ≥ 1, got %d", n)
-	}
-	return nil
-}
-
-// CheckBackoff reports whether d is a valid backoff: > 0.
-func CheckBackoff(d time.Duration) error {
-	if d <= 0 {
-		return fmt.Errorf("must be > 0, got %s", d)
-	}
-	return nil
-}
-
 // event is the change event of a change of the log. Its id is the id of
 // the task whose result found the change: the fold is idempotent by task
 // id, so a change has exactly one, whoever publishes it and how often.
 func event(ch store.Change) proto.ChangeEvent {
 	return proto.ChangeEvent{V: proto.Version, ID: ch.TaskID, Seq: ch.Seq, URL: ch.URL, Host: ch.Host, TaskID: ch.TaskID,
-		At: ch.At, Hash: ch.Hash, PrevHash: ch.PrevHash, Diff: ch.Diff}
+		At: ch.At, Hash: ch.Hash, PrevHash: ch.PrevHash, Diff: proto.DiffSummary(ch.Diff)}
 }
 
 // encodeEvent is the JSON of a change's event: the NATS payload and the

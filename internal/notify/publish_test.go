@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/freshcrawl/freshcrawl/internal/broker"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
+	"github.com/freshcrawl/freshcrawl/internal/testutil/storetest"
 	"github.com/freshcrawl/freshcrawl/proto"
 )
 
@@ -20,12 +21,8 @@ import (
 // a time; a change published twice (a restart before the cursor was
 // saved) is kept once.
 func TestPublishToCoreAndStream(t *testing.T) {
-	srv, err := broker.StartEmbedded(broker.EmbeddedOptions{Dir: filepath.Join(t.TempDir(), "nats"), Listen: "127.0.0.1:-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	nc, js, err := broker.Connect(srv.ClientURL(), "test", quiet())
+	srv := testutil.StartNATS(t)
+	nc, js, err := broker.Connect(srv.ClientURL(), "test", testutil.QuietLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,8 +46,8 @@ func TestPublishToCoreAndStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := openStore(t)
-	p, err := NewPublisher(db, js, quiet())
+	db := storetest.Open(t)
+	p, err := NewPublisher(db, js, testutil.QuietLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +78,7 @@ func TestPublishToCoreAndStream(t *testing.T) {
 	if fmt.Sprint(ids) != "[t1 t2 t3 t4 t5]" {
 		t.Fatalf("core subscriber got %v", ids)
 	}
-	waitFor(t, 10*time.Second, "the stream to hold 5 events", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the stream to hold 5 events", func() bool {
 		info, err := stream.Info(ctx)
 		return err == nil && info.State.Msgs == 5
 	})

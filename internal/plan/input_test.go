@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshcrawl/freshcrawl/internal/testutil/storetest"
 	"github.com/freshcrawl/freshcrawl/store"
 )
 
@@ -15,11 +16,7 @@ import (
 // the shorter the half-life (the larger the prior's hazard), and with an
 // endless half-life the switch is gone.
 func TestFromStoreWeighsRateChanges(t *testing.T) {
-	db, err := store.OpenDir(t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := storetest.Open(t)
 	now := time.Now()
 	if _, err := db.Upsert([]store.URL{
 		{URL: "http://a.example/new", Host: "a.example", Weight: 1, Mode: "freshness"},

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/capture"
@@ -477,15 +478,6 @@ func (s *Scheduler) ObserveVersion(url string, after, before time.Time, exact bo
 	}
 }
 
-// captureMoved re-mirrors e after its capture state changed, if its rate
-// moved from before: the plan must count it at its new rate.
-func (s *Scheduler) captureMoved(e *entry, before float64) {
-	if s.capOf(e).rate() != before {
-		s.mirror(e)
-		s.moved++
-	}
-}
-
 // ObserveExact records updates known to have happened exactly at times
 // (a feed's item dates): each becomes an exact time of the change of the
 // poll whose interval holds it.
@@ -504,4 +496,41 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// observeCapture records an update a poll of a capture URL saw: exactly at
+// `to` (trustworthy Last-Modified) or somewhere in (from, to].
+func (s *Scheduler) observeCapture(url string, from, to time.Time, exact bool) {
+	e, ok := s.front.urls.get(url)
+	if !ok || s.capOf(e) == nil {
+		return
+	}
+	cs := s.capOf(e)
+	before := cs.rate()
+	if exact {
+		cs.exactAt(secs(to))
+	} else {
+		cs.changedIn(secs(from), secs(to))
+	}
+	cs.maybeLearn(e.interval)
+	s.captureMoved(e, before)
+}
+
+// CaptureStatus lists the capture URLs' schedules (at most limit).
+func (s *Scheduler) CaptureStatus(limit int) []CaptureStatus {
+	var out []CaptureStatus
+	var es []*entry
+	var css []*captureState
+	for id, cs := range s.captures {
+		es, css = append(es, s.front.entry(id)), append(css, cs)
+	}
+	// A URL the source cannot spell is left out (the source logs why).
+	_ = s.front.urls.spellAll(es, func(i int, url string) {
+		out = append(out, css[i].status(url, es[i].interval))
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].URL < out[j].URL })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 )
 
 // slowFastPolicy gives 90 % of the URLs 0.5 B/N (an interval of 2 N/B,
@@ -36,6 +38,7 @@ func (slowFastPolicy) Plan(in PlanInput) (PlanOutput, error) {
 // must not leave the URLs whose interval exceeds N/B all due one interval
 // after the seeding, with the budget idle until then.
 func TestColdStartSpendsBudgetAfterFirstPass(t *testing.T) {
+	testutil.Slow(t)
 	const n, hosts = 2000, 40
 	first := 1000 * time.Second // N/B
 	budget := float64(n) / first.Seconds()
@@ -68,6 +71,7 @@ func TestColdStartSpendsBudgetAfterFirstPass(t *testing.T) {
 // by the change, into the first pass, took slots from URLs not fetched
 // yet and stretched the pass by about a quarter (1.24 N/B here).
 func TestColdStartWeightedFirstPass(t *testing.T) {
+	testutil.Slow(t)
 	const n, hosts = 1000, 10
 	day := 100 * time.Second
 	first := 30 * day // N/B

@@ -1,14 +1,18 @@
 package schedule
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/freshcrawl/freshcrawl/internal/optcheck"
 )
 
-// Defaults of the scheduling settings. SchedulerOptions, the coordinator's
-// Options and the config (hence the CLI, the README and the compose file)
-// take them from here: a zero field means the default.
+// Defaults of the scheduling settings. NewScheduler fills a zero field of
+// SchedulerOptions with them; DefaultSchedulerOptions holds them all, and
+// the coordinator's options (hence the config, the CLI, the README and
+// the compose file) take them from there.
 const (
 	// DefaultBudget is the total fetches per second.
 	DefaultBudget = 10.0
@@ -44,63 +48,72 @@ const (
 	DefaultDisallowRetry = time.Hour
 )
 
-// The checks of the settings above. Each reports why a value is refused,
-// without the setting's name: the caller (SchedulerOptions' users, the
-// coordinator, the config) names it in its own terms.
+// DefaultSchedulerOptions hold the default of every field but Priors and
+// URLs, which have none; the coordinator's options take theirs from here.
+func DefaultSchedulerOptions() SchedulerOptions {
+	return SchedulerOptions{
+		Budget: DefaultBudget, HostRate: DefaultHostRate, Policy: defaultPolicy(), ExploreShare: DefaultExploreShare,
+		PriorRate: DefaultPriorRate, HalfLife: DefaultHalfLife, Replan: DefaultReplan, DisallowRetry: DefaultDisallowRetry,
+	}
+}
 
-// CheckRate reports whether r, a budget, host rate or prior change rate in
+// Validate reports every field out of range, each by its name. It takes
+// the fields as they are: a zero field is refused, not defaulted.
+func (o SchedulerOptions) Validate() error {
+	var errs optcheck.Errors
+	errs.Check("Budget", checkRate(o.Budget))
+	errs.Check("HostRate", checkRate(o.HostRate))
+	errs.Check("PriorRate", checkRate(o.PriorRate))
+	if o.Policy == nil {
+		errs.Check("Policy", errors.New("no policy"))
+	}
+	// Zero is not a share: without exploration a URL given up would never
+	// be re-estimated, so a wrong estimate could not recover.
+	if !(o.ExploreShare > 0 && o.ExploreShare <= 1) {
+		errs.Check("ExploreShare", fmt.Errorf("must be in (0,1], got %v", o.ExploreShare))
+	}
+	errs.Check("HalfLife", checkPositive(o.HalfLife))
+	errs.Check("Replan", checkPositive(o.Replan))
+	errs.Check("DisallowRetry", checkPositive(o.DisallowRetry))
+	return errs.Err()
+}
+
+// OperatorPolicy is the policy an operator may choose by name: optimal,
+// uniform or proportional, for an objective of freshness or age. The
+// peers PolicyByName also knows (nutch, stormcrawler, lambdacrawl) are
+// for benchmarks. Its error names the field at fault, Policy or
+// Objective.
+func OperatorPolicy(name, objective string) (Policy, error) {
+	var errs optcheck.Errors
+	switch name {
+	case "optimal", "uniform", "proportional":
+	default:
+		errs.Check("Policy", fmt.Errorf("%q: want optimal, uniform or proportional", name))
+	}
+	switch objective {
+	case "freshness", "age":
+	default:
+		errs.Check("Objective", fmt.Errorf("%q: want freshness or age", objective))
+	}
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	return PolicyByName(name, objective)
+}
+
+// checkRate reports whether r, a budget, host rate or prior change rate in
 // events per second, is a finite number > 0.
-func CheckRate(r float64) error {
+func checkRate(r float64) error {
 	if !(r > 0) || math.IsInf(r, 0) {
 		return fmt.Errorf("must be a finite rate > 0, got %v", r)
 	}
 	return nil
 }
 
-// CheckPolicy reports whether name is a policy an operator may choose:
-// optimal, uniform or proportional. The peers PolicyByName also knows
-// (nutch, stormcrawler, lambdacrawl) are for benchmarks.
-func CheckPolicy(name string) error {
-	switch name {
-	case "optimal", "uniform", "proportional":
-		return nil
-	}
-	return fmt.Errorf("%q: want optimal, uniform or proportional", name)
-}
-
-// CheckObjective reports whether name is what the optimal policy may
-// maximise: freshness or age.
-func CheckObjective(name string) error {
-	switch name {
-	case "freshness", "age":
-		return nil
-	}
-	return fmt.Errorf("%q: want freshness or age", name)
-}
-
-// CheckExploreShare reports whether v is a share in (0,1]. Zero is not a
-// share: without exploration a URL given up would never be re-estimated,
-// so a wrong estimate could not recover.
-func CheckExploreShare(v float64) error {
-	if !(v > 0 && v <= 1) {
-		return fmt.Errorf("must be in (0,1], got %v", v)
-	}
-	return nil
-}
-
-// CheckPositive reports whether d, a replan period or a half-life, is > 0.
-func CheckPositive(d time.Duration) error {
+// checkPositive reports whether d, a period or a half-life, is > 0.
+func checkPositive(d time.Duration) error {
 	if d <= 0 {
 		return fmt.Errorf("must be > 0, got %s", d)
-	}
-	return nil
-}
-
-// CheckLMSkew reports whether d is a usable Last-Modified clock skew: at
-// least a second, because HTTP dates have whole seconds.
-func CheckLMSkew(d time.Duration) error {
-	if d < time.Second {
-		return fmt.Errorf("must be ≥ 1s (HTTP dates have whole seconds), got %s", d)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -19,39 +20,58 @@ func TestZeroOptionsAreTheDefaults(t *testing.T) {
 	}
 }
 
-func TestChecks(t *testing.T) {
+// DefaultSchedulerOptions are what NewScheduler makes of zero fields, and
+// they pass Validate.
+func TestDefaultSchedulerOptions(t *testing.T) {
+	d := DefaultSchedulerOptions()
+	if err := d.Validate(); err != nil {
+		t.Fatalf("the defaults refused: %v", err)
+	}
+	z := NewScheduler(SchedulerOptions{}).o
+	if d.Budget != z.Budget || d.HostRate != z.HostRate || d.ExploreShare != z.ExploreShare || d.Replan != z.Replan || d.DisallowRetry != z.DisallowRetry || d.HalfLife != z.HalfLife || d.Policy.Name() != z.Policy.Name() {
+		t.Errorf("DefaultSchedulerOptions %+v, NewScheduler's defaults %+v", d, z)
+	}
+}
+
+// Validate names each field out of range and takes none as its default.
+func TestSchedulerOptionsValidate(t *testing.T) {
 	for _, c := range []struct {
-		name string
-		err  error
-		ok   bool
+		field string
+		set   func(*SchedulerOptions)
 	}{
-		{"rate 1", CheckRate(1), true},
-		{"rate 0", CheckRate(0), false},
-		{"rate NaN", CheckRate(math.NaN()), false},
-		{"rate +Inf", CheckRate(math.Inf(1)), false},
-		{"policy optimal", CheckPolicy("optimal"), true},
-		{"policy nutch", CheckPolicy("nutch"), false},
-		{"objective age", CheckObjective("age"), true},
-		{"objective speed", CheckObjective("speed"), false},
-		{"explore 0", CheckExploreShare(0), false},
-		{"explore 1", CheckExploreShare(1), true},
-		{"explore 1.5", CheckExploreShare(1.5), false},
-		{"explore NaN", CheckExploreShare(math.NaN()), false},
-		{"replan 0", CheckPositive(0), false},
-		{"lm-skew 500ms", CheckLMSkew(500 * time.Millisecond), false},
-		{"lm-skew 1s", CheckLMSkew(time.Second), true},
+		{"Budget", func(o *SchedulerOptions) { o.Budget = 0 }},
+		{"Budget", func(o *SchedulerOptions) { o.Budget = math.Inf(1) }},
+		{"HostRate", func(o *SchedulerOptions) { o.HostRate = math.NaN() }},
+		{"PriorRate", func(o *SchedulerOptions) { o.PriorRate = -1 }},
+		{"Policy", func(o *SchedulerOptions) { o.Policy = nil }},
+		{"ExploreShare", func(o *SchedulerOptions) { o.ExploreShare = 0 }},
+		{"ExploreShare", func(o *SchedulerOptions) { o.ExploreShare = 1.5 }},
+		{"ExploreShare", func(o *SchedulerOptions) { o.ExploreShare = math.NaN() }},
+		{"HalfLife", func(o *SchedulerOptions) { o.HalfLife = -time.Hour }},
+		{"Replan", func(o *SchedulerOptions) { o.Replan = 0 }},
+		{"DisallowRetry", func(o *SchedulerOptions) { o.DisallowRetry = 0 }},
 	} {
-		if (c.err == nil) != c.ok {
-			t.Errorf("%s: %v", c.name, c.err)
+		o := DefaultSchedulerOptions()
+		c.set(&o)
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), c.field+":") {
+			t.Errorf("%s: Validate = %v, want an error naming the field", c.field, err)
 		}
 	}
-	for _, name := range []string{DefaultPolicy} {
-		if err := CheckPolicy(name); err != nil {
-			t.Errorf("the default policy fails its own check: %v", err)
-		}
+}
+
+// OperatorPolicy knows the operator's policies and objectives, and names
+// the one at fault.
+func TestOperatorPolicy(t *testing.T) {
+	p, err := OperatorPolicy(DefaultPolicy, DefaultObjective)
+	if err != nil || p.Name() != DefaultPolicy {
+		t.Fatalf("the default policy: %v, %v", p, err)
 	}
-	if err := CheckObjective(DefaultObjective); err != nil {
-		t.Errorf("the default objective fails its own check: %v", err)
+	if _, err := OperatorPolicy("uniform", "age"); err != nil {
+		t.Errorf("uniform for age: %v", err)
+	}
+	_, err = OperatorPolicy("nutch", "speed")
+	if err == nil || !strings.Contains(err.Error(), "Policy:") || !strings.Contains(err.Error(), "Objective:") {
+		t.Errorf("nutch for speed: %v, want both fields named", err)
 	}
 	if err := CheckProbePolicy(DefaultProbePolicy); err != nil {
 		t.Errorf("the default probe policy fails its own check: %v", err)

@@ -300,3 +300,14 @@ func modelSketch(post *estimate.RatePosterior, plan, model estimate.GridPrior) e
 	m := post.Reweighted(plan, model)
 	return m.Sketch(plan.Grid())
 }
+
+// RateSE returns the standard error of the rate st gives; for a URL never
+// observed, that of the prior. An unknown (infinite) error is 0, as a
+// record stores it: JSON has no infinity.
+func (e Estimator) RateSE(st *EstimateState) float64 {
+	_, se := st.State.RateUncertainty(e.Prior)
+	if math.IsInf(se, 0) || math.IsNaN(se) {
+		return 0
+	}
+	return se
+}

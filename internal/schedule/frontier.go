@@ -69,7 +69,7 @@ const (
 	// flagRechecked: between the check of a URL given up and its probe.
 	flagRechecked
 	// flagPaused: paused by the operator: never queued, no share of the budget
-	// (lifecycle.go).
+	// (Scheduler.Pause).
 	flagPaused
 	// flagObserved: the estimator state holds observations (its
 	// Observations() > 0), kept so that asking does not unpack it.

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 )
 
 // TestGrowPlansAlike loads the same URLs into a scheduler grown before
@@ -11,6 +13,7 @@ import (
 // that both plan identically and hand out the same fetches in the same
 // order, with the same due times, over a simulated hour of fetches.
 func TestGrowPlansAlike(t *testing.T) {
+	testutil.Slow(t)
 	now := time.Unix(1_790_000_000, 0)
 	urls := memoryURLs(3000, 0.5, now)
 	build := func(grow bool) *Scheduler {

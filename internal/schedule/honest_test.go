@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 )
 
 // TestModelFreshnessHonest: the model's freshness is the expected
@@ -203,6 +205,7 @@ func peerModel(t *testing.T, minIv, maxIv float64, seed uint64) (model, truth, p
 // the slowest rate their faded data allow) it was 0.017–0.021 above on
 // seeds 1–3 (docs/benchmarks.md, "Model versus truth").
 func TestModelCalibratedUnderPeerSchedule(t *testing.T) {
+	testutil.Slow(t)
 	for _, seed := range []uint64{1, 2} {
 		model, truth, planModel := peerModel(t, 14, 50, seed)
 		t.Logf("seed %d: model %.4f, truth %.4f (%+.4f); under the plan's posteriors %.4f (%+.4f)", seed, model, truth, model-truth, planModel, planModel-truth)

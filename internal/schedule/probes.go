@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/freshcrawl/freshcrawl/internal/seed"
 	"github.com/freshcrawl/freshcrawl/internal/source"
+	"github.com/freshcrawl/freshcrawl/internal/urlnorm"
 	"github.com/freshcrawl/freshcrawl/probe"
 )
 
@@ -146,7 +146,7 @@ func NewProber(src source.Source, policy string, priorRate float64) (*Prober, er
 	if err := src.Validate(); err != nil {
 		return nil, err
 	}
-	_, host, err := seed.Normalize(src.SearchURL([]string{"x"}, 1))
+	_, host, err := urlnorm.Normalize(src.SearchURL([]string{"x"}, 1))
 	if err != nil {
 		return nil, fmt.Errorf("source %s: search_url: %w", src.Name, err)
 	}

@@ -41,7 +41,7 @@ const probeSourceYAML = `sources:
 func probeSource(t *testing.T, quota int, alpha float64) source.Source {
 	t.Helper()
 	y := strings.NewReplacer("QUOTA", fmt.Sprint(quota), "ALPHA", fmt.Sprint(alpha)).Replace(probeSourceYAML)
-	srcs, err := source.Parse([]byte(y), "test")
+	srcs, err := source.Parse([]byte(y), "test", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

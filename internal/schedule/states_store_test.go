@@ -3,10 +3,10 @@ package schedule
 import (
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/freshcrawl/freshcrawl/internal/testutil/storetest"
 	"github.com/freshcrawl/freshcrawl/store"
 )
 
@@ -50,11 +50,7 @@ func heldStates(s *Scheduler) int {
 // (every URL re-summarised) and after folds that wrote new states to the
 // store (a second refit).
 func TestSchedulerReadsStatesFromStore(t *testing.T) {
-	db, err := store.Open(filepath.Join(t.TempDir(), store.FileName), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := storetest.Open(t)
 	now := time.Unix(1_800_000_000, 0)
 	est := NewEstimator(7*24*time.Hour, 1.0/86400)
 	rng := rand.New(rand.NewPCG(3, 16))

@@ -3,11 +3,11 @@ package schedule_test
 import (
 	"fmt"
 	"hash/fnv"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/internal/testutil/storetest"
 	"github.com/freshcrawl/freshcrawl/store"
 )
 
@@ -30,11 +30,7 @@ func (s storeSource) Estimates(ids []uint64, fn func(i int, est []byte)) error {
 // again under their URLs; a URL deleted from the store behind the
 // scheduler's back is put back, not lost, and the others go out.
 func TestSchedulerOverStoreWithCollisions(t *testing.T) {
-	db, err := store.Open(filepath.Join(t.TempDir(), store.FileName), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := storetest.Open(t)
 	const n = 200
 	var urls []string
 	var recs []store.URL

@@ -16,15 +16,16 @@ import (
 )
 
 // Load reads the `sources:` key of the YAML config file at path (see the
-// package documentation), validates every source and reads each
+// package documentation), validates every source, the CSS syntax of its
+// selectors with sel (probeparse.CheckSelector), and reads each
 // reference_counts file (a relative path is relative to the config file's
 // directory). A file without the key yields no sources and no error.
-func Load(path string) ([]Source, error) {
+func Load(path string, sel SelectorCheck) ([]Source, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("sources: %w", err)
 	}
-	srcs, err := Parse(b, path)
+	srcs, err := Parse(b, path, sel)
 	if err != nil {
 		return nil, err
 	}
@@ -116,11 +117,12 @@ func canonicalQuery(a, b string) string {
 }
 
 // Parse reads the `sources:` key of a YAML config document; name (the file
-// name) prefixes error messages. Every source is validated. Errors are
-// joined, one per problem, each naming the key path and line, e.g.
+// name) prefixes error messages. Every source is validated, the CSS syntax
+// of its selectors with sel (nil: not checked). Errors are joined, one per
+// problem, each naming the key path and line, e.g.
 // `config.yaml: sources[1].fields.citations.selector: expected a CSS
 // selector: ... (line 14)`.
-func Parse(data []byte, name string) ([]Source, error) {
+func Parse(data []byte, name string, sel SelectorCheck) ([]Source, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -155,7 +157,7 @@ func Parse(data []byte, name string) ([]Source, error) {
 		d.lines[""] = n.Line
 		s := d.source(n)
 		if len(d.errs) == 0 {
-			if err := s.Validate(); err != nil {
+			if err := s.validate(sel); err != nil {
 				for _, e := range flatten(err) {
 					var fe *fieldError
 					if errors.As(e, &fe) {

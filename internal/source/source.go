@@ -5,8 +5,9 @@
 // paper on keyword-search probes): where to send a query, how to read items
 // off a result page, which fields give an item's keywords, weight and
 // tracked value, and the planner's knobs (method, quota, α, interval). The
-// planning maths lives in package probe; parsing result pages in package
-// worker/probeparse.
+// planning maths lives in package probe; parsing result pages, and so the
+// CSS selectors, in package worker/probeparse: the planner uses sources but
+// never reads a page, so it links no HTML parser.
 //
 // Sources are listed under the top-level `sources:` key of the YAML config
 // file (package config skips that key and leaves it to [Load]):
@@ -46,10 +47,11 @@
 //	    alpha: 20                # content freshness to stay under over a round (§4.4); 0 = fixed interval
 //	    interval: 1              # the round length in time units (with alpha: the shortest)
 //
-// Every key is checked: unknown keys, wrong types, bad CSS selectors (parsed
-// with cascadia), bad regular expressions (RE2, so a hostile page cannot make
-// them backtrack) and inconsistent references are reported with the file,
-// the key path and the line, e.g.
+// Every key is checked: unknown keys, wrong types, bad CSS selectors (with
+// the [SelectorCheck] the caller passes, probeparse.CheckSelector), bad
+// regular expressions (RE2, so a hostile page cannot make them backtrack)
+// and inconsistent references are reported with the file, the key path and
+// the line, e.g.
 // `config.yaml: sources[0].search_url: missing {query} (line 4)`.
 package source
 
@@ -66,8 +68,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-
-	"github.com/andybalholm/cascadia"
 )
 
 // Source is one keyword-search source. Build it with [Parse] or [Load], or
@@ -155,7 +155,7 @@ type Source struct {
 	// per Interval is the source's request budget.
 	Interval float64 `json:"interval"`
 
-	c *compiled // set by Validate; read-only afterwards
+	stop []map[string]bool // per keyword spec; set by Validate, read-only afterwards
 }
 
 // Methods of reading a query's results (the paper's §5.1), the values of
@@ -233,53 +233,6 @@ type fieldError struct {
 
 func (e *fieldError) Error() string { return e.Path + ": " + e.Msg }
 
-// compiled holds the parsed selectors and patterns of a validated source.
-type compiled struct {
-	item       cascadia.Selector
-	id         *Compiled
-	total      *Compiled
-	fields     []*Compiled
-	itemFields []*Compiled
-	stop       []map[string]bool // per keyword spec
-}
-
-// Compiled is a [Field] ready to apply.
-type Compiled struct {
-	Name    string            // field name ("id", "total" for those)
-	Sel     cascadia.Selector // nil: the context element itself
-	Attr    string
-	Re      *regexp.Regexp // nil: no pattern
-	Numeric bool
-	Join    string
-}
-
-// Clean applies the pattern and numeric normalisation to a raw value (text
-// or attribute, already whitespace-collapsed). It reports false when the
-// pattern does not match or a numeric value does not parse.
-func (c *Compiled) Clean(raw string) (string, bool) {
-	v := raw
-	if c.Re != nil {
-		m := c.Re.FindStringSubmatch(raw)
-		switch {
-		case m == nil:
-			return "", false
-		case len(m) > 1:
-			v = m[1]
-		default:
-			v = m[0]
-		}
-	}
-	v = strings.TrimSpace(v)
-	if !c.Numeric {
-		return v, v != ""
-	}
-	f, ok := ParseNumber(v)
-	if !ok {
-		return "", false
-	}
-	return strconv.FormatFloat(f, 'f', -1, 64), true
-}
-
 // ParseNumber reads a number as result pages print it: thousands separators
 // (",", "_", spaces, no-break spaces) are ignored. NaN and infinities are
 // refused.
@@ -297,38 +250,27 @@ func ParseNumber(s string) (float64, bool) {
 	return f, true
 }
 
-// Matchers is the compiled parsing spec of a source, for package
-// worker/probeparse.
-type Matchers struct {
-	Item       cascadia.Selector
-	ID         *Compiled
-	Total      *Compiled // nil when the page shows no total
-	Fields     []*Compiled
-	ItemFields []*Compiled
-}
+// SelectorCheck checks the syntax of one CSS selector. Package source
+// leaves CSS to the package that applies the selectors
+// (probeparse.CheckSelector), so that the planner, which uses sources but
+// never reads a page, links no HTML parser. A nil SelectorCheck checks no
+// CSS syntax.
+type SelectorCheck func(selector string) error
 
-// Matchers returns the compiled parsing spec. A validated source returns
-// its cached form; otherwise the definition is compiled now (without
-// modifying s, so concurrent callers are safe) and any error is returned.
-func (s *Source) Matchers() (*Matchers, error) {
-	c := s.c
-	if c == nil {
-		var err error
-		if c, err = s.compile(); err != nil {
-			return nil, err
-		}
-	}
-	return &Matchers{Item: c.item, ID: c.id, Total: c.total, Fields: c.fields, ItemFields: c.itemFields}, nil
-}
-
-// Validate checks the definition, applies defaults (TimeUnit 1s, Method 1,
-// Interval 1, WeightConst 1 without WeightField) and compiles selectors and
-// patterns. Errors are *fieldErrors naming the key, joined. It must not
-// run concurrently with other uses of s. The compiled form is cached in s
-// (and shared by copies of s): call Validate again after changing a
-// definition, or the old selectors stay in use.
+// Validate checks the definition, all but the CSS syntax of its selectors
+// (which [Parse], [Load], [DecodeJSON] and [Source.Check] take a
+// [SelectorCheck] for), and applies defaults (TimeUnit 1s, Method 1,
+// Interval 1, WeightConst 1 without WeightField). Errors are *fieldErrors
+// naming the key, joined. It must not run concurrently with other uses of
+// s. Validate caches the keyword specs' stopword sets in s (shared by
+// copies of s): call Validate again after changing a definition.
 func (s *Source) Validate() error {
-	s.c = nil
+	return s.validate(nil)
+}
+
+// validate is Validate with the CSS syntax checked by sel.
+func (s *Source) validate(sel SelectorCheck) error {
+	s.stop = nil
 	if s.TimeUnit == 0 {
 		s.TimeUnit = time.Second
 	}
@@ -346,21 +288,37 @@ func (s *Source) Validate() error {
 			s.KeywordSpecs[i].Split = splitWords
 		}
 	}
-	c, err := s.compile()
+	stop, err := s.check(sel)
 	if err != nil {
 		return err
 	}
-	s.c = c
+	s.stop = stop
 	return nil
 }
 
-func (s *Source) compile() (*compiled, error) {
-	var errs []error
-	bad := func(path, format string, args ...any) {
-		errs = append(errs, &fieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
-	}
-	// Zero values stand for the defaults Validate applies, so Matchers can
-	// compile an unvalidated source without modifying it.
+// Check reports the faults [Source.Validate] reports, and those sel finds
+// in the CSS selectors, without applying defaults or modifying s, so
+// concurrent callers are safe: the page parser checks a definition with it
+// before compiling the selectors.
+func (s *Source) Check(sel SelectorCheck) error {
+	_, err := s.check(sel)
+	return err
+}
+
+// problems collects the faults found in a definition, in the order they
+// were found, each naming its key.
+type problems []error
+
+func (p *problems) bad(path, format string, args ...any) {
+	*p = append(*p, &fieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// check returns the stopword set of each keyword spec, or the faults of
+// the definition in the order they were found.
+func (s *Source) check(sel SelectorCheck) ([]map[string]bool, error) {
+	var p problems
+	// Zero values stand for the defaults Validate applies, so Check can
+	// judge an unvalidated source without modifying it.
 	method, interval := s.Method, s.Interval
 	if method == 0 {
 		method = methodAllPages
@@ -369,191 +327,220 @@ func (s *Source) compile() (*compiled, error) {
 		interval = 1
 	}
 	if strings.TrimSpace(s.Name) == "" {
-		bad("name", "missing")
+		p.bad("name", "missing")
 	}
+	s.checkTemplates(&p, method)
+	s.checkSettings(&p, method, interval)
+	s.checkSelectors(&p, sel)
+	s.checkValueField(&p)
+	s.checkWeight(&p)
+	for _, name := range sortedKeys(s.Dissims) {
+		s.checkKnown(&p, "dissimilarity."+name, name)
+		if d := s.Dissims[name]; d != dissimNumeric && d != DissimChanged {
+			p.bad("dissimilarity."+name, "expected %q or %q, got %q", dissimNumeric, DissimChanged, d)
+		}
+	}
+	stop := s.checkKeywords(&p)
+	if len(p) > 0 {
+		return nil, errors.Join(p...)
+	}
+	return stop, nil
+}
+
+// checkTemplates checks the search and item URL templates, with the
+// method in force.
+func (s *Source) checkTemplates(p *problems, method int) {
 	switch {
 	case s.SearchTemplate == "":
-		bad("search_url", "missing")
+		p.bad("search_url", "missing")
 	case !strings.Contains(s.SearchTemplate, "{query}"):
-		bad("search_url", "missing {query}")
+		p.bad("search_url", "missing {query}")
 	case method == methodAllPages && !strings.Contains(s.SearchTemplate, "{page}") && !strings.Contains(s.SearchTemplate, "{start}"):
-		bad("search_url", "missing {page} or {start} (method 1 reads every result page)")
+		p.bad("search_url", "missing {page} or {start} (method 1 reads every result page)")
 	default:
 		if err := checkURL(s.fill(s.SearchTemplate, map[string]string{"query": "q", "page": "1", "start": "0"})); err != nil {
-			bad("search_url", "%v", err)
+			p.bad("search_url", "%v", err)
 		}
 	}
 	if s.ItemTemplate != "" {
 		if !strings.Contains(s.ItemTemplate, "{id}") {
-			bad("item_url", "missing {id}")
+			p.bad("item_url", "missing {id}")
 		} else if err := checkURL(s.fill(s.ItemTemplate, map[string]string{"id": "x"})); err != nil {
-			bad("item_url", "%v", err)
+			p.bad("item_url", "%v", err)
 		}
 		if len(s.ItemFields) == 0 {
-			bad("item_page.fields", "missing (item_url is set, so item pages must be parsed)")
+			p.bad("item_page.fields", "missing (item_url is set, so item pages must be parsed)")
 		}
 	} else if len(s.ItemFields) > 0 {
-		bad("item_url", "missing (item_page is set)")
+		p.bad("item_url", "missing (item_page is set)")
 	}
+}
+
+// checkSettings checks the numeric settings, with the method and interval
+// in force.
+func (s *Source) checkSettings(p *problems, method int, interval float64) {
 	if s.PageSize <= 0 {
-		bad("page_size", "expected a positive number of results a page, got %d", s.PageSize)
+		p.bad("page_size", "expected a positive number of results a page, got %d", s.PageSize)
 	}
 	if s.TimeUnit < 0 {
-		bad("time_unit", "expected a positive duration, got %v", s.TimeUnit)
+		p.bad("time_unit", "expected a positive duration, got %v", s.TimeUnit)
 	}
 	if method != methodAllPages && method != methodFirstPage {
-		bad("method", "expected 1 (every result page) or 2 (first page only), got %d", s.Method)
+		p.bad("method", "expected 1 (every result page) or 2 (first page only), got %d", s.Method)
 	}
 	if s.Score != "" && s.Score != "per_result" && s.Score != "per_request" {
-		bad("score", "expected per_result or per_request, got %q", s.Score)
+		p.bad("score", "expected per_result or per_request, got %q", s.Score)
 	}
 	if s.LocalRatio < 0 {
-		bad("local_ratio", "expected ≥ 1 (or 0 for the default), got %v", s.LocalRatio)
+		p.bad("local_ratio", "expected ≥ 1 (or 0 for the default), got %v", s.LocalRatio)
 	}
 	if s.Quota < 0 {
-		bad("quota", "expected ≥ 0 (0 = until every item is covered), got %d", s.Quota)
+		p.bad("quota", "expected ≥ 0 (0 = until every item is covered), got %d", s.Quota)
 	}
 	if !(s.Alpha >= 0) || math.IsInf(s.Alpha, 0) {
-		bad("alpha", "expected a finite number ≥ 0, got %v", s.Alpha)
+		p.bad("alpha", "expected a finite number ≥ 0, got %v", s.Alpha)
 	}
 	if !(interval > 0) || math.IsInf(interval, 0) {
-		bad("interval", "expected a finite positive number of time units, got %v", s.Interval)
+		p.bad("interval", "expected a finite positive number of time units, got %v", s.Interval)
 	}
 	if !(s.ReferenceScale >= 0) || math.IsInf(s.ReferenceScale, 0) {
-		bad("reference_scale", "expected a finite number ≥ 0, got %v", s.ReferenceScale)
+		p.bad("reference_scale", "expected a finite number ≥ 0, got %v", s.ReferenceScale)
 	}
+}
 
-	c := &compiled{}
+// checkSelectors checks the result block selector and the fields of
+// result and item pages, the CSS syntax with sel.
+func (s *Source) checkSelectors(p *problems, sel SelectorCheck) {
 	if s.Item == "" {
-		bad("item", "missing (CSS selector of one result block)")
-	} else if m, err := cascadia.Compile(s.Item); err != nil {
-		bad("item", "expected a CSS selector: %v", err)
+		p.bad("item", "missing (CSS selector of one result block)")
 	} else {
-		c.item = m
+		checkSelector(p, "item", s.Item, sel)
 	}
-	compileField := func(path, name string, f Field, needSel bool) *Compiled {
-		out := &Compiled{Name: name, Attr: f.Attr, Numeric: f.Numeric, Join: f.Join}
-		ok := true
-		if f.Selector == "" && f.Attr == "" && needSel {
-			bad(path+".selector", "missing")
-			ok = false
-		}
-		if f.Selector != "" {
-			m, err := cascadia.Compile(f.Selector)
-			if err != nil {
-				bad(path+".selector", "expected a CSS selector: %v", err)
-				ok = false
-			}
-			out.Sel = m
-		}
-		if f.Regexp != "" {
-			re, err := regexp.Compile(f.Regexp)
-			if err != nil {
-				bad(path+".regexp", "expected an RE2 regular expression: %v", err)
-				ok = false
-			}
-			out.Re = re
-		}
-		if !ok {
-			return nil
-		}
-		return out
-	}
-	c.id = compileField("id", "id", s.ID, true)
+	checkField(p, "id", s.ID, true, sel)
 	if s.Total != (Field{}) {
-		t := s.Total
-		t.Numeric = true
-		c.total = compileField("total", "total", t, true)
+		checkField(p, "total", s.Total, true, sel)
 	}
 	if len(s.Fields) == 0 {
-		bad("fields", "missing (at least the value field)")
+		p.bad("fields", "missing (at least the value field)")
 	}
 	for _, name := range sortedKeys(s.Fields) {
 		if err := checkName(name); err != nil {
-			bad("fields."+name, "%v", err)
+			p.bad("fields."+name, "%v", err)
 			continue
 		}
-		if f := compileField("fields."+name, name, s.Fields[name], false); f != nil {
-			c.fields = append(c.fields, f)
-		}
+		checkField(p, "fields."+name, s.Fields[name], false, sel)
 	}
 	for _, name := range sortedKeys(s.ItemFields) {
 		if err := checkName(name); err != nil {
-			bad("item_page.fields."+name, "%v", err)
+			p.bad("item_page.fields."+name, "%v", err)
 			continue
 		}
 		// On an item page the context is the whole document: a selector is
 		// required.
 		f := s.ItemFields[name]
 		if f.Selector == "" {
-			bad("item_page.fields."+name+".selector", "missing")
+			p.bad("item_page.fields."+name+".selector", "missing")
 			continue
 		}
-		if cf := compileField("item_page.fields."+name, name, f, true); cf != nil {
-			c.itemFields = append(c.itemFields, cf)
-		}
+		checkField(p, "item_page.fields."+name, f, true, sel)
 	}
+}
 
-	known := func(path, name string) {
-		if _, ok := s.Fields[name]; !ok {
-			bad(path, "unknown field %q (not under fields)", name)
+// checkSelector reports the key path when sel rejects the CSS selector.
+func checkSelector(p *problems, path, selector string, sel SelectorCheck) {
+	if sel == nil {
+		return
+	}
+	if err := sel(selector); err != nil {
+		p.bad(path, "expected a CSS selector: %v", err)
+	}
+}
+
+// checkField checks the field f at key path.
+func checkField(p *problems, path string, f Field, needSel bool, sel SelectorCheck) {
+	if f.Selector == "" && f.Attr == "" && needSel {
+		p.bad(path+".selector", "missing")
+	}
+	if f.Selector != "" {
+		checkSelector(p, path+".selector", f.Selector, sel)
+	}
+	if f.Regexp != "" {
+		if _, err := regexp.Compile(f.Regexp); err != nil {
+			p.bad(path+".regexp", "expected an RE2 regular expression: %v", err)
 		}
 	}
-	switch {
-	case s.ValueField == "":
-		bad("value_field", "missing (the tracked numeric field)")
-	default:
-		known("value_field", s.ValueField)
-		if f, ok := s.ItemFields[s.ValueField]; len(s.ItemFields) > 0 && !ok {
-			bad("item_page.fields", "missing the value field %q", s.ValueField)
-		} else if ok && !f.Numeric {
-			bad("item_page.fields."+s.ValueField+".numeric", "expected true for the value field")
-		}
-		if f, ok := s.Fields[s.ValueField]; ok && !f.Numeric {
-			bad("fields."+s.ValueField+".numeric", "expected true for the value field")
-		}
+}
+
+// checkKnown reports the key path when name is not a field of result
+// pages.
+func (s *Source) checkKnown(p *problems, path, name string) {
+	if _, ok := s.Fields[name]; !ok {
+		p.bad(path, "unknown field %q (not under fields)", name)
 	}
+}
+
+// checkValueField checks the tracked field: a numeric field of result
+// pages and, when item pages are parsed, of item pages.
+func (s *Source) checkValueField(p *problems) {
+	if s.ValueField == "" {
+		p.bad("value_field", "missing (the tracked numeric field)")
+		return
+	}
+	s.checkKnown(p, "value_field", s.ValueField)
+	if f, ok := s.ItemFields[s.ValueField]; len(s.ItemFields) > 0 && !ok {
+		p.bad("item_page.fields", "missing the value field %q", s.ValueField)
+	} else if ok && !f.Numeric {
+		p.bad("item_page.fields."+s.ValueField+".numeric", "expected true for the value field")
+	}
+	if f, ok := s.Fields[s.ValueField]; ok && !f.Numeric {
+		p.bad("fields."+s.ValueField+".numeric", "expected true for the value field")
+	}
+}
+
+// checkWeight checks that the weight is one of a field, an attribute or a
+// constant.
+func (s *Source) checkWeight(p *problems) {
 	switch {
 	case s.WeightAttr != "":
 		if s.WeightField != "" {
-			bad("weight", "expected a field name or an attribute, not both")
+			p.bad("weight", "expected a field name or an attribute, not both")
 		}
 		if _, ok := s.Fields[s.WeightAttr]; ok {
-			bad("weight.attribute", "%q is a field read off result pages: use weight: %s", s.WeightAttr, s.WeightAttr)
+			p.bad("weight.attribute", "%q is a field read off result pages: use weight: %s", s.WeightAttr, s.WeightAttr)
 		} else if err := checkName(s.WeightAttr); err != nil {
-			bad("weight.attribute", "%v", err)
+			p.bad("weight.attribute", "%v", err)
 		}
 	case s.WeightField != "":
-		known("weight", s.WeightField)
+		s.checkKnown(p, "weight", s.WeightField)
 	case !(s.WeightConst >= 0) || math.IsInf(s.WeightConst, 0):
-		bad("weight", "expected a field name or a finite number ≥ 0, got %v", s.WeightConst)
+		p.bad("weight", "expected a field name or a finite number ≥ 0, got %v", s.WeightConst)
 	}
-	for _, name := range sortedKeys(s.Dissims) {
-		known("dissimilarity."+name, name)
-		if d := s.Dissims[name]; d != dissimNumeric && d != DissimChanged {
-			bad("dissimilarity."+name, "expected %q or %q, got %q", dissimNumeric, DissimChanged, d)
-		}
-	}
+}
+
+// checkKeywords checks the keyword specs and returns their stopword sets.
+func (s *Source) checkKeywords(p *problems) []map[string]bool {
 	if len(s.KeywordSpecs) == 0 {
-		bad("keywords", "missing (which fields give an item's keywords)")
+		p.bad("keywords", "missing (which fields give an item's keywords)")
 	}
+	var stop []map[string]bool
 	for i, k := range s.KeywordSpecs {
-		p := fmt.Sprintf("keywords[%d]", i)
+		path := fmt.Sprintf("keywords[%d]", i)
 		if k.Field == "" {
-			bad(p+".field", "missing")
+			p.bad(path+".field", "missing")
 		} else {
-			known(p+".field", k.Field)
+			s.checkKnown(p, path+".field", k.Field)
 		}
-		stop := make(map[string]bool, len(k.Stopwords))
-		for _, w := range k.Stopwords {
-			stop[strings.ToLower(w)] = true
-		}
-		c.stop = append(c.stop, stop)
+		stop = append(stop, stopSet(k.Stopwords))
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	return stop
+}
+
+func stopSet(words []string) map[string]bool {
+	set := make(map[string]bool, len(words))
+	for _, w := range words {
+		set[strings.ToLower(w)] = true
 	}
-	return c, nil
+	return set
 }
 
 // checkName keeps field names usable as YAML keys, JSON keys and in paths.
@@ -657,13 +644,10 @@ func (s *Source) Keywords(fields map[string]string) []string {
 	}
 	for i, k := range s.KeywordSpecs {
 		var stop map[string]bool
-		if s.c != nil && i < len(s.c.stop) {
-			stop = s.c.stop[i]
+		if i < len(s.stop) {
+			stop = s.stop[i]
 		} else {
-			stop = make(map[string]bool, len(k.Stopwords))
-			for _, w := range k.Stopwords {
-				stop[strings.ToLower(w)] = true
-			}
+			stop = stopSet(k.Stopwords)
 		}
 		v := fields[k.Field]
 		if k.Split == "" || k.Split == splitWords {
@@ -765,16 +749,16 @@ func (s *Source) Dissimilarity(old, new map[string]string) float64 {
 
 // DecodeJSON decodes and validates a source encoded with encoding/json (the
 // definition a probe task carries, proto.ProbeSpec.Def, so workers need no
-// config of their own). Unknown keys are rejected. References are not part
-// of the encoding.
-func DecodeJSON(b []byte) (Source, error) {
+// config of their own), the CSS syntax of its selectors with sel. Unknown
+// keys are rejected. References are not part of the encoding.
+func DecodeJSON(b []byte, sel SelectorCheck) (Source, error) {
 	var s Source
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
 		return Source{}, fmt.Errorf("source definition: %w", err)
 	}
-	if err := s.Validate(); err != nil {
+	if err := s.validate(sel); err != nil {
 		return Source{}, fmt.Errorf("source definition %q: %w", s.Name, err)
 	}
 	return s, nil

@@ -2,6 +2,7 @@ package source
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,8 +55,18 @@ sources:
     weight: 2.5
 `
 
+// checkCSS stands in for the page parser's selector check
+// (probeparse.CheckSelector), which package source cannot import: it
+// rejects unbalanced brackets, the fault of every bad selector below.
+func checkCSS(sel string) error {
+	if strings.Count(sel, "[") != strings.Count(sel, "]") {
+		return errors.New("unbalanced brackets")
+	}
+	return nil
+}
+
 func TestParseGood(t *testing.T) {
-	srcs, err := Parse([]byte(goodYAML), "config.yaml")
+	srcs, err := Parse([]byte(goodYAML), "config.yaml", checkCSS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,14 +85,14 @@ func TestParseGood(t *testing.T) {
 		d.KeywordSpecs[0].Split != splitWords || d.Dissims["name"] != DissimChanged {
 		t.Fatalf("defaults %+v", d)
 	}
-	if _, err := d.Matchers(); err != nil {
+	if err := d.Check(checkCSS); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestParseEmpty(t *testing.T) {
 	for _, doc := range []string{"", "workers: 3\n", "sources:\n", "sources: []\n"} {
-		srcs, err := Parse([]byte(doc), "c.yaml")
+		srcs, err := Parse([]byte(doc), "c.yaml", checkCSS)
 		if err != nil || len(srcs) != 0 {
 			t.Errorf("%q: %v, %v", doc, srcs, err)
 		}
@@ -141,7 +152,7 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 				t.Fatalf("test bug: %q not in minimal", tc.old)
 			}
 			doc := strings.Replace(minimal, tc.old, tc.new, 1)
-			_, err := Parse([]byte(doc), "config.yaml")
+			_, err := Parse([]byte(doc), "config.yaml", checkCSS)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error = %v\nwant it to contain %q", err, tc.want)
 			}
@@ -149,28 +160,35 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 	}
 	// The second source is named by its index; duplicate names are refused.
 	doc := minimal + strings.Replace(strings.TrimPrefix(minimal, "sources:\n"), "t: .t", "t: \"t[\"", 1)
-	_, err := Parse([]byte(doc), "config.yaml")
+	_, err := Parse([]byte(doc), "config.yaml", checkCSS)
 	for _, want := range []string{"sources[1].fields.t.selector: expected a CSS selector", `sources[1].name: duplicate source name "a" (also sources[0])`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error = %v, want %q", err, want)
 		}
 	}
-	if _, err := Parse([]byte("sources: [\n"), "config.yaml"); err == nil || !strings.HasPrefix(err.Error(), "config.yaml: ") {
+	if _, err := Parse([]byte("sources: [\n"), "config.yaml", checkCSS); err == nil || !strings.HasPrefix(err.Error(), "config.yaml: ") {
 		t.Errorf("bad YAML error = %v", err)
 	}
 }
 
-func mustParse(t *testing.T, doc string) Source {
-	t.Helper()
-	srcs, err := Parse([]byte(doc), "t.yaml")
-	if err != nil {
-		t.Fatal(err)
+// Without a SelectorCheck the CSS syntax is left to the page parser;
+// everything else is still checked.
+func TestParseWithoutSelectorCheck(t *testing.T) {
+	doc := strings.Replace(minimal, "item: li", "item: \"li[\"", 1)
+	if _, err := Parse([]byte(doc), "config.yaml", nil); err != nil {
+		t.Fatalf("bad CSS without a check: %v", err)
 	}
-	return srcs[0]
+	if _, err := Parse([]byte(doc), "config.yaml", checkCSS); err == nil || !strings.Contains(err.Error(), "config.yaml: sources[0].item: expected a CSS selector: unbalanced brackets (line 5)") {
+		t.Fatalf("bad CSS with a check: %v", err)
+	}
+	doc = strings.Replace(doc, "page_size: 10", "page_size: 0", 1)
+	if _, err := Parse([]byte(doc), "config.yaml", nil); err == nil || !strings.Contains(err.Error(), "sources[0].page_size: expected a positive number") {
+		t.Fatalf("other faults without a check: %v", err)
+	}
 }
 
 func TestURLs(t *testing.T) {
-	srcs, err := Parse([]byte(goodYAML), "config.yaml")
+	srcs, err := Parse([]byte(goodYAML), "config.yaml", checkCSS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +209,7 @@ func TestURLs(t *testing.T) {
 }
 
 func TestKeywordsWeightValueDissimilarity(t *testing.T) {
-	srcs, _ := Parse([]byte(goodYAML), "config.yaml")
+	srcs, _ := Parse([]byte(goodYAML), "config.yaml", checkCSS)
 	s := srcs[0]
 	f := map[string]string{"title": "The Evolution of the Web and Implications for an Incremental Crawler", "authors": "Junghoo Cho, Hector  Garcia-Molina, junghoo cho", "citations": "1234"}
 	want := []string{"evolution", "web", "implications", "incremental", "crawler", "junghoo cho", "hector garcia-molina"}
@@ -238,8 +256,11 @@ func TestCodeBuiltSource(t *testing.T) {
 		Item: "li", ID: Field{Attr: "id"}, Fields: map[string]Field{"v": {Selector: ".v", Numeric: true}},
 		KeywordSpecs: []KeywordSpec{{Field: "v"}}, ValueField: "v",
 	}
-	if _, err := s.Matchers(); err != nil {
-		t.Fatalf("Matchers before Validate: %v", err)
+	if err := s.Check(checkCSS); err != nil {
+		t.Fatalf("Check before Validate: %v", err)
+	}
+	if s.Method != 0 || s.WeightConst != 0 {
+		t.Fatalf("Check applied defaults: %+v", s)
 	}
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
@@ -248,10 +269,12 @@ func TestCodeBuiltSource(t *testing.T) {
 		t.Errorf("defaults %+v", s)
 	}
 	s.Item = "li["
-	s.c = nil
-	err := s.Validate()
-	if err == nil || !strings.HasPrefix(err.Error(), "item: expected a CSS selector") {
-		t.Errorf("Validate = %v", err)
+	if err := s.Validate(); err != nil {
+		t.Errorf("Validate judged CSS, which is the parser's: %v", err)
+	}
+	err := s.Check(checkCSS)
+	if err == nil || !strings.HasPrefix(err.Error(), "item: expected a CSS selector: unbalanced brackets") {
+		t.Errorf("Check = %v", err)
 	}
 }
 
@@ -261,14 +284,14 @@ func TestLoadReferenceCounts(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(goodYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Load(cfg)
+	_, err := Load(cfg, checkCSS)
 	if err == nil || !strings.Contains(err.Error(), "sources[0].reference_counts: open ") {
 		t.Fatalf("missing counts file: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "counts.csv"), []byte("query,count\nWeb,120\ncrawler web,7\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srcs, err := Load(cfg)
+	srcs, err := Load(cfg, checkCSS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,33 +307,13 @@ func TestLoadReferenceCounts(t *testing.T) {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}
-	if _, err := Load(filepath.Join(dir, "nope.yaml")); err == nil {
+	if _, err := Load(filepath.Join(dir, "nope.yaml"), checkCSS); err == nil {
 		t.Error("missing config file")
 	}
 }
 
-func TestCompiledClean(t *testing.T) {
-	s := mustParse(t, minimal)
-	m, err := s.Matchers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n *Compiled
-	for _, f := range m.Fields {
-		if f.Name == "n" {
-			n = f
-		}
-	}
-	for raw, want := range map[string]string{"1,234": "1234", "12.50": "12.5", " 7 ": "7", "x": "", "NaN": "", "1e400": ""} {
-		got, ok := n.Clean(raw)
-		if got != want || ok != (want != "") {
-			t.Errorf("Clean(%q) = %q %v, want %q", raw, got, ok, want)
-		}
-	}
-}
-
 func TestJSONRoundTrip(t *testing.T) {
-	srcs, err := Parse([]byte(goodYAML), "config.yaml")
+	srcs, err := Parse([]byte(goodYAML), "config.yaml", checkCSS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +323,7 @@ func TestJSONRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := DecodeJSON(b)
+	got, err := DecodeJSON(b, checkCSS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,10 +332,10 @@ func TestJSONRoundTrip(t *testing.T) {
 		got.References != nil || got.Fields["citations"].Regexp != s.Fields["citations"].Regexp {
 		t.Fatalf("round trip %s\n%+v", b, got)
 	}
-	if _, err := DecodeJSON([]byte(`{"name":"x","bogus":1}`)); err == nil || !strings.Contains(err.Error(), "bogus") {
+	if _, err := DecodeJSON([]byte(`{"name":"x","bogus":1}`), checkCSS); err == nil || !strings.Contains(err.Error(), "bogus") {
 		t.Errorf("unknown key: %v", err)
 	}
-	if _, err := DecodeJSON([]byte(`{"name":"x"}`)); err == nil || !strings.Contains(err.Error(), "search_url: missing") {
+	if _, err := DecodeJSON([]byte(`{"name":"x"}`), checkCSS); err == nil || !strings.Contains(err.Error(), "search_url: missing") {
 		t.Errorf("invalid: %v", err)
 	}
 }
@@ -342,7 +345,7 @@ func TestJSONRoundTrip(t *testing.T) {
 // dissimilarity counts updates.
 func TestWeightAttributeAndCountsUpdates(t *testing.T) {
 	y := strings.Replace(goodYAML, "weight: citations", "weight: {attribute: importance}", 1)
-	srcs, err := Parse([]byte(y), "config.yaml")
+	srcs, err := Parse([]byte(y), "config.yaml", checkCSS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +364,7 @@ func TestWeightAttributeAndCountsUpdates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := DecodeJSON(b)
+	d, err := DecodeJSON(b, checkCSS)
 	if err != nil || d.WeightAttr != "importance" {
 		t.Fatalf("DecodeJSON: %v %q", err, d.WeightAttr)
 	}

@@ -1,6 +1,7 @@
 // Package testutil holds what the module's tests share: starting NATS,
-// opening a store, waiting for a condition, a quiet logger, and the switch
-// that keeps the slow integration and fault cases out of the quick run.
+// waiting for a condition, a quiet logger, and the switch that keeps the
+// slow integration and fault cases out of the quick run. Opening a store
+// is in the storetest package beneath it.
 package testutil
 
 import "testing"

@@ -212,53 +212,11 @@ func runQueueCeiling(ctx context.Context, o CeilingOptions) (QueueCeiling, error
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		for {
-			m, err := it.Next()
-			if err != nil {
-				if runCtx.Err() == nil && !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-					fail(fmt.Errorf("queue ceiling: next task: %w", err))
-				}
-				return
-			}
-			if err := m.Ack(); err != nil {
-				fail(fmt.Errorf("queue ceiling: ack: %w", err))
-				return
-			}
-			acked.Add(1)
-			select {
-			case <-backlog:
-			default:
-			}
-		}
+		consumeTasks(runCtx, it, backlog, &acked, fail)
 	}()
 	go func() {
 		defer wg.Done()
-		subject := proto.TaskSubject(proto.KindFetch)
-		for i := 0; runCtx.Err() == nil; i++ {
-			select {
-			case backlog <- struct{}{}:
-			case <-runCtx.Done():
-				return
-			}
-			b, err := proto.Encode(benchTask("t-" + strconv.Itoa(i)))
-			if err != nil {
-				fail(err)
-				return
-			}
-			for {
-				_, err := js.PublishAsync(subject, b, jetstream.WithMsgID("t-"+strconv.Itoa(i)))
-				if err == nil {
-					break
-				}
-				// Too many publishes awaiting their acknowledgement: wait
-				// for them rather than spin.
-				select {
-				case <-js.PublishAsyncComplete():
-				case <-runCtx.Done():
-					return
-				}
-			}
-		}
+		publishTasks(runCtx, js, backlog, fail)
 	}()
 
 	o.Progress("queue ceiling: warming up %s", o.Warmup)
@@ -284,6 +242,60 @@ func runQueueCeiling(ctx context.Context, o CeilingOptions) (QueueCeiling, error
 	}
 	o.Progress("queue ceiling: %.0f tasks/s", q.PerSecond)
 	return q, nil
+}
+
+// consumeTasks acknowledges the tasks it takes until it is stopped,
+// counting them in acked and freeing a place in the backlog for each.
+func consumeTasks(ctx context.Context, it jetstream.MessagesContext, backlog chan struct{}, acked *atomic.Int64, fail func(error)) {
+	for {
+		m, err := it.Next()
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				fail(fmt.Errorf("queue ceiling: next task: %w", err))
+			}
+			return
+		}
+		if err := m.Ack(); err != nil {
+			fail(fmt.Errorf("queue ceiling: ack: %w", err))
+			return
+		}
+		acked.Add(1)
+		select {
+		case <-backlog:
+		default:
+		}
+	}
+}
+
+// publishTasks publishes typical tasks until ctx ends, each once it has a
+// place in the backlog.
+func publishTasks(ctx context.Context, js jetstream.JetStream, backlog chan struct{}, fail func(error)) {
+	subject := proto.TaskSubject(proto.KindFetch)
+	for i := 0; ctx.Err() == nil; i++ {
+		select {
+		case backlog <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		b, err := proto.Encode(benchTask("t-" + strconv.Itoa(i)))
+		if err != nil {
+			fail(err)
+			return
+		}
+		for {
+			_, err := js.PublishAsync(subject, b, jetstream.WithMsgID("t-"+strconv.Itoa(i)))
+			if err == nil {
+				break
+			}
+			// Too many publishes awaiting their acknowledgement: wait
+			// for them rather than spin.
+			select {
+			case <-js.PublishAsyncComplete():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
 }
 
 // runPipelineCeiling runs a coordinator with no workers on synthetic URLs

@@ -40,6 +40,53 @@ func RunLive(ctx context.Context, w Workload, policy string, o Options, lo LiveO
 	if w.VirtualOnly {
 		return Result{}, fmt.Errorf("bench: workload %s runs in virtual mode only", w.Name)
 	}
+	lo = lo.withDefaults()
+	s, err := startLiveSim(ctx, w, o, lo.Day)
+	if err != nil {
+		return Result{}, err
+	}
+	defer s.Close()
+
+	cfg, cleanup, err := liveConfig(o, lo)
+	if err != nil {
+		return Result{}, err
+	}
+	defer cleanup()
+	pol, err := newPolicy(policy, lo.Day)
+	if err != nil {
+		return Result{}, err
+	}
+	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: cfg.Workers}, Policy: pol, Log: lo.Log})
+	if err != nil {
+		return Result{}, fmt.Errorf("bench: start node: %w", err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			n.Stop()
+		}
+	}()
+	seeds, err := liveSeeds(s, w)
+	if err != nil {
+		return Result{}, err
+	}
+	start := time.Now()
+	if _, err := n.Coordinator.AddSeeds(strings.NewReader(seeds), "bench"); err != nil {
+		return Result{}, fmt.Errorf("bench: seed: %w", err)
+	}
+	model, err := waitLive(ctx, n, start, o, lo.Day)
+	if err != nil {
+		return Result{}, err
+	}
+	end := time.Now()
+	n.Stop()
+	stopped = true
+	return liveResult(s, w, policy, o, lo.Day, start, end, model)
+}
+
+// withDefaults fills in what lo leaves zero: a simulated day a second,
+// two workers of eight fetches at once, logs discarded.
+func (lo LiveOptions) withDefaults() LiveOptions {
 	if lo.Day <= 0 {
 		lo.Day = time.Second
 	}
@@ -49,31 +96,41 @@ func RunLive(ctx context.Context, w Workload, policy string, o Options, lo LiveO
 	if lo.Concurrency <= 0 {
 		lo.Concurrency = 8
 	}
-	log := lo.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	if lo.Log == nil {
+		lo.Log = slog.New(slog.DiscardHandler)
 	}
-	daySec := lo.Day.Seconds()
+	return lo
+}
+
+// startLiveSim starts the sim of workload w, a simulated day lasting day,
+// its hosts' robots.txt asking the workload's Crawl-delay.
+func startLiveSim(ctx context.Context, w Workload, o Options, day time.Duration) (*sim.Sim, error) {
+	daySec := day.Seconds()
 	robots := map[int]string{}
 	for h := range o.Hosts {
 		if d := w.crawlDelayDays(h, o.Hosts, o.Budget); d > 0 {
 			robots[h] = sim.DefaultRobots + fmt.Sprintf("Crawl-delay: %g\n", d*daySec)
 		}
 	}
-	s, err := sim.New(sim.Config{Hosts: o.Hosts, Pages: o.Pages, Mix: w.Mix, Day: lo.Day, Seed: o.Seed, Robots: robots, LastModified: w.LastModified})
+	s, err := sim.New(sim.Config{Hosts: o.Hosts, Pages: o.Pages, Mix: w.Mix, Day: day, Seed: o.Seed, Robots: robots, LastModified: w.LastModified})
 	if err != nil {
-		return Result{}, fmt.Errorf("bench: workload %s: %w", w.Name, err)
+		return nil, fmt.Errorf("bench: workload %s: %w", w.Name, err)
 	}
 	if err := s.Start(ctx); err != nil {
-		return Result{}, fmt.Errorf("bench: start sim: %w", err)
+		return nil, fmt.Errorf("bench: start sim: %w", err)
 	}
-	defer s.Close()
+	return s, nil
+}
 
+// liveConfig is the crawler's configuration for a live run, in a fresh
+// data directory that cleanup removes: o's rates and durations, in
+// simulated days, on a clock whose day lasts lo.Day.
+func liveConfig(o Options, lo LiveOptions) (config.Config, func(), error) {
+	daySec := lo.Day.Seconds()
 	cfg, cleanup, err := crawlerConfig("freshcrawl-bench-")
 	if err != nil {
-		return Result{}, err
+		return config.Config{}, nil, err
 	}
-	defer cleanup()
 	cfg.Budget = config.Rate(o.Budget / daySec)
 	cfg.HostRate = config.Rate(o.HostRate / daySec)
 	cfg.PriorRate = config.Rate(o.PriorRate / daySec)
@@ -86,22 +143,15 @@ func RunLive(ctx context.Context, w Workload, policy string, o Options, lo LiveO
 	cfg.LMSkew = max(time.Second, time.Duration(60*float64(lo.Day)/86400))
 	cfg.Workers, cfg.Concurrency = lo.Workers, lo.Concurrency
 	if err := cfg.Validate(); err != nil {
-		return Result{}, fmt.Errorf("bench: config: %w", err)
+		cleanup()
+		return config.Config{}, nil, fmt.Errorf("bench: config: %w", err)
 	}
-	pol, err := newPolicy(policy, lo.Day)
-	if err != nil {
-		return Result{}, err
-	}
-	n, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: cfg.Workers}, Policy: pol, Log: log})
-	if err != nil {
-		return Result{}, fmt.Errorf("bench: start node: %w", err)
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			n.Stop()
-		}
-	}()
+	return cfg, cleanup, nil
+}
+
+// liveSeeds is the seed file of the sim's pages, one JSON object a line,
+// each with the workload's weight.
+func liveSeeds(s *sim.Sim, w Workload) (string, error) {
 	var seeds strings.Builder
 	for i, u := range s.URLs() {
 		b, err := json.Marshal(struct {
@@ -109,49 +159,56 @@ func RunLive(ctx context.Context, w Workload, policy string, o Options, lo LiveO
 			Weight float64 `json:"weight"`
 		}{u, w.weight(i)})
 		if err != nil {
-			return Result{}, fmt.Errorf("bench: seed: %w", err)
+			return "", fmt.Errorf("bench: seed: %w", err)
 		}
 		seeds.Write(b)
 		seeds.WriteByte('\n')
 	}
-	start := time.Now()
-	if _, err := n.Coordinator.AddSeeds(strings.NewReader(seeds.String()), "bench"); err != nil {
-		return Result{}, fmt.Errorf("bench: seed: %w", err)
-	}
-	runFor := time.Duration(o.Days * float64(lo.Day))
+	return seeds.String(), nil
+}
+
+// modelMean accumulates samples of the model's freshness.
+type modelMean struct {
+	sum float64
+	n   int
+}
+
+// waitLive lets the node crawl for o.Days simulated days from start,
+// sampling the model's freshness as status shows it every simulated day
+// after warm-up, to be averaged like the truth.
+func waitLive(ctx context.Context, n *node.Node, start time.Time, o Options, day time.Duration) (modelMean, error) {
+	runFor := time.Duration(o.Days * float64(day))
 	timer := time.NewTimer(runFor)
 	defer timer.Stop()
-	// The model's freshness as status shows it, sampled every simulated
-	// day after warm-up and averaged like the truth.
-	tick := time.NewTicker(lo.Day)
+	tick := time.NewTicker(day)
 	defer tick.Stop()
-	warmEnd := start.Add(time.Duration(o.Warmup * float64(lo.Day)))
-	var modelSum float64
-	var modelN int
-wait:
+	warmEnd := start.Add(time.Duration(o.Warmup * float64(day)))
+	var m modelMean
 	for {
 		select {
 		case <-ctx.Done():
-			return Result{}, ctx.Err()
+			return modelMean{}, ctx.Err()
 		case now := <-tick.C:
 			if !now.Before(warmEnd) {
-				modelSum += n.Coordinator.Status().ModelFreshness
-				modelN++
+				m.sum += n.Coordinator.Status().ModelFreshness
+				m.n++
 			}
 		case <-timer.C:
-			break wait
+			return m, nil
 		}
 	}
-	end := time.Now()
-	n.Stop()
-	stopped = true
+}
 
-	from := start.Add(time.Duration(o.Warmup * float64(lo.Day)))
+// liveResult measures a live run that crawled from start to end against
+// the sim's truth and the oracle.
+func liveResult(s *sim.Sim, w Workload, policy string, o Options, day time.Duration, start, end time.Time, model modelMean) (Result, error) {
+	daySec := day.Seconds()
+	from := start.Add(time.Duration(o.Warmup * float64(day)))
 	tr := s.Truth(from, end)
 	full := s.Truth(start, end, sim.WithStep(max(end.Sub(start)/time.Duration(o.Steps), time.Millisecond)))
 	res := Result{Mode: "live", Workload: w.Name, Policy: policy, Pages: o.Pages, Hosts: o.Hosts, Fetches: tr.Fetches, NotModified: tr.NotModified, Bytes: tr.Bytes, Wall: end.Sub(start)}
-	if modelN > 0 {
-		res.ModelFreshness = modelSum / float64(modelN)
+	if model.n > 0 {
+		res.ModelFreshness = model.sum / float64(model.n)
 	}
 	res.FirstPassDays, res.ModelAfterFirstPass = -1, -1
 	var fresh, age, wsum float64
@@ -167,7 +224,7 @@ wait:
 	}
 	windowDays := end.Sub(from).Seconds() / daySec
 	res.FetchesPerDay = float64(tr.Fetches) / windowDays
-	in := SimOracleInput(s.Pages(), lo.Day)
+	in := SimOracleInput(s.Pages(), day)
 	in.Weights, in.HostCaps, in.Fetches = w.Weights, hostCapsPerDay(w, o), res.FetchesPerDay
 	orc, err := SolveOracle(in)
 	if err != nil {

@@ -8,12 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 )
 
 // TestVirtualShortRun runs every policy for a few hundred simulated days on
 // a small Table 6 web: the oracle bounds every policy (within noise), the
 // optimal allocation beats uniform, and the CSV and SVG are written.
 func TestVirtualShortRun(t *testing.T) {
+	testutil.Slow(t)
 	o := DefaultOptions()
 	o.Pages, o.Hosts, o.Days, o.Warmup, o.HalfLifeDays = 300, 6, 600, 200, 365
 	w, err := NewWorkload(workloadTable6, o.Pages, o.Hosts, o.Seed)
@@ -108,6 +111,7 @@ func TestOptionsRejectNonFinite(t *testing.T) {
 // day of 0.5 s cannot resolve, so a workload with dates is not the same
 // web at both scales. Uniform checks the bench's own scaling.
 func TestVirtualUnitFree(t *testing.T) {
+	testutil.Slow(t)
 	o := DefaultOptions()
 	o.Pages, o.Hosts, o.Days, o.Warmup = 300, 10, 400, 100
 	w, err := NewWorkload(workloadNoLM, o.Pages, o.Hosts, o.Seed)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 )
 
 // The virtual probe benchmark on a smaller site, with the source's default
@@ -16,6 +18,7 @@ import (
 // content freshness averages within 20 % of the truth at the same
 // instants, and the interval search's rounds respect their bounds.
 func TestProbesVirtual(t *testing.T) {
+	testutil.Slow(t)
 	o := ProbesOptions{Papers: 300, K: 10, TimeUnit: time.Second, Seed: 3, Policies: []string{"greedy", "naive1", "naive2"},
 		Absent: 0.02, Renamed: 0.05, Units: 200, WarmupUnits: 50, Steps: 50, Alpha: 4}
 	var out bytes.Buffer

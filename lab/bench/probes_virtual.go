@@ -14,6 +14,7 @@ import (
 
 	"github.com/freshcrawl/freshcrawl/config"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/internal/source"
 	"github.com/freshcrawl/freshcrawl/lab/sim"
 	"github.com/freshcrawl/freshcrawl/worker/probeparse"
 )
@@ -71,111 +72,12 @@ const virtualSearchPort = 8080
 // probesVirtual runs one policy on the virtual clock; alpha > 0 sets the
 // source's alpha (greedy only).
 func probesVirtual(ctx context.Context, o ProbesOptions, policy string, alpha float64) (ProbesResult, error) {
-	clk := &vclock{now: virtualEpoch()}
-	s, err := sim.New(sim.Config{Hosts: 1, Pages: 1, Seed: o.Seed, Day: time.Hour, Port: virtualSearchPort, Now: clk.Now,
-		Search: &sim.SearchConfig{Papers: o.Papers, K: o.K, TimeUnit: o.TimeUnit, Seed: o.Seed, Absent: o.Absent, Renamed: o.Renamed, Untracked: o.Untracked}})
+	r, err := newProbeRun(o, policy, alpha)
 	if err != nil {
 		return ProbesResult{}, err
-	}
-	src, err := s.SearchSource()
-	if err != nil {
-		return ProbesResult{}, err
-	}
-	src.Alpha = alpha
-	if o.Score != "" {
-		src.Score = o.Score
-		if err := src.Validate(); err != nil {
-			return ProbesResult{}, err
-		}
 	}
 	unit := o.TimeUnit.Seconds()
-	prior := 0.25 / unit // one citation's rate: the live bench's --prior-rate
-	prober, err := schedule.NewProber(src, policy, prior)
-	if err != nil {
-		return ProbesResult{}, err
-	}
-	est := schedule.NewEstimator(config.Default().HalfLife, prior)
-	handler := s.SearchHandler()
-
-	listed := s.SearchItems()
-	ids := make([]string, len(listed))
-	items := make(map[string]*vitem, len(listed))
 	start := virtualEpoch()
-	for i, it := range listed {
-		ids[i] = it.ID
-		items[it.ID] = &vitem{lastSync: start, attrs: map[string]string{
-			"title": it.Title, "authors": it.Authors,
-			"citations": strconv.Itoa(it.Citations), "weight": strconv.FormatFloat(it.Weight, 'f', -1, 64),
-		}}
-	}
-	tracked := func() []schedule.TrackedItem {
-		out := make([]schedule.TrackedItem, len(ids))
-		for i, id := range ids {
-			it := items[id]
-			out[i] = schedule.TrackedItem{ID: id, Attrs: it.attrs, Rate: it.rate, LastSync: it.lastSync}
-		}
-		return out
-	}
-	// fold is the coordinator's fold of one item read off a page.
-	fold := func(id string, fields map[string]string, at time.Time) {
-		it, ok := items[id]
-		if !ok {
-			return // not tracked
-		}
-		if !it.hasValue {
-			it.value, it.hasValue = src.Value(it.attrs)
-		}
-		v, ok := src.Value(fields)
-		if !ok {
-			return
-		}
-		if it.hasValue && !it.lastSync.IsZero() && at.After(it.lastSync) {
-			it.rate = prober.ObserveRefresh(est, &it.est, it.lastSync, at, it.attrs, fields)
-		}
-		attrs := make(map[string]string, len(it.attrs))
-		for k, x := range it.attrs {
-			attrs[k] = x
-		}
-		for k, x := range fields {
-			attrs[k] = x
-		}
-		it.attrs, it.value, it.hasValue, it.lastSync = attrs, v, true, at
-	}
-	send := func(r schedule.ProbeRequest, at time.Time) error {
-		clk.set(at)
-		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(http.MethodGet, prober.URL(r), nil)
-		handler.ServeHTTP(rec, req)
-		body := rec.Body.Bytes()
-		if r.Item != "" {
-			switch rec.Code {
-			case http.StatusOK:
-				pi, err := probeparse.ParseItem(&src, r.Item, body)
-				if err != nil {
-					return fmt.Errorf("bench: item %s: %w", r.Item, err)
-				}
-				fold(pi.ID, pi.Fields, at)
-			case http.StatusNotFound, http.StatusGone:
-				prober.ObserveGone(r.Item)
-			}
-			return nil
-		}
-		if rec.Code != http.StatusOK {
-			return fmt.Errorf("bench: %s: status %d", req.URL, rec.Code)
-		}
-		found, total, err := probeparse.ParseResults(&src, body)
-		if err != nil {
-			return fmt.Errorf("bench: %s: %w", req.URL, err)
-		}
-		seen := make([]string, len(found))
-		for i, pi := range found {
-			seen[i] = pi.ID
-			fold(pi.ID, pi.Fields, at)
-		}
-		prober.ObserveResults(r.Query, r.Page, total, seen, at)
-		return nil
-	}
-
 	end := start.Add(time.Duration(o.Units * float64(o.TimeUnit)))
 	var rounds []RoundLog
 	now := start
@@ -183,19 +85,19 @@ func probesVirtual(ctx context.Context, o ProbesOptions, policy string, alpha fl
 		if err := ctx.Err(); err != nil {
 			return ProbesResult{}, err
 		}
-		reqs, length, rep, err := prober.Round(tracked(), now)
+		reqs, length, rep, err := r.prober.Round(r.tracked(), now)
 		if err != nil {
 			return ProbesResult{}, err
 		}
 		rounds = append(rounds, RoundLog{Units: now.Sub(start).Seconds() / unit, RoundReport: rep})
 		// As the coordinator does: the round's requests spread evenly over
 		// its length, in order.
-		for i, r := range reqs {
+		for i, req := range reqs {
 			at := now.Add(time.Duration(float64(length) * float64(i) / float64(len(reqs))))
 			if !at.Before(end) {
 				break
 			}
-			if err := send(r, at); err != nil {
+			if err := r.send(req, at); err != nil {
 				return ProbesResult{}, err
 			}
 		}
@@ -204,7 +106,140 @@ func probesVirtual(ctx context.Context, o ProbesOptions, policy string, alpha fl
 		}
 		now = now.Add(length)
 	}
-	return measureProbes(s, o, policy, alpha, rounds, start, end)
+	return measureProbes(r.sim, o, policy, alpha, rounds, start, end)
+}
+
+// probeRun is a keyword-probe run on the virtual clock: the sim's search
+// site, the real Prober, and the crawler's copies of the tracked items.
+type probeRun struct {
+	clk     *vclock
+	sim     *sim.Sim
+	src     source.Source
+	parser  *probeparse.Parser
+	prober  *schedule.Prober
+	est     schedule.Estimator
+	handler http.Handler
+	ids     []string // tracked items, in the sim's order
+	items   map[string]*vitem
+}
+
+// newProbeRun sets up the sim's search site and a Prober for policy, and
+// tracks every item the site lists, as synced at the epoch.
+func newProbeRun(o ProbesOptions, policy string, alpha float64) (*probeRun, error) {
+	clk := &vclock{now: virtualEpoch()}
+	s, err := sim.New(sim.Config{Hosts: 1, Pages: 1, Seed: o.Seed, Day: time.Hour, Port: virtualSearchPort, Now: clk.Now,
+		Search: &sim.SearchConfig{Papers: o.Papers, K: o.K, TimeUnit: o.TimeUnit, Seed: o.Seed, Absent: o.Absent, Renamed: o.Renamed, Untracked: o.Untracked}})
+	if err != nil {
+		return nil, err
+	}
+	src, err := s.SearchSource()
+	if err != nil {
+		return nil, err
+	}
+	src.Alpha = alpha
+	if o.Score != "" {
+		src.Score = o.Score
+		if err := src.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	unit := o.TimeUnit.Seconds()
+	prior := 0.25 / unit // one citation's rate: the live bench's --prior-rate
+	prober, err := schedule.NewProber(src, policy, prior)
+	if err != nil {
+		return nil, err
+	}
+	parser, err := probeparse.New(&src)
+	if err != nil {
+		return nil, err
+	}
+	r := &probeRun{clk: clk, sim: s, src: src, parser: parser, prober: prober,
+		est: schedule.NewEstimator(config.Default().HalfLife, prior), handler: s.SearchHandler()}
+	listed := s.SearchItems()
+	r.ids = make([]string, len(listed))
+	r.items = make(map[string]*vitem, len(listed))
+	start := virtualEpoch()
+	for i, it := range listed {
+		r.ids[i] = it.ID
+		r.items[it.ID] = &vitem{lastSync: start, attrs: map[string]string{
+			"title": it.Title, "authors": it.Authors,
+			"citations": strconv.Itoa(it.Citations), "weight": strconv.FormatFloat(it.Weight, 'f', -1, 64),
+		}}
+	}
+	return r, nil
+}
+
+// tracked is the tracked items as the coordinator hands them to a round.
+func (r *probeRun) tracked() []schedule.TrackedItem {
+	out := make([]schedule.TrackedItem, len(r.ids))
+	for i, id := range r.ids {
+		it := r.items[id]
+		out[i] = schedule.TrackedItem{ID: id, Attrs: it.attrs, Rate: it.rate, LastSync: it.lastSync}
+	}
+	return out
+}
+
+// fold is the coordinator's fold of one item read off a page.
+func (r *probeRun) fold(id string, fields map[string]string, at time.Time) {
+	it, ok := r.items[id]
+	if !ok {
+		return // not tracked
+	}
+	if !it.hasValue {
+		it.value, it.hasValue = r.src.Value(it.attrs)
+	}
+	v, ok := r.src.Value(fields)
+	if !ok {
+		return
+	}
+	if it.hasValue && !it.lastSync.IsZero() && at.After(it.lastSync) {
+		it.rate = r.prober.ObserveRefresh(r.est, &it.est, it.lastSync, at, it.attrs, fields)
+	}
+	attrs := make(map[string]string, len(it.attrs))
+	for k, x := range it.attrs {
+		attrs[k] = x
+	}
+	for k, x := range fields {
+		attrs[k] = x
+	}
+	it.attrs, it.value, it.hasValue, it.lastSync = attrs, v, true, at
+}
+
+// send serves one request of a round at virtual time at, and folds what
+// its page shows.
+func (r *probeRun) send(pr schedule.ProbeRequest, at time.Time) error {
+	r.clk.set(at)
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, r.prober.URL(pr), nil)
+	r.handler.ServeHTTP(rec, req)
+	body := rec.Body.Bytes()
+	if pr.Item != "" {
+		switch rec.Code {
+		case http.StatusOK:
+			pi, err := r.parser.Item(pr.Item, body)
+			if err != nil {
+				return fmt.Errorf("bench: item %s: %w", pr.Item, err)
+			}
+			r.fold(pi.ID, pi.Fields, at)
+		case http.StatusNotFound, http.StatusGone:
+			r.prober.ObserveGone(pr.Item)
+		}
+		return nil
+	}
+	if rec.Code != http.StatusOK {
+		return fmt.Errorf("bench: %s: status %d", req.URL, rec.Code)
+	}
+	found, total, err := r.parser.Results(body)
+	if err != nil {
+		return fmt.Errorf("bench: %s: %w", req.URL, err)
+	}
+	seen := make([]string, len(found))
+	for i, pi := range found {
+		seen[i] = pi.ID
+		r.fold(pi.ID, pi.Fields, at)
+	}
+	r.prober.ObserveResults(pr.Query, pr.Page, total, seen, at)
+	return nil
 }
 
 // measureProbes reads the truth of a virtual run: its content freshness

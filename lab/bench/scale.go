@@ -332,7 +332,9 @@ func restartAt(data string, r ScaleResult, o ScaleOptions) (ScaleResult, error) 
 	}
 	r.OpenSeconds = time.Since(t2).Seconds()
 	t3 := time.Now()
-	sched, loaded, err := coordinator.LoadScheduler(db, coordinator.Options{Budget: float64(n) / (30 * 86400), HostRate: 1})
+	co := coordinator.DefaultOptions()
+	co.Budget, co.HostRate = float64(n)/(30*86400), 1
+	sched, loaded, err := coordinator.LoadScheduler(db, co)
 	if err != nil {
 		return r, err
 	}

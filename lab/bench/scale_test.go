@@ -5,12 +5,15 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 )
 
 // TestRunScaleSmall runs the scale bench end to end on a few thousand URLs:
 // every seeded URL is loaded again at restart, about the asked share gets
 // a fetched state, the sizes are plausible, and the plot names its series.
 func TestRunScaleSmall(t *testing.T) {
+	testutil.Slow(t)
 	rep, err := RunScale(context.Background(), ScaleOptions{Sizes: []int{3000}, Hosts: 40, TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +64,7 @@ func TestScaleURLLength(t *testing.T) {
 // and a second run finds it seeded and restarts on it without seeding:
 // every URL is loaded again, and the seed figures are left at zero.
 func TestRunScaleKeep(t *testing.T) {
+	testutil.Slow(t)
 	o := ScaleOptions{Sizes: []int{2000}, Hosts: 30, NoCompact: true, KeepDir: t.TempDir()}
 	first, err := RunScale(context.Background(), o)
 	if err != nil {

@@ -98,6 +98,9 @@ func (o SoakOptions) withDefaults() SoakOptions {
 	if o.Day <= 0 {
 		o.Day = time.Minute
 	}
+	if o.Retention.FoldMarksAge == 0 {
+		o.Retention.FoldMarksAge = store.DefaultRetention().FoldMarksAge
+	}
 	if o.CapturePeriod <= 0 {
 		o.CapturePeriod = 2 * time.Minute
 	}
@@ -311,7 +314,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (SoakResult, error) {
 	res := SoakResult{Machine: thisMachine(), Hosts: o.Hosts, Budget: o.Budget, Day: o.Day, Warmup: o.Warmup}
 	res.Retention.Versions, res.Retention.VersionsAge = o.Retention.Versions, o.Retention.VersionsAge
 	res.Retention.Changes, res.Retention.ChangesAge = o.Retention.Changes, o.Retention.ChangesAge
-	res.Retention.FoldMarks = o.Retention.MarksAge()
+	res.Retention.FoldMarks = o.Retention.FoldMarksAge
 	site := o.Site
 	if site == nil {
 		s, st, err := startSoakSim(ctx, o)
@@ -340,7 +343,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (SoakResult, error) {
 	cfg.Workers, cfg.Concurrency = o.Workers, o.Concurrency
 	cfg.KeepVersions, cfg.KeepVersionsFor = o.Retention.Versions, o.Retention.VersionsAge
 	cfg.KeepChanges, cfg.KeepChangesFor = o.Retention.Changes, o.Retention.ChangesAge
-	cfg.KeepFoldMarks = o.Retention.MarksAge()
+	cfg.KeepFoldMarks = o.Retention.FoldMarksAge
 	if err := cfg.Validate(); err != nil {
 		return res, fmt.Errorf("soak: %w", err)
 	}
@@ -367,6 +370,29 @@ func RunSoak(ctx context.Context, o SoakOptions) (SoakResult, error) {
 	}
 	defer sub.Unsubscribe()
 
+	if sum, err := n.Coordinator.AddSeeds(strings.NewReader(soakSeeds(o, site)), "soak"); err != nil || sum.Bad > 0 {
+		return res, fmt.Errorf("soak: seed %d URLs: %d bad (%v): %w", len(site.URLs), sum.Bad, sum.Errors, err)
+	}
+
+	all, err := sampleSoakRun(ctx, o, n, dir, &lat, &res)
+	if err != nil {
+		return res, err
+	}
+	res.Pruned = n.Coordinator.Pruned()
+	n.Stop()
+	stopped = true
+	res.LoadEnd = thisMachine().LoadAvg
+
+	if err := readProduced(dir, &res); err != nil {
+		return res, err
+	}
+	res.summarise(o.Warmup, all)
+	return res, nil
+}
+
+// soakSeeds is the seed file of the site: its capture URLs with the
+// capture mode, the others plain.
+func soakSeeds(o SoakOptions, site *SoakSite) string {
 	capture := map[int]bool{}
 	for _, i := range site.Capture {
 		capture[i] = true
@@ -379,10 +405,13 @@ func RunSoak(ctx context.Context, o SoakOptions) (SoakResult, error) {
 			seeds.WriteString(u + "\n")
 		}
 	}
-	if sum, err := n.Coordinator.AddSeeds(strings.NewReader(seeds.String()), "soak"); err != nil || sum.Bad > 0 {
-		return res, fmt.Errorf("soak: seed %d URLs: %d bad (%v): %w", len(site.URLs), sum.Bad, sum.Errors, err)
-	}
+	return seeds.String()
+}
 
+// sampleSoakRun samples the crawler every o.Sample until o.Duration has
+// passed, adding the samples to res, and returns the fold latencies seen
+// after the warm-up.
+func sampleSoakRun(ctx context.Context, o SoakOptions, n *node.Node, dir string, lat *latencies, res *SoakResult) ([]float64, error) {
 	start := time.Now()
 	tick := time.NewTicker(o.Sample)
 	defer tick.Stop()
@@ -391,12 +420,12 @@ func RunSoak(ctx context.Context, o SoakOptions) (SoakResult, error) {
 	for done := false; !done; {
 		select {
 		case <-ctx.Done():
-			return res, ctx.Err()
+			return nil, ctx.Err()
 		case <-tick.C:
 		}
 		s, err := sampleSoak(n, dir, time.Since(start))
 		if err != nil {
-			return res, err
+			return nil, err
 		}
 		done = s.Elapsed >= o.Duration
 		w := lat.take()
@@ -417,16 +446,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (SoakResult, error) {
 			o.OnSample(s)
 		}
 	}
-	res.Pruned = n.Coordinator.Pruned()
-	n.Stop()
-	stopped = true
-	res.LoadEnd = thisMachine().LoadAvg
-
-	if err := readProduced(dir, &res); err != nil {
-		return res, err
-	}
-	res.summarise(o.Warmup, all)
-	return res, nil
+	return all, nil
 }
 
 // sampleSoak measures the crawler process and its data directory.

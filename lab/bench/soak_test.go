@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/store"
 )
 
@@ -12,6 +13,7 @@ import (
 // folds throughout, announces its changes, leaks no goroutines or files,
 // and its history is cut by the retention while it runs.
 func TestShortSoak(t *testing.T) {
+	testutil.Slow(t)
 	if testing.Short() {
 		t.Skip("a 20-second crawl")
 	}

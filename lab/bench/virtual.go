@@ -267,6 +267,44 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 	if err != nil {
 		return Result{}, err
 	}
+	r := newVirtualRun(w, o, ts, pol)
+	if err := r.run(ctx, end); err != nil {
+		return Result{}, err
+	}
+	res, err := r.result(w, policy, end)
+	res.Wall = time.Since(wall)
+	return res, err
+}
+
+// virtualRun is the state of one run on the virtual clock: the truth, the
+// coordinator's scheduler and estimator, the crawler's pages and the
+// fetches in flight.
+type virtualRun struct {
+	o      Options
+	ts     *truthSet
+	budget float64 // fetches per second
+	est    schedule.Estimator
+	sched  *schedule.Scheduler
+	gaps   []time.Duration // Crawl-delay per host
+	pages  []vpage
+	index  map[string]int
+	// pending is a FIFO: starts increase, latency is fixed.
+	pending []completion
+	// The model's freshness (what status shows), sampled every simulated
+	// day after warm-up and averaged like the truth.
+	nextSample time.Time
+	modelSum   float64
+	modelN     int
+	// Each sample is kept as well, so that the model after the first full
+	// pass (a cold start's warm-up) is set against the truth then.
+	modelSamples []modelSample
+	planErrs     int
+	lastErr      error
+}
+
+// newVirtualRun sets up the scheduler and estimator the coordinator would
+// run with under o, and seeds every page of ts at the epoch.
+func newVirtualRun(w Workload, o Options, ts *truthSet, pol schedule.Policy) *virtualRun {
 	daySec := o.Day.Seconds()
 	budget := o.Budget / daySec // fetches per second
 	// The estimator the coordinator folds results with (schedule.Estimator).
@@ -282,7 +320,7 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 		Priors: est.Priors, HalfLife: halfLife,
 	})
 
-	gaps := make([]time.Duration, o.Hosts) // Crawl-delay per host
+	gaps := make([]time.Duration, o.Hosts)
 	for h := range gaps {
 		if d := w.crawlDelayDays(h, o.Hosts, o.Budget); d > 0 {
 			gaps[h] = time.Duration(d * float64(o.Day))
@@ -295,83 +333,36 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 		index[pages[i].url] = i
 		sched.Add(schedule.URLInfo{URL: pages[i].url, Host: pages[i].host, Weight: w.weight(i), Rate: pages[i].rate}, virtualEpoch())
 	}
-
-	complete := func(c completion) error {
-		p := &pages[c.page]
-		tr := &ts.pages[c.page]
-		off := c.start.Sub(virtualEpoch())
-		ver := tr.versionAt(off)
-		first := p.copyVer < 0
-		changed := !first && ver != p.copyVer
-		// The worker sends the copy's ETag: an unchanged page is a 304.
-		notModified := !first && ver == p.copyVer
-		p.fetches = append(p.fetches, sim.Fetch{At: off, Version: ver})
-		// The Last-Modified the page's server sends (true, none, or one of
-		// the lies of sim.LastModifiedMode), as freshcrawl sim serves it.
-		var last time.Duration
-		if ver > 0 {
-			last = tr.changes[ver-1]
-		}
-		lm, ok := ts.site.LastModifiedFor(c.page, c.start, last)
-		if !ok {
-			lm = time.Time{}
-		}
-		// The coordinator's fold learns through the same call.
-		fb := est.Learn(&p.est, p.rate, schedule.Observation{
-			URL: p.url, Host: p.host, Start: c.start, End: c.end, OK: true, First: first, Prev: p.lastOK, Changed: changed, NotModified: notModified,
-			LastModified: lm, HostGap: gaps[ts.hosts[c.page]],
-		})
-		if o.TrueRates {
-			fb.Rate = ts.rateAt(c.page, off)
-		}
-		p.rate = fb.Rate
-		p.copyVer, p.lastOK = ver, c.start
-		sched.Done(p.url, fb)
-		return nil
+	return &virtualRun{
+		o: o, ts: ts, budget: budget, est: est, sched: sched, gaps: gaps, pages: pages, index: index,
+		nextSample: virtualEpoch().Add(time.Duration(o.Warmup * float64(o.Day))),
 	}
+}
 
+// run advances the virtual clock from the epoch to end: it samples the
+// model, folds the fetches that have completed, replans when the
+// coordinator would, and dispatches what the scheduler hands out.
+func (r *virtualRun) run(ctx context.Context, end time.Duration) error {
+	o := r.o
 	maxInFlight := config.Default().MaxInFlight // what a crawler runs with
 	replanEvery := time.Duration(o.ReplanDays * float64(o.Day))
 	now := virtualEpoch()
 	stop := virtualEpoch().Add(end)
 	tokenAt := virtualEpoch()
-	perFetch := time.Duration(float64(time.Second) / budget)
-	var pending []completion // FIFO: starts increase, latency is fixed
+	perFetch := time.Duration(float64(time.Second) / r.budget)
 	var lastPlan, nextCheck time.Time
-	var planErrs int
-	var lastErr error
-	// The model's freshness (what status shows), sampled every simulated
-	// day after warm-up and averaged like the truth.
-	warmEnd := virtualEpoch().Add(time.Duration(o.Warmup * float64(o.Day)))
-	nextSample := warmEnd
-	var modelSum float64
-	var modelN int
-	// Each sample is kept as well, so that the model after the first full
-	// pass (a cold start's warm-up) is set against the truth then.
-	var modelSamples []modelSample
 	for iter := 0; now.Before(stop); iter++ {
 		if iter%4096 == 0 && ctx.Err() != nil {
-			return Result{}, ctx.Err()
+			return ctx.Err()
 		}
-		for !nextSample.After(now) && nextSample.Before(stop) {
-			m := sched.ModelFreshness(nextSample)
-			modelSum += m
-			modelN++
-			modelSamples = append(modelSamples, modelSample{at: nextSample.Sub(virtualEpoch()), model: m})
-			nextSample = nextSample.Add(o.Day)
-		}
-		for len(pending) > 0 && !pending[0].end.After(now) {
-			if err := complete(pending[0]); err != nil {
-				return Result{}, err
-			}
-			pending = pending[1:]
-		}
-		if !now.Before(nextCheck) && sched.ReplanDue(now) {
+		r.sampleModel(now, stop)
+		r.foldUntil(now)
+		if !now.Before(nextCheck) && r.sched.ReplanDue(now) {
 			// As the coordinator does: a failed plan is logged and the
 			// previous one kept; the next tick tries again.
-			if _, err := sched.Replan(now); err != nil {
-				planErrs++
-				lastErr = err
+			if _, err := r.sched.Replan(now); err != nil {
+				r.planErrs++
+				r.lastErr = err
 			}
 			lastPlan = now
 			// The coordinator's tick, as a share of a 24 h day: the
@@ -379,8 +370,8 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 			nextCheck = now.Add(scaleDay(coordinator.MaintainEvery, o.Day))
 		}
 		var next time.Time
-		if len(pending) < maxInFlight {
-			d, ok, n := sched.Next(now)
+		if len(r.pending) < maxInFlight {
+			d, ok, n := r.sched.Next(now)
 			if ok {
 				// The coordinator's global limiter (burst 1): the task
 				// waits for its token, and results fold meanwhile.
@@ -389,13 +380,8 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 					start = tokenAt
 				}
 				tokenAt = start.Add(perFetch)
-				for len(pending) > 0 && !pending[0].end.After(start) {
-					if err := complete(pending[0]); err != nil {
-						return Result{}, err
-					}
-					pending = pending[1:]
-				}
-				pending = append(pending, completion{page: index[d.URL], start: start, end: start.Add(o.Latency)})
+				r.foldUntil(start)
+				r.pending = append(r.pending, completion{page: r.index[d.URL], start: start, end: start.Add(o.Latency)})
 				now = start
 				continue
 			}
@@ -405,31 +391,93 @@ func RunVirtual(ctx context.Context, w Workload, policy string, o Options) (Resu
 		if !next.IsZero() && next.Before(wake) {
 			wake = next
 		}
-		if len(pending) > 0 && pending[0].end.Before(wake) {
-			wake = pending[0].end
+		if len(r.pending) > 0 && r.pending[0].end.Before(wake) {
+			wake = r.pending[0].end
 		}
 		if !wake.After(now) {
 			wake = now.Add(max(scaleDay(time.Millisecond, o.Day), time.Nanosecond))
 		}
 		now = wake
 	}
-	res, err := measure(w, ts, pages, o, end)
+	return nil
+}
+
+// sampleModel takes the model's freshness at every sampling time up to
+// now that falls before stop.
+func (r *virtualRun) sampleModel(now, stop time.Time) {
+	for !r.nextSample.After(now) && r.nextSample.Before(stop) {
+		m := r.sched.ModelFreshness(r.nextSample)
+		r.modelSum += m
+		r.modelN++
+		r.modelSamples = append(r.modelSamples, modelSample{at: r.nextSample.Sub(virtualEpoch()), model: m})
+		r.nextSample = r.nextSample.Add(r.o.Day)
+	}
+}
+
+// foldUntil folds the fetches in flight that have completed by t.
+func (r *virtualRun) foldUntil(t time.Time) {
+	for len(r.pending) > 0 && !r.pending[0].end.After(t) {
+		r.complete(r.pending[0])
+		r.pending = r.pending[1:]
+	}
+}
+
+// complete folds one fetch as the coordinator would: the version the page
+// was at when the fetch started decides changed or 304, and the estimator
+// learns from it.
+func (r *virtualRun) complete(c completion) {
+	p := &r.pages[c.page]
+	tr := &r.ts.pages[c.page]
+	off := c.start.Sub(virtualEpoch())
+	ver := tr.versionAt(off)
+	first := p.copyVer < 0
+	changed := !first && ver != p.copyVer
+	// The worker sends the copy's ETag: an unchanged page is a 304.
+	notModified := !first && ver == p.copyVer
+	p.fetches = append(p.fetches, sim.Fetch{At: off, Version: ver})
+	// The Last-Modified the page's server sends (true, none, or one of
+	// the lies of sim.LastModifiedMode), as freshcrawl sim serves it.
+	var last time.Duration
+	if ver > 0 {
+		last = tr.changes[ver-1]
+	}
+	lm, ok := r.ts.site.LastModifiedFor(c.page, c.start, last)
+	if !ok {
+		lm = time.Time{}
+	}
+	// The coordinator's fold learns through the same call.
+	fb := r.est.Learn(&p.est, p.rate, schedule.Observation{
+		URL: p.url, Host: p.host, Start: c.start, End: c.end, OK: true, First: first, Prev: p.lastOK, Changed: changed, NotModified: notModified,
+		LastModified: lm, HostGap: r.gaps[r.ts.hosts[c.page]],
+	})
+	if r.o.TrueRates {
+		fb.Rate = r.ts.rateAt(c.page, off)
+	}
+	p.rate = fb.Rate
+	p.copyVer, p.lastOK = ver, c.start
+	r.sched.Done(p.url, fb)
+}
+
+// result measures the run against the truth and adds the model's figures
+// and the plan errors.
+func (r *virtualRun) result(w Workload, policy string, end time.Duration) (Result, error) {
+	o := r.o
+	res, err := measure(w, r.ts, r.pages, o, end)
 	res.Mode, res.Workload, res.Policy = "virtual", w.Name, policy
 	res.Pages, res.Hosts = o.Pages, o.Hosts
 	if o.Deciles && err == nil {
-		res.Deciles, err = deciles(w, ts, pages, o, time.Duration(o.Warmup*float64(o.Day)), end)
+		res.Deciles, err = deciles(w, r.ts, r.pages, o, time.Duration(o.Warmup*float64(o.Day)), end)
 	}
-	if modelN > 0 {
-		res.ModelFreshness = modelSum / float64(modelN)
+	if r.modelN > 0 {
+		res.ModelFreshness = r.modelSum / float64(r.modelN)
 	}
 	res.ModelAfterFirstPass = -1
 	if res.FirstPassDays > o.Warmup {
 		// Only a first pass that ends inside the measured window (a cold
 		// start's) has a model after it that the columns do not show.
-		res.ModelAfterFirstPass = modelAfter(modelSamples, res.FirstPassDays, o.Day)
+		res.ModelAfterFirstPass = modelAfter(r.modelSamples, res.FirstPassDays, o.Day)
 	}
-	res.PlanErrors, res.LastPlanError = planErrs, lastErr
-	res.Wall = time.Since(wall)
+	res.PlanErrors, res.LastPlanError = r.planErrs, r.lastErr
 	return res, err
 }
 

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 )
 
 // buildBinary builds the freshcrawl binary the processes run, with its
@@ -36,6 +38,7 @@ func buildBinary(t *testing.T) string {
 // fetched again and the store checks sound. `freshcrawl bench faults`
 // runs every case with repetitions.
 func TestFaultSuiteShortCases(t *testing.T) {
+	testutil.Slow(t)
 	names := []string{"worker-mid-fetch", "coordinator-after-commit", "stream-leader"}
 	if testing.Short() {
 		names = names[:1]

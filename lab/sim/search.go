@@ -19,6 +19,7 @@ import (
 	"unicode"
 
 	"github.com/freshcrawl/freshcrawl/internal/source"
+	"github.com/freshcrawl/freshcrawl/worker/probeparse"
 )
 
 // SearchConfig adds a keyword-search source to one host of the site: the
@@ -282,70 +283,22 @@ func newSearchSite(c SearchConfig, vocab []string) *searchSite {
 		})
 	}
 
-	// Author groups: shuffled papers dealt into groups of 1..9.
-	group := make([]int, c.Papers)
-	perm := r.Perm(c.Papers)
-	var leads []string
-	for off := 0; off < c.Papers; {
-		size := min(1+r.IntN(9), c.Papers-off)
-		for _, p := range perm[off : off+size] {
-			group[p] = len(leads)
-		}
-		leads = append(leads, name())
-		off += size
-	}
+	group, leads := authorGroups(r, c.Papers, name)
 	site.authors = len(leads)
 
 	width := len(strconv.Itoa(max(c.Papers-1, 0)))
 	schedSeed := splitmix(c.Seed ^ 0xc17a7e)
-	// The list's differences from the site come from their own stream, so
-	// that Absent and Renamed leave the rest of the corpus unchanged.
-	lr := rand.New(rand.NewPCG(splitmix(c.Seed^0xab5e47), splitmix(c.Seed+0x9e4a3e)))
-	order := lr.Perm(c.Papers)
-	nAbsent := int(math.Round(c.Absent * float64(c.Papers)))
-	nRenamed := min(int(math.Round(c.Renamed*float64(c.Papers))), c.Papers-nAbsent)
-	nUntracked := min(int(math.Round(c.Untracked*float64(c.Papers))), c.Papers-nAbsent-nRenamed)
-	kind := make([]byte, c.Papers) // 'a' absent, 'r' renamed, 'u' untracked
-	for k, i := range order[:nAbsent+nRenamed+nUntracked] {
-		switch {
-		case k < nAbsent:
-			kind[i] = 'a'
-		case k < nAbsent+nRenamed:
-			kind[i] = 'r'
-		default:
-			kind[i] = 'u'
-		}
-	}
+	kind, lr := listKinds(c)
 	lzipf := rand.NewZipf(lr, 1.1, 3, uint64(len(words)-1))
 	for i := range c.Papers {
 		p := &paper{id: fmt.Sprintf("p%0*d", width, i), group: group[i], absent: kind[i] == 'a', untracked: kind[i] == 'u'}
 		// Title: 4–7 distinct content words, stopwords sprinkled between.
 		n := 4 + r.IntN(4)
-		var content []string
-		for len(content) < n {
-			w := words[zipf.Uint64()]
-			if !slices.Contains(content, w) {
-				content = append(content, w)
-			}
-		}
-		var title []string
-		for j, w := range content {
-			title = append(title, w)
-			if j < n-1 && r.IntN(4) == 0 {
-				title = append(title, stopFiller[r.IntN(len(stopFiller))])
-			}
-		}
-		p.title = capitalise(strings.Join(title, " "))
+		content := distinctWords(words, zipf, n, nil)
+		p.title = capitalise(strings.Join(sprinkle(r, content, stopFiller), " "))
 		if kind[i] == 'r' {
 			// The listed title shares no word with the site's.
-			var old []string
-			for len(old) < n {
-				w := words[lzipf.Uint64()]
-				if !slices.Contains(content, w) && !slices.Contains(old, w) {
-					old = append(old, w)
-				}
-			}
-			p.listed = capitalise(strings.Join(old, " "))
+			p.listed = capitalise(strings.Join(distinctWords(words, lzipf, n, content), " "))
 		}
 		p.authors = append(p.authors, leads[group[i]])
 		for range r.IntN(3) {
@@ -361,22 +314,96 @@ func newSearchSite(c SearchConfig, vocab []string) *searchSite {
 		}
 		p.sched = newSchedule(schedSeed, i, p.rate/c.TimeUnit.Seconds(), nil)
 
-		seen := map[string]bool{}
-		for _, w := range append(searchTerms(p.title), lowerAll(p.authors)...) {
-			if !seen[w] {
-				seen[w] = true
-				p.keywords = append(p.keywords, w)
-				if !p.absent {
-					site.index[w] = append(site.index[w], int32(i))
-				}
-			}
-		}
-		if !p.absent {
-			site.byID[p.id] = i
-		}
-		site.papers = append(site.papers, p)
+		site.add(i, p)
 	}
 	return site
+}
+
+// authorGroups deals the papers, shuffled, into groups of 1..9, each led by
+// an author name drawn from name: the group of each paper and the lead of
+// each group.
+func authorGroups(r *rand.Rand, papers int, name func() string) ([]int, []string) {
+	group := make([]int, papers)
+	perm := r.Perm(papers)
+	var leads []string
+	for off := 0; off < papers; {
+		size := min(1+r.IntN(9), papers-off)
+		for _, p := range perm[off : off+size] {
+			group[p] = len(leads)
+		}
+		leads = append(leads, name())
+		off += size
+	}
+	return group, leads
+}
+
+// listKinds marks each paper absent ('a'), renamed ('r'), untracked ('u')
+// or none (0) on the list of tracked papers. The list's differences from
+// the site come from their own stream, returned for the renamed titles, so
+// that Absent and Renamed leave the rest of the corpus unchanged.
+func listKinds(c SearchConfig) ([]byte, *rand.Rand) {
+	lr := rand.New(rand.NewPCG(splitmix(c.Seed^0xab5e47), splitmix(c.Seed+0x9e4a3e)))
+	order := lr.Perm(c.Papers)
+	nAbsent := int(math.Round(c.Absent * float64(c.Papers)))
+	nRenamed := min(int(math.Round(c.Renamed*float64(c.Papers))), c.Papers-nAbsent)
+	nUntracked := min(int(math.Round(c.Untracked*float64(c.Papers))), c.Papers-nAbsent-nRenamed)
+	kind := make([]byte, c.Papers)
+	for k, i := range order[:nAbsent+nRenamed+nUntracked] {
+		switch {
+		case k < nAbsent:
+			kind[i] = 'a'
+		case k < nAbsent+nRenamed:
+			kind[i] = 'r'
+		default:
+			kind[i] = 'u'
+		}
+	}
+	return kind, lr
+}
+
+// distinctWords draws n distinct words of words by z, none of them in
+// avoid.
+func distinctWords(words []string, z *rand.Zipf, n int, avoid []string) []string {
+	var out []string
+	for len(out) < n {
+		w := words[z.Uint64()]
+		if !slices.Contains(avoid, w) && !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// sprinkle puts a stopword of stop after a quarter of the words, the last
+// aside.
+func sprinkle(r *rand.Rand, words, stop []string) []string {
+	var out []string
+	for j, w := range words {
+		out = append(out, w)
+		if j < len(words)-1 && r.IntN(4) == 0 {
+			out = append(out, stop[r.IntN(len(stop))])
+		}
+	}
+	return out
+}
+
+// add indexes paper i under its keywords, the words of its title and its
+// authors' names, and adds it to the site; an absent paper is not found.
+func (site *searchSite) add(i int, p *paper) {
+	seen := map[string]bool{}
+	for _, w := range append(searchTerms(p.title), lowerAll(p.authors)...) {
+		if !seen[w] {
+			seen[w] = true
+			p.keywords = append(p.keywords, w)
+			if !p.absent {
+				site.index[w] = append(site.index[w], int32(i))
+			}
+		}
+	}
+	if !p.absent {
+		site.byID[p.id] = i
+	}
+	site.papers = append(site.papers, p)
 }
 
 func lowerAll(ss []string) []string {
@@ -649,7 +676,7 @@ func (s *Sim) SearchSource() (source.Source, error) {
 	if s.search == nil {
 		return source.Source{}, fmt.Errorf("sim: no search source (Config.Search is nil)")
 	}
-	srcs, err := source.Parse([]byte(s.searchSourceYAML()), "sim search source")
+	srcs, err := source.Parse([]byte(s.searchSourceYAML()), "sim search source", probeparse.CheckSelector)
 	if err != nil {
 		return source.Source{}, err
 	}

@@ -72,6 +72,41 @@ func (f finding) String() string {
 // returns the exported identifiers of its internal packages that no other
 // package uses, sorted by position.
 func unused(dir string) ([]finding, error) {
+	pkgs, fset, err := load(dir)
+	if err != nil {
+		return nil, err
+	}
+	// key identifies an object across the build variants of its package
+	// (a package and the same package compiled for a test are distinct
+	// to go/types): its position in the source.
+	key := func(o types.Object) string { return fset.Position(o.Pos()).String() }
+
+	c := checker{key: key, used: map[string]bool{}, byMethod: map[string][]*types.Interface{}}
+	cands, constBlock := candidates(pkgs, fset, key)
+	c.addErrorInterfaces()
+	seen := map[*types.Package]bool{}
+	for _, p := range pkgs {
+		c.collect(p.Types, seen)
+	}
+	// Uses from outside: every package variant but the candidate's own
+	// package and its tests.
+	for _, p := range pkgs {
+		c.usesIn(p)
+	}
+	out := c.unusedOf(cands, constBlock, fset)
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].pos, out[j].pos
+		if a.Filename != b.Filename {
+			return a.Filename < b.Filename
+		}
+		return a.Line < b.Line
+	})
+	return out, nil
+}
+
+// load loads every package of the module in dir, with its tests, and
+// fails on any package's errors.
+func load(dir string) ([]*packages.Package, *token.FileSet, error) {
 	cfg := &packages.Config{
 		Mode:  packages.NeedName | packages.NeedFiles | packages.NeedImports | packages.NeedTypes | packages.NeedTypesInfo | packages.NeedSyntax | packages.NeedModule,
 		Dir:   dir,
@@ -79,7 +114,7 @@ func unused(dir string) ([]finding, error) {
 	}
 	pkgs, err := packages.Load(cfg, "./...")
 	if err != nil {
-		return nil, fmt.Errorf("load: %w", err)
+		return nil, nil, fmt.Errorf("load: %w", err)
 	}
 	var errs []error
 	packages.Visit(pkgs, nil, func(p *packages.Package) {
@@ -88,28 +123,28 @@ func unused(dir string) ([]finding, error) {
 		}
 	})
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("load: %w", errors.Join(errs...))
+		return nil, nil, fmt.Errorf("load: %w", errors.Join(errs...))
 	}
 	fset := cfg.Fset
 	if fset == nil && len(pkgs) > 0 {
 		fset = pkgs[0].Fset
 	}
-	// key identifies an object across the build variants of its package
-	// (a package and the same package compiled for a test are distinct
-	// to go/types): its position in the source.
-	key := func(o types.Object) string { return fset.Position(o.Pos()).String() }
+	return pkgs, fset, nil
+}
 
-	c := checker{key: key, used: map[string]bool{}, byMethod: map[string][]*types.Interface{}}
-	// Candidates: the exported package-level objects and methods of each
-	// internal package, from its plain (non-test) variant.
-	type candidate struct {
-		obj  types.Object
-		pkg  string
-		name string
-	}
+// candidate is an exported package-level object or method of an internal
+// package, from its plain (non-test) variant.
+type candidate struct {
+	obj  types.Object
+	pkg  string
+	name string
+}
+
+// candidates returns what the check may list, and maps each constant
+// declared in a parenthesised const block to the block's position: the
+// block is an enumeration.
+func candidates(pkgs []*packages.Package, fset *token.FileSet, key func(types.Object) string) ([]candidate, map[string]string) {
 	var cands []candidate
-	// constBlock maps a constant declared in a parenthesised const block
-	// to the block's position: the block is an enumeration.
 	constBlock := map[string]string{}
 	module := ""
 	for _, p := range pkgs {
@@ -144,48 +179,41 @@ func unused(dir string) ([]finding, error) {
 				continue // nor its methods: they are reached through interfaces
 			}
 			cands = append(cands, candidate{o, rel, name})
-			tn, ok := o.(*types.TypeName)
-			if !ok || tn.IsAlias() {
-				continue
-			}
-			named, ok := tn.Type().(*types.Named)
-			if !ok {
-				continue
-			}
-			if _, ok := named.Underlying().(*types.Interface); ok {
-				// An interface's methods are what an implementation
-				// outside must have: they go with the type.
-				continue
-			}
-			for m := range named.Methods() {
-				if m.Exported() {
-					cands = append(cands, candidate{m, rel, name + "." + m.Name()})
-				}
-			}
+			cands = append(cands, methodCandidates(o, rel, name)...)
 		}
 	}
-	// Every interface of every package reachable from the module, by the
-	// names of its methods.
-	seen := map[*types.Package]bool{}
-	var collect func(tp *types.Package)
-	collect = func(tp *types.Package) {
-		if tp == nil || seen[tp] {
-			return
-		}
-		seen[tp] = true
-		for _, name := range tp.Scope().Names() {
-			if tn, ok := tp.Scope().Lookup(name).(*types.TypeName); ok {
-				if it, ok := tn.Type().Underlying().(*types.Interface); ok {
-					c.addInterface(it)
-				}
-			}
-		}
-		for _, imp := range tp.Imports() {
-			collect(imp)
+	return cands, constBlock
+}
+
+// methodCandidates returns the exported methods of o, named name in the
+// package rel, when o is a defined type other than an interface.
+func methodCandidates(o types.Object, rel, name string) []candidate {
+	tn, ok := o.(*types.TypeName)
+	if !ok || tn.IsAlias() {
+		return nil
+	}
+	named, ok := tn.Type().(*types.Named)
+	if !ok {
+		return nil
+	}
+	if _, ok := named.Underlying().(*types.Interface); ok {
+		// An interface's methods are what an implementation
+		// outside must have: they go with the type.
+		return nil
+	}
+	var cands []candidate
+	for m := range named.Methods() {
+		if m.Exported() {
+			cands = append(cands, candidate{m, rel, name + "." + m.Name()})
 		}
 	}
+	return cands
+}
+
+// addErrorInterfaces adds error and the interfaces errors.Is, errors.As
+// and errors.Unwrap assert inline.
+func (c *checker) addErrorInterfaces() {
 	c.addInterface(types.Universe.Lookup("error").Type().Underlying().(*types.Interface))
-	// The interfaces errors.Is, errors.As and errors.Unwrap assert inline.
 	errType := types.Universe.Lookup("error").Type()
 	anyType := types.Universe.Lookup("any").Type()
 	method := func(name string, params, results []types.Type) *types.Func {
@@ -206,54 +234,73 @@ func unused(dir string) ([]finding, error) {
 	} {
 		c.addInterface(types.NewInterfaceType([]*types.Func{m}, nil).Complete())
 	}
-	for _, p := range pkgs {
-		collect(p.Types)
+}
+
+// collect adds every interface of tp and of the packages it imports,
+// transitively; seen holds the packages already visited.
+func (c *checker) collect(tp *types.Package, seen map[*types.Package]bool) {
+	if tp == nil || seen[tp] {
+		return
 	}
-	// Uses from outside: every package variant but the candidate's own
-	// package and its tests.
-	for _, p := range pkgs {
-		home := strings.TrimSuffix(strings.TrimSuffix(p.PkgPath, ".test"), "_test")
-		for id, o := range p.TypesInfo.Uses {
-			c.use(home, o)
-			_ = id
+	seen[tp] = true
+	for _, name := range tp.Scope().Names() {
+		if tn, ok := tp.Scope().Lookup(name).(*types.TypeName); ok {
+			if it, ok := tn.Type().Underlying().(*types.Interface); ok {
+				c.addInterface(it)
+			}
 		}
-		for _, sel := range p.TypesInfo.Selections {
-			c.use(home, sel.Obj())
-		}
-		// Interfaces declared inline (func(x interface{ M() })) count too.
-		for _, f := range p.Syntax {
-			ast.Inspect(f, func(n ast.Node) bool {
-				if it, ok := n.(*ast.InterfaceType); ok {
-					if tv, ok := p.TypesInfo.Types[it]; ok {
-						if iface, ok := tv.Type.Underlying().(*types.Interface); ok {
-							c.addInterface(iface)
-						}
+	}
+	for _, imp := range tp.Imports() {
+		c.collect(imp, seen)
+	}
+}
+
+// usesIn records the uses in the package variant p, and the interfaces it
+// declares inline (func(x interface{ M() })).
+func (c *checker) usesIn(p *packages.Package) {
+	home := strings.TrimSuffix(strings.TrimSuffix(p.PkgPath, ".test"), "_test")
+	for _, o := range p.TypesInfo.Uses {
+		c.use(home, o)
+	}
+	for _, sel := range p.TypesInfo.Selections {
+		c.use(home, sel.Obj())
+	}
+	for _, f := range p.Syntax {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if it, ok := n.(*ast.InterfaceType); ok {
+				if tv, ok := p.TypesInfo.Types[it]; ok {
+					if iface, ok := tv.Type.Underlying().(*types.Interface); ok {
+						c.addInterface(iface)
 					}
 				}
-				return true
-			})
-		}
+			}
+			return true
+		})
 	}
-	// A set of constants of one type (an enumeration) is used as a whole
-	// when any of them is: the values belong together.
+}
+
+// unusedOf returns the candidates nothing outside uses. A set of constants
+// of one type (an enumeration) is used as a whole when any of them is: the
+// values belong together.
+func (c *checker) unusedOf(cands []candidate, constBlock map[string]string, fset *token.FileSet) []finding {
 	enumUsed := map[types.Type]bool{}
 	blockUsed := map[string]bool{}
 	for _, cd := range cands {
-		if k, ok := cd.obj.(*types.Const); ok && c.used[key(k)] {
+		if k, ok := cd.obj.(*types.Const); ok && c.used[c.key(k)] {
 			if _, named := k.Type().(*types.Named); named {
 				enumUsed[k.Type()] = true
 			}
-			if b, ok := constBlock[key(k)]; ok {
+			if b, ok := constBlock[c.key(k)]; ok {
 				blockUsed[b] = true
 			}
 		}
 	}
 	var out []finding
 	for _, cd := range cands {
-		if c.used[key(cd.obj)] {
+		if c.used[c.key(cd.obj)] {
 			continue
 		}
-		if k, ok := cd.obj.(*types.Const); ok && (enumUsed[k.Type()] || blockUsed[constBlock[key(k)]]) {
+		if k, ok := cd.obj.(*types.Const); ok && (enumUsed[k.Type()] || blockUsed[constBlock[c.key(k)]]) {
 			continue
 		}
 		if fn, ok := cd.obj.(*types.Func); ok && c.implements(fn) {
@@ -261,14 +308,7 @@ func unused(dir string) ([]finding, error) {
 		}
 		out = append(out, finding{pos: fset.Position(cd.obj.Pos()), pkg: cd.pkg, name: cd.name})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].pos, out[j].pos
-		if a.Filename != b.Filename {
-			return a.Filename < b.Filename
-		}
-		return a.Line < b.Line
-	})
-	return out, nil
+	return out
 }
 
 // checker collects the uses seen from outside each package.
@@ -374,8 +414,24 @@ func (c *checker) implements(fn *types.Func) bool {
 	return false
 }
 
-// isInternal reports whether path is a package under the module's
-// internal/ directory.
+// isInternal reports whether path is a package whose exports serve only
+// the module: one under an internal/ directory, or one of the product's
+// own packages (the coordinator, the worker, the store, the wire contract
+// and the settings), which other programs are not meant to build on. The
+// maths packages are libraries with a public surface of their own, and
+// the lab and the commands export nothing anyone imports.
 func isInternal(module, path string) bool {
-	return strings.HasPrefix(path, module+"/internal/")
+	rel, ok := strings.CutPrefix(path, module+"/")
+	if !ok {
+		return false
+	}
+	if strings.HasPrefix(rel, "internal/") || strings.Contains(rel, "/internal/") {
+		return true
+	}
+	for _, p := range []string{"config", "coordinator", "proto", "store", "worker"} {
+		if rel == p || strings.HasPrefix(rel, p+"/") {
+			return true
+		}
+	}
+	return false
 }

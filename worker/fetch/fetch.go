@@ -30,26 +30,15 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/freshcrawl/freshcrawl/internal/optcheck"
 	"github.com/freshcrawl/freshcrawl/proto"
 )
 
-// Defaults applied by New to zero fields of Options. They are the
-// defaults of the user-agent, timeout, max-body and max-redirects settings
-// everywhere (the config takes them from here).
-const (
-	// DefaultUserAgent names the crawler and where to read about it; its
-	// first token, "freshcrawl", is the robots.txt product token.
-	DefaultUserAgent      = "freshcrawl/0.1 (+https://github.com/freshcrawl/freshcrawl)"
-	DefaultTimeout        = 30 * time.Second
-	DefaultConnectTimeout = 10 * time.Second
-	DefaultTLSTimeout     = 10 * time.Second
-	DefaultHeaderTimeout  = 15 * time.Second
-	DefaultMaxBody        = 4 << 20
-	DefaultMaxRedirects   = 5
-	// NoRedirects as Options.MaxRedirects follows no redirect at all (the
-	// zero value means DefaultMaxRedirects).
-	NoRedirects = -1
+// defaultUserAgent names the crawler and where to read about it; its
+// first token, "freshcrawl", is the robots.txt product token.
+const defaultUserAgent = "freshcrawl/0.1 (+https://github.com/freshcrawl/freshcrawl)"
 
+const (
 	// maxRetryAfter caps a server's Retry-After so that a broken or hostile
 	// server cannot park a host for years; the coordinator re-learns the
 	// host's state after a day anyway.
@@ -90,7 +79,8 @@ func (c Class) String() string {
 	}
 }
 
-// Options configure a Fetcher. Zero fields take the defaults above.
+// Options configure a Fetcher. Start from DefaultOptions: every field is
+// taken as it is, and New refuses what Validate refuses.
 type Options struct {
 	// UserAgent is sent with every request. Sites identify and contact
 	// crawler operators through it, so it should name the operator.
@@ -103,9 +93,9 @@ type Options struct {
 	// MaxBody caps the decompressed body; a longer body is cut there and
 	// reported as proto.ErrTooLarge with Truncated set.
 	MaxBody int64
-	// MaxRedirects is how many redirects are followed (0: the default 5;
-	// NoRedirects or any negative value: none). Revisiting a URL already
-	// seen in the chain is an error whatever the count.
+	// MaxRedirects is how many redirects are followed (0: none).
+	// Revisiting a URL already seen in the chain is an error whatever
+	// the count.
 	MaxRedirects int
 	// AllowPrivate turns off the address check. Only tests against local
 	// servers and deliberate intranet crawls should set it.
@@ -122,72 +112,57 @@ type Options struct {
 	Resolver *net.Resolver
 }
 
-// CheckUserAgent reports whether ua can be sent as a User-Agent: a valid
-// header value (no control characters) whose first token, the robots.txt
-// product token, is not empty. "" is valid and means DefaultUserAgent.
-func CheckUserAgent(ua string) error {
-	if ua == "" {
-		return nil
+// DefaultOptions are the defaults of the user-agent, timeout, max-body
+// and max-redirects settings everywhere (the config takes them from
+// here), and of the timeouts of each phase.
+func DefaultOptions() Options {
+	return Options{
+		UserAgent:      defaultUserAgent,
+		Timeout:        30 * time.Second,
+		ConnectTimeout: 10 * time.Second,
+		TLSTimeout:     10 * time.Second,
+		HeaderTimeout:  15 * time.Second,
+		MaxBody:        4 << 20,
+		MaxRedirects:   5,
 	}
+}
+
+// Validate reports every field New would refuse, each by its name.
+func (o Options) Validate() error {
+	var errs optcheck.Errors
+	errs.Check("UserAgent", checkUserAgent(o.UserAgent))
+	errs.Check("Timeout", checkTimeout(o.Timeout))
+	errs.Check("ConnectTimeout", checkTimeout(o.ConnectTimeout))
+	errs.Check("TLSTimeout", checkTimeout(o.TLSTimeout))
+	errs.Check("HeaderTimeout", checkTimeout(o.HeaderTimeout))
+	if o.MaxBody <= 0 {
+		errs.Check("MaxBody", fmt.Errorf("must be > 0, got %d", o.MaxBody))
+	}
+	if o.MaxRedirects < 0 {
+		errs.Check("MaxRedirects", fmt.Errorf("must be ≥ 0, got %d", o.MaxRedirects))
+	}
+	return errs.Err()
+}
+
+// checkUserAgent reports whether ua can be sent as a User-Agent: a valid
+// header value (no control characters) whose first token, the robots.txt
+// product token, is not empty.
+func checkUserAgent(ua string) error {
 	if !httpguts.ValidHeaderFieldValue(ua) {
 		return fmt.Errorf("%q is not a valid header value", ua)
 	}
 	if tok, _, _ := strings.Cut(strings.TrimSpace(ua), "/"); strings.TrimSpace(tok) == "" {
-		return fmt.Errorf("%q: want a product token first, such as %q", ua, DefaultUserAgent)
+		return fmt.Errorf("%q: want a product token first, such as %q", ua, defaultUserAgent)
 	}
 	return nil
 }
 
-// CheckTimeout reports whether d is a valid Timeout: > 0.
-func CheckTimeout(d time.Duration) error {
+// checkTimeout reports whether d is a valid timeout: > 0.
+func checkTimeout(d time.Duration) error {
 	if d <= 0 {
 		return fmt.Errorf("must be > 0, got %s", d)
 	}
 	return nil
-}
-
-// CheckMaxBody reports whether n is a valid MaxBody: > 0.
-func CheckMaxBody(n int64) error {
-	if n <= 0 {
-		return fmt.Errorf("must be > 0, got %d", n)
-	}
-	return nil
-}
-
-// CheckMaxRedirects reports whether n is a valid count of redirects: ≥ 0.
-func CheckMaxRedirects(n int) error {
-	if n < 0 {
-		return fmt.Errorf("must be ≥ 0, got %d", n)
-	}
-	return nil
-}
-
-func (o Options) withDefaults() Options {
-	if o.UserAgent == "" {
-		o.UserAgent = DefaultUserAgent
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = DefaultConnectTimeout
-	}
-	if o.TLSTimeout <= 0 {
-		o.TLSTimeout = DefaultTLSTimeout
-	}
-	if o.HeaderTimeout <= 0 {
-		o.HeaderTimeout = DefaultHeaderTimeout
-	}
-	if o.MaxBody <= 0 {
-		o.MaxBody = DefaultMaxBody
-	}
-	switch {
-	case o.MaxRedirects == 0:
-		o.MaxRedirects = DefaultMaxRedirects
-	case o.MaxRedirects < 0:
-		o.MaxRedirects = 0
-	}
-	return o
 }
 
 // Request is one fetch. ETag and LastModified are the validators of the
@@ -267,9 +242,11 @@ func (f *Fetcher) Recycle(r *Response) {
 	f.bodies.Put(bp)
 }
 
-// New returns a Fetcher with o's zero fields defaulted.
-func New(o Options) *Fetcher {
-	o = o.withDefaults()
+// New returns a Fetcher, or Validate's error.
+func New(o Options) (*Fetcher, error) {
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("fetch options: %w", err)
+	}
 	f := &Fetcher{opts: o, bodies: sync.Pool{New: func() any { return new([]byte) }}}
 	switch refuse := o.Refuse; {
 	case o.AllowPrivate:
@@ -317,7 +294,7 @@ func New(o Options) *Fetcher {
 		// No Client.Timeout: the per-fetch context bounds the whole fetch,
 		// body included, and keeps the deadline error classifiable.
 	}
-	return f
+	return f, nil
 }
 
 // RefusesHost reports whether host, an IP literal or a localhost name,

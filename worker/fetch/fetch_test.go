@@ -24,14 +24,21 @@ import (
 
 // newFetcher returns a Fetcher for tests against httptest servers on
 // loopback; private addresses are allowed unless the test says otherwise.
-func newFetcher(t *testing.T, o Options) *Fetcher {
+func newFetcher(t *testing.T, set ...func(*Options)) *Fetcher {
 	t.Helper()
-	f := New(o)
+	o := DefaultOptions()
+	for _, fn := range set {
+		fn(&o)
+	}
+	f, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(f.CloseIdleConnections)
 	return f
 }
 
-func allowPrivate(o Options) Options { o.AllowPrivate = true; return o }
+func allowPrivate(o *Options) { o.AllowPrivate = true }
 
 func serve(t *testing.T, h http.HandlerFunc) *httptest.Server {
 	t.Helper()
@@ -62,7 +69,7 @@ func TestFetchHTML(t *testing.T) {
 		w.Header().Set("Last-Modified", "Mon, 02 Jan 2006 15:04:05 GMT")
 		fmt.Fprint(w, "<html><body><p>héllo</p></body></html>")
 	})
-	f := newFetcher(t, allowPrivate(Options{UserAgent: "testbot/1"}))
+	f := newFetcher(t, allowPrivate, func(o *Options) { o.UserAgent = "testbot/1" })
 	r := f.Fetch(context.Background(), Request{URL: ts.URL + "/page#frag"})
 	wantKind(t, r, proto.ErrNone)
 	if !r.OK() || r.Status != 200 || r.Class != HTML || r.ContentType != "text/html" {
@@ -99,7 +106,7 @@ func TestConditionalGET(t *testing.T) {
 			fmt.Fprint(w, "fresh body")
 		}
 	})
-	f := newFetcher(t, allowPrivate(Options{}))
+	f := newFetcher(t, allowPrivate)
 	ctx := context.Background()
 
 	r := f.Fetch(ctx, Request{URL: ts.URL})
@@ -157,7 +164,7 @@ func TestContentEncodings(t *testing.T) {
 		w.Header().Set("Content-Encoding", enc)
 		w.Write(bodies[name])
 	})
-	f := newFetcher(t, allowPrivate(Options{}))
+	f := newFetcher(t, allowPrivate)
 	for name := range bodies {
 		t.Run(name, func(t *testing.T) {
 			r := f.Get(context.Background(), ts.URL+"/"+name)
@@ -185,7 +192,7 @@ func TestBadContentEncoding(t *testing.T) {
 			w.Write([]byte("plain text pretending"))
 		}
 	})
-	f := newFetcher(t, allowPrivate(Options{}))
+	f := newFetcher(t, allowPrivate)
 	for _, p := range []string{"/br", "/corrupt", "/notgzip"} {
 		r := f.Get(context.Background(), ts.URL+p)
 		if r.ErrKind != proto.ErrContent {
@@ -211,7 +218,7 @@ func TestTooLarge(t *testing.T) {
 			w.Write(make([]byte, max))
 		}
 	})
-	f := newFetcher(t, allowPrivate(Options{MaxBody: max}))
+	f := newFetcher(t, allowPrivate, func(o *Options) { o.MaxBody = max })
 	for _, p := range []string{"/bomb", "/big"} {
 		r := f.Get(context.Background(), ts.URL+p)
 		wantKind(t, r, proto.ErrTooLarge)
@@ -239,7 +246,7 @@ func TestHugeBodyIsStreamed(t *testing.T) {
 			}
 		}
 	})
-	f := newFetcher(t, allowPrivate(Options{MaxBody: max}))
+	f := newFetcher(t, allowPrivate, func(o *Options) { o.MaxBody = max })
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	r := f.Get(context.Background(), ts.URL)
@@ -265,7 +272,7 @@ func TestHugeHeaders(t *testing.T) {
 		}
 		fmt.Fprint(w, "body")
 	})
-	f := newFetcher(t, allowPrivate(Options{}))
+	f := newFetcher(t, allowPrivate)
 	wantKind(t, f.Get(context.Background(), ts.URL), proto.ErrTooLarge)
 }
 
@@ -297,7 +304,7 @@ func TestCharset(t *testing.T) {
 			}
 		}
 	})
-	f := newFetcher(t, allowPrivate(Options{}))
+	f := newFetcher(t, allowPrivate)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := f.Get(context.Background(), ts.URL+"/"+c.name)
@@ -324,7 +331,7 @@ func TestContentTypeSniffAndBinary(t *testing.T) {
 			w.Write(png)
 		}
 	})
-	f := newFetcher(t, allowPrivate(Options{}))
+	f := newFetcher(t, allowPrivate)
 	r := f.Get(context.Background(), ts.URL+"/nocontenttype")
 	wantKind(t, r, proto.ErrNone)
 	if r.ContentType != "text/html" || r.Class != HTML {
@@ -383,28 +390,28 @@ func TestTimeouts(t *testing.T) {
 	ctx := context.Background()
 	t.Run("whole-fetch", func(t *testing.T) {
 		ts := blockUntilDone(t, "")
-		f := newFetcher(t, allowPrivate(Options{Timeout: 200 * time.Millisecond}))
+		f := newFetcher(t, allowPrivate, func(o *Options) { o.Timeout = 200 * time.Millisecond })
 		wantKind(t, getBefore(t, ctx, f, ts.URL, hangGuard), proto.ErrTimeout)
 	})
 	t.Run("headers", func(t *testing.T) {
 		ts := blockUntilDone(t, "")
-		f := newFetcher(t, allowPrivate(Options{HeaderTimeout: 200 * time.Millisecond}))
+		f := newFetcher(t, allowPrivate, func(o *Options) { o.HeaderTimeout = 200 * time.Millisecond })
 		wantKind(t, getBefore(t, ctx, f, ts.URL, hangGuard), proto.ErrTimeout)
 	})
 	t.Run("body", func(t *testing.T) {
 		ts := blockUntilDone(t, "<html>partial")
-		f := newFetcher(t, allowPrivate(Options{Timeout: 300 * time.Millisecond}))
+		f := newFetcher(t, allowPrivate, func(o *Options) { o.Timeout = 300 * time.Millisecond })
 		wantKind(t, getBefore(t, ctx, f, ts.URL, hangGuard), proto.ErrTimeout)
 	})
 	t.Run("parent-deadline", func(t *testing.T) {
 		ts := blockUntilDone(t, "")
-		f := newFetcher(t, allowPrivate(Options{}))
+		f := newFetcher(t, allowPrivate)
 		ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		defer cancel()
 		wantKind(t, getBefore(t, ctx, f, ts.URL, hangGuard), proto.ErrTimeout)
 	})
 	t.Run("parent-cancel", func(t *testing.T) {
-		f := newFetcher(t, allowPrivate(Options{}))
+		f := newFetcher(t, allowPrivate)
 		ctx, cancel := context.WithCancel(ctx)
 		cancel()
 		wantKind(t, f.Get(ctx, "http://127.0.0.1:1/"), proto.ErrOther)
@@ -418,14 +425,14 @@ func TestConnectRefused(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	f := newFetcher(t, allowPrivate(Options{}))
+	f := newFetcher(t, allowPrivate)
 	wantKind(t, f.Get(context.Background(), "http://"+addr+"/"), proto.ErrConnect)
 }
 
 func TestDNSFailure(t *testing.T) {
 	// An empty label is rejected by the resolver before any query is sent,
 	// so this needs no network.
-	f := newFetcher(t, Options{ConnectTimeout: 2 * time.Second})
+	f := newFetcher(t, func(o *Options) { o.ConnectTimeout = 2 * time.Second })
 	wantKind(t, f.Get(context.Background(), "http://nonexistent..invalid/"), proto.ErrDNS)
 }
 
@@ -443,7 +450,7 @@ func TestHTTPStatus(t *testing.T) {
 		w.WriteHeader(code)
 		fmt.Fprint(w, "error page")
 	})
-	f := newFetcher(t, allowPrivate(Options{}))
+	f := newFetcher(t, allowPrivate)
 	for _, c := range []struct {
 		code  int
 		retry time.Duration
@@ -499,7 +506,7 @@ func TestRedirects(t *testing.T) {
 		}
 	})
 	ctx := context.Background()
-	f := newFetcher(t, allowPrivate(Options{}))
+	f := newFetcher(t, allowPrivate)
 
 	r := f.Get(ctx, ts.URL+"/chain/5") // exactly MaxRedirects
 	wantKind(t, r, proto.ErrNone)
@@ -514,12 +521,12 @@ func TestRedirects(t *testing.T) {
 	}
 	wantKind(t, f.Get(ctx, ts.URL+"/ftp"), proto.ErrRedirects)
 
-	none := newFetcher(t, allowPrivate(Options{MaxRedirects: -1}))
+	none := newFetcher(t, allowPrivate, func(o *Options) { o.MaxRedirects = 0 })
 	wantKind(t, none.Get(ctx, ts.URL+"/chain/1"), proto.ErrRedirects)
 }
 
 func TestBadURL(t *testing.T) {
-	f := newFetcher(t, Options{})
+	f := newFetcher(t)
 	for _, u := range []string{
 		"", "example.com/page", "ftp://example.com/", "javascript:alert(1)", "file:///etc/passwd",
 		"http://", "http:///path", "http://exa mple.com/", "http://example.com:99999/", "http://[::1/",
@@ -539,7 +546,7 @@ func TestBlockedAddresses(t *testing.T) {
 		fmt.Fprint(w, "internal secret")
 	})
 	ctx := context.Background()
-	f := newFetcher(t, Options{}) // AllowPrivate false: the production policy
+	f := newFetcher(t) // AllowPrivate false: the production policy
 
 	wantKind(t, f.Get(ctx, target.URL+"/direct"), proto.ErrBlocked)
 	port := target.Listener.Addr().(*net.TCPAddr).Port
@@ -575,11 +582,11 @@ func TestTLS(t *testing.T) {
 	t.Cleanup(ts.Close)
 	plain := serve(t, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "plain") })
 
-	f := newFetcher(t, allowPrivate(Options{}))
+	f := newFetcher(t, allowPrivate)
 	wantKind(t, f.Get(context.Background(), ts.URL), proto.ErrTLS) // untrusted certificate
 	wantKind(t, f.Get(context.Background(), strings.Replace(plain.URL, "http:", "https:", 1)), proto.ErrTLS)
 
-	trusting := newFetcher(t, allowPrivate(Options{}))
+	trusting := newFetcher(t, allowPrivate)
 	pool := x509.NewCertPool()
 	pool.AddCert(ts.Certificate())
 	trusting.transport.TLSClientConfig.RootCAs = pool
@@ -595,7 +602,7 @@ func TestConcurrentFetches(t *testing.T) {
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprint(w, r.URL.Path)
 	})
-	f := newFetcher(t, allowPrivate(Options{}))
+	f := newFetcher(t, allowPrivate)
 	var wg sync.WaitGroup
 	for i := range 32 {
 		wg.Go(func() {
@@ -616,7 +623,7 @@ func TestZeroFetcherDoesNotPanic(t *testing.T) {
 		t.Fatalf("ErrKind = %q", r.ErrKind)
 	}
 	var nilCtx context.Context // a nil context must not panic either
-	r = New(Options{}).Fetch(nilCtx, Request{URL: "ftp://x"})
+	r = newFetcher(t).Fetch(nilCtx, Request{URL: "ftp://x"})
 	if r.ErrKind != proto.ErrBadURL {
 		t.Fatalf("nil ctx: ErrKind = %q", r.ErrKind)
 	}
@@ -661,7 +668,7 @@ func TestRecycledBodies(t *testing.T) {
 		}
 		_, _ = w.Write([]byte(page(i)))
 	})
-	f := newFetcher(t, allowPrivate(Options{}))
+	f := newFetcher(t, allowPrivate)
 	var kept []string
 	for i := range 30 {
 		r := f.Fetch(context.Background(), Request{URL: fmt.Sprintf("%s/%d", ts.URL, i)})
@@ -679,5 +686,35 @@ func TestRecycledBodies(t *testing.T) {
 		if k != page(i) {
 			t.Errorf("copy of fetch %d changed after its buffer was recycled", i)
 		}
+	}
+}
+
+// New refuses what Validate refuses, naming the field; a 0 the field
+// allows (MaxRedirects) is taken as it is.
+func TestNewValidates(t *testing.T) {
+	for _, c := range []struct {
+		field string
+		set   func(*Options)
+	}{
+		{"UserAgent", func(o *Options) { o.UserAgent = "" }},
+		{"UserAgent", func(o *Options) { o.UserAgent = "bot\r\nX-Evil: 1" }},
+		{"UserAgent", func(o *Options) { o.UserAgent = "/1.0" }},
+		{"Timeout", func(o *Options) { o.Timeout = 0 }},
+		{"ConnectTimeout", func(o *Options) { o.ConnectTimeout = -time.Second }},
+		{"TLSTimeout", func(o *Options) { o.TLSTimeout = 0 }},
+		{"HeaderTimeout", func(o *Options) { o.HeaderTimeout = 0 }},
+		{"MaxBody", func(o *Options) { o.MaxBody = 0 }},
+		{"MaxRedirects", func(o *Options) { o.MaxRedirects = -1 }},
+	} {
+		o := DefaultOptions()
+		c.set(&o)
+		if _, err := New(o); err == nil || !strings.Contains(err.Error(), c.field+":") {
+			t.Errorf("%s: New = %v, want an error naming the field", c.field, err)
+		}
+	}
+	o := DefaultOptions()
+	o.MaxRedirects = 0
+	if err := o.Validate(); err != nil {
+		t.Errorf("MaxRedirects 0 (none) refused: %v", err)
 	}
 }

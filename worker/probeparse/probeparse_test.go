@@ -30,7 +30,7 @@ const def = `sources:
 
 func mustSource(t testing.TB) *source.Source {
 	t.Helper()
-	srcs, err := source.Parse([]byte(def), "test.yaml")
+	srcs, err := source.Parse([]byte(def), "test.yaml", CheckSelector)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,11 +111,60 @@ func TestParseResultsEdgeCases(t *testing.T) {
 	}
 	bad := *src
 	bad.Item = "div["
-	if bad.Validate() == nil { // leaves the source uncompiled
-		t.Fatal("invalid item selector accepted")
+	if err := bad.Validate(); err != nil { // CSS syntax is this package's to judge
+		t.Fatal(err)
 	}
-	if _, _, err := ParseResults(&bad, []byte(resultsPage)); err == nil || !strings.Contains(err.Error(), "item: expected a CSS selector") {
+	if _, _, err := ParseResults(&bad, []byte(resultsPage)); err == nil || !strings.Contains(err.Error(), `probeparse: source "scholar": item: expected a CSS selector`) {
 		t.Errorf("invalid source: %v", err)
+	}
+	bad = *src
+	bad.Name = ""
+	if _, err := New(&bad); err == nil || !strings.Contains(err.Error(), "name: missing") {
+		t.Errorf("invalid source: %v", err)
+	}
+}
+
+// A bad selector in a config file is reported where the file is read,
+// with the file, the source, the key and the line.
+func TestCheckSelectorInConfig(t *testing.T) {
+	doc := strings.Replace(def, `citations: {selector: ".gs_fl a",`, `citations: {selector: ".gs_fl a[",`, 1)
+	_, err := source.Parse([]byte(doc), "test.yaml", CheckSelector)
+	want := "test.yaml: sources[0].fields.citations.selector: expected a CSS selector: expected identifier, found EOF instead (line 12)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("error = %v\nwant %s", err, want)
+	}
+	if CheckSelector("div.gs_r > h3 a[href]") != nil {
+		t.Error("good selector rejected")
+	}
+}
+
+// A Parser compiled once reads pages as the one-call functions do, and
+// does not see later changes to the source.
+func TestParserReuse(t *testing.T) {
+	src := *mustSource(t)
+	p, err := New(&src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.Item = "nothing"
+	for range 2 {
+		items, total, err := p.Results([]byte(resultsPage))
+		if err != nil || len(items) != 2 || total != 1230 {
+			t.Fatalf("Results = %+v %d %v", items, total, err)
+		}
+	}
+}
+
+func TestFieldClean(t *testing.T) {
+	f, err := compileField("fields.n", "n", source.Field{Selector: ".n", Numeric: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for raw, want := range map[string]string{"1,234": "1234", "12.50": "12.5", " 7 ": "7", "x": "", "NaN": "", "1e400": ""} {
+		got, ok := f.clean(raw)
+		if got != want || ok != (want != "") {
+			t.Errorf("clean(%q) = %q %v, want %q", raw, got, ok, want)
+		}
 	}
 }
 

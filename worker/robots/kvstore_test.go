@@ -6,34 +6,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 )
 
 // newTestKV starts an embedded nats-server with JetStream on loopback and
 // returns a fresh key-value bucket on it.
 func newTestKV(t *testing.T) jetstream.KeyValue {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{
-		Host:      "127.0.0.1",
-		Port:      -1,
-		JetStream: true,
-		StoreDir:  t.TempDir(),
-		NoLog:     true,
-		NoSigs:    true,
-	})
-	if err != nil {
-		t.Fatalf("nats server: %v", err)
-	}
-	go s.Start()
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats server not ready")
-	}
+	s := testutil.StartNATS(t)
 	nc, err := nats.Connect(s.ClientURL())
 	if err != nil {
 		t.Fatalf("nats connect: %v", err)

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -26,39 +27,50 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/time/rate"
 
+	"github.com/freshcrawl/freshcrawl/internal/optcheck"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
 	"github.com/freshcrawl/freshcrawl/proto"
 )
 
-// DefaultMaxInFlight bounds the tasks dispatched and not yet folded unless
-// told otherwise. It also sizes the task consumer's MaxAckPending.
-const DefaultMaxInFlight = 256
-
-// CheckMaxInFlight reports whether n is a valid MaxInFlight: > 0.
-func CheckMaxInFlight(n int) error {
-	if n <= 0 {
-		return fmt.Errorf("must be > 0, got %d", n)
-	}
-	return nil
-}
-
-// Options configure a Dispatcher. Zero fields take the defaults.
+// Options configure a Dispatcher. Start from DefaultOptions: every field
+// is taken as it is, and New refuses what Validate refuses.
 type Options struct {
 	// Budget is the total tasks per second (the global limiter, burst 1:
-	// never two tasks back to back above the budget); default
-	// schedule.DefaultBudget.
+	// never two tasks back to back above the budget).
 	Budget float64
-	// MaxInFlight bounds tasks dispatched and not yet finished (default
-	// DefaultMaxInFlight).
+	// MaxInFlight bounds tasks dispatched and not yet finished. It also
+	// sizes the task consumer's MaxAckPending.
 	MaxInFlight int
 	// Prepare completes a task before it is published (the previous
 	// version's validators, a probe's spec). It runs without the lock;
-	// an error counts as a failed publish.
+	// an error counts as a failed publish. Nil: the task goes as it is.
 	Prepare func(ctx context.Context, t *proto.Task) error
 	// RetryAfter is how long a failed publish waits before the URL is
-	// tried again (default 1s).
+	// tried again.
 	RetryAfter time.Duration
-	Log        *slog.Logger
+	// Log receives structured logs (nil: slog.Default()).
+	Log *slog.Logger
+}
+
+// DefaultOptions are the defaults of a dispatcher; the coordinator's
+// options take their max-in-flight default from here.
+func DefaultOptions() Options {
+	return Options{Budget: schedule.DefaultBudget, MaxInFlight: 256, RetryAfter: time.Second}
+}
+
+// Validate reports every field New would refuse, each by its name.
+func (o Options) Validate() error {
+	var errs optcheck.Errors
+	if !(o.Budget > 0) || math.IsInf(o.Budget, 0) {
+		errs.Check("Budget", fmt.Errorf("must be a finite rate > 0, got %v", o.Budget))
+	}
+	if o.MaxInFlight <= 0 {
+		errs.Check("MaxInFlight", fmt.Errorf("must be > 0, got %d", o.MaxInFlight))
+	}
+	if o.RetryAfter <= 0 {
+		errs.Check("RetryAfter", fmt.Errorf("must be > 0, got %s", o.RetryAfter))
+	}
+	return errs.Err()
 }
 
 // errDuplicate is a publish JetStream acknowledged as a duplicate of a
@@ -90,16 +102,11 @@ type Dispatcher struct {
 	perURL   map[string]int    // tasks in flight per URL
 }
 
-// New returns a dispatcher of the tasks of sched onto js.
-func New(js jetstream.JetStream, sched *schedule.Scheduler, o Options) *Dispatcher {
-	if o.Budget <= 0 {
-		o.Budget = schedule.DefaultBudget
-	}
-	if o.MaxInFlight <= 0 {
-		o.MaxInFlight = DefaultMaxInFlight
-	}
-	if o.RetryAfter <= 0 {
-		o.RetryAfter = time.Second
+// New returns a dispatcher of the tasks of sched onto js, or Validate's
+// error.
+func New(js jetstream.JetStream, sched *schedule.Scheduler, o Options) (*Dispatcher, error) {
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("dispatch options: %w", err)
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
@@ -112,7 +119,7 @@ func New(js jetstream.JetStream, sched *schedule.Scheduler, o Options) *Dispatch
 		limiter:  rate.NewLimiter(rate.Limit(o.Budget), 1),
 		wake:     make(chan struct{}, 1),
 		inflight: map[string]flight{}, perURL: map[string]int{},
-	}
+	}, nil
 }
 
 // publishTimeout bounds one task publish.

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
-	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,12 +14,25 @@ import (
 
 	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/proto"
 )
 
 var t0 = time.Unix(1_700_000_000, 0)
 
-func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+// newDispatcher is New with the defaults, a quiet log and set's changes;
+// it fails the test if New refuses them.
+func newDispatcher(t testing.TB, js jetstream.JetStream, s *schedule.Scheduler, set func(o *Options)) *Dispatcher {
+	t.Helper()
+	o := DefaultOptions()
+	o.Log = testutil.QuietLogger(t)
+	set(&o)
+	d, err := New(js, s, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
 
 // newSched returns a scheduler with the given URLs (host/path), each due
 // at t0; one fetch a second per host.
@@ -37,7 +48,7 @@ func newSched(urls ...string) *schedule.Scheduler {
 // No more than MaxInFlight tasks are out at once; finishing one frees a
 // slot.
 func TestTakeBoundsInFlight(t *testing.T) {
-	d := New(nil, newSched("a/1", "b/1", "c/1", "d/1", "e/1"), Options{MaxInFlight: 3, Log: quietLog()})
+	d := newDispatcher(t, nil, newSched("a/1", "b/1", "c/1", "d/1", "e/1"), func(o *Options) { o.MaxInFlight = 3 })
 	var ids []string
 	for range 3 {
 		task, ok, _ := d.take(t0)
@@ -58,7 +69,7 @@ func TestTakeBoundsInFlight(t *testing.T) {
 // A host has one task in flight at a time, and its next comes no sooner
 // than its gap after the previous request ended.
 func TestTakeOneTaskPerHost(t *testing.T) {
-	d := New(nil, newSched("a/1", "a/2", "a/3"), Options{Log: quietLog()})
+	d := newDispatcher(t, nil, newSched("a/1", "a/2", "a/3"), func(*Options) {})
 	first, ok, _ := d.take(t0)
 	if !ok {
 		t.Fatal("nothing due")
@@ -81,7 +92,7 @@ func TestTakeOneTaskPerHost(t *testing.T) {
 // result this run did not dispatch, if no task of its URL is in flight; a
 // result folded before only ends its task, whose URL is due again at once.
 func TestFinish(t *testing.T) {
-	d := New(nil, newSched("a/1", "b/1", "c/1"), Options{Log: quietLog()})
+	d := newDispatcher(t, nil, newSched("a/1", "b/1", "c/1"), func(*Options) {})
 	var tasks []proto.Task
 	for range 3 {
 		task, ok, _ := d.take(t0)
@@ -136,7 +147,7 @@ func TestFinish(t *testing.T) {
 
 // A task in flight too long is lost; releasing it makes its URL due again.
 func TestLostAndRelease(t *testing.T) {
-	d := New(nil, newSched("a/1"), Options{Log: quietLog()})
+	d := newDispatcher(t, nil, newSched("a/1"), func(*Options) {})
 	task, ok, _ := d.take(t0)
 	if !ok {
 		t.Fatal("nothing due")
@@ -159,19 +170,12 @@ func TestLostAndRelease(t *testing.T) {
 // newJS starts an embedded nats-server with the task stream.
 func newJS(t *testing.T) jetstream.JetStream {
 	t.Helper()
-	srv, err := broker.StartEmbedded(broker.EmbeddedOptions{Dir: filepath.Join(t.TempDir(), "nats"), Listen: "127.0.0.1:-1"})
+	srv := testutil.StartNATS(t)
+	nc, js, err := broker.Connect(srv.ClientURL(), "test", testutil.QuietLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, js, err := broker.Connect(srv.ClientURL(), "test", quietLog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		nc.Close()
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	})
+	t.Cleanup(nc.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := broker.Ensure(ctx, js, broker.DefaultSettings()); err != nil {
@@ -224,26 +228,6 @@ func runDispatcher(t *testing.T, d *Dispatcher) {
 	})
 }
 
-// waitFor checks cond on every tick until it holds, and fails if it still
-// does not after 20 s (a bound on a broken run).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(20 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			if cond() {
-				return
-			}
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
-}
-
 // Run publishes due URLs as tasks, prepared, never faster than the budget
 // (burst 1), and keeps them in flight until they finish.
 func TestRunPublishesUnderBudget(t *testing.T) {
@@ -257,18 +241,21 @@ func TestRunPublishesUnderBudget(t *testing.T) {
 	// the budget without the publish's latency, which varies under load.
 	var mu sync.Mutex
 	var granted []time.Time
-	d := New(js, s, Options{Budget: 5, Log: quietLog(), Prepare: func(_ context.Context, task *proto.Task) error {
-		mu.Lock()
-		granted = append(granted, time.Now())
-		mu.Unlock()
-		task.ETag = "etag-of-" + task.URL
-		return nil
-	}})
+	d := newDispatcher(t, js, s, func(o *Options) {
+		o.Budget = 5
+		o.Prepare = func(_ context.Context, task *proto.Task) error {
+			mu.Lock()
+			granted = append(granted, time.Now())
+			mu.Unlock()
+			task.ETag = "etag-of-" + task.URL
+			return nil
+		}
+	})
 	runDispatcher(t, d)
 	var tasks []proto.Task
 	// The stream may hold a task a moment before its publish returns and
 	// is counted: wait for both.
-	waitFor(t, "4 tasks on the stream and counted", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "4 tasks on the stream and counted", func() bool {
 		tasks = published(t, js)
 		return len(tasks) == 4 && d.Published() == 4
 	})
@@ -310,17 +297,20 @@ func TestRunRetriesFailedPublish(t *testing.T) {
 	s.Add(schedule.URLInfo{URL: "http://h/x", Host: "h", Weight: 1, Interval: time.Hour, NextDue: now}, now)
 	var mu sync.Mutex
 	var attempts []time.Time
-	d := New(js, s, Options{Budget: 10, RetryAfter: 300 * time.Millisecond, Log: quietLog(), Prepare: func(context.Context, *proto.Task) error {
-		mu.Lock()
-		defer mu.Unlock()
-		attempts = append(attempts, time.Now())
-		if len(attempts) == 1 {
-			return errors.New("store unavailable")
+	d := newDispatcher(t, js, s, func(o *Options) {
+		o.Budget, o.RetryAfter = 10, 300*time.Millisecond
+		o.Prepare = func(context.Context, *proto.Task) error {
+			mu.Lock()
+			defer mu.Unlock()
+			attempts = append(attempts, time.Now())
+			if len(attempts) == 1 {
+				return errors.New("store unavailable")
+			}
+			return nil
 		}
-		return nil
-	}})
+	})
 	runDispatcher(t, d)
-	waitFor(t, "the task on the stream", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the task on the stream", func() bool {
 		tasks := published(t, js)
 		return len(tasks) == 1
 	})
@@ -358,10 +348,10 @@ func TestRunReleasesDuplicateTask(t *testing.T) {
 	if _, err := js.Publish(ctx, proto.TaskSubject(first.Kind), b, jetstream.WithMsgID(first.ID)); err != nil {
 		t.Fatal(err)
 	}
-	d := New(js, s, Options{Budget: 10, RetryAfter: 200 * time.Millisecond, Log: quietLog()})
+	d := newDispatcher(t, js, s, func(o *Options) { o.Budget, o.RetryAfter = 10, 200*time.Millisecond })
 	runDispatcher(t, d)
 	var tasks []proto.Task
-	waitFor(t, "a second task for the URL under a new id", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "a second task for the URL under a new id", func() bool {
 		tasks = published(t, js)
 		return len(tasks) == 2
 	})
@@ -396,12 +386,12 @@ func TestRunPublishesWindowsWithADuplicate(t *testing.T) {
 	if _, err := js.Publish(ctx, proto.TaskSubject(dup.Kind), b, jetstream.WithMsgID(dup.ID)); err != nil {
 		t.Fatal(err)
 	}
-	d := New(js, s, Options{Budget: 1e6, MaxInFlight: 4 * n, RetryAfter: 200 * time.Millisecond, Log: quietLog()})
+	d := newDispatcher(t, js, s, func(o *Options) { o.Budget, o.MaxInFlight, o.RetryAfter = 1e6, 4*n, 200*time.Millisecond })
 	runDispatcher(t, d)
 	var tasks []proto.Task
 	// n tasks from the dispatcher (h7's under a new id), plus the one
 	// published before.
-	waitFor(t, "every URL's task on the stream and counted", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "every URL's task on the stream and counted", func() bool {
 		tasks = published(t, js)
 		return len(tasks) == n+1 && d.Published() == n
 	})
@@ -460,5 +450,23 @@ func TestTaskIDs(t *testing.T) {
 	}
 	if a, b := taskID("http://h/x", base), taskID("http://h/y", base); a == b {
 		t.Errorf("two URLs due at once share the id %s", a)
+	}
+}
+
+// New refuses what Validate refuses, naming the field.
+func TestNewValidates(t *testing.T) {
+	for _, c := range []struct {
+		field string
+		set   func(*Options)
+	}{
+		{"Budget", func(o *Options) { o.Budget = 0 }},
+		{"MaxInFlight", func(o *Options) { o.MaxInFlight = 0 }},
+		{"RetryAfter", func(o *Options) { o.RetryAfter = 0 }},
+	} {
+		o := DefaultOptions()
+		c.set(&o)
+		if _, err := New(nil, newSched("a/1"), o); err == nil || !strings.Contains(err.Error(), c.field+":") {
+			t.Errorf("%s: New = %v, want an error naming the field", c.field, err)
+		}
 	}
 }

@@ -2,13 +2,13 @@ package fold
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
+	"github.com/freshcrawl/freshcrawl/internal/testutil/storetest"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/store"
 )
@@ -24,11 +24,7 @@ func BenchmarkFold(b *testing.B) {
 	const urls, hosts = 1000, 50
 	for _, batch := range []int{1, 16, 64, 256} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			db, err := store.OpenDir(b.TempDir(), store.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db.Close()
+			db := storetest.Open(b)
 			recs := make([]store.URL, urls)
 			for i := range recs {
 				h := fmt.Sprintf("127.0.0.%d:8080", 2+i%hosts)
@@ -37,7 +33,7 @@ func BenchmarkFold(b *testing.B) {
 			if _, err := db.Upsert(recs); err != nil {
 				b.Fatal(err)
 			}
-			f := New(db, schedule.NewEstimator(90*24*time.Hour, 0.25/86400), slog.New(slog.NewTextHandler(io.Discard, nil)))
+			f := New(db, schedule.NewEstimator(90*24*time.Hour, 0.25/86400), testutil.QuietLogger(b))
 			text := strings.Repeat("A paragraph of the page, long enough to look like one.\n", 360)
 			at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			in := make([]Input, batch)

@@ -176,12 +176,12 @@ func (f *Folder) one(tx *store.Tx, in *Input, o *Outcome) error {
 		case r.Changed && r.Hash != u.Hash:
 			ch := store.Change{URL: u.URL, Host: u.Host, At: at, TaskID: r.TaskID, Hash: r.Hash, PrevHash: u.Hash}
 			if r.Diff != nil {
-				ch.Diff = *r.Diff
+				ch.Diff = store.DiffSummary(*r.Diff)
 			}
 			if _, err := tx.AddChange(ch); err != nil {
 				return err
 			}
-			o.Event = &proto.ChangeEvent{V: proto.Version, URL: u.URL, Host: u.Host, TaskID: r.TaskID, At: at, Hash: r.Hash, PrevHash: u.Hash, Diff: ch.Diff}
+			o.Event = &proto.ChangeEvent{V: proto.Version, URL: u.URL, Host: u.Host, TaskID: r.TaskID, At: at, Hash: r.Hash, PrevHash: u.Hash, Diff: proto.DiffSummary(ch.Diff)}
 			u.Hash = r.Hash
 			u.Changes++
 			u.LastChange = at

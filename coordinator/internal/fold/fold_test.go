@@ -2,8 +2,6 @@ package fold
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"slices"
 	"testing"
@@ -11,6 +9,8 @@ import (
 
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
 	"github.com/freshcrawl/freshcrawl/internal/source"
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
+	"github.com/freshcrawl/freshcrawl/internal/testutil/storetest"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/store"
 )
@@ -19,18 +19,14 @@ var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func newFolder(t *testing.T, recs ...store.URL) (*Folder, *store.DB) {
 	t.Helper()
-	db, err := store.OpenDir(t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := storetest.Open(t)
 	if len(recs) > 0 {
 		if _, err := db.Upsert(recs); err != nil {
 			t.Fatal(err)
 		}
 	}
 	est := schedule.NewEstimator(90*24*time.Hour, 0.25/86400)
-	return New(db, est, slog.New(slog.NewTextHandler(io.Discard, nil))), db
+	return New(db, est, testutil.QuietLogger(t)), db
 }
 
 func result(id, url string, at time.Time, hash string) proto.Result {
