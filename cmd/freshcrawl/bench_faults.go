@@ -32,9 +32,7 @@ applied twice; the requests served and never folded were all made by a process
 the fault hit (each costs a refetch); every URL is fetched again; the store
 checks sound. The table gives per fault the repetitions, tasks lost, duplicated
 folds and the time to recover. disk-full mounts a 24 MiB tmpfs for the store
-and needs root; without it the case is skipped. The coordinator cases stop it at
-failpoints, which a binary has only when built with -tags failpoints; without
-them they are skipped.`,
+and needs root; without it the case is skipped.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			bin, err := os.Executable()
