@@ -89,10 +89,6 @@ type Options struct {
 	// Lease is the coordinator lease this coordinator holds (nil: none,
 	// as in tests).
 	Lease *broker.Lease
-	// FaultPoint stops the first fold at a point of the fault suite's
-	// choosing ("fold-before-commit", "fold-after-commit") until the
-	// process is killed; empty in production.
-	FaultPoint string
 	// ConsoleEvery is the sampling period of the console's charts.
 	ConsoleEvery time.Duration
 	// Webhooks configure the delivery of change events to webhooks (the
@@ -102,12 +98,6 @@ type Options struct {
 	// in-process workers' of `run` and `demo`).
 	Metrics prometheus.Gatherer
 }
-
-// Fault points of the fault suite.
-const (
-	FaultBeforeCommit = "fold-before-commit"
-	FaultAfterCommit  = "fold-after-commit"
-)
 
 // DefaultOptions hold the defaults of every setting, each taken from the
 // package that owns it; the config takes its defaults from here.
@@ -198,10 +188,6 @@ type Coordinator struct {
 	// foldErr is the last fold that failed, cleared by the next that
 	// succeeds: status and /healthz show it (a full disk, a damaged store).
 	foldErr atomic.Pointer[foldFailure]
-	// fault is armed until the fault point has been reached once.
-	fault atomic.Bool
-	// ctx is Run's context, for callbacks that have none of their own.
-	ctx atomic.Pointer[context.Context]
 	// loaded is set once the schedule is loaded from the store: a Run
 	// after a step-down (the lease lost and taken back, the store
 	// untouched meanwhile) keeps the schedule it has.
@@ -272,23 +258,6 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 	c.m.addWebhooks(c.hooks, db)
 	if opts.Lease != nil {
 		c.lease.Store(opts.Lease)
-	}
-	switch opts.FaultPoint {
-	case "":
-	case FaultBeforeCommit:
-		c.fault.Store(true)
-		// Inside the fold's transaction, its writes made, not committed.
-		db.SetBeforeFoldCommit(func() error {
-			if !c.fault.Load() {
-				return nil
-			}
-			c.faultPoint(c.runCtx(), FaultBeforeCommit)
-			return errors.New("stopped at the fault point before the commit")
-		})
-	case FaultAfterCommit:
-		c.fault.Store(true)
-	default:
-		return nil, fmt.Errorf("coordinator options: FaultPoint %q: want %s or %s", opts.FaultPoint, FaultBeforeCommit, FaultAfterCommit)
 	}
 	for _, src := range opts.Sources {
 		ss, err := newSourceState(src, opts.ProbePolicy, opts.PriorRate)
@@ -475,14 +444,6 @@ func info(u store.URL) schedule.URLInfo {
 // step-down, for status and /healthz.
 func (c *Coordinator) SetLease(l *broker.Lease) { c.lease.Store(l) }
 
-// runCtx is Run's context (Background before Run).
-func (c *Coordinator) runCtx() context.Context {
-	if p := c.ctx.Load(); p != nil {
-		return *p
-	}
-	return context.Background()
-}
-
 // Run serves until ctx is done. Stopped, it finishes the fold under way
 // and leaves every other task and result in the streams, for the next
 // coordinator.
@@ -491,7 +452,6 @@ func (c *Coordinator) runCtx() context.Context {
 // holds the lease again after a step-down: it keeps its schedule and
 // reconciles the tasks in the stream anew.
 func (c *Coordinator) Run(ctx context.Context) error {
-	c.ctx.Store(&ctx)
 	// Heartbeats are heard from the start: loading a large store and the
 	// first plan take seconds, and a worker's first heartbeat sent in
 	// that time would otherwise be lost, leaving it unlisted until its

@@ -3,9 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"os"
 	"syscall"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/coordinator/internal/dispatch"
 	"github.com/freshcrawl/freshcrawl/coordinator/internal/fold"
 	"github.com/freshcrawl/freshcrawl/internal/broker"
+	"github.com/freshcrawl/freshcrawl/internal/failpoint"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/store"
 )
@@ -143,17 +142,6 @@ func (c *Coordinator) foldFailed(err error) {
 	c.log.Error(msg, "store", c.db.Path(), "err", err)
 }
 
-// faultPoint stops here, once, if the fault suite chose this point: it
-// says so on standard error and waits to be killed (or stopped, then the
-// fold is abandoned).
-func (c *Coordinator) faultPoint(ctx context.Context, point string) {
-	if c.opts.FaultPoint != point || !c.fault.CompareAndSwap(true, false) {
-		return
-	}
-	fmt.Fprintf(os.Stderr, "FAULT-POINT %s reached\n", point)
-	<-ctx.Done()
-}
-
 func (c *Coordinator) foldMsgs(ctx context.Context, msgs []jetstream.Msg) error {
 	start := time.Now()
 	results := make([]proto.Result, 0, len(msgs))
@@ -182,7 +170,15 @@ func (c *Coordinator) foldMsgs(ctx context.Context, msgs []jetstream.Msg) error 
 	if c.foldErr.Swap(nil) != nil {
 		c.log.Info("folding again: the store accepts writes")
 	}
-	c.faultPoint(ctx, FaultAfterCommit)
+	if err := failpoint.Hit(failpoint.FoldAfterCommit); err != nil {
+		// As if the acks were lost: the fold stands, its results come
+		// back, and the store folds none of them twice.
+		for _, m := range keep {
+			_ = m.NakWithDelay(time.Second)
+		}
+		c.afterFold(results, out)
+		return nil
+	}
 	done := time.Now()
 	for _, m := range keep {
 		_ = m.Ack()

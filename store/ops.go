@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/freshcrawl/freshcrawl/internal/failpoint"
 )
 
 // Upsert inserts new URL records and updates the seed fields (weight,
@@ -181,8 +184,15 @@ func (db *DB) forEachBatch(fn func([]URL) error, decode func(key, v []byte, u *U
 	// one before, so the two buffers are never both in use by fn.
 	ch := make(chan chunk)
 	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
+	// The reader has ended, its last read transaction closed, when this
+	// returns: nothing of the scan outlives it (a Close just after would
+	// wait on that transaction).
+	var reader sync.WaitGroup
+	defer func() {
+		close(stop)
+		reader.Wait()
+	}()
+	reader.Go(func() {
 		defer close(ch)
 		var after []byte
 		// Two buffers: one fn works on, one being filled.
@@ -204,7 +214,7 @@ func (db *DB) forEachBatch(fn func([]URL) error, decode func(key, v []byte, u *U
 				return
 			}
 		}
-	}()
+	})
 	for c := range ch {
 		if c.err != nil {
 			return c.err
@@ -520,7 +530,7 @@ func (db *DB) FoldMany(ids []string, fn func(i int, tx *Tx) error) (applied []bo
 			}
 			applied[i] = true
 		}
-		return db.beforeFoldCommit()
+		return failpoint.Hit(failpoint.FoldBeforeCommit)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fold %d results: %w", len(ids), err)

@@ -104,8 +104,6 @@ type DB struct {
 	// fence is the lease revision this process writes under (TakeFence);
 	// 0 until a coordinator takes the store.
 	fence atomic.Uint64
-	// beforeCommit is the fault suite's hook inside a fold's transaction.
-	beforeCommit atomic.Pointer[func() error]
 }
 
 // FileName is the store's file inside a data directory.

@@ -255,8 +255,13 @@ func TestForEachBatchSeesEveryRecordOnce(t *testing.T) {
 	stop := errors.New("stop")
 	for name, scan := range map[string]func(func([]URL) error) error{"ForEachBatch": db.ForEachBatch, "ForEachScheduleBatch": db.ForEachScheduleBatch} {
 		calls := 0
+		// Stopped early, the scan's reader is reading the next chunk:
+		// it must be done with its transaction when the scan returns.
 		if err := scan(func([]URL) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
 			t.Errorf("%s: fn's error: %v after %d calls", name, err, calls)
+		}
+		if open := db.bolt.Stats().OpenTxN; open != 0 {
+			t.Errorf("%s: %d read transactions still open after it returned", name, open)
 		}
 	}
 }

@@ -229,7 +229,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
 	finished := make(chan struct{})
+	watched := make(chan struct{})
 	go func() {
+		defer close(watched)
 		select {
 		case <-finished:
 			return
@@ -271,6 +273,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	close(finished)
+	<-watched
 	w.fetcher.CloseIdleConnections()
 	w.log.Info("worker stopped", "processed", w.done.Load(), "handed_back", w.back.Load())
 	return nil

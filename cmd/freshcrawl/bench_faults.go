@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/freshcrawl/freshcrawl/internal/failpoint"
 	"github.com/freshcrawl/freshcrawl/lab/faults"
 )
 
@@ -51,7 +52,7 @@ and needs root; without it the case is skipped.`,
 				names = strings.Split(caseList, ",")
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "fault suite in %s (process logs there)\n", dir)
-			res, err := faults.Run(cmd.Context(), faults.Options{Binary: bin, Dir: dir, Cases: names, Reps: reps, Hosts: hosts, Pages: pages, Progress: cmd.ErrOrStderr()})
+			res, err := faults.Run(cmd.Context(), faults.Options{Binary: bin, Failpoints: failpoint.Enabled, Dir: dir, Cases: names, Reps: reps, Hosts: hosts, Pages: pages, Progress: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}

@@ -40,8 +40,6 @@ type role struct {
 	before func(*cobra.Command, config.Config) error
 	// started is printed once everything is up.
 	started func(*cobra.Command, *node.Node)
-	// faultPoint, if set, registers the fault suite's hidden flag.
-	faultPoint bool
 }
 
 // roleCmd builds a subcommand that starts a node with some roles and runs
@@ -51,7 +49,6 @@ func roleCmd(r role) *cobra.Command {
 	if r.defaults != nil {
 		r.defaults(&cfg)
 	}
-	var faultPoint string
 	cmd := &cobra.Command{
 		Use:   r.use,
 		Short: r.short,
@@ -69,7 +66,7 @@ func roleCmd(r role) *cobra.Command {
 					return err
 				}
 			}
-			n, err := node.Start(cmd.Context(), node.Options{Config: cfg, Roles: r.roles(cfg), Log: log, FaultPoint: faultPoint})
+			n, err := node.Start(cmd.Context(), node.Options{Config: cfg, Roles: r.roles(cfg), Log: log})
 			if err != nil {
 				if cmd.Context().Err() != nil {
 					// Stopped while waiting (for NATS, or as a standby).
@@ -84,10 +81,6 @@ func roleCmd(r role) *cobra.Command {
 		},
 	}
 	withConfig(cmd, &cfg, r.keys...)
-	if r.faultPoint {
-		cmd.Flags().StringVar(&faultPoint, "fault-point", "", "fault suite only: stop the first fold at this point until killed")
-		_ = cmd.Flags().MarkHidden("fault-point")
-	}
 	return cmd
 }
 
@@ -116,11 +109,10 @@ func runCmd() *cobra.Command {
 
 func coordinatorCmd() *cobra.Command {
 	return roleCmd(role{
-		use:        "coordinator",
-		short:      "Run the coordinator alone (against --nats, or an embedded server when none is given)",
-		keys:       slices.Concat(natsKeys, coordinatorKeys),
-		roles:      func(config.Config) node.Roles { return node.Roles{Coordinator: true, HTTP: true} },
-		faultPoint: true,
+		use:   "coordinator",
+		short: "Run the coordinator alone (against --nats, or an embedded server when none is given)",
+		keys:  slices.Concat(natsKeys, coordinatorKeys),
+		roles: func(config.Config) node.Roles { return node.Roles{Coordinator: true, HTTP: true} },
 	})
 }
 

@@ -69,8 +69,15 @@ The control address serves:
 				return fmt.Errorf("sim control: listen on %s: %w", control, err)
 			}
 			srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
-			go func() { _ = srv.Serve(ln) }()
-			defer srv.Close()
+			served := make(chan struct{})
+			go func() {
+				defer close(served)
+				_ = srv.Serve(ln)
+			}()
+			defer func() {
+				_ = srv.Close()
+				<-served
+			}()
 			fmt.Fprintf(cmd.OutOrStdout(), "sim: %d pages on %s port %d\ncontrol: http://%s  (seed list: curl http://%s/urls > seeds.txt)\n",
 				len(s.URLs()), strings.Join(s.Hosts(), ", "), s.Port(), ln.Addr(), ln.Addr())
 			<-cmd.Context().Done()

@@ -119,7 +119,9 @@ func startServer(opts *server.Options, what, hint string) (*server.Server, error
 	}
 	errs := &serverErrors{}
 	s.SetLoggerV2(errs, false, false, false)
-	go s.Start()
+	// Start does not block: it returns once the server's own goroutines
+	// run, which Shutdown ends and waits for.
+	s.Start()
 	deadline := time.Now().Add(15 * time.Second)
 	for !s.ReadyForConnections(100 * time.Millisecond) {
 		if err := errs.first(); err != nil {

@@ -106,8 +106,6 @@ type Options struct {
 	// Sources are keyword-search sources added to those of the config
 	// file (benchmarks, tests).
 	Sources []source.Source
-	// FaultPoint is the fault suite's hook (coordinator.Options).
-	FaultPoint string
 }
 
 // ErrWrongStore is matched by the error of a coordinator that would take
@@ -119,11 +117,11 @@ var ErrWrongStore = errors.New("the store is not the crawl's")
 // until the active coordinator stops; ctx ends the wait). The process then
 // runs until ctx is done or Stop is called; Wait returns the first error.
 func Start(ctx context.Context, o Options) (*Node, error) {
-	cfg, roles, log := o.Config, o.Roles, o.Log
-	if log == nil {
-		log = slog.Default()
+	cfg, roles := o.Config, o.Roles
+	if o.Log == nil {
+		o.Log = slog.Default()
 	}
-	n := &Node{Cfg: cfg, Log: log, errc: make(chan error, 8)}
+	n := &Node{Cfg: cfg, Log: o.Log, errc: make(chan error, 8)}
 	n.setPhase("starting")
 	ok := false
 	defer func() {
@@ -131,40 +129,88 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 			n.Stop()
 		}
 	}()
+	rctx := n.runContext(ctx)
+	if err := n.startNATS(roles); err != nil {
+		return nil, err
+	}
+	if err := n.dial(roles); err != nil {
+		return nil, err
+	}
+	if roles.Workers > 0 {
+		n.newWorkerMetrics(roles)
+	}
+	if err := n.startHTTP(roles); err != nil {
+		return nil, err
+	}
+	if err := n.waitNATS(ctx, rctx); err != nil {
+		return nil, err
+	}
+	settings := cfg.BrokerSettings()
+	if roles.Coordinator {
+		if err := n.startCoordinator(ctx, rctx, o, settings); err != nil {
+			return nil, err
+		}
+	}
+	if roles.Workers > 0 {
+		if err := n.startWorkers(ctx, rctx, roles, settings); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return n, nil
+}
+
+// runContext returns the context the node's parts run under: it ends with
+// ctx or with Stop, whichever comes first.
+func (n *Node) runContext(ctx context.Context) context.Context {
 	rctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
-	go func() {
+	n.goRun(func() error {
 		select {
 		case <-ctx.Done():
 			cancel()
 		case <-rctx.Done():
 		}
-	}()
+		return nil
+	})
+	return rctx
+}
 
+// startNATS starts the embedded NATS server unless the config names an
+// external one.
+func (n *Node) startNATS(roles Roles) error {
+	cfg := n.Cfg
 	n.NATSURL = cfg.NATS
-	if n.NATSURL == "" {
-		if roles.Coordinator {
-			// The store's lock first: a second process on this data
-			// directory must fail on it before it starts a NATS server on
-			// the JetStream files of the first.
-			db, err := store.OpenDir(cfg.Data, store.Options{})
-			if err != nil {
-				return nil, err
-			}
-			n.DB = db
-		}
-		dir := filepath.Join(cfg.Data, "nats")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("create %s: %w", dir, err)
-		}
-		srv, err := broker.StartEmbedded(broker.EmbeddedOptions{Dir: dir, Listen: cfg.NATSListen, SyncAlways: cfg.SyncAlways})
-		if err != nil {
-			return nil, err
-		}
-		n.srv = srv
-		n.NATSURL = srv.ClientURL()
-		log.Info("embedded NATS started", "url", n.NATSURL, "dir", dir)
+	if n.NATSURL != "" {
+		return nil
 	}
+	if roles.Coordinator {
+		// The store's lock first: a second process on this data
+		// directory must fail on it before it starts a NATS server on
+		// the JetStream files of the first.
+		db, err := store.OpenDir(cfg.Data, store.Options{})
+		if err != nil {
+			return err
+		}
+		n.DB = db
+	}
+	dir := filepath.Join(cfg.Data, "nats")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	srv, err := broker.StartEmbedded(broker.EmbeddedOptions{Dir: dir, Listen: cfg.NATSListen, SyncAlways: cfg.SyncAlways})
+	if err != nil {
+		return err
+	}
+	n.srv = srv
+	n.NATSURL = srv.ClientURL()
+	n.Log.Info("embedded NATS started", "url", n.NATSURL, "dir", dir)
+	return nil
+}
+
+// dial makes the node's connection to NATS; it need not be up yet.
+func (n *Node) dial(roles Roles) error {
+	cfg := n.Cfg
 	name := "freshcrawl"
 	if roles.Coordinator {
 		name += "-coordinator"
@@ -177,7 +223,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		// The embedded server runs on loopback without authentication;
 		// an external one may require any of these.
 		if natsOpts, err = cfg.NATSAuth().Options(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if n.srv != nil {
@@ -189,30 +235,39 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		// processes still reach the server on its listen address.
 		natsOpts = append(natsOpts, nats.InProcessServer(n.srv))
 	}
-	link, err := broker.Dial(n.NATSURL, name, log, natsOpts...)
+	link, err := broker.Dial(n.NATSURL, name, n.Log, natsOpts...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	n.Link, n.NC, n.JS = link, link.NC, link.JS
-	// One registry for the process's workers, with the Go runtime and
-	// process collectors when no coordinator's registry has them.
-	if roles.Workers > 0 {
-		n.workerReg = prometheus.NewRegistry()
-		n.workerMetrics = worker.NewMetrics(n.workerReg)
-		if !roles.Coordinator {
-			n.workerReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		}
+	return nil
+}
+
+// newWorkerMetrics makes one registry for the process's workers, with
+// the Go runtime and process collectors when no coordinator's registry
+// has them.
+func (n *Node) newWorkerMetrics(roles Roles) {
+	n.workerReg = prometheus.NewRegistry()
+	n.workerMetrics = worker.NewMetrics(n.workerReg)
+	if !roles.Coordinator {
+		n.workerReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
+}
+
+// startHTTP serves a coordinator's API, or a worker's /healthz and
+// /metrics, if the roles and config ask for it.
+func (n *Node) startHTTP(roles Roles) error {
+	cfg := n.Cfg
 	if roles.Coordinator && roles.HTTP {
 		// Up before anything waits, so that /healthz says what it waits
 		// for. Every route but /healthz needs a token once any is set.
 		tokens := api.NewTokens(cfg.APITokens, cfg.APIReadTokens)
 		if err := n.listen(cfg, cfg.Listen, "HTTP API", tokens.Wrap); err != nil {
-			return nil, err
+			return err
 		}
 		n.setHandler(http.HandlerFunc(n.serveStarting))
 		if !tokens.Enabled() && !loopback(n.httpLn.Addr()) {
-			log.Warn("the HTTP API listens beyond loopback without a token: anyone who reaches it can add seeds, delete URLs and read everything; set --api-token (and --tls-cert/--tls-key)", "addr", n.httpLn.Addr().String())
+			n.Log.Warn("the HTTP API listens beyond loopback without a token: anyone who reaches it can add seeds, delete URLs and read everything; set --api-token (and --tls-cert/--tls-key)", "addr", n.httpLn.Addr().String())
 		}
 	}
 	if !roles.Coordinator {
@@ -221,23 +276,30 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		addr := cfg.HealthListen
 		if roles.HTTP {
 			if addr != "" && addr != cfg.Listen {
-				return nil, fmt.Errorf("worker: --listen %s and --health-listen %s: give one (--listen serves /healthz too)", cfg.Listen, addr)
+				return fmt.Errorf("worker: --listen %s and --health-listen %s: give one (--listen serves /healthz too)", cfg.Listen, addr)
 			}
 			addr = cfg.Listen
 		}
 		if addr != "" {
 			if err := n.listen(cfg, addr, "worker health and metrics", nil); err != nil {
-				return nil, err
+				return err
 			}
 			n.setHandler(http.HandlerFunc(n.serveWorkerHealth))
 		}
 	}
+	return nil
+}
+
+// waitNATS waits until NATS is reachable, then watches the connection
+// until rctx ends.
+func (n *Node) waitNATS(ctx, rctx context.Context) error {
+	link := n.Link
 	if !link.NC.IsConnected() {
 		n.setPhase("waiting for NATS at " + n.NATSURL)
-		log.Warn("NATS is not reachable yet; waiting for it", "url", n.NATSURL)
+		n.Log.Warn("NATS is not reachable yet; waiting for it", "url", n.NATSURL)
 	}
 	if err := link.WaitConnected(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	// A connection nats.go closes for good (credentials refused after a
 	// server restart or a revocation) cannot come back: stop the process
@@ -256,49 +318,47 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 			return fmt.Errorf("%w: the connection to %s was closed", broker.ErrNATSRefused, n.NATSURL)
 		}
 	})
-	settings := cfg.BrokerSettings()
-	if roles.Coordinator {
-		if err := n.startCoordinator(ctx, rctx, o, settings); err != nil {
-			return nil, err
-		}
-	}
-	if roles.Workers > 0 {
-		if !roles.Coordinator {
-			if err := broker.Retry(ctx, log, "streams and consumers", func(c context.Context) error { return broker.EnsureExisting(c, n.JS, settings) }); err != nil {
-				return nil, err
-			}
-		}
-		var kv jetstream.KeyValue
-		err := broker.Retry(ctx, log, "robots.txt bucket", func(c context.Context) error {
-			var err error
-			kv, err = broker.RobotsKV(c, n.JS, settings)
+	return nil
+}
+
+// startWorkers starts the in-process workers, once the streams and the
+// robots.txt bucket they use exist.
+func (n *Node) startWorkers(ctx, rctx context.Context, roles Roles, settings broker.Settings) error {
+	cfg, log := n.Cfg, n.Log
+	if !roles.Coordinator {
+		if err := broker.Retry(ctx, log, "streams and consumers", func(c context.Context) error { return broker.EnsureExisting(c, n.JS, settings) }); err != nil {
 			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		rstore := robots.NewKVStore(kv)
-		for i := range roles.Workers {
-			id := cfg.WorkerID
-			if id == "" {
-				h, _ := os.Hostname()
-				id = fmt.Sprintf("%s-%d", h, os.Getpid())
-			}
-			if roles.Workers > 1 {
-				id = fmt.Sprintf("%s-w%d", id, i)
-			}
-			wo := cfg.WorkerOptions(id, log)
-			wo.Metrics = n.workerMetrics
-			w, err := worker.New(n.NC, n.JS, rstore, wo)
-			if err != nil {
-				return nil, err
-			}
-			n.Workers = append(n.Workers, w)
-			n.goRun(func() error { return w.Run(rctx) })
 		}
 	}
-	ok = true
-	return n, nil
+	var kv jetstream.KeyValue
+	err := broker.Retry(ctx, log, "robots.txt bucket", func(c context.Context) error {
+		var err error
+		kv, err = broker.RobotsKV(c, n.JS, settings)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	rstore := robots.NewKVStore(kv)
+	for i := range roles.Workers {
+		id := cfg.WorkerID
+		if id == "" {
+			h, _ := os.Hostname()
+			id = fmt.Sprintf("%s-%d", h, os.Getpid())
+		}
+		if roles.Workers > 1 {
+			id = fmt.Sprintf("%s-w%d", id, i)
+		}
+		wo := cfg.WorkerOptions(id, log)
+		wo.Metrics = n.workerMetrics
+		w, err := worker.New(n.NC, n.JS, rstore, wo)
+		if err != nil {
+			return err
+		}
+		n.Workers = append(n.Workers, w)
+		n.goRun(func() error { return w.Run(rctx) })
+	}
+	return nil
 }
 
 // startCoordinator takes the lease (waiting as a standby, or refusing),
@@ -340,7 +400,7 @@ func (n *Node) startCoordinator(ctx, rctx context.Context, o Options, settings b
 	if err := n.takeLease(ctx, cfg.Standby, "taking the coordinator lease", func(li broker.LeaseInfo, myID string) bool { return myID != "" && li.StoreID == myID }); err != nil {
 		return err
 	}
-	go n.currentLease().Run(rctx)
+	n.renewLease(rctx)
 	if err := writeOwner(cfg.Data, Owner{PID: os.Getpid(), API: n.apiURL(), NATS: n.NATSURL, Started: time.Now()}); err != nil {
 		log.Warn("record the coordinator in the data directory", "err", err)
 	}
@@ -353,6 +413,16 @@ func (n *Node) startCoordinator(ctx, rctx context.Context, o Options, settings b
 	n.serveActive(n.coord.Load())
 	n.goRun(func() error { return n.coordinatorLoop(rctx, o) })
 	return nil
+}
+
+// renewLease keeps the lease held now renewed until rctx ends or the
+// lease is lost; Stop waits for it before it releases the lease.
+func (n *Node) renewLease(rctx context.Context) {
+	l := n.currentLease()
+	n.goRun(func() error {
+		l.Run(rctx)
+		return nil
+	})
 }
 
 // serveActive makes the API serve coordinator c and says the node is active.
@@ -443,7 +513,7 @@ func (n *Node) newCoordinator(o Options) error {
 		}
 	}
 	co.Webhooks.UserAgent = "freshcrawl-webhook/" + version.String()
-	co.Sources, co.Log, co.Link, co.Lease, co.FaultPoint = sources, n.Log, n.Link, n.currentLease(), o.FaultPoint
+	co.Sources, co.Log, co.Link, co.Lease = sources, n.Log, n.Link, n.currentLease()
 	if o.Roles.ConsoleEvery > 0 {
 		co.ConsoleEvery = o.Roles.ConsoleEvery
 	}
@@ -520,7 +590,7 @@ func (n *Node) coordinatorLoop(rctx context.Context, o Options) error {
 			}
 			return err
 		}
-		go n.currentLease().Run(rctx)
+		n.renewLease(rctx)
 		if takenOver {
 			if err := writeOwner(n.Cfg.Data, Owner{PID: os.Getpid(), API: n.apiURL(), NATS: n.NATSURL, Started: time.Now()}); err != nil {
 				n.Log.Warn("record the coordinator in the data directory", "err", err)

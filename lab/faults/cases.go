@@ -12,7 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/freshcrawl/freshcrawl/coordinator"
+	"github.com/freshcrawl/freshcrawl/internal/failpoint"
 	"github.com/freshcrawl/freshcrawl/proto"
 )
 
@@ -36,8 +36,8 @@ func Cases() []string {
 var cases = []faultCase{
 	{"worker-mid-fetch", "SIGKILL of a worker holding tasks mid-fetch", caseWorkerMidFetch},
 	{"all-workers", "SIGKILL of every worker at once", caseAllWorkers},
-	{"coordinator-before-commit", "SIGKILL of the coordinator inside a fold's transaction, before the commit", caseCoordinator(coordinator.FaultBeforeCommit)},
-	{"coordinator-after-commit", "SIGKILL of the coordinator between a fold's commit and its acks", caseCoordinator(coordinator.FaultAfterCommit)},
+	{"coordinator-before-commit", "SIGKILL of the coordinator inside a fold's transaction, before the commit", caseCoordinator(failpoint.FoldBeforeCommit)},
+	{"coordinator-after-commit", "SIGKILL of the coordinator between a fold's commit and its acks", caseCoordinator(failpoint.FoldAfterCommit)},
 	{"stream-leader", "SIGKILL of the NATS node leading the task stream", caseStreamLeader},
 	{"each-node", "SIGKILL of each NATS node in turn, each restarted before the next", caseEachNode},
 	{"all-nodes", "SIGKILL of all three NATS nodes, then a restart", caseAllNodes},
@@ -181,17 +181,20 @@ func caseAllWorkers(ctx context.Context, e *env) ([]time.Duration, []string, err
 	return []time.Duration{d}, notes, err
 }
 
-// caseCoordinator restarts the coordinator with a fault point, kills it
-// there, and restarts it plainly.
+// caseCoordinator restarts the coordinator with a failpoint armed, kills
+// it there, and restarts it plainly.
 func caseCoordinator(point string) func(context.Context, *env) ([]time.Duration, []string, error) {
 	return func(ctx context.Context, e *env) ([]time.Duration, []string, error) {
+		if !e.o.Failpoints {
+			return nil, []string{"skipped: the binary was built without failpoints (go build -tags failpoints)"}, errSkipped
+		}
 		if err := e.coord.stop(60 * time.Second); err != nil {
 			return nil, nil, err
 		}
 		if err := e.startCoordinator(ctx, point); err != nil {
 			return nil, nil, err
 		}
-		reached := e.coord.marker("FAULT-POINT " + point)
+		reached := e.coord.marker(failpoint.Marker + " " + point)
 		select {
 		case <-reached:
 		case <-time.After(60 * time.Second):

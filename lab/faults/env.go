@@ -20,6 +20,7 @@ import (
 
 	"github.com/freshcrawl/freshcrawl/coordinator"
 	"github.com/freshcrawl/freshcrawl/internal/broker"
+	"github.com/freshcrawl/freshcrawl/internal/failpoint"
 	"github.com/freshcrawl/freshcrawl/lab/sim"
 	"github.com/freshcrawl/freshcrawl/proto"
 )
@@ -187,7 +188,7 @@ func (e *env) routes() string {
 }
 
 func (e *env) startNode(ctx context.Context, n *natsNode, routes string) error {
-	p, err := startProc("nats "+n.name, filepath.Join(e.dir, "nats-"+n.name+".log"), e.o.Binary, "nats-server",
+	p, err := startProc("nats "+n.name, filepath.Join(e.dir, "nats-"+n.name+".log"), e.o.Binary, nil, "nats-server",
 		"--name", n.name, "--listen", fmt.Sprintf("127.0.0.1:%d", n.port), "--cluster", fmt.Sprintf("127.0.0.1:%d", n.cluster),
 		"--routes", routes, "--store-dir", n.dir, "--no-advertise")
 	if err != nil {
@@ -199,8 +200,9 @@ func (e *env) startNode(ctx context.Context, n *natsNode, routes string) error {
 	return waitTCP(wctx, fmt.Sprintf("127.0.0.1:%d", n.port), p)
 }
 
-// startCoordinator starts the coordinator process, with a fault point if
-// one is given, and waits for its API.
+// startCoordinator starts the coordinator process, with the failpoint
+// named armed to pause its first hit if one is given, and waits for its
+// API.
 func (e *env) startCoordinator(ctx context.Context, faultPoint string) error {
 	port, err := freePort("127.0.0.1")
 	if err != nil {
@@ -210,10 +212,11 @@ func (e *env) startCoordinator(ctx context.Context, faultPoint string) error {
 		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--budget", strconv.Itoa(budget) + "/s", "--host-rate", "10/s",
 		"--policy", "uniform", "--max-in-flight", "32", "--ack-wait", ackWait.String(), "--max-deliver", "5",
 		"--replan", "5s", "--log-level", "info"}
+	var env []string
 	if faultPoint != "" {
-		args = append(args, "--fault-point", faultPoint)
+		env = append(env, failpoint.Env+"="+faultPoint+"=1*pause")
 	}
-	p, err := startProc("coordinator", filepath.Join(e.dir, "coordinator.log"), e.o.Binary, args...)
+	p, err := startProc("coordinator", filepath.Join(e.dir, "coordinator.log"), e.o.Binary, env, args...)
 	if err != nil {
 		return err
 	}
@@ -260,7 +263,7 @@ func (e *env) startWorker(ctx context.Context, id string, viaProxy bool) error {
 		natsURL = "nats://" + e.proxy.addr()
 	}
 	w := &workerProc{id: id, inst: inst, viaProxy: viaProxy, health: fmt.Sprintf("127.0.0.1:%d", hport)}
-	w.p, err = startProc("worker "+inst, filepath.Join(e.dir, "worker-"+id+".log"), e.o.Binary, "worker",
+	w.p, err = startProc("worker "+inst, filepath.Join(e.dir, "worker-"+id+".log"), e.o.Binary, nil, "worker",
 		"--nats", natsURL, "--replicas", "3", "--ack-wait", ackWait.String(), "--max-deliver", "5",
 		"--concurrency", strconv.Itoa(concurrency), "--timeout", fetchTime.String(), "--stop-grace", stopGrace.String(),
 		"--allow-private", "--worker-id", inst, "--user-agent", "freshcrawl-fault/1 (+inst="+inst+")",

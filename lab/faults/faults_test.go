@@ -12,7 +12,8 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/testutil"
 )
 
-// buildBinary builds the freshcrawl binary the processes run.
+// buildBinary builds the freshcrawl binary the processes run, with its
+// failpoints.
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "freshcrawl")
@@ -21,7 +22,7 @@ func buildBinary(t *testing.T) string {
 	if p, err := exec.LookPath(filepath.Join(os.Getenv("GOROOT"), "bin", "go")); err == nil && os.Getenv("GOROOT") != "" {
 		goTool = p
 	}
-	cmd := exec.Command(goTool, "build", "-o", bin, "github.com/freshcrawl/freshcrawl/cmd/freshcrawl")
+	cmd := exec.Command(goTool, "build", "-tags", "failpoints", "-o", bin, "github.com/freshcrawl/freshcrawl/cmd/freshcrawl")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
@@ -47,7 +48,7 @@ func TestFaultSuiteShortCases(t *testing.T) {
 	defer cancel()
 	var progress bytes.Buffer
 	dir := t.TempDir()
-	res, err := Run(ctx, Options{Binary: bin, Dir: dir, Cases: names, Progress: &progress})
+	res, err := Run(ctx, Options{Binary: bin, Failpoints: true, Dir: dir, Cases: names, Progress: &progress})
 	t.Log("\n" + progress.String())
 	if err != nil {
 		t.Fatal(err)

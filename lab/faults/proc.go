@@ -9,10 +9,13 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/freshcrawl/freshcrawl/internal/failpoint"
 )
 
 // proc is one OS process of the suite (a NATS node, the coordinator, a
@@ -30,12 +33,13 @@ type proc struct {
 }
 
 // markerPrefix starts the lines a process prints for the suite (the
-// coordinator's fault points): they are kept, so that a marker asked for
+// coordinator's failpoints): they are kept, so that a marker asked for
 // after it was printed is found.
-const markerPrefix = "FAULT-POINT"
+const markerPrefix = failpoint.Marker
 
-// startProc starts bin with args, output to logPath (appended).
-func startProc(name, logPath, bin string, args ...string) (*proc, error) {
+// startProc starts bin with args and, besides the suite's own
+// environment, env; output to logPath (appended).
+func startProc(name, logPath, bin string, env []string, args ...string) (*proc, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -43,6 +47,9 @@ func startProc(name, logPath, bin string, args ...string) (*proc, error) {
 	fmt.Fprintf(f, "==== %s start %s: %s %s\n", time.Now().Format(time.RFC3339Nano), name, bin, strings.Join(args, " "))
 	p := &proc{name: name, log: logPath, done: make(chan struct{}), markers: map[string]chan struct{}{}}
 	cmd := exec.Command(bin, args...)
+	// The points the suite arms, none from its own environment.
+	inherited := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, failpoint.Env+"=") })
+	cmd.Env = append(inherited, env...)
 	cmd.Stdout = f
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -42,6 +42,10 @@ import (
 type Options struct {
 	// Binary is the freshcrawl binary the processes run.
 	Binary string
+	// Failpoints says Binary was built with the build tag failpoints;
+	// without, the cases that stop the coordinator at a failpoint are
+	// skipped.
+	Failpoints bool
 	// Dir is the working directory: stores, NATS files, process logs.
 	Dir string
 	// Cases are the cases to run, by name (Cases); empty: all.
