@@ -17,12 +17,10 @@
 //   - pause blocks the goroutine that reached it for good: the process is
 //     stopped there until it is killed;
 //   - exit ends the process at once with status 3, as a crash would;
-//   - error makes Hit return an error wrapping ErrInjected.
+//   - error makes Hit return an error that says the failpoint injected it.
 //
 // N*action acts on the first N hits only; later hits pass.
 package failpoint
-
-import "errors"
 
 // The points: each name says where it is placed.
 const (
@@ -39,6 +37,3 @@ const Env = "FAILPOINTS"
 
 // Marker starts the line an armed point prints when it is reached.
 const Marker = "FAULT-POINT"
-
-// ErrInjected is wrapped by the error of a point armed with error.
-var ErrInjected = errors.New("injected by a failpoint")

@@ -3,6 +3,7 @@
 package failpoint
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -13,6 +14,9 @@ import (
 
 // Enabled says whether the binary was built with the failpoints tag.
 const Enabled = true
+
+// errInjected is wrapped by the error of a point armed with error.
+var errInjected = errors.New("injected by a failpoint")
 
 // exitCode is the status of a process ended by an exit point.
 const exitCode = 3
@@ -51,7 +55,7 @@ func (ps points) hit(name string) error {
 	case "exit":
 		os.Exit(exitCode)
 	}
-	return fmt.Errorf("failpoint %s: %w", name, ErrInjected)
+	return fmt.Errorf("failpoint %s: %w", name, errInjected)
 }
 
 // take reports whether this hit is to be acted on.

@@ -35,8 +35,8 @@ func TestHitError(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 2 {
-		if err := ps.hit(FoldBeforeCommit); !errors.Is(err, ErrInjected) {
-			t.Fatalf("hit %d: %v, want ErrInjected", i+1, err)
+		if err := ps.hit(FoldBeforeCommit); !errors.Is(err, errInjected) {
+			t.Fatalf("hit %d: %v, want errInjected", i+1, err)
 		}
 	}
 	if err := ps.hit(FoldBeforeCommit); err != nil {
