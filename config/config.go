@@ -26,7 +26,6 @@ import (
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/store"
 	"github.com/freshcrawl/freshcrawl/worker"
-	"github.com/freshcrawl/freshcrawl/worker/extract"
 )
 
 // Config holds every setting. Not every subcommand uses every key.
@@ -492,21 +491,6 @@ func (c *Config) Validate() error {
 	if c.Workers < 0 {
 		check("workers", fmt.Errorf("must be ≥ 0, got %d", c.Workers))
 	}
-	// The default noise rules, compiled as a worker compiles them: each
-	// key's on its own, so that every bad one is named, then together.
-	rules := c.defaultIgnore()
-	bad := false
-	for _, r := range []proto.IgnoreRules{{Selectors: rules.Selectors}, {Patterns: rules.Patterns}, {MinChange: rules.MinChange}} {
-		if _, err := extract.Compile("", r); err != nil {
-			bad = true
-			check(ruleKey(err), err)
-		}
-	}
-	if !bad {
-		if _, err := extract.Compile("", rules); err != nil {
-			check(ruleKey(err), err)
-		}
-	}
 	if _, err := c.level(); err != nil {
 		errs = append(errs, err.Error())
 	}
@@ -551,10 +535,9 @@ var coordinatorKeys = map[string]string{
 	"Retention.Versions": "keep-versions", "Retention.VersionsAge": "keep-versions-for", "Retention.Changes": "keep-changes",
 	"Retention.ChangesAge": "keep-changes-for", "Retention.FoldMarksAge": "keep-fold-marks-for",
 	"Webhooks.Attempts": "webhook-attempts", "Webhooks.Backoff": "webhook-backoff", "Webhooks.MaxBackoff": "webhook-max-backoff",
-	"Webhooks.Timeout": "webhook-timeout",
-	// Validate compiles the ignore-* and min-change keys one by one, to
-	// name each one at fault.
-	"DefaultIgnore": "",
+	"Webhooks.Timeout":        "webhook-timeout",
+	"DefaultIgnore.Selectors": "ignore-selector", "DefaultIgnore.Patterns": "ignore-pattern", "DefaultIgnore.MinChange": "min-change",
+	"DefaultIgnore": "ignore",
 }
 
 // CoordinatorOptions are the coordinator's options the keys set; the
@@ -621,24 +604,6 @@ func (c *Config) WorkerOptions(id string, log *slog.Logger) worker.Options {
 	o.ID, o.Log, o.Concurrency, o.Grace = id, log, c.Concurrency, c.StopGrace
 	o.Fetch.UserAgent, o.Fetch.Timeout, o.Fetch.MaxBody, o.Fetch.MaxRedirects, o.Fetch.AllowPrivate = c.UserAgent, c.Timeout, c.MaxBody, c.MaxRedirects, c.AllowPrivate
 	return o
-}
-
-// ruleKey is the key that set the rule a compile error of DefaultIgnore's
-// rules is about.
-func ruleKey(err error) string {
-	var re *extract.RuleError
-	if !errors.As(err, &re) {
-		return "ignore"
-	}
-	switch {
-	case strings.HasPrefix(re.Field, "ignore.selectors"):
-		return "ignore-selector"
-	case strings.HasPrefix(re.Field, "ignore.patterns"):
-		return "ignore-pattern"
-	case re.Field == "ignore.min_change":
-		return "min-change"
-	}
-	return re.Field
 }
 
 // retention is the store's retention the keep-* keys set.

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -141,9 +142,44 @@ func (o Options) Validate() error {
 		errs.Check("ConsoleEvery", fmt.Errorf("must be > 0, got %s", o.ConsoleEvery))
 	}
 	errs.Check("Webhooks", o.Webhooks.Validate())
-	_, err := extract.Compile("", o.DefaultIgnore)
-	errs.Check("DefaultIgnore", err)
+	errs.Check("DefaultIgnore", checkIgnore(o.DefaultIgnore))
 	return errs.Err()
+}
+
+// checkIgnore compiles the default noise rules as a worker compiles them:
+// each kind on its own first, so that every bad one is named by its field
+// (Selectors, Patterns, MinChange), then together.
+func checkIgnore(r proto.IgnoreRules) error {
+	var errs optcheck.Errors
+	for _, part := range []proto.IgnoreRules{{Selectors: r.Selectors}, {Patterns: r.Patterns}, {MinChange: r.MinChange}} {
+		if _, err := extract.Compile("", part); err != nil {
+			errs.Check(ignoreField(err), err)
+		}
+	}
+	if err := errs.Err(); err != nil {
+		return err
+	}
+	if _, err := extract.Compile("", r); err != nil {
+		errs.Check(ignoreField(err), err)
+	}
+	return errs.Err()
+}
+
+// ignoreField is the field of proto.IgnoreRules a compile error is about.
+func ignoreField(err error) string {
+	var re *extract.RuleError
+	if !errors.As(err, &re) {
+		return ""
+	}
+	switch {
+	case strings.HasPrefix(re.Field, "ignore.selectors"):
+		return "Selectors"
+	case strings.HasPrefix(re.Field, "ignore.patterns"):
+		return "Patterns"
+	case re.Field == "ignore.min_change":
+		return "MinChange"
+	}
+	return ""
 }
 
 // Coordinator is one running coordinator. Its state is split by what

@@ -34,7 +34,9 @@ func TestOptionsValidate(t *testing.T) {
 		{"MaxDeliver", func(o *Options) { o.MaxDeliver = 0 }},
 		{"ConsoleEvery", func(o *Options) { o.ConsoleEvery = 0 }},
 		{"Webhooks.Attempts", func(o *Options) { o.Webhooks.Attempts = 0 }},
-		{"DefaultIgnore", func(o *Options) { o.DefaultIgnore = proto.IgnoreRules{Patterns: []string{"(["}} }},
+		{"DefaultIgnore.Patterns", func(o *Options) { o.DefaultIgnore = proto.IgnoreRules{Patterns: []string{"(["}} }},
+		{"DefaultIgnore.Selectors", func(o *Options) { o.DefaultIgnore = proto.IgnoreRules{Selectors: []string{""}} }},
+		{"DefaultIgnore.MinChange", func(o *Options) { o.DefaultIgnore = proto.IgnoreRules{MinChange: -1} }},
 	} {
 		o := DefaultOptions()
 		c.set(&o)
