@@ -792,7 +792,7 @@ func TestComposeNATSConfigRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go s.Start()
+	s.Start()
 	if !s.ReadyForConnections(10 * time.Second) {
 		t.Fatal("nats-server did not start")
 	}

@@ -95,7 +95,7 @@ func startAuthServer(t *testing.T, configure func(*server.Options)) *server.Serv
 	if !o.NoLog {
 		s.ConfigureLogger()
 	}
-	go s.Start()
+	s.Start()
 	if !s.ReadyForConnections(10 * time.Second) {
 		t.Fatal("nats-server did not start")
 	}

@@ -101,7 +101,7 @@ func TestSecuredClusterAndWorkerMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go ns.Start()
+	ns.Start()
 	if !ns.ReadyForConnections(10 * time.Second) {
 		t.Fatal("nats-server did not start")
 	}
@@ -271,7 +271,7 @@ func TestCoordinatorAndWorkerWithTokenAndNKey(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			go ns.Start()
+			ns.Start()
 			if !ns.ReadyForConnections(10 * time.Second) {
 				t.Fatal("nats-server did not start")
 			}

@@ -31,7 +31,8 @@ func StartNATS(tb testing.TB) *server.Server {
 	if err != nil {
 		tb.Fatalf("embedded nats-server: %v", err)
 	}
-	go srv.Start()
+	// Start returns once the server runs; Shutdown ends its goroutines.
+	srv.Start()
 	tb.Cleanup(func() {
 		srv.Shutdown()
 		srv.WaitForShutdown()
