@@ -69,6 +69,7 @@ func DefaultOptions() Options {
 	return Options{
 		Concurrency: 8,
 		Fetch:       fetch.DefaultOptions(),
+		Robots:      robots.DefaultOptions(),
 		Heartbeat:   5 * time.Second,
 		Grace:       10 * time.Second,
 		MaxRaw:      256 << 10,
@@ -82,6 +83,7 @@ func (o Options) Validate() error {
 		errs.Check("Concurrency", fmt.Errorf("must be > 0, got %d", o.Concurrency))
 	}
 	errs.Check("Fetch", o.Fetch.Validate())
+	errs.Check("Robots", o.Robots.Validate())
 	if o.Heartbeat <= 0 {
 		errs.Check("Heartbeat", fmt.Errorf("must be > 0, got %s", o.Heartbeat))
 	}
@@ -148,7 +150,7 @@ func New(nc *nats.Conn, js jetstream.JetStream, robotsStore robots.Store, opts O
 	}
 	w := &Worker{opts: opts, nc: nc, js: js, fetcher: f, extractor: extract.NewExtractor(), log: opts.Log.With("worker", opts.ID), lastHost: map[string]time.Time{}, parsers: map[string]*probeparse.Parser{}}
 	w.pulls.cond = sync.NewCond(&w.pulls.Mutex)
-	w.robots = robots.NewChecker(robotsStore, func(ctx context.Context, robotsURL string) (int, []byte, error) {
+	w.robots, err = robots.NewChecker(robotsStore, func(ctx context.Context, robotsURL string) (int, []byte, error) {
 		r := f.Get(ctx, robotsURL)
 		opts.Metrics.fetched(r.Elapsed, r.Bytes)
 		switch r.ErrKind {
@@ -172,6 +174,9 @@ func New(nc *nats.Conn, js jetstream.JetStream, robotsStore robots.Store, opts O
 		}
 		return r.Status, r.Body, nil
 	}, opts.Fetch.UserAgent, opts.Robots)
+	if err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/freshcrawl/freshcrawl/internal/optcheck"
 )
 
 // FetchFunc fetches robotsURL, following redirects (RFC 9309 §2.3.1.2 asks
@@ -21,7 +23,8 @@ import (
 // unreachable. Bodies longer than MaxBodySize may be truncated.
 type FetchFunc func(ctx context.Context, robotsURL string) (status int, body []byte, err error)
 
-// Options tune a Checker. The zero value is usable.
+// Options tune a Checker. Start from DefaultOptions: a field's value is
+// its value, and NewChecker refuses what Validate refuses.
 type Options struct {
 	// TTL is how long a fetched robots.txt is used. RFC 9309 §2.4: crawlers
 	// SHOULD NOT use a cached copy for more than 24 hours, so 24h is both
@@ -29,24 +32,42 @@ type Options struct {
 	TTL time.Duration
 	// RetryUnreachable is how long a server error or unreachable result
 	// (which means "disallow all", §2.3.1.4) is kept before robots.txt is
-	// fetched again. Default 10 minutes: soon enough that a brief outage
-	// does not stall a host for long, rare enough not to add load to a
-	// struggling server. Capped at TTL.
+	// fetched again, at most TTL. 10 minutes by default: soon enough that
+	// a brief outage does not stall a host for long, rare enough not to
+	// add load to a struggling server.
 	RetryUnreachable time.Duration
-	// Now returns the current time; default time.Now. Tests inject a clock.
+	// Now returns the current time; nil is time.Now. Tests inject a clock.
 	Now func() time.Time
 	// MaxOrigins bounds the parsed rules kept in memory (least recently
-	// used origins are dropped, to be re-read from the Store). Default 10000.
+	// used origins are dropped, to be re-read from the Store).
 	MaxOrigins int
 	// Logger receives Store errors, which do not fail a Check (the Store is
-	// a cache). Default: discard.
+	// a cache); nil discards them.
 	Logger *slog.Logger
 }
 
+// DefaultOptions are the defaults of a Checker.
+func DefaultOptions() Options {
+	return Options{TTL: maxTTL, RetryUnreachable: 10 * time.Minute, MaxOrigins: 10000}
+}
+
+// Validate reports every field NewChecker would refuse, each by its name.
+func (o Options) Validate() error {
+	var errs optcheck.Errors
+	if o.TTL <= 0 || o.TTL > maxTTL {
+		errs.Check("TTL", fmt.Errorf("must be > 0 and at most %s (RFC 9309 §2.4), got %s", maxTTL, o.TTL))
+	}
+	if o.RetryUnreachable <= 0 || o.RetryUnreachable > o.TTL {
+		errs.Check("RetryUnreachable", fmt.Errorf("must be > 0 and at most TTL %s, got %s", o.TTL, o.RetryUnreachable))
+	}
+	if o.MaxOrigins <= 0 {
+		errs.Check("MaxOrigins", fmt.Errorf("must be > 0, got %d", o.MaxOrigins))
+	}
+	return errs.Err()
+}
+
 const (
-	maxTTL                  = 24 * time.Hour
-	defaultRetryUnreachable = 10 * time.Minute
-	defaultMaxOrigins       = 10000
+	maxTTL = 24 * time.Hour
 	// maxClockSkew is how far in the future a shared entry's FetchedAt may
 	// be (another worker's clock running ahead) before it is distrusted.
 	maxClockSkew = 5 * time.Minute
@@ -105,11 +126,14 @@ type call struct {
 }
 
 // NewChecker returns a Checker for a crawler sending userAgent, whose
-// product token (see tokenOf) selects robots.txt groups. It panics if
-// store or fetch is nil, a programming error.
-func NewChecker(store Store, fetch FetchFunc, userAgent string, opts Options) *Checker {
+// product token (see tokenOf) selects robots.txt groups. It refuses a
+// nil store or fetch, and options Validate refuses.
+func NewChecker(store Store, fetch FetchFunc, userAgent string, opts Options) (*Checker, error) {
 	if store == nil || fetch == nil {
-		panic("robots: NewChecker with nil Store or FetchFunc")
+		return nil, errors.New("robots: NewChecker needs a Store and a FetchFunc")
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("robots options: %w", err)
 	}
 	c := &Checker{
 		store:    store,
@@ -124,23 +148,13 @@ func NewChecker(store Store, fetch FetchFunc, userAgent string, opts Options) *C
 		byKey:    make(map[string]*list.Element),
 		maxLRU:   opts.MaxOrigins,
 	}
-	if c.ttl <= 0 || c.ttl > maxTTL {
-		c.ttl = maxTTL
-	}
-	if c.retry <= 0 {
-		c.retry = defaultRetryUnreachable
-	}
-	c.retry = min(c.retry, c.ttl)
 	if c.now == nil {
 		c.now = time.Now
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	if c.maxLRU <= 0 {
-		c.maxLRU = defaultMaxOrigins
-	}
-	return c
+	return c, nil
 }
 
 // Check decides whether pageURL may be fetched, fetching the origin's

@@ -73,7 +73,41 @@ func (rs *robotsServer) set(status int, body string) {
 
 func newTestChecker(rs *robotsServer, store Store, clk *clock, opts Options) *Checker {
 	opts.Now = clk.Now
-	return NewChecker(store, httpFetch(rs.Client(), testUA), testUA, opts)
+	return mustChecker(store, httpFetch(rs.Client(), testUA), opts)
+}
+
+// mustChecker is NewChecker for testUA, which must accept opts.
+func mustChecker(store Store, fetch FetchFunc, opts Options) *Checker {
+	c, err := NewChecker(store, fetch, testUA, opts)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// withOptions are the defaults with set's changes.
+func withOptions(set func(*Options)) Options {
+	o := DefaultOptions()
+	set(&o)
+	return o
+}
+
+// NewChecker refuses what Validate refuses, naming the field.
+func TestNewCheckerValidates(t *testing.T) {
+	fetch := func(context.Context, string) (int, []byte, error) { return http.StatusNotFound, nil, nil }
+	for field, set := range map[string]func(*Options){
+		"TTL":              func(o *Options) { o.TTL = 48 * time.Hour },
+		"RetryUnreachable": func(o *Options) { o.RetryUnreachable = 0 },
+		"MaxOrigins":       func(o *Options) { o.MaxOrigins = 0 },
+	} {
+		_, err := NewChecker(NewMemoryStore(), fetch, testUA, withOptions(set))
+		if err == nil || !strings.Contains(err.Error(), field+":") {
+			t.Errorf("%s: NewChecker = %v, want an error naming the field", field, err)
+		}
+	}
+	if _, err := NewChecker(nil, fetch, testUA, DefaultOptions()); err == nil {
+		t.Error("NewChecker accepted a nil store")
+	}
 }
 
 func mustCheck(t *testing.T, c *Checker, u string) Decision {
@@ -103,7 +137,7 @@ func TestCheckerStatuses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(http.StatusText(tt.status), func(t *testing.T) {
 			rs := newRobotsServer(t, tt.status, tt.body)
-			c := newTestChecker(rs, NewMemoryStore(), newClock(), Options{})
+			c := newTestChecker(rs, NewMemoryStore(), newClock(), DefaultOptions())
 			d := mustCheck(t, c, rs.URL+"/page")
 			if d.Allowed != tt.allowed || !d.Fetched || d.Reason == "" {
 				t.Errorf("status %d: %+v, want Allowed=%v, Fetched and a Reason", tt.status, d, tt.allowed)
@@ -114,7 +148,7 @@ func TestCheckerStatuses(t *testing.T) {
 
 func TestCheckerSendsUserAgent(t *testing.T) {
 	rs := newRobotsServer(t, http.StatusOK, "user-agent: freshcrawl\ndisallow: /x\n")
-	c := newTestChecker(rs, NewMemoryStore(), newClock(), Options{})
+	c := newTestChecker(rs, NewMemoryStore(), newClock(), DefaultOptions())
 	if mustCheck(t, c, rs.URL+"/x").Allowed {
 		t.Error("freshcrawl group not applied")
 	}
@@ -126,7 +160,7 @@ func TestCheckerSendsUserAgent(t *testing.T) {
 func TestCheckerCachesAndExpires(t *testing.T) {
 	rs := newRobotsServer(t, http.StatusOK, "user-agent: *\ndisallow: /private\ncrawl-delay: 2.5\n")
 	clk := newClock()
-	c := newTestChecker(rs, NewMemoryStore(), clk, Options{TTL: 48 * time.Hour}) // capped at 24h
+	c := newTestChecker(rs, NewMemoryStore(), clk, DefaultOptions()) // the longest TTL RFC 9309 allows, 24h
 
 	d := mustCheck(t, c, rs.URL+"/private/x")
 	if d.Allowed || !d.Fetched || d.CrawlDelay != 2500*time.Millisecond {
@@ -158,7 +192,7 @@ func TestCheckerCachesAndExpires(t *testing.T) {
 func TestCheckerRetriesUnreachable(t *testing.T) {
 	rs := newRobotsServer(t, http.StatusInternalServerError, "")
 	clk := newClock()
-	c := newTestChecker(rs, NewMemoryStore(), clk, Options{RetryUnreachable: 5 * time.Minute})
+	c := newTestChecker(rs, NewMemoryStore(), clk, withOptions(func(o *Options) { o.RetryUnreachable = 5 * time.Minute }))
 
 	if d := mustCheck(t, c, rs.URL+"/a"); d.Allowed || !d.Fetched {
 		t.Fatalf("500: %+v, want disallowed and fetched", d)
@@ -192,17 +226,17 @@ func TestCheckerNetworkError(t *testing.T) {
 		}
 		return 0, nil, errors.New("connection refused")
 	}
-	c := NewChecker(NewMemoryStore(), fetch, testUA, Options{Now: clk.Now})
+	c := mustChecker(NewMemoryStore(), fetch, withOptions(func(o *Options) { o.Now = clk.Now }))
 	d := mustCheck(t, c, "https://down.example/x")
 	if d.Allowed || !d.Fetched || !strings.Contains(d.Reason, "unreachable") {
 		t.Fatalf("unreachable: %+v", d)
 	}
-	clk.Advance(defaultRetryUnreachable - time.Second)
+	clk.Advance(DefaultOptions().RetryUnreachable - time.Second)
 	mustCheck(t, c, "https://down.example/y")
 	clk.Advance(time.Second)
 	mustCheck(t, c, "https://down.example/y")
 	if n := calls.Load(); n != 2 {
-		t.Fatalf("fetches = %d, want 2 (default retry %v)", n, defaultRetryUnreachable)
+		t.Fatalf("fetches = %d, want 2 (default retry %v)", n, DefaultOptions().RetryUnreachable)
 	}
 }
 
@@ -217,7 +251,7 @@ func TestCheckerConcurrentSingleFetch(t *testing.T) {
 		<-release
 		return inner(ctx, u)
 	}
-	c := NewChecker(NewMemoryStore(), fetch, testUA, Options{Now: newClock().Now})
+	c := mustChecker(NewMemoryStore(), fetch, withOptions(func(o *Options) { o.Now = newClock().Now }))
 
 	const workers = 8
 	var wg sync.WaitGroup
@@ -272,7 +306,7 @@ func TestCheckerLeaderCancelled(t *testing.T) {
 		return http.StatusOK, []byte("user-agent: *\ndisallow: /x\n"), nil
 	}
 	store := NewMemoryStore()
-	c := NewChecker(store, fetch, testUA, Options{Now: newClock().Now})
+	c := mustChecker(store, fetch, withOptions(func(o *Options) { o.Now = newClock().Now }))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	leaderErr := make(chan error, 1)
@@ -315,7 +349,7 @@ func TestCheckerCancelledWaiter(t *testing.T) {
 		<-release
 		return http.StatusNotFound, nil, nil
 	}
-	c := NewChecker(NewMemoryStore(), fetch, testUA, Options{})
+	c := mustChecker(NewMemoryStore(), fetch, DefaultOptions())
 	leader := make(chan error, 1)
 	go func() {
 		_, err := c.Check(context.Background(), "http://h.example/a")
@@ -337,8 +371,8 @@ func TestCheckerSharedStore(t *testing.T) {
 	rs := newRobotsServer(t, http.StatusOK, "user-agent: *\ndisallow: /x\n")
 	clk := newClock()
 	store := NewMemoryStore()
-	a := newTestChecker(rs, store, clk, Options{})
-	b := newTestChecker(rs, store, clk, Options{})
+	a := newTestChecker(rs, store, clk, DefaultOptions())
+	b := newTestChecker(rs, store, clk, DefaultOptions())
 	if d := mustCheck(t, a, rs.URL+"/x"); d.Allowed || !d.Fetched {
 		t.Fatalf("a: %+v", d)
 	}
@@ -355,7 +389,7 @@ func TestCheckerRobotsTxtAlwaysAllowed(t *testing.T) {
 		t.Error("unexpected fetch")
 		return 0, nil, nil
 	}
-	c := NewChecker(NewMemoryStore(), fetch, testUA, Options{})
+	c := mustChecker(NewMemoryStore(), fetch, DefaultOptions())
 	if d := mustCheck(t, c, "http://h.example/robots.txt"); !d.Allowed || d.Fetched {
 		t.Errorf("/robots.txt: %+v", d)
 	}
@@ -366,7 +400,7 @@ func TestCheckerInvalidURL(t *testing.T) {
 		t.Error("unexpected fetch")
 		return 0, nil, nil
 	}
-	c := NewChecker(NewMemoryStore(), fetch, testUA, Options{})
+	c := mustChecker(NewMemoryStore(), fetch, DefaultOptions())
 	for _, u := range []string{"ftp://h/x", "/relative", "http:///nohost", "http://h/%zz", "mailto:a@b"} {
 		if _, err := c.Check(context.Background(), u); err == nil {
 			t.Errorf("Check(%q) succeeded", u)
@@ -405,7 +439,7 @@ func TestCheckerOriginsSeparate(t *testing.T) {
 		seen[u]++
 		return http.StatusNotFound, nil, nil
 	}
-	c := NewChecker(NewMemoryStore(), fetch, testUA, Options{MaxOrigins: 2})
+	c := mustChecker(NewMemoryStore(), fetch, withOptions(func(o *Options) { o.MaxOrigins = 2 }))
 	for _, u := range []string{
 		"http://a.example/1", "http://A.example:80/2", "https://a.example/3",
 		"http://a.example:8080/4", "http://b.example/5",
@@ -436,7 +470,7 @@ func (failingStore) Put(context.Context, string, Entry) error { return errors.Ne
 
 func TestCheckerStoreErrorsDoNotFailChecks(t *testing.T) {
 	rs := newRobotsServer(t, http.StatusOK, "user-agent: *\ndisallow: /x\n")
-	c := newTestChecker(rs, failingStore{}, newClock(), Options{})
+	c := newTestChecker(rs, failingStore{}, newClock(), DefaultOptions())
 	if d := mustCheck(t, c, rs.URL+"/x"); d.Allowed || !d.Fetched {
 		t.Fatalf("%+v", d)
 	}
@@ -457,7 +491,7 @@ func TestCheckerDistrustsFutureEntries(t *testing.T) {
 		calls.Add(1)
 		return http.StatusNotFound, nil, nil
 	}
-	c := NewChecker(store, fetch, testUA, Options{Now: clk.Now})
+	c := mustChecker(store, fetch, withOptions(func(o *Options) { o.Now = clk.Now }))
 	if d := mustCheck(t, c, "http://h.example/a"); !d.Allowed || !d.Fetched {
 		t.Fatalf("%+v, want refetch", d)
 	}
@@ -467,7 +501,7 @@ func TestHTTPFetchLimitsBody(t *testing.T) {
 	body := bigRobots(maxBodySize+100<<10, "disallow: /beyond")
 	rs := newRobotsServer(t, http.StatusOK, string(body))
 	store := NewMemoryStore()
-	c := newTestChecker(rs, store, newClock(), Options{})
+	c := newTestChecker(rs, store, newClock(), DefaultOptions())
 	if d := mustCheck(t, c, rs.URL+"/beyond"); !d.Allowed {
 		t.Errorf("rule beyond the limit applied: %+v", d)
 	}
@@ -503,7 +537,7 @@ func BenchmarkCheckCached(b *testing.B) {
 	fetch := func(context.Context, string) (int, []byte, error) {
 		return http.StatusOK, []byte(typicalRules()), nil
 	}
-	c := NewChecker(NewMemoryStore(), fetch, testUA, Options{})
+	c := mustChecker(NewMemoryStore(), fetch, DefaultOptions())
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -73,8 +73,8 @@ func TestKVStoreSharedBetweenCheckers(t *testing.T) {
 	kv := newTestKV(t)
 	rs := newRobotsServer(t, http.StatusOK, "user-agent: freshcrawl\ndisallow: /private\ncrawl-delay: 3\n")
 	clk := newClock()
-	a := newTestChecker(rs, NewKVStore(kv), clk, Options{})
-	b := newTestChecker(rs, NewKVStore(kv), clk, Options{})
+	a := newTestChecker(rs, NewKVStore(kv), clk, DefaultOptions())
+	b := newTestChecker(rs, NewKVStore(kv), clk, DefaultOptions())
 
 	if d := mustCheck(t, a, rs.URL+"/private/1"); d.Allowed || !d.Fetched {
 		t.Fatalf("worker a: %+v", d)
