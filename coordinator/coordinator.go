@@ -138,8 +138,11 @@ func (o Options) Validate() error {
 	if o.MaxDeliver < 1 {
 		errs.Check("MaxDeliver", fmt.Errorf("must be ≥ 1, got %d", o.MaxDeliver))
 	}
-	if o.ConsoleEvery <= 0 {
-		errs.Check("ConsoleEvery", fmt.Errorf("must be > 0, got %s", o.ConsoleEvery))
+	// The console checks its own period; here it goes by this field's name.
+	console := api.DefaultOptions()
+	console.Every = o.ConsoleEvery
+	for _, f := range optcheck.Fields(console.Validate()) {
+		errs.Check("ConsoleEvery", f.Err)
 	}
 	errs.Check("Webhooks", o.Webhooks.Validate())
 	errs.Check("DefaultIgnore", checkIgnore(o.DefaultIgnore))
@@ -276,7 +279,11 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 	c.probes.reqs = map[string]schedule.ProbeRequest{}
 	c.probes.seen = map[string][]probeSeen{}
 	c.counts.errors = map[string]int64{}
-	c.console = api.New(console{c}, api.Options{Log: c.log, Every: opts.ConsoleEvery})
+	ao := api.DefaultOptions()
+	ao.Log, ao.Every = c.log, opts.ConsoleEvery
+	if c.console, err = api.New(console{c}, ao); err != nil {
+		return nil, err
+	}
 	c.m.budget.Set(opts.Budget)
 	if c.publisher, err = notify.NewPublisher(db, js, c.log); err != nil {
 		return nil, err

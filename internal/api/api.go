@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/freshcrawl/freshcrawl/internal/optcheck"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
 	"github.com/freshcrawl/freshcrawl/store"
 )
@@ -96,12 +97,26 @@ type Overview struct {
 	Age         float64 `json:"model_age_s"`
 }
 
-// Options tune a Server.
+// Options tune a Server. Start from DefaultOptions: a field's value is
+// its value, and New refuses what Validate refuses.
 type Options struct {
-	// Every is the sampling period of the charts' series (default 5s);
-	// an hour of samples is kept.
+	// Every is the sampling period of the charts' series; an hour of
+	// samples is kept.
 	Every time.Duration
-	Log   *slog.Logger
+	// Log receives structured logs; nil is slog.Default().
+	Log *slog.Logger
+}
+
+// DefaultOptions are the defaults of a console server.
+func DefaultOptions() Options { return Options{Every: 5 * time.Second} }
+
+// Validate reports every field New would refuse, each by its name.
+func (o Options) Validate() error {
+	var errs optcheck.Errors
+	if o.Every <= 0 {
+		errs.Check("Every", fmt.Errorf("must be > 0, got %s", o.Every))
+	}
+	return errs.Err()
 }
 
 // Server serves the console over a Backend.
@@ -112,14 +127,14 @@ type Server struct {
 }
 
 // New returns a console server; Run must run for the charts to fill.
-func New(b Backend, o Options) *Server {
-	if o.Every <= 0 {
-		o.Every = 5 * time.Second
+func New(b Backend, o Options) (*Server, error) {
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("console options: %w", err)
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Server{b: b, log: o.Log, series: newSeries(o.Every, time.Hour)}
+	return &Server{b: b, log: o.Log, series: newSeries(o.Every, time.Hour)}, nil
 }
 
 // Run samples the backend's overview until ctx is done. It may run again
