@@ -245,7 +245,7 @@ func finite(x float64) float64 {
 //	GET  /api/urls                URLs: filters, sort, cursor paging
 //	GET  /api/url/show?url=U      one URL: record, schedule, estimate, fetches, changes, versions, copy
 //	POST /api/url/pause           body Selection; also resume, delete (?purge=1), set (SetRequest)
-//	GET  /api/content?url=U       the stored copy (&raw=1: the raw body as fetched)
+//	GET  /api/content?url=U       the stored copy (&raw=1: the raw body as fetched, a download)
 //	GET  /api/diff?url=U&seq=N    line diff of capture version N against N-1
 //	GET  /api/capture             capture URLs: period, phases, recall
 //	GET  /api/sources             keyword-search sources: rounds, coverage, speedup, freshness

@@ -3,7 +3,10 @@ package api
 import (
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
+	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -67,6 +70,10 @@ func serveContent(db *store.DB, w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusBadRequest, fmt.Errorf("raw=%q: want 1 or 0", raw))
 		return
 	}
+	if raw == "1" && !rawDest(r) {
+		WriteError(w, http.StatusForbidden, fmt.Errorf("a raw body is a download, not a %s for a page: the crawled site's scripts and styles do not load from the console's origin", r.Header.Get("Sec-Fetch-Dest")))
+		return
+	}
 	c, err := GetCopy(db, r.URL.Query().Get("url"), raw == "1")
 	if err != nil {
 		WriteError(w, statusOf(err), err)
@@ -85,14 +92,42 @@ func serveContent(db *store.DB, w http.ResponseWriter, r *http.Request) {
 		ct = "application/octet-stream"
 	}
 	w.Header().Set("Content-Type", ct)
-	// The body is someone else's page: never let the browser run it in
-	// the console's origin.
-	w.Header().Set("Content-Security-Policy", "sandbox")
+	// The body is someone else's page or script, and this is the
+	// console's origin: a browser saves it instead of drawing it
+	// (attachment), and should it draw it anyway, the sandbox gives it an
+	// opaque origin of its own. nosniff keeps a body from being read as a
+	// type other than the one it was served with.
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": rawName(c.URL)}))
+	w.Header().Set("Content-Security-Policy", Policy+"; sandbox")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if c.Raw.Truncated {
 		w.Header().Set("Freshcrawl-Truncated", strconv.FormatInt(c.Raw.Size, 10))
 	}
 	_, _ = w.Write(c.Raw.Body)
+}
+
+// rawName is the file name a raw body is saved under: the last segment of
+// its URL's path.
+func rawName(rawURL string) string {
+	if u, err := url.Parse(rawURL); err == nil {
+		if b := path.Base(u.Path); b != "." && b != "/" {
+			return b
+		}
+	}
+	return "raw"
+}
+
+// rawDest reports whether a request for a raw body comes from a fetch
+// (the console's download, a command-line client: no Sec-Fetch-Dest) or a
+// navigation, which the attachment turns into a download. A crawled page
+// drawn in the console's origin could otherwise load another kept body,
+// a script, from it, and policy 'self' would let that script run.
+func rawDest(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Dest") {
+	case "", "empty", "document":
+		return true
+	}
+	return false
 }
 
 // diffLine is one line of a version diff: Op is "+", "-" or " ".

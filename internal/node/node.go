@@ -665,6 +665,9 @@ func (n *Node) listen(cfg config.Config, addr, what string, wrap func(http.Handl
 	if wrap != nil {
 		h = wrap(h)
 	}
+	// Outermost, so that every answer the process serves (the token
+	// guard's 401s and the standby's 503s too) carries the headers.
+	h = api.SecureHeaders(h)
 	// The server's own complaints (a TLS handshake a client got wrong)
 	// go to the process log at debug level, not to stderr raw.
 	n.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(n.Log.Handler(), slog.LevelDebug)}

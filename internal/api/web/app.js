@@ -94,18 +94,32 @@ function signOut() {
   route();
 }
 
-// openRaw opens an API document that needs the token in a new tab.
-async function openRaw(path) {
-  const w = window.open("", "_blank", "noopener");
-  try {
-    const r = await fetch(path, withToken());
-    if (!r.ok) throw new Error(r.status + " " + r.statusText);
-    const url = URL.createObjectURL(await r.blob());
-    if (w) w.location = url; else location.assign(url);
-  } catch (e) {
-    if (w) w.close();
-    toast(e.message, true);
-  }
+// The raw body of a URL is the crawled site's own page or script, and
+// this page runs in the console's origin, where the token is kept. It is
+// therefore never drawn here: rawText reads it as text (shown with
+// textContent, so none of it is markup), and saveRaw saves it as a
+// download, typed as bytes so that no browser draws it. The API serves it
+// as an attachment besides (see docs/api.md).
+async function fetchRaw(path) {
+  const r = await fetch(path, withToken());
+  if (r.status === 401) throw new AuthError("sign in with a token", 401);
+  if (!r.ok) throw new Error(r.status + " " + r.statusText);
+  return r;
+}
+
+async function rawText(path) {
+  return (await fetchRaw(path)).text();
+}
+
+async function saveRaw(path, name) {
+  const b = await (await fetchRaw(path)).arrayBuffer();
+  const url = URL.createObjectURL(new Blob([b], { type: "application/octet-stream" }));
+  const a = el("a", { href: url, download: name || "raw" });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  // The download has taken the bytes once the click has been handled.
+  setTimeout(() => URL.revokeObjectURL(url), 0);
 }
 
 // eventStream reads a text/event-stream with the token: the subset of SSE
@@ -507,8 +521,17 @@ async function pageURL(params) {
       el("span", {}, " weight ", weight, el("button", { type: "button", "data-action": "set-weight", text: "Re-weight", on: { click: () => post("set", { weight: Number(weight.value) }) } })),
       el("span", {}, " mode ", mode, el("button", { type: "button", "data-action": "set-mode", text: "Set mode", on: { click: () => post("set", { mode: mode.value }) } })),
       confirmBox);
+  const rawPath = "/api/content?raw=1&url=" + encodeURIComponent(r.url);
+  const rawBox = el("div", { "data-raw": "" });
+  const rawName = (new URL(r.url).pathname.split("/").pop()) || "raw";
   const kept = d.copy.raw ? el("span", {}, `raw body kept (${fmtNum(d.copy.raw.size)} bytes${d.copy.raw.truncated ? ", truncated" : ""}) `,
-    el("a", { href: "#", text: "open", on: { click: ev => { ev.preventDefault(); openRaw("/api/content?raw=1&url=" + encodeURIComponent(r.url)); } } })) : "no raw body kept";
+    el("button", { type: "button", "data-action": "raw-view", text: "view as text", on: { click: async () => {
+      try {
+        const text = await rawText(rawPath);
+        rawBox.replaceChildren(el("h2", { text: "Raw body (as text)" }), el("pre", { "data-raw-text": "", text: text || "(empty)" }));
+      } catch (e) { toast(e.message, true); }
+    } } }), " ",
+    el("button", { type: "button", "data-action": "raw-download", text: "download", on: { click: () => saveRaw(rawPath, rawName).catch(e => toast(e.message, true)) } })) : "no raw body kept";
   const summary = kv([
     ["state", stateBadge(d.state)],
     ["host", el("a", { href: "#/urls?host=" + encodeURIComponent(r.host), text: r.host })],
@@ -557,7 +580,7 @@ async function pageURL(params) {
       } } }) },
     ], d.versions.slice().reverse(), { name: "versions" }), diffBox);
   }
-  parts.push(el("h2", { text: "Stored copy (extracted text)" }), copyPre);
+  parts.push(el("h2", { text: "Stored copy (extracted text)" }), copyPre, rawBox);
   main().replaceChildren(...parts);
   return () => {};
 }
