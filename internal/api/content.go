@@ -98,7 +98,7 @@ func serveContent(db *store.DB, w http.ResponseWriter, r *http.Request) {
 	// opaque origin of its own. nosniff keeps a body from being read as a
 	// type other than the one it was served with.
 	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": rawName(c.URL)}))
-	w.Header().Set("Content-Security-Policy", Policy+"; sandbox")
+	w.Header().Set("Content-Security-Policy", cspPolicy+"; sandbox")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if c.Raw.Truncated {
 		w.Header().Set("Freshcrawl-Truncated", strconv.FormatInt(c.Raw.Size, 10))
