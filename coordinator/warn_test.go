@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -92,5 +93,26 @@ func TestBudgetWarningLoggedOnce(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), warning); n != 2 {
 		t.Fatalf("warning logged %d times in all, want 2", n)
+	}
+}
+
+// TestFoldFailureLoggedOnce: a store that refuses every fold (the results
+// come back every second) is logged once, again when the failure turns
+// into a full disk, and not again while the disk stays full.
+func TestFoldFailureLoggedOnce(t *testing.T) {
+	e := newEnv(t, broker.DefaultSettings())
+	var logs syncBuffer
+	c := e.coordinator(t, func(o *Options) { o.Log = slog.New(slog.NewTextHandler(&logs, nil)) })
+	for i := range 100 {
+		c.foldFailed(fmt.Errorf("write batch %d: database not open", i))
+	}
+	for i := range 100 {
+		c.foldFailed(fmt.Errorf("write batch %d: %w", i, syscall.ENOSPC))
+	}
+	if n := strings.Count(logs.String(), "level=ERROR"); n != 2 {
+		t.Fatalf("200 failed folds of two kinds logged %d errors, want 2:\n%s", n, logs.String())
+	}
+	if n := strings.Count(logs.String(), "disk of the store is full"); n != 1 {
+		t.Fatalf("the full disk logged %d times:\n%s", n, logs.String())
 	}
 }
