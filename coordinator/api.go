@@ -239,6 +239,7 @@ func finite(x float64) float64 {
 //
 //	GET  /                        the dashboard
 //	GET  /ui/{file}               its assets
+//	GET  /api/whoami              the role of the token sent: admin, read or open
 //	GET  /api/overview            Overview now
 //	GET  /api/series              the last hour of samples; /api/events streams new ones (SSE)
 //	GET  /api/hosts               hosts: cap, Crawl-delay, backoff, robots, in flight, URLs, fetches
@@ -278,6 +279,7 @@ func (c *Coordinator) Handler() http.Handler {
 	con := c.console
 	mux.HandleFunc("GET /{$}", api.ServeIndex)
 	mux.Handle("GET /ui/", http.StripPrefix("/ui/", api.Assets()))
+	mux.HandleFunc("GET /api/whoami", api.WhoAmI)
 	mux.HandleFunc("GET /api/overview", con.ServeOverview)
 	mux.HandleFunc("GET /api/series", con.ServeSeries)
 	mux.HandleFunc("GET /api/events", con.ServeEvents)

@@ -13,7 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -240,7 +240,7 @@ type Coordinator struct {
 	// (and core subscribers), and the webhooks.
 	publisher *notify.Publisher
 	hooks     *notify.Deliverer
-	once      logx.OnChange // warnings that hold for a while
+	cond      conditions
 
 	fetchWin window
 	chgWin   window
@@ -261,6 +261,7 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 		opts.Log = slog.Default()
 	}
 	c := &Coordinator{opts: opts, db: db, nc: nc, js: js, log: opts.Log.With("role", "coordinator")}
+	c.cond.budget.Material = budgetMoved(opts.Budget)
 	est, sched, err := newSchedule(opts, db, c.log)
 	if err != nil {
 		return nil, err
@@ -757,9 +758,10 @@ func (c *Coordinator) replan() {
 	out, err := c.disp.Replan(time.Now)
 	c.m.planSeconds.Observe(time.Since(start).Seconds())
 	if err != nil {
-		c.log.Error("plan failed; keeping the previous one", "policy", c.opts.Policy.Name(), "err", err)
+		c.cond.plan.Hold(context.Background(), c.log, slog.LevelError, err.Error(), "plan failed; keeping the previous one", "policy", c.opts.Policy.Name(), "err", err)
 		return
 	}
+	c.cond.plan.End(context.Background(), c.log, "plan solved again", "policy", c.opts.Policy.Name())
 	c.saveHazard()
 	var inUse float64
 	var n, disallowed int
@@ -776,15 +778,37 @@ func (c *Coordinator) replan() {
 	c.m.unabsorbed.Set(finite(out.Unabsorbed))
 	c.m.urls.Set(float64(n))
 	c.m.disallowed.Set(float64(disallowed))
-	// Logged when it starts and again only when the figure moves (to two
-	// significant digits): the plan is re-solved every --replan, and the
-	// same line each time would bury every other (and a demo's table).
-	const unabsorbed = "budget exceeds what the hosts can take under politeness"
 	if out.Unabsorbed > 0 && n > 0 {
-		c.once.Log(c.log, slog.LevelWarn, unabsorbed, strconv.FormatFloat(out.Unabsorbed, 'g', 2, 64),
-			"unabsorbed_per_s", out.Unabsorbed, "hint", "add hosts or raise --host-rate, or lower --budget; the figure is logged again only when it changes")
-	} else if c.once.Clear(unabsorbed) {
-		c.log.Info("the hosts take the whole budget again")
+		c.cond.budget.Hold(context.Background(), c.log, slog.LevelWarn, out.Unabsorbed, "budget exceeds what the hosts can take under politeness",
+			"unabsorbed_per_s", out.Unabsorbed, "budget_per_s", c.opts.Budget, "hint", "add hosts or raise --host-rate, or lower --budget; logged again only when the figure moves by a tenth, and when it ends")
+	} else {
+		c.cond.budget.End(context.Background(), c.log, "the hosts take the whole budget again")
+	}
+}
+
+// conditions are the coordinator's warnings that persist, each logged
+// when it starts, when it changes materially and when it ends: the loops
+// that check them run every second or every --replan, and a line per
+// check would bury every other (and a demo's table). "Materially" is the
+// state's Material; for the error conditions it is a new error text or
+// kind.
+type conditions struct {
+	budget  logx.Condition[float64] // the budget per second the hosts cannot take
+	plan    logx.Condition[string]  // the policy's error
+	fold    logx.Condition[string]  // the kind of fold failure (full disk or other)
+	consume logx.Condition[string]  // reading the result stream
+	prune   logx.Condition[string]  // pruning fold marks
+	retain  logx.Condition[string]  // applying retention
+}
+
+// budgetMoved is the budget shortfall's "materially": by more than a
+// tenth of the figure last logged and by more than 1 % of the budget. The
+// shortfall wanders with every re-plan's estimates (0.05 to 0.18 of a
+// demo's 20/s), and only a move an operator would act on is news.
+func budgetMoved(budget float64) func(last, cur float64) bool {
+	return func(last, cur float64) bool {
+		d := math.Abs(cur - last)
+		return d > 0.1*last && d > 0.01*budget
 	}
 }
 
@@ -854,7 +878,7 @@ func (c *Coordinator) pruneFoldMarks(ctx context.Context, now time.Time) {
 	oldest, err := broker.OldestResult(qctx, c.js)
 	cancel()
 	if err != nil {
-		c.log.Warn("prune fold marks: skipped", "err", err)
+		c.cond.prune.Hold(ctx, c.log, slog.LevelWarn, err.Error(), "prune fold marks: skipped until the result stream can be read", "err", err)
 		return
 	}
 	if keep := oldest.Add(-foldMarkSkew); !oldest.IsZero() && keep.Before(cutoff) {
@@ -862,9 +886,10 @@ func (c *Coordinator) pruneFoldMarks(ctx context.Context, now time.Time) {
 	}
 	n, err := c.db.PruneFolded(cutoff)
 	if err != nil {
-		c.log.Warn("prune fold marks", "err", err)
+		c.cond.prune.Hold(ctx, c.log, slog.LevelWarn, err.Error(), "prune fold marks", "err", err)
 		return
 	}
+	c.cond.prune.End(ctx, c.log, "fold marks pruned again")
 	if n > 0 {
 		c.log.Debug("pruned fold marks", "n", n, "before", cutoff)
 	}

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"syscall"
 	"time"
@@ -57,7 +58,7 @@ func (c *Coordinator) resultLoop(ctx context.Context) error {
 	for ctx.Err() == nil {
 		it, err := cons.Messages(jetstream.PullMaxMessages(resultPrefetch))
 		if err != nil {
-			c.log.Warn("consume results", "err", err)
+			c.cond.consume.Hold(ctx, c.log, slog.LevelWarn, err.Error(), "consume results", "err", err)
 			sleepCtx(ctx, time.Second)
 			continue
 		}
@@ -81,16 +82,17 @@ func (c *Coordinator) foldStream(ctx context.Context, it jetstream.MessagesConte
 			case ctx.Err() != nil:
 				return nil
 			case errors.Is(err, jetstream.ErrMsgIteratorClosed):
-				c.log.Warn("results iterator closed; consuming again", "err", err)
+				c.cond.consume.Hold(ctx, c.log, slog.LevelWarn, err.Error(), "results iterator closed; consuming again", "err", err)
 				sleepCtx(ctx, time.Second)
 				return nil
 			}
 			// A status the iterator survives (it closes on the ones it
 			// does not): a short pause, so a repeated one cannot spin.
-			c.log.Warn("next result", "err", err)
+			c.cond.consume.Hold(ctx, c.log, slog.LevelWarn, err.Error(), "next result", "err", err)
 			sleepCtx(ctx, 100*time.Millisecond)
 			continue
 		}
+		c.cond.consume.End(ctx, c.log, "consuming results again")
 		msgs = append(msgs[:0], m)
 		deadline := time.Now().Add(foldLinger)
 		for len(msgs) < foldBatch {
@@ -139,7 +141,7 @@ func (c *Coordinator) foldFailed(err error) {
 	if errors.Is(err, syscall.ENOSPC) {
 		msg = "fold failed: the disk of the store is full; the results will be redelivered and folded once there is space (nothing was written)"
 	}
-	c.log.Error(msg, "store", c.db.Path(), "err", err)
+	c.cond.fold.Hold(context.Background(), c.log, slog.LevelError, msg, msg, "store", c.db.Path(), "err", err)
 }
 
 func (c *Coordinator) foldMsgs(ctx context.Context, msgs []jetstream.Msg) error {
@@ -168,7 +170,7 @@ func (c *Coordinator) foldMsgs(ctx context.Context, msgs []jetstream.Msg) error 
 		return nil
 	}
 	if c.foldErr.Swap(nil) != nil {
-		c.log.Info("folding again: the store accepts writes")
+		c.cond.fold.End(ctx, c.log, "folding again: the store accepts writes")
 	}
 	if err := failpoint.Hit(failpoint.FoldAfterCommit); err != nil {
 		// As if the acks were lost: the fold stands, its results come

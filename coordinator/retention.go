@@ -1,6 +1,8 @@
 package coordinator
 
 import (
+	"context"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -26,9 +28,10 @@ func (c *Coordinator) applyRetention(now time.Time) {
 	for range retentionSteps {
 		n, done, err := c.prune.pruner.Step(now)
 		if err != nil {
-			c.log.Warn("apply retention", "err", err)
+			c.cond.retain.Hold(context.Background(), c.log, slog.LevelWarn, err.Error(), "apply retention", "err", err)
 			return
 		}
+		c.cond.retain.End(context.Background(), c.log, "retention applies again")
 		if n.Versions > 0 || n.Changes > 0 {
 			c.prune.versions.Add(int64(n.Versions))
 			c.prune.changes.Add(int64(n.Changes))

@@ -24,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/freshcrawl/freshcrawl/internal/broker"
+	"github.com/freshcrawl/freshcrawl/internal/logx"
 	"github.com/freshcrawl/freshcrawl/internal/optcheck"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/worker/extract"
@@ -294,6 +295,9 @@ const pullWait = time.Second
 // when stop ends; the pull in flight then is allowed to finish (at most
 // its FetchMaxWait) and what it brings is handled.
 func (w *Worker) loop(stop, work context.Context, cons jetstream.Consumer) {
+	// Pulling fails every second while NATS is away: logged when it
+	// starts, when the error changes and when it ends.
+	var pulling logx.Condition[string]
 	for stop.Err() == nil {
 		w.pullBegin()
 		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(pullWait))
@@ -302,7 +306,7 @@ func (w *Worker) loop(stop, work context.Context, cons jetstream.Consumer) {
 			if stop.Err() != nil {
 				return
 			}
-			w.log.Warn("fetch from task queue", "err", err)
+			pulling.Hold(stop, w.log, slog.LevelWarn, err.Error(), "fetch from task queue", "err", err)
 			select {
 			case <-stop.Done():
 				return
@@ -310,6 +314,7 @@ func (w *Worker) loop(stop, work context.Context, cons jetstream.Consumer) {
 			}
 			continue
 		}
+		pulling.End(stop, w.log, "fetching from the task queue again")
 		var msgs []jetstream.Msg
 		for msg := range batch.Messages() {
 			msgs = append(msgs, msg)

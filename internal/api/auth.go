@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
@@ -100,10 +101,10 @@ func (t *Tokens) Wrap(next http.Handler) http.Handler {
 		}
 		switch t.scopeOf(tok) {
 		case scopeAdmin:
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(w, withRole(r, RoleAdmin))
 		case scopeRead:
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
-				next.ServeHTTP(w, r)
+				next.ServeHTTP(w, withRole(r, RoleRead))
 				return
 			}
 			WriteError(w, http.StatusForbidden, fmt.Errorf("%s %s changes the crawl: this token may only read, use an --api-token (admin) token", r.Method, r.URL.Path))
@@ -112,6 +113,38 @@ func (t *Tokens) Wrap(next http.Handler) http.Handler {
 			WriteError(w, http.StatusUnauthorized, fmt.Errorf("%s %s: the token is not one of the coordinator's --api-token or --api-read-token values", r.Method, r.URL.Path))
 		}
 	})
+}
+
+// The roles a request is served in: what its token may do.
+const (
+	RoleAdmin = "admin" // an --api-token: everything
+	RoleRead  = "read"  // an --api-read-token: GET and HEAD only
+	RoleOpen  = "open"  // no tokens are set: everything, to whoever reaches the API
+)
+
+type roleKey struct{}
+
+func withRole(r *http.Request, role string) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), roleKey{}, role))
+}
+
+// RoleOf is the role Tokens.Wrap served r in: RoleOpen when the API has
+// no tokens (Wrap then lets every request through untouched).
+func RoleOf(r *http.Request) string {
+	if role, ok := r.Context().Value(roleKey{}).(string); ok {
+		return role
+	}
+	return RoleOpen
+}
+
+// WhoAmI answers GET /api/whoami, {"role": "admin" | "read" | "open"}, so
+// that the console offers only the actions the token it holds may
+// perform. It decides nothing: Wrap refuses a read token's changes
+// whatever the console shows.
+func WhoAmI(w http.ResponseWriter, r *http.Request) {
+	WriteJSON(w, http.StatusOK, struct {
+		Role string `json:"role"`
+	}{RoleOf(r)})
 }
 
 // bearer is the token of an "Authorization: Bearer <token>" header.

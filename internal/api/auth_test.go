@@ -92,3 +92,33 @@ func TestTokensWrap(t *testing.T) {
 		t.Fatalf("no tokens: %d", rec.Code)
 	}
 }
+
+// TestWhoAmI: /api/whoami names the role of the token sent, and "open"
+// when the API has no tokens.
+func TestWhoAmI(t *testing.T) {
+	const admin, read = "admin-token-0123456789", "read-only-token-abcdef"
+	ask := func(h http.Handler, tok string) string {
+		t.Helper()
+		req := httptest.NewRequest("GET", "/api/whoami", nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		var got struct{ Role string }
+		if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+			t.Fatalf("whoami with %q: %d %s", tok, rec.Code, rec.Body)
+		}
+		return got.Role
+	}
+	guarded := NewTokens([]string{admin}, []string{read}).Wrap(http.HandlerFunc(WhoAmI))
+	if r := ask(guarded, admin); r != RoleAdmin {
+		t.Errorf("admin token: role %q", r)
+	}
+	if r := ask(guarded, read); r != RoleRead {
+		t.Errorf("read token: role %q", r)
+	}
+	if r := ask(NewTokens(nil, nil).Wrap(http.HandlerFunc(WhoAmI)), ""); r != RoleOpen {
+		t.Errorf("no tokens: role %q", r)
+	}
+}

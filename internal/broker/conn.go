@@ -12,6 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/freshcrawl/freshcrawl/internal/logx"
 )
 
 // Link is a NATS connection that never gives up on a server that is
@@ -248,10 +250,11 @@ func (e *fatalError) Unwrap() error { return e.err }
 // ends, with backoff between attempts, each given at most attemptTimeout.
 // JetStream set-up fails for a while on a cluster that is starting ("no
 // suitable peers for placement", no meta leader yet) or while NATS is
-// down; such failures are logged (at most every 10 s) and retried.
+// down; such failures are retried, and logged when they start and when
+// the error changes.
 func Retry(ctx context.Context, log *slog.Logger, what string, fn func(context.Context) error) error {
 	const attemptTimeout = 10 * time.Second
-	var lastLog time.Time
+	var failing logx.Condition[string]
 	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 		err := fn(actx)
@@ -268,14 +271,11 @@ func Retry(ctx context.Context, log *slog.Logger, what string, fn func(context.C
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w (last error: %w)", what, ctx.Err(), err)
 		}
-		if time.Since(lastLog) > 10*time.Second {
-			hint := ""
-			if strings.Contains(err.Error(), "no suitable peers") {
-				hint = "a new cluster places streams once its nodes have joined; --replicas must not exceed the number of NATS nodes"
-			}
-			log.Warn(what+": retrying", "err", err, "attempt", attempt+1, "hint", hint)
-			lastLog = time.Now()
+		hint := ""
+		if strings.Contains(err.Error(), "no suitable peers") {
+			hint = "a new cluster places streams once its nodes have joined; --replicas must not exceed the number of NATS nodes"
 		}
+		failing.Hold(ctx, log, slog.LevelWarn, err.Error(), what+": retrying", "err", err, "attempt", attempt+1, "hint", hint)
 		t := time.NewTimer(backoff(attempt))
 		select {
 		case <-ctx.Done():

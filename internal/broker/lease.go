@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/freshcrawl/freshcrawl/internal/logx"
 	"github.com/freshcrawl/freshcrawl/internal/optcheck"
 )
 
@@ -300,6 +301,9 @@ func (l *Lease) renew(ctx context.Context) error {
 func (l *Lease) Run(ctx context.Context) {
 	t := time.NewTicker(l.ttl / 8)
 	defer t.Stop()
+	// A renewal fails at every tick while NATS is away, until the lease
+	// is lost: logged once, and again if the error changes.
+	var renewing logx.Condition[string]
 	for {
 		select {
 		case <-ctx.Done():
@@ -313,6 +317,7 @@ func (l *Lease) Run(ctx context.Context) {
 			err := l.renew(rctx)
 			cancel()
 			if err == nil {
+				renewing.End(ctx, l.log, "the coordinator lease is renewed again")
 				continue
 			}
 			select {
@@ -321,7 +326,7 @@ func (l *Lease) Run(ctx context.Context) {
 			default:
 			}
 			if ctx.Err() == nil {
-				l.log.Warn("renew the coordinator lease", "err", err)
+				renewing.Hold(ctx, l.log, slog.LevelWarn, err.Error(), "renew the coordinator lease", "err", err)
 			}
 		}
 		if s := l.silent(); s >= l.ttl/2 {

@@ -27,6 +27,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/time/rate"
 
+	"github.com/freshcrawl/freshcrawl/internal/logx"
 	"github.com/freshcrawl/freshcrawl/internal/optcheck"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
 	"github.com/freshcrawl/freshcrawl/proto"
@@ -95,6 +96,10 @@ type Dispatcher struct {
 	limiter   *rate.Limiter
 	wake      chan struct{} // something became due or a slot freed
 	published atomic.Uint64
+	// publishing is failing to publish tasks, which lasts while the
+	// stream is full or NATS unreachable: every task would log the same
+	// line. Materially: another error, the task's id left out.
+	publishing logx.Condition[string]
 
 	mu       sync.Mutex
 	sched    *schedule.Scheduler
@@ -287,13 +292,14 @@ func (d *Dispatcher) publishAll(ctx context.Context, tasks []proto.Task, now tim
 		switch {
 		case err == nil:
 			d.published.Add(1)
+			d.publishing.End(ctx, d.o.Log, "publishing tasks again")
 		case errors.Is(err, errDuplicate):
 			// Nothing will come back for it: free the host at once and
 			// give the URL a new due time, so a new task id.
 			d.o.Log.Warn("task dropped as a duplicate; will retry", "url", t.URL, "err", err)
 			d.Release(t.ID, now, now.Add(d.o.RetryAfter))
 		default:
-			d.o.Log.Warn("publish task failed; will retry", "url", t.URL, "err", err)
+			d.publishing.Hold(ctx, d.o.Log, slog.LevelWarn, errors.Unwrap(err).Error(), "publishing tasks fails; they will be retried", "url", t.URL, "err", err)
 			d.Release(t.ID, now, now.Add(d.o.RetryAfter))
 			failed = true
 		}

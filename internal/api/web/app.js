@@ -88,8 +88,24 @@ function signIn(msg) {
   input.focus();
 }
 
+// The role of the token held: "admin", "read" or "open" (no tokens). The
+// page offers only the actions the role may perform; the API refuses the
+// others whatever the page shows, so this spares a read-only operator
+// buttons that can only fail.
+const role = { tok: null, name: "" };
+async function loadRole() {
+  const t = token();
+  if (role.name && role.tok === t) return role.name;
+  const r = await api("/api/whoami");
+  role.tok = t;
+  role.name = r.role;
+  return role.name;
+}
+function mayChange() { return role.name !== "read"; }
+
 function signOut() {
   sessionStorage.removeItem(TOKEN_KEY);
+  role.name = "";
   if (live.source) { live.source.close(); live.source = null; }
   route();
 }
@@ -512,8 +528,8 @@ async function pageURL(params) {
     el("button", { class: "danger", type: "button", "data-action": "confirm-delete", text: "Yes, delete", on: { click: () => post("delete", null, purge ? "?purge=1" : "") } }),
     el("button", { type: "button", text: "No", on: { click: () => confirmBox.replaceChildren() } }));
   const actions = d.deleted ? el("div", { class: "actions" }, el("span", { class: "muted", text: "This URL was deleted; its history is kept." }),
-    el("button", { class: "danger", type: "button", "data-action": "purge", text: "Purge history", on: { click: () => askDelete(true) } }), confirmBox) :
-    el("div", { class: "actions" },
+    mayChange() ? el("button", { class: "danger", type: "button", "data-action": "purge", text: "Purge history", on: { click: () => askDelete(true) } }) : null, confirmBox) :
+    !mayChange() ? el("p", { class: "muted", "data-readonly": "", text: "Signed in with a read-only token: pausing, deleting and re-weighting need an admin token." }) : el("div", { class: "actions" },
       r.paused ? el("button", { type: "button", "data-action": "resume", text: "Resume", on: { click: () => post("resume") } })
         : el("button", { type: "button", "data-action": "pause", text: "Pause", on: { click: () => post("pause") } }),
       el("button", { class: "danger", type: "button", "data-action": "delete", text: "Delete", on: { click: () => askDelete(false) } }),
@@ -655,9 +671,9 @@ async function pageWebhooks() {
         { key: "min_magnitude", label: "min magnitude", num: true, render: h => fmtNum(h.min_magnitude || 0) },
         { key: "signed", label: "signed", render: h => h.signed ? "yes" : "no" },
       ], w.webhooks || [], { name: "webhooks", empty: "none in the config file (seeds may still name their own)" }),
-      el("h2", {}, "Dead letters ",
+      el("h2", {}, "Dead letters ", mayChange() && [
         el("button", { type: "button", "data-action": "retry-all", text: "Retry all", disabled: !w.dead, on: { click: () => act("retry") } }), " ",
-        el("button", { type: "button", class: "danger", "data-action": "drop-all", text: "Drop all", disabled: !w.dead, on: { click: () => act("drop") } })),
+        el("button", { type: "button", class: "danger", "data-action": "drop-all", text: "Drop all", disabled: !w.dead, on: { click: () => act("drop") } })]),
       table([
         { key: "url", label: "webhook" },
         { key: "event_id", label: "event" },
@@ -665,9 +681,9 @@ async function pageWebhooks() {
         { key: "attempts", label: "attempts", num: true },
         { key: "last_err", label: "last error" },
         { key: "dead_at", label: "given up", render: d => fmtTime(d.dead_at), sortValue: d => d.dead_at || "" },
-        { key: "id", label: "", render: d => el("span", {},
+        { key: "id", label: "", render: d => mayChange() ? el("span", {},
           el("button", { type: "button", "data-action": "retry", text: "Retry", on: { click: () => act("retry", [d.id]) } }), " ",
-          el("button", { type: "button", "data-action": "drop", text: "Drop", on: { click: () => act("drop", [d.id]) } })) },
+          el("button", { type: "button", "data-action": "drop", text: "Drop", on: { click: () => act("drop", [d.id]) } })) : "" },
       ], w.dead_letters || [], { name: "dead-letters", empty: "no dead letters" }));
   }
   await draw();
@@ -689,6 +705,7 @@ async function route() {
   }
   const page = pages[name] || pageOverview;
   try {
+    document.body.dataset.role = await loadRole();
     stopPage = (await page(new URLSearchParams(query || ""))) || (() => {});
     document.body.dataset.page = name || "overview";
   } catch (e) {
