@@ -101,10 +101,10 @@ func (t *Tokens) Wrap(next http.Handler) http.Handler {
 		}
 		switch t.scopeOf(tok) {
 		case scopeAdmin:
-			next.ServeHTTP(w, withRole(r, RoleAdmin))
+			next.ServeHTTP(w, withRole(r, roleAdmin))
 		case scopeRead:
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
-				next.ServeHTTP(w, withRole(r, RoleRead))
+				next.ServeHTTP(w, withRole(r, roleRead))
 				return
 			}
 			WriteError(w, http.StatusForbidden, fmt.Errorf("%s %s changes the crawl: this token may only read, use an --api-token (admin) token", r.Method, r.URL.Path))
@@ -117,9 +117,9 @@ func (t *Tokens) Wrap(next http.Handler) http.Handler {
 
 // The roles a request is served in: what its token may do.
 const (
-	RoleAdmin = "admin" // an --api-token: everything
-	RoleRead  = "read"  // an --api-read-token: GET and HEAD only
-	RoleOpen  = "open"  // no tokens are set: everything, to whoever reaches the API
+	roleAdmin = "admin" // an --api-token: everything
+	roleRead  = "read"  // an --api-read-token: GET and HEAD only
+	roleOpen  = "open"  // no tokens are set: everything, to whoever reaches the API
 )
 
 type roleKey struct{}
@@ -128,13 +128,13 @@ func withRole(r *http.Request, role string) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), roleKey{}, role))
 }
 
-// RoleOf is the role Tokens.Wrap served r in: RoleOpen when the API has
+// roleOf is the role Tokens.Wrap served r in: roleOpen when the API has
 // no tokens (Wrap then lets every request through untouched).
-func RoleOf(r *http.Request) string {
+func roleOf(r *http.Request) string {
 	if role, ok := r.Context().Value(roleKey{}).(string); ok {
 		return role
 	}
-	return RoleOpen
+	return roleOpen
 }
 
 // WhoAmI answers GET /api/whoami, {"role": "admin" | "read" | "open"}, so
@@ -144,7 +144,7 @@ func RoleOf(r *http.Request) string {
 func WhoAmI(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, struct {
 		Role string `json:"role"`
-	}{RoleOf(r)})
+	}{roleOf(r)})
 }
 
 // bearer is the token of an "Authorization: Bearer <token>" header.

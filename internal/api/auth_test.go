@@ -112,13 +112,13 @@ func TestWhoAmI(t *testing.T) {
 		return got.Role
 	}
 	guarded := NewTokens([]string{admin}, []string{read}).Wrap(http.HandlerFunc(WhoAmI))
-	if r := ask(guarded, admin); r != RoleAdmin {
+	if r := ask(guarded, admin); r != roleAdmin {
 		t.Errorf("admin token: role %q", r)
 	}
-	if r := ask(guarded, read); r != RoleRead {
+	if r := ask(guarded, read); r != roleRead {
 		t.Errorf("read token: role %q", r)
 	}
-	if r := ask(NewTokens(nil, nil).Wrap(http.HandlerFunc(WhoAmI)), ""); r != RoleOpen {
+	if r := ask(NewTokens(nil, nil).Wrap(http.HandlerFunc(WhoAmI)), ""); r != roleOpen {
 		t.Errorf("no tokens: role %q", r)
 	}
 }

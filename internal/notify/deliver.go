@@ -101,7 +101,8 @@ type Deliverer struct {
 
 	delivered, failed, dead atomic.Int64
 	lanesWG                 sync.WaitGroup
-	once                    logx.OnChange
+	// unsigned says once that seeds' webhooks go without a signature.
+	unsigned logx.Condition[bool]
 }
 
 // NewDeliverer returns a deliverer of db's change log. A store that never
@@ -200,7 +201,7 @@ func (d *Deliverer) route(ch store.Change, rec *store.URL) ([]store.Delivery, er
 	if rec != nil && rec.Webhook != "" && !contains(targets, rec.Webhook) {
 		targets = append(targets, rec.Webhook)
 		if d.o.Secret == "" {
-			d.once.Log(d.o.Log, slog.LevelWarn, "seeds' webhooks are sent unsigned: set --webhook-secret", "unsigned", "url", rec.Webhook)
+			d.unsigned.Hold(context.Background(), d.o.Log, slog.LevelWarn, true, "seeds' webhooks are sent unsigned: set --webhook-secret", "url", rec.Webhook)
 		}
 	}
 	if len(targets) == 0 {
