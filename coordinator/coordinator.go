@@ -276,7 +276,7 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 	c.probes.reqs = map[string]schedule.ProbeRequest{}
 	c.probes.seen = map[string][]probeSeen{}
 	c.counts.errors = map[string]int64{}
-	c.console = api.New(console{c}, api.Options{Log: c.log, Every: opts.ConsoleEvery})
+	c.console = api.New(console{c}, api.Options{Log: c.log, Every: opts.ConsoleEvery, AllowPrivateWebhooks: opts.Webhooks.AllowPrivate})
 	c.m.budget.Set(opts.Budget)
 	if c.publisher, err = notify.NewPublisher(db, js, c.log); err != nil {
 		return nil, err

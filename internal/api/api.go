@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/internal/seed"
 	"github.com/freshcrawl/freshcrawl/store"
 )
 
@@ -102,6 +103,9 @@ type Options struct {
 	// an hour of samples is kept.
 	Every time.Duration
 	Log   *slog.Logger
+	// AllowPrivateWebhooks lets an import's seeds name webhooks on
+	// non-public addresses, as seeding may (notify.Options.AllowPrivate).
+	AllowPrivateWebhooks bool
 }
 
 // Server serves the console over a Backend.
@@ -109,6 +113,7 @@ type Server struct {
 	b      Backend
 	log    *slog.Logger
 	series *series
+	seeds  seed.Parser // the rules of an import's seed fields
 }
 
 // New returns a console server; Run must run for the charts to fill.
@@ -119,7 +124,7 @@ func New(b Backend, o Options) *Server {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Server{b: b, log: o.Log, series: newSeries(o.Every, time.Hour)}
+	return &Server{b: b, log: o.Log, series: newSeries(o.Every, time.Hour), seeds: seed.Parser{AllowPrivateWebhooks: o.AllowPrivateWebhooks}}
 }
 
 // Run samples the backend's overview until ctx is done. It may run again
