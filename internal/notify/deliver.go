@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -367,7 +368,13 @@ func (d *Deliverer) post(ctx context.Context, del store.Delivery) error {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	switch {
 	case resp.StatusCode >= 300 && resp.StatusCode <= 399:
-		return fmt.Errorf("webhook answered %s (Location %q): redirects are not followed", resp.Status, resp.Header.Get("Location"))
+		// The receiver's Location goes into the dead-letter list: cut
+		// short, so an answer cannot fill it.
+		loc := resp.Header.Get("Location")
+		if len(loc) > 256 {
+			loc = strings.ToValidUTF8(loc[:256], "") + "…"
+		}
+		return fmt.Errorf("webhook answered %s (Location %q): redirects are not followed", resp.Status, loc)
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		return fmt.Errorf("webhook answered %s", resp.Status)
 	}
