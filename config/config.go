@@ -104,6 +104,10 @@ type Config struct {
 	WebhookBackoff    time.Duration `key:"webhook-backoff"`
 	WebhookMaxBackoff time.Duration `key:"webhook-max-backoff"`
 	WebhookTimeout    time.Duration `key:"webhook-timeout"`
+	// AllowPrivateWebhooks is not --allow-private: that one lets workers
+	// fetch an intranet, this one lets whoever names a webhook (any seed
+	// line) have the coordinator POST into it.
+	AllowPrivateWebhooks bool `key:"allow-private-webhooks"`
 
 	// Workers.
 	Workers      int           `key:"workers"`
@@ -221,6 +225,7 @@ var keyDocs = []Key{
 	{"webhook-backoff", "wait after a webhook's first failed delivery; it doubles with each failure (with jitter)"},
 	{"webhook-max-backoff", "longest wait between two deliveries of one event"},
 	{"webhook-timeout", "time allowed for one webhook request"},
+	{"allow-private-webhooks", "allow webhooks (the config's and the seeds') on private, loopback and link-local addresses; --allow-private does not"},
 	{"workers", "in-process workers (run, demo)"},
 	{"concurrency", "tasks each worker handles at once"},
 	{"user-agent", "User-Agent of every request; its first token is the robots.txt product token"},
@@ -315,6 +320,9 @@ func (c *Config) Register(fs *pflag.FlagSet, keys ...string) {
 	add("webhook-backoff", func(u string) { fs.DurationVar(&c.WebhookBackoff, "webhook-backoff", c.WebhookBackoff, u) })
 	add("webhook-max-backoff", func(u string) { fs.DurationVar(&c.WebhookMaxBackoff, "webhook-max-backoff", c.WebhookMaxBackoff, u) })
 	add("webhook-timeout", func(u string) { fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", c.WebhookTimeout, u) })
+	add("allow-private-webhooks", func(u string) {
+		fs.BoolVar(&c.AllowPrivateWebhooks, "allow-private-webhooks", c.AllowPrivateWebhooks, u)
+	})
 	add("workers", func(u string) { fs.IntVar(&c.Workers, "workers", c.Workers, u) })
 	add("concurrency", func(u string) { fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, u) })
 	add("user-agent", func(u string) { fs.StringVar(&c.UserAgent, "user-agent", c.UserAgent, u) })
@@ -565,7 +573,7 @@ func (c *Config) coordinatorOptions() (coordinator.Options, error) {
 	o.LMSkew, o.ProbePolicy, o.CaptureUniform, o.DefaultIgnore = c.LMSkew, c.ProbePolicy, c.CaptureUniform, c.defaultIgnore()
 	o.AckWait, o.MaxDeliver, o.Retention = c.AckWait, c.MaxDeliver, c.retention()
 	o.Webhooks.Secret, o.Webhooks.Attempts, o.Webhooks.Timeout = c.WebhookSecret, c.WebhookAttempts, c.WebhookTimeout
-	o.Webhooks.Backoff, o.Webhooks.MaxBackoff = c.WebhookBackoff, c.WebhookMaxBackoff
+	o.Webhooks.Backoff, o.Webhooks.MaxBackoff, o.Webhooks.AllowPrivate = c.WebhookBackoff, c.WebhookMaxBackoff, c.AllowPrivateWebhooks
 	policy, err := schedule.OperatorPolicy(c.Policy, c.Objective)
 	if err != nil {
 		return o, err

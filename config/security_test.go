@@ -117,3 +117,35 @@ func TestAPIBase(t *testing.T) {
 		}
 	}
 }
+
+// TestAllowPrivateWebhooks: the webhook switch reaches the webhook
+// options, from the environment as from a flag, and --allow-private,
+// the fetchers' switch, does not turn it on.
+func TestAllowPrivateWebhooks(t *testing.T) {
+	for _, c := range []struct {
+		args, env []string
+		want      bool
+	}{
+		{nil, nil, false},
+		{[]string{"--allow-private"}, nil, false},
+		{[]string{"--allow-private-webhooks"}, nil, true},
+		{nil, []string{"FRESHCRAWL_ALLOW_PRIVATE_WEBHOOKS=true"}, true},
+	} {
+		cfg := Default()
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		cfg.Register(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		if err := Resolve(fs, c.env); err != nil {
+			t.Fatal(err)
+		}
+		co, err := cfg.CoordinatorOptions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if co.Webhooks.AllowPrivate != c.want {
+			t.Errorf("%q %q: webhooks allow private = %v, want %v", c.args, c.env, co.Webhooks.AllowPrivate, c.want)
+		}
+	}
+}

@@ -281,7 +281,7 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 	c.probes.seen = map[string][]probeSeen{}
 	c.counts.errors = map[string]int64{}
 	ao := api.DefaultOptions()
-	ao.Log, ao.Every = c.log, opts.ConsoleEvery
+	ao.Log, ao.Every, ao.AllowPrivateWebhooks = c.log, opts.ConsoleEvery, opts.Webhooks.AllowPrivate
 	if c.console, err = api.New(console{c}, ao); err != nil {
 		return nil, err
 	}

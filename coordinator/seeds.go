@@ -47,6 +47,9 @@ type SortedSeedOptions struct {
 	OnRead func(lines int)
 	// OnBatch sees every stored batch.
 	OnBatch func([]store.URL)
+	// AllowPrivateWebhooks accepts seeds whose webhook names a non-public
+	// address (notify.Options.AllowPrivate).
+	AllowPrivateWebhooks bool
 }
 
 // IngestSeedsSorted seeds a store no coordinator runs on: it reads the
@@ -64,7 +67,8 @@ func IngestSeedsSorted(ctx context.Context, db *store.DB, r io.Reader, file stri
 	defer l.Close()
 	now := time.Now()
 	lines := 0
-	good, bad, err := seed.Parse(r, file, func(s seed.Seed) error {
+	p := seed.Parser{AllowPrivateWebhooks: o.AllowPrivateWebhooks}
+	good, bad, err := p.Parse(r, file, func(s seed.Seed) error {
 		if lines++; lines%100_000 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -111,13 +115,13 @@ func (sum *SeedSummary) note(e *seed.LineError, onBad func(*seed.LineError)) {
 
 // ingestSeedsBatch streams seeds from r into db in batches of n lines:
 // only one batch is held at a time, whatever the size of the file. onBad
-// sees every bad line (with file and line); onBatch, if set, sees every
+// sees every bad line (with file and line), as p parses it; onBatch, if set, sees every
 // stored batch (the running coordinator adds them to its schedule, in
 // batches of seedBatch so its folds do not wait behind a long
 // transaction; `freshcrawl seed` into a store no coordinator runs on uses
 // IngestSeedsSorted). A cancelled ctx stops it before the next batch;
 // what was committed stays, and the summary counts it.
-func ingestSeedsBatch(ctx context.Context, db *store.DB, r io.Reader, file string, n int, onBad func(*seed.LineError), onBatch func([]store.URL)) (SeedSummary, error) {
+func ingestSeedsBatch(ctx context.Context, db *store.DB, p seed.Parser, r io.Reader, file string, n int, onBad func(*seed.LineError), onBatch func([]store.URL)) (SeedSummary, error) {
 	var sum SeedSummary
 	n = max(n, 1)
 	batch := make([]store.URL, 0, n)
@@ -141,7 +145,7 @@ func ingestSeedsBatch(ctx context.Context, db *store.DB, r io.Reader, file strin
 		return nil
 	}
 	now := time.Now()
-	good, bad, err := seed.Parse(r, file, func(s seed.Seed) error {
+	good, bad, err := p.Parse(r, file, func(s seed.Seed) error {
 		batch = append(batch, seedRecord(s, now))
 		if len(batch) == n {
 			return flush()
@@ -166,9 +170,11 @@ func ingestSeedsBatch(ctx context.Context, db *store.DB, r io.Reader, file strin
 }
 
 // AddSeeds ingests seeds into the store and the live schedule, a batch
-// at a time.
+// at a time. A seed's webhook may name a non-public address only if the
+// webhooks may (Options.Webhooks.AllowPrivate).
 func (c *Coordinator) AddSeeds(r io.Reader, file string) (SeedSummary, error) {
-	return ingestSeedsBatch(context.Background(), c.db, r, file, seedBatch, nil, func(batch []store.URL) {
+	p := seed.Parser{AllowPrivateWebhooks: c.opts.Webhooks.AllowPrivate}
+	return ingestSeedsBatch(context.Background(), c.db, p, r, file, seedBatch, nil, func(batch []store.URL) {
 		c.withIDs(batch)
 		now := time.Now()
 		var n int

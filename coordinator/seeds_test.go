@@ -57,7 +57,7 @@ func TestIngestSeedsSorted(t *testing.T) {
 	if len(bad) != 2 || !strings.HasPrefix(bad[0], "seeds.txt:17:") || !strings.HasPrefix(bad[1], "seeds.txt:2500:") || sum.Bad != 2 {
 		t.Errorf("bad lines %q (%d counted), want seeds.txt:17 and seeds.txt:2500", bad, sum.Bad)
 	}
-	want, err := ingestSeedsBatch(context.Background(), streamed, strings.NewReader(text), "seeds.txt", 100, nil, nil)
+	want, err := ingestSeedsBatch(context.Background(), streamed, seed.Parser{}, strings.NewReader(text), "seeds.txt", 100, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestSeedingStops(t *testing.T) {
 	db := storetest.Open(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	batches := 0
-	sum, err := ingestSeedsBatch(ctx, db, strings.NewReader(text), "seeds.txt", 50, nil, func([]store.URL) {
+	sum, err := ingestSeedsBatch(ctx, db, seed.Parser{}, strings.NewReader(text), "seeds.txt", 50, nil, func([]store.URL) {
 		if batches++; batches == 2 {
 			cancel()
 		}
@@ -115,5 +115,44 @@ func TestSeedingStops(t *testing.T) {
 	}
 	if n := len(storedURLs(t, db3)); n == 0 || n != sum.Added || sum.Good != 30 {
 		t.Errorf("%d URLs stored, summary %+v; want the 30 good lines before the long one", n, sum)
+	}
+}
+
+// TestSeedWebhookPrivateAddress: a seed whose webhook is the cloud
+// metadata service is a bad line, naming the field, whether the running
+// coordinator takes it or a store is seeded directly, unless webhooks may
+// go to private addresses; then it is stored with its webhook.
+func TestSeedWebhookPrivateAddress(t *testing.T) {
+	const hook = "http://169.254.169.254/latest/meta-data/iam/security-credentials/"
+	const line = `{"url":"https://a.example/","webhook":"` + hook + `"}`
+	for _, allow := range []bool{false, true} {
+		e := newEnv(t, testSettings())
+		c := e.coordinator(t, func(o *Options) { o.Webhooks.AllowPrivate = allow })
+		live, err := c.AddSeeds(strings.NewReader(line), "seeds.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		direct, err := IngestSeedsSorted(context.Background(), storetest.Open(t), strings.NewReader(line), "seeds.txt", SortedSeedOptions{AllowPrivateWebhooks: allow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for how, sum := range map[string]SeedSummary{"live": live, "direct": direct} {
+			if allow {
+				if sum.Good != 1 || sum.Added != 1 {
+					t.Errorf("%s, allowed: %+v, want the seed stored", how, sum)
+				}
+				continue
+			}
+			if sum.Bad != 1 || sum.Added != 0 || len(sum.Errors) != 1 || !strings.Contains(sum.Errors[0], `seeds.txt:1: field "webhook"`) {
+				t.Errorf("%s: %+v, want one bad line naming the field", how, sum)
+			}
+		}
+		u, err := e.db.Get("https://a.example/")
+		switch {
+		case allow && (err != nil || u.Webhook != hook):
+			t.Errorf("allowed: stored %+v, %v", u, err)
+		case !allow && err == nil:
+			t.Errorf("refused, yet stored: %+v", u)
+		}
 	}
 }

@@ -21,7 +21,7 @@ var (
 	natsKeys        = slices.Concat([]string{"data", "nats"}, natsAuthKeys, []string{"nats-listen", "ack-wait", "max-deliver", "replicas", "sync-always", "log-level"})
 	coordinatorKeys = []string{"listen", "api-token", "api-read-token", "tls-cert", "tls-key", "budget", "host-rate", "max-in-flight", "policy", "objective", "replan", "prior-rate", "half-life", "explore", "lm-skew", "capture-uniform", "probe-policy", "ignore-selector", "ignore-pattern", "min-change",
 		"keep-versions", "keep-versions-for", "keep-changes", "keep-changes-for", "keep-fold-marks-for", "standby", "lease-ttl", "adopt-crawl",
-		"change-stream-max-age", "change-stream-max-bytes", "change-stream-max-msgs", "webhook-secret", "webhook-attempts", "webhook-backoff", "webhook-max-backoff", "webhook-timeout"}
+		"change-stream-max-age", "change-stream-max-bytes", "change-stream-max-msgs", "webhook-secret", "webhook-attempts", "webhook-backoff", "webhook-max-backoff", "webhook-timeout", "allow-private-webhooks"}
 	workerKeys = []string{"concurrency", "user-agent", "timeout", "max-body", "max-redirects", "allow-private", "worker-id", "stop-grace"}
 	// A worker keeps no data and never starts a NATS server of its own.
 	workerNATSKeys = slices.Concat([]string{"nats"}, natsAuthKeys, []string{"ack-wait", "max-deliver", "replicas", "log-level", "health-listen"})

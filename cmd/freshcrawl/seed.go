@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -35,7 +36,10 @@ Blank lines and # comments are skipped. Bad lines are reported as FILE:LINE: pro
 and skipped; every good line is stored. Exit status 2 means some lines were bad.
 
 With no coordinator running, the store in --data is written directly; when a
-coordinator holds it, the seeds are streamed to its API (--api, default http://<listen>).`,
+coordinator holds it, the seeds are streamed to its API (--api, default http://<listen>).
+A seed whose webhook names a private, loopback or link-local address is a bad
+line unless webhooks may go there: --allow-private-webhooks here when the store
+is written directly, the coordinator's own setting otherwise.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, err := setup(cmd, &cfg); err != nil {
@@ -44,7 +48,7 @@ coordinator holds it, the seeds are streamed to its API (--api, default http://<
 			return seedOffline(cmd, cfg, args[0])
 		},
 	}
-	withConfig(cmd, &cfg, clientKeys...)
+	withConfig(cmd, &cfg, slices.Concat(clientKeys, []string{"allow-private-webhooks"})...)
 	return cmd
 }
 
@@ -103,7 +107,7 @@ func seedOffline(cmd *cobra.Command, cfg config.Config, path string) error {
 		// Without a terminal (a log, a pipe), a long run says where it is
 		// every progressEvery instead of drawing a bar: lines read while
 		// they are sorted, then URLs stored.
-		o := coordinator.SortedSeedOptions{OnBad: func(e *seed.LineError) {
+		o := coordinator.SortedSeedOptions{AllowPrivateWebhooks: cfg.AllowPrivateWebhooks, OnBad: func(e *seed.LineError) {
 			if bar != nil {
 				_ = bar.Clear()
 			}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -604,7 +605,10 @@ with its seed fields, estimate, schedule, counters and latest copy; a URL the
 store already has is left as it is (counted as kept), so an import never loses
 what is stored. Bad lines are reported as FILE:LINE: problem and skipped; exit
 status 2 means some lines were bad. With a coordinator running, the lines go
-through its API and the new URLs join its schedule at once.`,
+through its API and the new URLs join its schedule at once. A seed webhook on a
+private, loopback or link-local address is a bad line unless webhooks may go
+there (--allow-private-webhooks here when the store is written directly, the
+coordinator's own setting otherwise).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, err := setup(cmd, &cfg); err != nil {
@@ -627,7 +631,7 @@ through its API and the new URLs join its schedule at once.`,
 			case err != nil:
 			case !viaAPI:
 				defer db.Close()
-				sum, err = db.Import(in, name, api.CheckLine, nil, nil)
+				sum, err = db.Import(in, name, api.LineChecker(seed.Parser{AllowPrivateWebhooks: cfg.AllowPrivateWebhooks}), nil, nil)
 			default:
 				sum, err = postImport(cfg, in, name)
 			}
@@ -647,7 +651,7 @@ through its API and the new URLs join its schedule at once.`,
 			return nil
 		},
 	}
-	withConfig(cmd, &cfg, clientKeys...)
+	withConfig(cmd, &cfg, slices.Concat(clientKeys, []string{"allow-private-webhooks"})...)
 	return cmd
 }
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/freshcrawl/freshcrawl/internal/optcheck"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
+	"github.com/freshcrawl/freshcrawl/internal/seed"
 	"github.com/freshcrawl/freshcrawl/store"
 )
 
@@ -105,6 +106,9 @@ type Options struct {
 	Every time.Duration
 	// Log receives structured logs; nil is slog.Default().
 	Log *slog.Logger
+	// AllowPrivateWebhooks lets an import's seeds name webhooks on
+	// non-public addresses, as seeding may (notify.Options.AllowPrivate).
+	AllowPrivateWebhooks bool
 }
 
 // DefaultOptions are the defaults of a console server.
@@ -124,6 +128,7 @@ type Server struct {
 	b      Backend
 	log    *slog.Logger
 	series *series
+	seeds  seed.Parser // the rules of an import's seed fields
 }
 
 // New returns a console server; Run must run for the charts to fill.
@@ -134,7 +139,7 @@ func New(b Backend, o Options) (*Server, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Server{b: b, log: o.Log, series: newSeries(o.Every, time.Hour)}, nil
+	return &Server{b: b, log: o.Log, series: newSeries(o.Every, time.Hour), seeds: seed.Parser{AllowPrivateWebhooks: o.AllowPrivateWebhooks}}, nil
 }
 
 // Run samples the backend's overview until ctx is done. It may run again

@@ -12,11 +12,16 @@ import (
 	"github.com/freshcrawl/freshcrawl/store"
 )
 
-// CheckLine validates one import line and normalises it: the URL and its
-// host as `seed` would store them, the seed fields by the seed format's
-// rules, and the estimate, counters and times as numbers the coordinator
+// LineChecker validates one import line and normalises it: the URL and
+// its host as `seed` would store them, the seed fields by p's rules (a
+// seed webhook naming a non-public address is refused unless p allows
+// it), and the estimate, counters and times as numbers the coordinator
 // can use. Errors name the field.
-func CheckLine(l *store.Line) error {
+func LineChecker(p seed.Parser) func(*store.Line) error {
+	return func(l *store.Line) error { return checkLine(p, l) }
+}
+
+func checkLine(p seed.Parser, l *store.Line) error {
 	u := &l.URL
 	if u.URL == "" {
 		return errors.New(`field "url": missing`)
@@ -44,7 +49,7 @@ func CheckLine(l *store.Line) error {
 	if err != nil {
 		return err
 	}
-	s, err := seed.ParseLine(b)
+	s, err := p.ParseLine(b)
 	if err != nil {
 		return err
 	}
@@ -103,7 +108,7 @@ func (s *Server) ServeImport(w http.ResponseWriter, r *http.Request) {
 	if name == "" {
 		name = "request"
 	}
-	sum, err := s.b.Store().Import(r.Body, name, CheckLine, nil, s.b.Adopt)
+	sum, err := s.b.Store().Import(r.Body, name, LineChecker(s.seeds), nil, s.b.Adopt)
 	if err != nil {
 		WriteJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error(), "summary": sum})
 		return

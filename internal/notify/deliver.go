@@ -3,6 +3,7 @@ package notify
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -10,13 +11,16 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/internal/logx"
 	"github.com/freshcrawl/freshcrawl/internal/optcheck"
+	"github.com/freshcrawl/freshcrawl/internal/seed"
 	"github.com/freshcrawl/freshcrawl/store"
+	"github.com/freshcrawl/freshcrawl/worker/fetch"
 )
 
 // routeCursor is the Deliverer's place in the change log.
@@ -43,8 +47,13 @@ type Options struct {
 	Backoff, MaxBackoff time.Duration
 	// Timeout bounds one request.
 	Timeout time.Duration
-	// Client sends the requests (nil: a client with Timeout).
-	Client *http.Client
+	// AllowPrivate lets webhooks (the config's and the seeds') name
+	// loopback, private, link-local and reserved addresses. Without it
+	// such a URL is refused when it is given, and a delivery whose host
+	// resolves to one is refused at connect and dead-lettered: whoever
+	// names a webhook must not thereby reach the crawler's own network or
+	// the cloud metadata service.
+	AllowPrivate bool
 	// UserAgent is sent with every request.
 	UserAgent string
 	// Log receives structured logs (nil: slog.Default()).
@@ -82,6 +91,11 @@ func (o Options) Validate() error {
 	if o.UserAgent == "" {
 		errs.Check("UserAgent", errors.New("must not be empty"))
 	}
+	if !o.AllowPrivate {
+		for i, w := range o.Webhooks {
+			errs.Check(fmt.Sprintf("Webhooks[%d].URL", i), seed.CheckWebhookHost(w.URL))
+		}
+	}
 	return errs.Err()
 }
 
@@ -92,6 +106,7 @@ func (o Options) Validate() error {
 type Deliverer struct {
 	db      *store.DB
 	o       Options
+	client  *http.Client
 	secrets map[string]string // webhook URL → secret
 	wake    chan struct{}
 
@@ -114,9 +129,6 @@ func NewDeliverer(db *store.DB, o Options) (*Deliverer, error) {
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("webhook options: %w", err)
 	}
-	if o.Client == nil {
-		o.Client = &http.Client{Timeout: o.Timeout}
-	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
@@ -125,7 +137,7 @@ func NewDeliverer(db *store.DB, o Options) (*Deliverer, error) {
 	if _, err := db.InitCursor(routeCursor); err != nil {
 		return nil, err
 	}
-	d := &Deliverer{db: db, o: o, secrets: map[string]string{}, wake: make(chan struct{}, 1), lanes: map[string]chan struct{}{}}
+	d := &Deliverer{db: db, o: o, client: newClient(o), secrets: map[string]string{}, wake: make(chan struct{}, 1), lanes: map[string]chan struct{}{}}
 	for _, w := range o.Webhooks {
 		if _, ok := d.secrets[w.URL]; ok {
 			continue
@@ -152,6 +164,7 @@ func (d *Deliverer) Run(ctx context.Context) error {
 	d.mu.Lock()
 	d.ctx = ctx
 	d.mu.Unlock()
+	defer d.client.CloseIdleConnections()
 	defer d.lanesWG.Wait()
 	queued, err := d.db.QueuedEndpoints()
 	if err != nil {
@@ -286,7 +299,10 @@ func (d *Deliverer) lane(ctx context.Context, endpoint string, wake <-chan struc
 		d.failed.Add(1)
 		del.Attempts++
 		del.LastErr, del.LastAt = err.Error(), time.Now()
-		deadNow := del.Attempts >= d.o.Attempts
+		// A refused address is the operator's policy, not an outage:
+		// retrying would only put off telling them.
+		var refused *refusedError
+		deadNow := del.Attempts >= d.o.Attempts || errors.As(err, &refused)
 		if deadNow {
 			del.DeadAt = del.LastAt
 		}
@@ -342,16 +358,61 @@ func (d *Deliverer) post(ctx context.Context, del store.Delivery) error {
 	if s := d.secret(del.Endpoint); s != "" {
 		req.Header.Set(signatureHeader, sign(s, del.Body))
 	}
-	resp, err := d.o.Client.Do(req)
+	resp, err := d.client.Do(req)
 	if err != nil {
+		if addr, ok := fetch.BlockedAddr(err); ok {
+			return &refusedError{host: req.URL.Hostname(), addr: addr}
+		}
 		return err
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+	switch {
+	case resp.StatusCode >= 300 && resp.StatusCode <= 399:
+		// The receiver's Location goes into the dead-letter list: cut
+		// short, so an answer cannot fill it.
+		loc := resp.Header.Get("Location")
+		if len(loc) > 256 {
+			loc = strings.ToValidUTF8(loc[:256], "") + "…"
+		}
+		return fmt.Errorf("webhook answered %s (Location %q): redirects are not followed", resp.Status, loc)
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		return fmt.Errorf("webhook answered %s", resp.Status)
 	}
 	return nil
+}
+
+// refusedError is a delivery the address check refused.
+type refusedError struct{ host, addr string }
+
+func (e *refusedError) Error() string {
+	return fmt.Sprintf("refused: webhook host %s is at %s, not a public address (loopback, private, link-local or reserved); --allow-private-webhooks allows it", e.host, e.addr)
+}
+
+// newClient is the webhook client. A receiver, or whoever named it in a
+// seed, chooses where it connects, so it connects only where a fetch
+// may (unless o.AllowPrivate): every connection is vetted after name
+// resolution, no proxy from the environment hides the target from that
+// check, and a redirect is an answer, not an instruction (it would turn
+// a public receiver into a way to POST anywhere).
+func newClient(o Options) *http.Client {
+	dialer := fetch.SafeDialer(o.Timeout)
+	if o.AllowPrivate {
+		dialer.Control = nil
+	}
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy:                 nil,
+			DialContext:           dialer.DialContext,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConnsPerHost:   2,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   o.Timeout,
+			ResponseHeaderTimeout: o.Timeout,
+			TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 func (d *Deliverer) secret(endpoint string) string {

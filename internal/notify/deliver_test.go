@@ -134,6 +134,7 @@ func TestWebhookReceiverDown30s(t *testing.T) {
 	srv := serve(ln)
 
 	o := DefaultOptions()
+	o.AllowPrivate = true // the receivers are on loopback
 	o.Webhooks = []Webhook{{Name: "down", URL: "http://" + addr + "/hook", Secret: rc.secret}}
 	// Enough attempts for 30 s at a backoff of at most 1 s: nothing may
 	// become a dead letter.
@@ -231,6 +232,7 @@ func TestWebhookFilters(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := DefaultOptions()
+	o.AllowPrivate = true // the receivers are on loopback
 	o.Secret, o.Log, o.Webhooks = global, testutil.QuietLogger(t), []Webhook{
 		{URL: urlOf[hosts], Hosts: []string{"A.example"}},
 		{URL: urlOf[prefixes], Secret: "own", Prefixes: []string{"http://b.example/news/"}},
@@ -274,6 +276,7 @@ func TestWebhookDeadLetters(t *testing.T) {
 	t.Cleanup(srv.Close)
 	hook := srv.URL + "/hook"
 	o := DefaultOptions()
+	o.AllowPrivate = true // the receivers are on loopback
 	o.Webhooks, o.Attempts, o.Backoff, o.MaxBackoff, o.Log = []Webhook{{URL: hook}}, 3, time.Millisecond, 5*time.Millisecond, testutil.QuietLogger(t)
 	d, err := NewDeliverer(db, o)
 	if err != nil {
@@ -330,6 +333,7 @@ func TestWebhookResumesAfterRestart(t *testing.T) {
 	srv := httptest.NewServer(rc)
 	t.Cleanup(srv.Close)
 	o := DefaultOptions()
+	o.AllowPrivate = true // the receivers are on loopback
 	o.Webhooks, o.Attempts, o.Backoff, o.MaxBackoff, o.Log = []Webhook{{URL: srv.URL}}, 100, time.Millisecond, 10*time.Millisecond, testutil.QuietLogger(t)
 
 	d1, err := NewDeliverer(db, o)
@@ -375,6 +379,9 @@ func TestNewDelivererValidates(t *testing.T) {
 		{"MaxBackoff", func(o *Options) { o.Backoff, o.MaxBackoff = time.Minute, time.Second }},
 		{"Timeout", func(o *Options) { o.Timeout = -time.Second }},
 		{"UserAgent", func(o *Options) { o.UserAgent = "" }},
+		{"Webhooks[1].URL", func(o *Options) {
+			o.Webhooks = []Webhook{{URL: "https://hooks.example/"}, {URL: "http://169.254.169.254/latest/meta-data/"}}
+		}},
 	} {
 		o := DefaultOptions()
 		c.set(&o)

@@ -12,7 +12,9 @@
 //     seed's own), signed with HMAC-SHA256, at least once and in order per
 //     webhook URL, retrying with exponential backoff and jitter; after the
 //     configured attempts a delivery goes to a dead-letter list an operator
-//     can retry or drop.
+//     can retry or drop. It connects only where a fetch may (the fetcher's
+//     address rules, after name resolution, unless AllowPrivate) and
+//     follows no redirect; a refused connection dead-letters at once.
 //
 // Both read the change log, the store's durable record, rather than the
 // stream: routing a change to its webhooks, queuing the deliveries and

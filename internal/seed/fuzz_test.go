@@ -32,7 +32,7 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, file []byte) {
 		var bad []*LineError
 		var goodSeeds []Seed
-		good, bads, err := Parse(bytes.NewReader(file), "f.txt", func(s Seed) error {
+		good, bads, err := Parser{}.Parse(bytes.NewReader(file), "f.txt", func(s Seed) error {
 			goodSeeds = append(goodSeeds, s)
 			return nil
 		}, func(e *LineError) { bad = append(bad, e) })

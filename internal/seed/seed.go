@@ -18,6 +18,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/internal/urlnorm"
 	"github.com/freshcrawl/freshcrawl/proto"
 	"github.com/freshcrawl/freshcrawl/worker/extract"
+	"github.com/freshcrawl/freshcrawl/worker/fetch"
 )
 
 // Mode says what the crawler keeps of a URL.
@@ -78,10 +79,7 @@ type jsonSeed struct {
 // MaxLine is the longest line accepted; a longer one is a bad line.
 const MaxLine = 1 << 20
 
-// Parse reads seeds from r and calls emit for every good line and bad for
-// every bad one (with file name and line number). It stops early only when
-// emit returns an error or r fails.
-func Parse(r io.Reader, file string, emit func(Seed) error, bad func(*LineError)) (good, bads int, err error) {
+func parse(p Parser, r io.Reader, file string, emit func(Seed) error, bad func(*LineError)) (good, bads int, err error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), MaxLine)
 	line := 0
@@ -94,7 +92,7 @@ func Parse(r io.Reader, file string, emit func(Seed) error, bad func(*LineError)
 		if len(text) == 0 || text[0] == '#' {
 			continue
 		}
-		s, perr := ParseLine(text)
+		s, perr := p.ParseLine(text)
 		if perr != nil {
 			bads++
 			if bad != nil {
@@ -116,9 +114,28 @@ func Parse(r io.Reader, file string, emit func(Seed) error, bad func(*LineError)
 	return good, bads, nil
 }
 
+// Parser reads seed lines under rules that depend on the crawler's
+// settings. The zero Parser is the strict one Parse and ParseLine use.
+type Parser struct {
+	// AllowPrivateWebhooks accepts a webhook URL whose host is a
+	// non-public address (--allow-private-webhooks).
+	AllowPrivateWebhooks bool
+}
+
+// Parse reads seeds from r and calls emit for every good line and bad for
+// every bad one (with file name and line number). It stops early only when
+// emit returns an error or r fails.
+func (p Parser) Parse(r io.Reader, file string, emit func(Seed) error, bad func(*LineError)) (good, bads int, err error) {
+	return parse(p, r, file, emit, bad)
+}
+
 // ParseLine parses one non-blank, non-comment line: a URL, or a JSON
-// object with the seed's fields.
-func ParseLine(text []byte) (Seed, error) {
+// object with the seed's fields. A webhook naming a non-public address is
+// refused (Parser allows it).
+func ParseLine(text []byte) (Seed, error) { return Parser{}.ParseLine(text) }
+
+// ParseLine is the package's ParseLine under p's rules.
+func (p Parser) ParseLine(text []byte) (Seed, error) {
 	if len(text) == 0 {
 		return Seed{}, fmt.Errorf("empty line")
 	}
@@ -185,7 +202,11 @@ func ParseLine(text []byte) (Seed, error) {
 		return Seed{}, fmt.Errorf(`field "polls": must be ≥ 0, got %d`, js.Polls)
 	}
 	if js.Webhook != "" {
-		if err := CheckWebhookURL(js.Webhook); err != nil {
+		err := CheckWebhookURL(js.Webhook)
+		if err == nil && !p.AllowPrivateWebhooks {
+			err = CheckWebhookHost(js.Webhook)
+		}
+		if err != nil {
 			return Seed{}, fmt.Errorf(`field "webhook": %w`, err)
 		}
 		s.Webhook = js.Webhook
@@ -205,6 +226,23 @@ func CheckWebhookURL(raw string) error {
 	}
 	if u.Hostname() == "" {
 		return fmt.Errorf("URL %q has no host", raw)
+	}
+	return nil
+}
+
+// CheckWebhookHost refuses a webhook URL (one CheckWebhookURL accepts)
+// whose host is an IP literal or localhost name the fetcher's address
+// rules block: loopback, private, link-local (the cloud metadata
+// service), reserved. Whoever names a webhook chooses where the crawler
+// sends signed POSTs, and that must not be the crawler's own network. A
+// host name is checked when it is resolved, at every delivery.
+func CheckWebhookHost(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("unparsable URL: %w", err)
+	}
+	if fetch.HostBlocked(u.Hostname()) {
+		return fmt.Errorf("URL %q: %s is not a public address (loopback, private, link-local or reserved); --allow-private-webhooks allows it", raw, u.Hostname())
 	}
 	return nil
 }

@@ -32,7 +32,7 @@ func TestParseGoodAndBadLines(t *testing.T) {
 	}, "\n")
 	var good []Seed
 	var bad []*LineError
-	n, nb, err := Parse(strings.NewReader(in), "seeds.txt", func(s Seed) error { good = append(good, s); return nil }, func(e *LineError) { bad = append(bad, e) })
+	n, nb, err := Parser{}.Parse(strings.NewReader(in), "seeds.txt", func(s Seed) error { good = append(good, s); return nil }, func(e *LineError) { bad = append(bad, e) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestParseGoodAndBadLines(t *testing.T) {
 
 func TestParseStopsOnEmitError(t *testing.T) {
 	boom := errors.New("disk full")
-	_, _, err := Parse(strings.NewReader("http://a.com/\nhttp://b.com/\n"), "f", func(Seed) error { return boom }, nil)
+	_, _, err := Parser{}.Parse(strings.NewReader("http://a.com/\nhttp://b.com/\n"), "f", func(Seed) error { return boom }, nil)
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "f:1") {
 		t.Fatalf("err = %v; want wrapped disk full at f:1", err)
 	}
@@ -100,7 +100,7 @@ func TestRulesRefusedAsTheWorkerWould(t *testing.T) {
 	}
 	bad := map[int]*LineError{}
 	good := map[string]Seed{}
-	_, _, err := Parse(strings.NewReader(strings.Join(lines, "\n")), "rules.txt",
+	_, _, err := Parser{}.Parse(strings.NewReader(strings.Join(lines, "\n")), "rules.txt",
 		func(s Seed) error { good[s.URL] = s; return nil },
 		func(e *LineError) { bad[e.Line] = e })
 	if err != nil {
@@ -162,6 +162,42 @@ func TestWebhookField(t *testing.T) {
 		_, err := ParseLine([]byte(`{"url":"http://example.com/a","webhook":` + bad + `}`))
 		if err == nil || !strings.Contains(err.Error(), "webhook") {
 			t.Errorf("webhook %s: %v, want an error naming the field", bad, err)
+		}
+	}
+}
+
+// TestWebhookPrivateAddress: a webhook naming the metadata service, or
+// any other non-public address, is a bad line naming the field, streamed
+// or not, unless the parser allows private webhooks; a host name passes
+// (it is checked when it is resolved, at delivery).
+func TestWebhookPrivateAddress(t *testing.T) {
+	private := []string{
+		"http://169.254.169.254/latest/meta-data/iam/security-credentials/",
+		"http://127.0.0.1:8080/hook", "http://[::1]/hook", "http://localhost/hook", "http://10.0.0.7/hook",
+		"http://[::ffff:169.254.169.254]/", "http://[fd00:ec2::254]/",
+	}
+	for _, hook := range private {
+		line := `{"url":"https://a.example/","webhook":"` + hook + `"}`
+		if _, err := ParseLine([]byte(line)); err == nil || !strings.Contains(err.Error(), `field "webhook"`) || !strings.Contains(err.Error(), "not a public address") {
+			t.Errorf("%s: %v, want refused naming the field", hook, err)
+		}
+		var bad []*LineError
+		good, _, err := Parser{}.Parse(strings.NewReader(line+"\n"), "seeds.txt", func(Seed) error { return nil }, func(e *LineError) { bad = append(bad, e) })
+		if err != nil || good != 0 || len(bad) != 1 || bad[0].Line != 1 {
+			t.Errorf("%s: Parse: %d good, bad %v, %v; want one bad line", hook, good, bad, err)
+		}
+		s, err := Parser{AllowPrivateWebhooks: true}.ParseLine([]byte(line))
+		if err != nil || s.Webhook != hook {
+			t.Errorf("%s allowed: %+v, %v", hook, s, err)
+		}
+		good, _, err = Parser{AllowPrivateWebhooks: true}.Parse(strings.NewReader(line+"\n"), "seeds.txt", func(Seed) error { return nil }, nil)
+		if err != nil || good != 1 {
+			t.Errorf("%s allowed: Parse: %d good, %v", hook, good, err)
+		}
+	}
+	for _, hook := range []string{"https://hooks.example/x", "http://8.8.8.8/x", "http://[2606:4700:4700::1111]/x"} {
+		if _, err := ParseLine([]byte(`{"url":"https://a.example/","webhook":"` + hook + `"}`)); err != nil {
+			t.Errorf("%s: %v, want accepted", hook, err)
 		}
 	}
 }

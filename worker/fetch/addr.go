@@ -1,7 +1,12 @@
 package fetch
 
 import (
+	"errors"
+	"net"
 	"net/netip"
+	"strings"
+	"syscall"
+	"time"
 )
 
 // blockedPrefixes are the address ranges a crawler must never connect to on
@@ -90,4 +95,66 @@ func IsBlockedIP(ip netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// vet is the dial-time check of address, the "ip:port" a socket is about
+// to connect to: a *blockedError if blocked refuses it or it is not an
+// address at all.
+func vet(address string, blocked func(netip.AddrPort) bool) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return &blockedError{addr: address}
+	}
+	if blocked(ap) {
+		return &blockedError{addr: ap.Addr().String()}
+	}
+	return nil
+}
+
+// literalAddr is the address host names without a lookup: an IP literal
+// (bracketed or not), or loopback for localhost names, which resolve
+// nowhere else (RFC 6761).
+func literalAddr(host string) (netip.Addr, bool) {
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return netip.AddrFrom4([4]byte{127, 0, 0, 1}), true
+	}
+	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return ip, err == nil
+}
+
+// HostBlocked reports whether host, an IP literal or a localhost name, is
+// an address IsBlockedIP refuses. Other names are only known to be safe
+// or not when they are resolved, at every connection; this lets a caller
+// refuse a URL plainly when it is given rather than when it is used.
+func HostBlocked(host string) bool {
+	ip, ok := literalAddr(host)
+	return ok && IsBlockedIP(ip)
+}
+
+// SafeDialer returns a dialer that refuses every connection to an address
+// IsBlockedIP refuses, the check the Fetcher makes, for other clients that
+// connect where someone else chose (webhooks). The check runs in the
+// dialer's Control hook, after name resolution and for each address
+// actually dialled, so neither a name that resolves (or rebinds) to a
+// private address nor a literal one gets through. A refused connection's
+// error satisfies BlockedAddr. A client using it must not use a proxy: the
+// check would vet the proxy, not the target.
+func SafeDialer(timeout time.Duration) *net.Dialer {
+	blocked := func(ap netip.AddrPort) bool { return IsBlockedIP(ap.Addr()) }
+	return &net.Dialer{
+		Timeout:   timeout,
+		KeepAlive: 30 * time.Second,
+		Control:   func(_, address string, _ syscall.RawConn) error { return vet(address, blocked) },
+		Resolver:  &net.Resolver{PreferGo: true},
+	}
+}
+
+// BlockedAddr returns the address a connection was refused for, if err
+// is (or wraps) a refusal of the address check.
+func BlockedAddr(err error) (string, bool) {
+	var b *blockedError
+	if errors.As(err, &b) {
+		return b.addr, true
+	}
+	return "", false
 }

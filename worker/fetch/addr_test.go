@@ -1,8 +1,12 @@
 package fetch
 
 import (
+	"context"
+	"errors"
+	"net"
 	"net/netip"
 	"testing"
+	"time"
 )
 
 func TestIsBlockedIP(t *testing.T) {
@@ -36,5 +40,41 @@ func TestIsBlockedIP(t *testing.T) {
 	}
 	if !IsBlockedIP(netip.Addr{}) {
 		t.Error("the zero Addr must be blocked")
+	}
+}
+
+func TestHostBlocked(t *testing.T) {
+	for host, want := range map[string]bool{
+		"169.254.169.254": true, "127.0.0.1": true, "[::1]": true, "::1": true, "fe80::1%eth0": true,
+		"localhost": true, "api.localhost": true, "10.0.0.1": true,
+		"8.8.8.8": false, "a.example": false, "[2606:4700:4700::1111]": false, "": false,
+	} {
+		if got := HostBlocked(host); got != want {
+			t.Errorf("HostBlocked(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
+
+// TestSafeDialerRefusesLoopback dials a real listener on loopback, by
+// address and by name: both are refused at connect, with the address.
+func TestSafeDialerRefusesLoopback(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	for _, target := range []string{ln.Addr().String(), net.JoinHostPort("localhost", port)} {
+		c, err := SafeDialer(5*time.Second).DialContext(context.Background(), "tcp4", target)
+		if err == nil {
+			c.Close()
+			t.Fatalf("dial %s: connected, want refused", target)
+		}
+		if addr, ok := BlockedAddr(err); !ok || addr != "127.0.0.1" {
+			t.Fatalf("dial %s: %v; BlockedAddr = %q, %v, want 127.0.0.1", target, err, addr, ok)
+		}
+	}
+	if _, ok := BlockedAddr(errors.New("connection refused")); ok {
+		t.Fatal("BlockedAddr of another error reports a refusal")
 	}
 }

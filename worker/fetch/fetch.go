@@ -305,11 +305,8 @@ func (f *Fetcher) RefusesHost(host string) bool {
 	if f.blocked == nil {
 		return false
 	}
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return f.blocked(netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 0))
-	}
-	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
-	return err == nil && f.blocked(netip.AddrPortFrom(ip, 0))
+	ip, ok := literalAddr(host)
+	return ok && f.blocked(netip.AddrPortFrom(ip, 0))
 }
 
 // CloseIdleConnections closes pooled connections, e.g. at worker shutdown.
@@ -320,14 +317,7 @@ func (f *Fetcher) control(_, address string, _ syscall.RawConn) error {
 	if f.blocked == nil {
 		return nil
 	}
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return &blockedError{addr: address}
-	}
-	if f.blocked(ap) {
-		return &blockedError{addr: ap.Addr().String()}
-	}
-	return nil
+	return vet(address, f.blocked)
 }
 
 // checkRedirect enforces the redirect cap, loop detection and the scheme
