@@ -16,9 +16,9 @@ import (
 // multipart/form-data. Each route checks its own types too (RequireType).
 var BodyTypes = []string{"application/json", "application/x-ndjson", "application/jsonl"}
 
-// StreamTypes are the media types of a line-by-line upload: seeds, items
-// and imports.
-var StreamTypes = BodyTypes
+// StreamTypes are the media types of a line-by-line upload (seeds, items,
+// imports): JSON lines under either name, or one JSON document.
+var StreamTypes = []string{"application/x-ndjson", "application/jsonl", "application/json"}
 
 // Guard keeps web pages the operator's browser visits away from the API,
 // which on the default setup has no token and trusts loopback:
