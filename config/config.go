@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,8 +46,11 @@ type Config struct {
 	// API security: bearer tokens (admin and read-only) and TLS.
 	APITokens     []string `key:"api-token"`
 	APIReadTokens []string `key:"api-read-token"`
-	TLSCert       string   `key:"tls-cert"`
-	TLSKey        string   `key:"tls-key"`
+	// APIHosts are further names of the API (besides its --listen
+	// address and loopback) that its Host header may carry.
+	APIHosts []string `key:"api-host"`
+	TLSCert  string   `key:"tls-cert"`
+	TLSKey   string   `key:"tls-key"`
 
 	// Coordinator.
 	Budget      Rate          `key:"budget"`
@@ -183,6 +187,7 @@ var keyDocs = []Key{
 	{"log-format", "text (key=value lines) or json (one object a line)"},
 	{"api-token", "bearer token with full access to the API (repeat the flag, or comma-separate, for several); once any token is set every route but /healthz and the dashboard's page needs one"},
 	{"api-read-token", "bearer token that may only read the API (GET), e.g. for dashboards and Prometheus; repeatable"},
+	{"api-host", "another name the API answers to without a token (host or host:port, e.g. the name a reverse proxy or another machine uses); without a token the API refuses with 421 a Host that is not its --listen address, localhost, 127.0.0.1 or [::1] at its port, or one of these; repeatable"},
 	{"tls-cert", "PEM certificate (chain) to serve the API over HTTPS; clients of the API trust it too"},
 	{"tls-key", "PEM private key of --tls-cert"},
 	{"budget", "total fetches per unit time: 20/s, 300/m, 5000/h, 1000/d"},
@@ -278,6 +283,7 @@ func (c *Config) Register(fs *pflag.FlagSet, keys ...string) {
 	add("log-format", func(u string) { fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, u) })
 	add("api-token", func(u string) { fs.StringSliceVar(&c.APITokens, "api-token", c.APITokens, u) })
 	add("api-read-token", func(u string) { fs.StringSliceVar(&c.APIReadTokens, "api-read-token", c.APIReadTokens, u) })
+	add("api-host", func(u string) { fs.StringSliceVar(&c.APIHosts, "api-host", c.APIHosts, u) })
 	add("tls-cert", func(u string) { fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, u) })
 	add("tls-key", func(u string) { fs.StringVar(&c.TLSKey, "tls-key", c.TLSKey, u) })
 	add("budget", func(u string) { fs.Var(&c.Budget, "budget", u) })
@@ -494,6 +500,11 @@ func (c *Config) Validate() error {
 	for _, t := range append(append([]string(nil), c.APITokens...), c.APIReadTokens...) {
 		if err := checkToken(t); err != nil {
 			check("api-token", err)
+		}
+	}
+	for _, h := range c.APIHosts {
+		if err := checkAPIHost(h); err != nil {
+			check("api-host", err)
 		}
 	}
 	if c.Workers < 0 {
@@ -720,4 +731,20 @@ func (c *Config) ClientToken() string {
 func (c *Config) NATSAuth() broker.Auth {
 	return broker.Auth{User: c.NATSUser, Password: c.NATSPassword, Token: c.NATSToken, NKeySeedFile: c.NATSNKey,
 		CredsFile: c.NATSCreds, CAFile: c.NATSCA, CertFile: c.NATSCert, KeyFile: c.NATSKey}
+}
+
+// checkAPIHost checks an api-host value: what a Host header carries, a
+// host name or IP with or without a port, and nothing else.
+func checkAPIHost(s string) error {
+	h := s
+	if hh, p, err := net.SplitHostPort(s); err == nil {
+		if _, err := strconv.ParseUint(p, 10, 16); err != nil {
+			return fmt.Errorf("%q: port %q is not a port number", s, p)
+		}
+		h = hh
+	}
+	if h == "" || strings.ContainsAny(h, "/@?#*[]: \t") && net.ParseIP(h) == nil {
+		return fmt.Errorf("%q: want a host name or IP, optionally with :port (no scheme, no path)", s)
+	}
+	return nil
 }

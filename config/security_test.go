@@ -61,6 +61,11 @@ func TestSecuritySettingsValidated(t *testing.T) {
 	}{
 		{func(c *Config) { c.APITokens = []string{"short"} }, "api-token"},
 		{func(c *Config) { c.APIReadTokens = []string{"has a space in it, sadly"} }, "api-token"},
+		{func(c *Config) { c.APIHosts = []string{"http://crawler.example/"} }, "api-host"},
+		{func(c *Config) { c.APIHosts = []string{"crawler.example:http"} }, "api-host"},
+		{func(c *Config) { c.APIHosts = []string{"crawler.example:99999"} }, "api-host"},
+		{func(c *Config) { c.APIHosts = []string{"*.example"} }, "api-host"},
+		{func(c *Config) { c.APIHosts = []string{""} }, "api-host"},
 		{func(c *Config) { c.TLSCert = "c.pem" }, "tls-cert"},
 		{func(c *Config) { c.NATSCert = "c.pem" }, "nats-cert"},
 		{func(c *Config) { c.NATSUser = "u" }, "nats-user"},
@@ -74,6 +79,16 @@ func TestSecuritySettingsValidated(t *testing.T) {
 		c.set(&cfg)
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v", c.want, err)
+		}
+	}
+}
+
+func TestAPIHostsAccepted(t *testing.T) {
+	for _, h := range []string{"crawler.internal", "crawler.internal:8080", "10.0.0.5", "fd00::1", "[fd00::1]:8080"} {
+		cfg := Default()
+		cfg.APIHosts = []string{h}
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("api-host %q: %v", h, err)
 		}
 	}
 }

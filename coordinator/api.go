@@ -220,7 +220,7 @@ func finite(x float64) float64 {
 // Handler serves the HTTP API, the operator's console and /metrics: every
 // route of the coordinator's HTTP server is registered here.
 //
-//	POST /api/seeds              seed lines in the body (as a seed file)
+//	POST /api/seeds              seed lines in the body (as a seed file; Content-Type application/x-ndjson)
 //	GET  /api/status             Status as JSON
 //	GET  /api/url?url=U          the URL's record
 //	GET  /api/versions?url=U     versions of a capture URL (&show=N for one, with text)
@@ -251,6 +251,9 @@ func finite(x float64) float64 {
 //	GET  /api/capture             capture URLs: period, phases, recall
 //	GET  /api/sources             keyword-search sources: rounds, coverage, speedup, freshness
 //	GET  /api/export              every URL as JSON lines; POST /api/import?name=F takes them
+//
+// Every route but GET and HEAD takes a JSON body (api.BodyTypes), as the
+// guard in front of the mux (api.Guard) also demands.
 func (c *Coordinator) Handler() http.Handler {
 	mux := http.NewServeMux()
 
@@ -367,6 +370,9 @@ type deadLetterRequest struct {
 // {"n": how many}.
 func (c *Coordinator) handleDeadLetters(op func([]string) (int, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if !api.RequireType(w, r, "application/json") {
+			return
+		}
 		var req deadLetterRequest
 		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
 		dec.DisallowUnknownFields()
@@ -392,6 +398,9 @@ func (c *Coordinator) handleDeadLetters(op func([]string) (int, error)) http.Han
 }
 
 func (c *Coordinator) handleSeeds(w http.ResponseWriter, r *http.Request) {
+	if !api.RequireType(w, r, api.StreamTypes...) {
+		return
+	}
 	name := r.URL.Query().Get("name")
 	if name == "" {
 		name = "request"
@@ -481,6 +490,9 @@ func statusOf(err error) int {
 }
 
 func (c *Coordinator) handleAddItems(w http.ResponseWriter, r *http.Request) {
+	if !api.RequireType(w, r, api.StreamTypes...) {
+		return
+	}
 	src := r.URL.Query().Get("source")
 	if c.sourceByName(src) == nil {
 		api.WriteError(w, http.StatusBadRequest, fmt.Errorf("unknown source %q (define it under sources: in the config file)", src))

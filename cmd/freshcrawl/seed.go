@@ -160,7 +160,7 @@ func seedOffline(cmd *cobra.Command, cfg config.Config, path string) error {
 func seedViaAPI(cfg config.Config, in io.Reader, name string) (coordinator.SeedSummary, error) {
 	var sum coordinator.SeedSummary
 	u := cfg.APIBase() + "/api/seeds?name=" + url.QueryEscape(name)
-	resp, err := apiPost(cfg, u, "text/plain", in)
+	resp, err := apiPost(cfg, u, "application/x-ndjson", in)
 	if err != nil {
 		if cfg.API != "" {
 			return sum, fmt.Errorf("the coordinator API at %s did not answer: %w", cfg.APIBase(), err)

@@ -12,7 +12,7 @@ import (
 // Tokens guards the HTTP API with bearer tokens of two scopes: admin
 // tokens may do everything, read tokens only GET and HEAD. Without any
 // token it lets everything through (the API then relies on listening on
-// loopback). Tokens are kept as SHA-256 digests and every candidate is
+// loopback, and on Guard to keep other sites' pages out). Tokens are kept as SHA-256 digests and every candidate is
 // compared with every digest in constant time, so neither a token's
 // characters nor its length, nor which scope matched, shows in the time
 // an answer takes.

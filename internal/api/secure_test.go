@@ -118,6 +118,12 @@ func TestSecuredAPIAndDeadLetters(t *testing.T) {
 		if tok != "" {
 			req.Header.Set("Authorization", "Bearer "+tok)
 		}
+		if method != "GET" {
+			req.Header.Set("Content-Type", "application/json")
+			if !strings.HasPrefix(body, "{") {
+				req.Header.Set("Content-Type", "application/x-ndjson")
+			}
+		}
 		resp, err := hc.Do(req)
 		if err != nil {
 			t.Fatal(err)

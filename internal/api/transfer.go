@@ -101,7 +101,7 @@ func serveExport(db *store.DB, w http.ResponseWriter, r *http.Request) {
 // ServeImport answers POST /api/import?name=F: URLs as JSON lines, as
 // GET /api/export writes them.
 func (s *Server) ServeImport(w http.ResponseWriter, r *http.Request) {
-	if !jsonBody(w, r, "application/x-ndjson", "application/jsonl", "application/json") {
+	if !RequireType(w, r, StreamTypes...) {
 		return
 	}
 	name := r.URL.Query().Get("name")

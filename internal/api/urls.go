@@ -474,7 +474,7 @@ const maxOpBody = 64 << 20
 // lifecycle answers POST /api/url/{pause,resume,delete,set}: o on the
 // selected URLs.
 func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request, o op) {
-	if !jsonBody(w, r, "application/json") {
+	if !RequireType(w, r, "application/json") {
 		return
 	}
 	var req SetRequest
@@ -597,18 +597,4 @@ func (s *Server) ServeSources(w http.ResponseWriter, r *http.Request) {
 		out = append(out, sourceRow{ProbeStatus: p, Items: len(items)})
 	}
 	WriteJSON(w, http.StatusOK, out)
-}
-
-// jsonBody refuses a request whose body is not one of the given media
-// types. A page on another site can make a browser POST a form (as
-// text/plain, say) to the console without asking, but not a JSON body:
-// that needs a CORS preflight the console never grants.
-func jsonBody(w http.ResponseWriter, r *http.Request, types ...string) bool {
-	ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";")
-	ct = strings.TrimSpace(strings.ToLower(ct))
-	if slices.Contains(types, ct) {
-		return true
-	}
-	WriteError(w, http.StatusUnsupportedMediaType, fmt.Errorf("Content-Type %q: want %s", ct, strings.Join(types, " or ")))
-	return false
 }

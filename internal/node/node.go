@@ -262,7 +262,16 @@ func (n *Node) startHTTP(roles Roles) error {
 		// Up before anything waits, so that /healthz says what it waits
 		// for. Every route but /healthz needs a token once any is set.
 		tokens := api.NewTokens(cfg.APITokens, cfg.APIReadTokens)
-		if err := n.listen(cfg, cfg.Listen, "HTTP API", tokens.Wrap); err != nil {
+		wrap := func(h http.Handler) http.Handler {
+			// Without a token, the Host names of the API are what keeps a
+			// rebinding page off it; a token is what a page cannot have.
+			var hosts *api.HostList
+			if !tokens.Enabled() {
+				hosts = api.NewHostList(n.httpLn.Addr(), cfg.Listen, cfg.APIHosts)
+			}
+			return tokens.Wrap(api.NewGuard(hosts).Wrap(h))
+		}
+		if err := n.listen(cfg, cfg.Listen, "HTTP API", wrap); err != nil {
 			return err
 		}
 		n.setHandler(http.HandlerFunc(n.serveStarting))

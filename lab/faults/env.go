@@ -140,7 +140,7 @@ func startEnv(ctx context.Context, o Options) (*env, error) {
 		}
 	}
 	seeds := strings.Join(s.URLs(), "\n") + "\n"
-	resp, err := http.Post(e.api+"/api/seeds?name=sim", "text/plain", strings.NewReader(seeds))
+	resp, err := http.Post(e.api+"/api/seeds?name=sim", "application/x-ndjson", strings.NewReader(seeds))
 	if err != nil {
 		return nil, fmt.Errorf("seed: %w", err)
 	}
