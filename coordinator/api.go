@@ -252,7 +252,7 @@ func finite(x float64) float64 {
 //	GET  /api/sources             keyword-search sources: rounds, coverage, speedup, freshness
 //	GET  /api/export              every URL as JSON lines; POST /api/import?name=F takes them
 //
-// Every route but GET and HEAD takes a JSON body (api.BodyTypes), as the
+// Every route but GET and HEAD takes a JSON body (api.RequireType), as the
 // guard in front of the mux (api.Guard) also demands.
 func (c *Coordinator) Handler() http.Handler {
 	mux := http.NewServeMux()

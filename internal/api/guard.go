@@ -9,12 +9,12 @@ import (
 	"strings"
 )
 
-// BodyTypes are the media types a request that changes something may
+// bodyTypes are the media types a request that changes something may
 // carry. None of them is one a browser sends across sites without a
 // CORS preflight (which the API never grants): a form or a no-cors fetch
 // can only send text/plain, application/x-www-form-urlencoded or
 // multipart/form-data. Each route checks its own types too (RequireType).
-var BodyTypes = []string{"application/json", "application/x-ndjson", "application/jsonl"}
+var bodyTypes = []string{"application/json", "application/x-ndjson", "application/jsonl"}
 
 // StreamTypes are the media types of a line-by-line upload (seeds, items,
 // imports): JSON lines under either name, or one JSON document.
@@ -30,7 +30,7 @@ var StreamTypes = []string{"application/x-ndjson", "application/jsonl", "applica
 //     the attacker's name in Host.
 //   - A request that changes something is refused with 403 when the
 //     browser says (Sec-Fetch-Site, or Origin against Host) that another
-//     site sent it, and with 415 unless its body is JSON (BodyTypes):
+//     site sent it, and with 415 unless its body is JSON (bodyTypes):
 //     a page may make a browser send a form or a no-cors fetch anywhere,
 //     though never with those types, and never read the answer.
 type Guard struct {
@@ -47,8 +47,8 @@ func NewGuard(hosts *HostList) *Guard {
 // Wrap guards next.
 func (g *Guard) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if g.hosts != nil && !g.hosts.Allows(r.Host) {
-			WriteError(w, http.StatusMisdirectedRequest, fmt.Errorf("Host %q is not a name of this API: open it as %s, or name the host with --api-host (a web page of another site re-pointed at this address is refused so)", r.Host, g.hosts.Example()))
+		if g.hosts != nil && !g.hosts.allows(r.Host) {
+			WriteError(w, http.StatusMisdirectedRequest, fmt.Errorf("Host %q is not a name of this API: open it as %s, or name the host with --api-host (a web page of another site re-pointed at this address is refused so)", r.Host, g.hosts.example()))
 			return
 		}
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
@@ -63,7 +63,7 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 			WriteError(w, http.StatusForbidden, fmt.Errorf("%s %s: refused, a page of another site sent it: %s", r.Method, r.URL.Path, why))
 			return
 		}
-		if !RequireType(w, r, BodyTypes...) {
+		if !RequireType(w, r, bodyTypes...) {
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -114,8 +114,8 @@ func NewHostList(addr net.Addr, listen string, extra []string) *HostList {
 	return l
 }
 
-// Allows reports whether hostport, a request's Host, names this API.
-func (l *HostList) Allows(hostport string) bool {
+// allows reports whether hostport, a request's Host, names this API.
+func (l *HostList) allows(hostport string) bool {
 	hostport = strings.ToLower(hostport)
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil {
@@ -146,5 +146,5 @@ func (l *HostList) Allows(hostport string) bool {
 	return l.any && net.ParseIP(host) != nil
 }
 
-// Example is a Host the API answers to.
-func (l *HostList) Example() string { return "localhost:" + l.port }
+// example is a Host the API answers to.
+func (l *HostList) example() string { return "localhost:" + l.port }
