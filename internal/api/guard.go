@@ -48,7 +48,7 @@ func NewGuard(hosts *HostList) *Guard {
 func (g *Guard) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if g.hosts != nil && !g.hosts.allows(r.Host) {
-			WriteError(w, http.StatusMisdirectedRequest, fmt.Errorf("Host %q is not a name of this API: open it as %s, or name the host with --api-host (a web page of another site re-pointed at this address is refused so)", r.Host, g.hosts.example()))
+			WriteError(w, http.StatusMisdirectedRequest, fmt.Errorf("the Host %q is not a name of this API: open it as %s, or name the host with --api-host (a web page of another site re-pointed at this address is refused so)", r.Host, g.hosts.example()))
 			return
 		}
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {

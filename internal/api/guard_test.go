@@ -199,8 +199,8 @@ func TestHostNamesOfTheAPI(t *testing.T) {
 		{byName, "crawler.local:0", false},
 		{byName, "attacker.example:41234", false},
 	} {
-		if got := c.l.allows(c.host); got != c.ok {
-			t.Errorf("%s: Host %q allowed %v, want %v", c.l.example(), c.host, got, c.ok)
+		if got := c.l.Allows(c.host); got != c.ok {
+			t.Errorf("%s: Host %q allowed %v, want %v", c.l.Example(), c.host, got, c.ok)
 		}
 	}
 }

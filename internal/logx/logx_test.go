@@ -9,10 +9,6 @@ import (
 	"testing"
 )
 
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
-
 // TestCondition: a condition held for many checks logs once, again on a
 // material change only, once when it ends, and again when it comes back.
 func TestCondition(t *testing.T) {
