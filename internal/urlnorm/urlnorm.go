@@ -31,13 +31,19 @@ var hostProfile = idna.New(
 	idna.CheckHyphens(false),
 )
 
+// MaxLen is the longest canonical URL accepted. The store keys records by
+// URL, and a bolt key can be no longer than 32 KiB; 8 KiB is above what
+// browsers and servers commonly take, so no fetchable page is refused.
+const MaxLen = 8 << 10
+
 // Normalize returns the canonical form of an http(s) URL and its host name:
 // scheme lower-cased; the host mapped and converted to punycode (IDNA,
 // UTS #46), an IPv6 literal in its shortest form; the port in 1–65535,
 // dropped when it is the scheme's default; in path and query, percent-escapes
 // upper-cased, escaped unreserved characters decoded and characters a URL
 // may not carry escaped; dot segments removed; an empty path made "/"; the
-// fragment dropped. It refuses anything but absolute http and https URLs.
+// fragment dropped. It refuses anything but absolute http and https URLs,
+// and URLs longer than MaxLen.
 func Normalize(raw string) (canonical, host string, err error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
@@ -88,6 +94,9 @@ func Normalize(raw string) (canonical, host string, err error) {
 	if u.ForceQuery || u.RawQuery != "" {
 		b.WriteString("?")
 		b.WriteString(escape(u.RawQuery, true))
+	}
+	if b.Len() > MaxLen {
+		return "", "", fmt.Errorf("URL %.60q… is %d bytes, over the limit of %d", raw, b.Len(), MaxLen)
 	}
 	return b.String(), host, nil
 }
