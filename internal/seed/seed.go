@@ -124,6 +124,8 @@ func Parse(r io.Reader, file string, emit func(Seed) error, bad func(*LineError)
 // errSkip marks a blank or comment line.
 var errSkip = errors.New("skip")
 
+// parseText parses one line as read: errSkip for a blank line or a
+// comment, an error for a line too long to read.
 func parseText(text []byte, line int, long bool) (Seed, error) {
 	if long {
 		return Seed{}, fmt.Errorf("line longer than %d bytes: skipped", MaxLine)
@@ -140,8 +142,8 @@ func parseText(text []byte, line int, long bool) (Seed, error) {
 
 // readLine appends the next line of br, without its end of line, to buf.
 // A line longer than MaxLine is read to its end but not kept: long is
-// true and buf is left empty. err is io.EOF for the last line, whether or
-// not it ends in a newline.
+// true and buf is left empty. err is io.EOF when the input ends: with
+// this line if it has no newline, else with an empty line to ignore.
 func readLine(br *bufio.Reader, buf []byte) (_ []byte, long bool, err error) {
 	for {
 		chunk, err := br.ReadSlice('\n')
