@@ -136,13 +136,16 @@ func (c *Coordinator) Status() Status {
 	c.m.captureRecall.Set(finite(s.CaptureRecall))
 	c.m.captureLearning.Set(float64(s.CaptureLearning))
 	s.Capture = caps[:min(len(caps), 20)]
-	c.counts.Lock()
-	s.Fetches, s.Changes, s.Failed = c.counts.fetches, c.counts.changes, c.counts.failed
-	s.Errors = make(map[string]int64, len(c.counts.errors))
-	for k, v := range c.counts.errors {
-		s.Errors[k] = v
+	// The totals are the store's, kept by the folds, so they count what
+	// every coordinator on this store folded, not only this one.
+	if tot, err := c.db.Totals(); err != nil {
+		c.log.Warn("status: read the totals", "err", err)
+	} else {
+		s.Fetches, s.Changes, s.Failed, s.Errors = tot.Fetches, tot.Changes, tot.Failed, tot.Errors
 	}
-	c.counts.Unlock()
+	if s.Errors == nil {
+		s.Errors = map[string]int64{}
+	}
 	s.FetchesPerMin = c.fetchWin.lastMinute(now)
 	s.ChangesPerMin = c.chgWin.lastMinute(now)
 	if ws, err := c.hooks.Status(deadLettersShown); err != nil {

@@ -193,7 +193,7 @@ func ignoreField(err error) string {
 //   - worker heartbeats: workers;
 //   - one-off probe requests and what their results showed: probes;
 //   - the sources' probe planners: rounds, held while a round is planned;
-//   - counters: counts, and the per-minute windows their own.
+//   - the per-minute windows: their own (the totals are the store's).
 //
 // A goroutine holding rounds may take probes, and one holding probes may
 // take the dispatcher's lock; never the other way round.
@@ -244,11 +244,6 @@ type Coordinator struct {
 
 	fetchWin window
 	chgWin   window
-	counts   struct {
-		sync.Mutex
-		fetches, changes, failed int64
-		errors                   map[string]int64
-	}
 }
 
 // New builds a coordinator on an open store and NATS connection. Streams
@@ -279,7 +274,6 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 	c.workers.seen = map[string]time.Time{}
 	c.probes.reqs = map[string]schedule.ProbeRequest{}
 	c.probes.seen = map[string][]probeSeen{}
-	c.counts.errors = map[string]int64{}
 	ao := api.DefaultOptions()
 	ao.Log, ao.Every, ao.AllowPrivateWebhooks = c.log, opts.ConsoleEvery, opts.Webhooks.AllowPrivate
 	if c.console, err = api.New(console{c}, ao); err != nil {
@@ -849,10 +843,6 @@ func (c *Coordinator) recordFailed(task proto.Task, why string) {
 	}
 	c.m.failed.Inc()
 	c.m.errors.WithLabelValues(string(proto.ErrFailed)).Inc()
-	c.counts.Lock()
-	c.counts.failed++
-	c.counts.errors[string(proto.ErrFailed)]++
-	c.counts.Unlock()
 	c.log.Warn("task failed", "task", task.ID, "url", task.URL, "why", why)
 	c.disp.Release(task.ID, now, now.Add(time.Duration(float64(time.Second)/c.opts.HostRate)))
 }

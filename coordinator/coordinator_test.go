@@ -43,9 +43,7 @@ func ok(task proto.Task, hash string) proto.Result {
 }
 
 func (c *Coordinator) fetches() int64 {
-	c.counts.Lock()
-	defer c.counts.Unlock()
-	return c.counts.fetches
+	return c.Status().Fetches
 }
 
 func (e *env) resultsPending(t *testing.T) uint64 {
@@ -256,7 +254,7 @@ func TestRestartKeepsScheduleAndHistory(t *testing.T) {
 	r := ok(task, "h2")
 	r.Changed, r.NotModified = false, true
 	e.sendResult(t, r)
-	testutil.WaitFor(t, 10*time.Second, "the result folded after the restart", func() bool { return c2.fetches() == 1 })
+	testutil.WaitFor(t, 10*time.Second, "the result folded after the restart", func() bool { return c2.fetches() == 3 })
 	after, err := e.db.Get(testURL)
 	if err != nil {
 		t.Fatal(err)

@@ -298,3 +298,50 @@ func TestRestartKeepsHazardCounts(t *testing.T) {
 	}
 	check("LoadScheduler", sched)
 }
+
+// The totals status shows are the store's: a coordinator started again on
+// the same store shows what the previous one folded, and goes on from
+// there.
+func TestRestartKeepsStatusTotals(t *testing.T) {
+	e := newEnv(t, testSettings())
+	opts := func(o *Options) { o.Budget, o.HostRate = 1, 20 }
+	c1 := e.coordinator(t, opts)
+	addSeeds(t, c1, testURL)
+	stop := run(t, c1)
+	results := []func(proto.Task) proto.Result{
+		func(task proto.Task) proto.Result { return ok(task, "h1") },
+		func(task proto.Task) proto.Result { return ok(task, "h2") },
+		func(task proto.Task) proto.Result {
+			r := ok(task, "")
+			r.Status, r.ErrKind, r.Err, r.Changed, r.Diff = 503, proto.ErrHTTPStatus, "503 Service Unavailable", false, nil
+			return r
+		},
+	}
+	for i, result := range results {
+		task, m := e.takeTask(t, 10*time.Second)
+		_ = m.Ack()
+		e.sendResult(t, result(task))
+		testutil.WaitFor(t, 10*time.Second, "a result folded", func() bool { return c1.fetches() == int64(i+1) })
+	}
+	before := c1.Status()
+	stop()
+	if before.Fetches != 3 || before.Changes != 1 || before.Errors[string(proto.ErrHTTPStatus)] != 1 {
+		t.Fatalf("status before the restart: %d fetches, %d changes, errors %v; want 3, 1 and one http-status", before.Fetches, before.Changes, before.Errors)
+	}
+	if err := e.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.openStore(t)
+
+	c2 := e.coordinator(t, opts)
+	after := c2.Status()
+	if after.Fetches != before.Fetches || after.Changes != before.Changes || after.Failed != before.Failed || fmt.Sprint(after.Errors) != fmt.Sprint(before.Errors) {
+		t.Errorf("status after the restart: %d fetches, %d changes, %d failed, errors %v; before it %d, %d, %d, %v",
+			after.Fetches, after.Changes, after.Failed, after.Errors, before.Fetches, before.Changes, before.Failed, before.Errors)
+	}
+	run(t, c2)
+	task, m := e.takeTask(t, 10*time.Second)
+	_ = m.Ack()
+	e.sendResult(t, ok(task, "h3"))
+	testutil.WaitFor(t, 10*time.Second, "the result after the restart added to the totals", func() bool { return c2.fetches() == 4 })
+}

@@ -276,7 +276,6 @@ func (c *Coordinator) afterFold(results []proto.Result, out []fold.Outcome) {
 
 	var events []*proto.ChangeEvent
 	var fetches, changes int64
-	c.counts.Lock()
 	for i := range results {
 		r, o := &results[i], &out[i]
 		if !o.Applied {
@@ -294,20 +293,14 @@ func (c *Coordinator) afterFold(results []proto.Result, out []fold.Outcome) {
 		}
 		c.m.bytes.Add(float64(r.Bytes))
 		fetches++
-		c.counts.fetches++
 		if o.Changed {
 			c.m.changes.Inc()
 			changes++
-			c.counts.changes++
-		}
-		if r.ErrKind != proto.ErrNone {
-			c.counts.errors[string(r.ErrKind)]++
 		}
 		if o.Event != nil {
 			events = append(events, o.Event)
 		}
 	}
-	c.counts.Unlock()
 	c.fetchWin.add(now, fetches)
 	c.chgWin.add(now, changes)
 	if len(events) > 0 {

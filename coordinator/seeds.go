@@ -88,8 +88,8 @@ func IngestSeedsSorted(ctx context.Context, db *store.DB, r io.Reader, file stri
 		}
 		return sum, err
 	}
-	// A read that failed (a line longer than seed.MaxLine) still stores
-	// the good lines before it, as streaming does.
+	// A read that failed still stores the good lines before it, as
+	// streaming does.
 	stored, added, lerr := l.Load(ctx, bulkSeedBatch, o.OnBatch)
 	sum.Added, sum.Updated = added, stored-added
 	if lerr != nil {

@@ -2,8 +2,11 @@ package coordinator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -106,15 +109,49 @@ func TestSeedingStops(t *testing.T) {
 		t.Errorf("%d URLs stored by a seeding stopped while reading", n)
 	}
 
-	// A read that fails (a line too long) keeps the good lines before it.
+	// A line too long to read is a bad line, and the lines after it are
+	// read too.
 	db3 := storetest.Open(t)
-	long := seedLines(30, nil) + "https://a.example/" + strings.Repeat("x", seed.MaxLine) + "\n" + seedLines(5, nil)
+	long := seedLines(30, nil) + "https://a.example/" + strings.Repeat("x", seed.MaxLine) + "\n" + "https://b.example/after\n"
 	sum, err = IngestSeedsSorted(context.Background(), db3, strings.NewReader(long), "long.txt", SortedSeedOptions{TempDir: t.TempDir()})
-	if err == nil || !strings.Contains(err.Error(), "long.txt:31") {
-		t.Fatalf("a line too long: %v, want an error naming long.txt:31", err)
+	if err != nil || sum.Bad != 1 || len(sum.Errors) != 1 || !strings.HasPrefix(sum.Errors[0], "long.txt:31: line longer than") {
+		t.Fatalf("a line too long: %+v, %v; want it reported as long.txt:31", sum, err)
 	}
-	if n := len(storedURLs(t, db3)); n == 0 || n != sum.Added || sum.Good != 30 {
-		t.Errorf("%d URLs stored, summary %+v; want the 30 good lines before the long one", n, sum)
+	if got := storedURLs(t, db3); len(got) != sum.Added || sum.Good != 31 || !got["https://b.example/after"] {
+		t.Errorf("%d URLs stored, summary %+v; want the 31 good lines around the long one", len(got), sum)
+	}
+}
+
+// POST /api/seeds stores the good lines of a batch that holds a URL too
+// long for the store and a line too long to read, and names both.
+func TestSeedsAPILongLines(t *testing.T) {
+	e := newEnv(t, testSettings())
+	c := e.coordinator(t, func(*Options) {})
+	body := strings.Join([]string{
+		"http://127.0.0.2:9/1",
+		"http://127.0.0.2:9/" + strings.Repeat("a", 9<<10),
+		"http://127.0.0.2:9/3",
+		"http://127.0.0.2:9/" + strings.Repeat("b", 2<<20),
+		"http://127.0.0.2:9/5",
+	}, "\n")
+	rec := httptest.NewRecorder()
+	c.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/seeds?name=batch", strings.NewReader(body)))
+	var sum SeedSummary
+	if err := json.Unmarshal(rec.Body.Bytes(), &sum); err != nil || rec.Code != http.StatusOK {
+		t.Fatalf("POST /api/seeds: %d %.300s (%v)", rec.Code, rec.Body.String(), err)
+	}
+	if sum.Good != 3 || sum.Bad != 2 || len(sum.Errors) != 2 ||
+		!strings.HasPrefix(sum.Errors[0], "batch:2: URL") || !strings.HasPrefix(sum.Errors[1], "batch:4: line longer than") {
+		t.Errorf("summary %.500v; want 3 good and batch:2, batch:4 bad", sum)
+	}
+	got := storedURLs(t, e.db)
+	for _, u := range []string{"http://127.0.0.2:9/1", "http://127.0.0.2:9/3", "http://127.0.0.2:9/5"} {
+		if !got[u] {
+			t.Errorf("%s not stored", u)
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("%d URLs stored, want 3", len(got))
 	}
 }
 

@@ -112,6 +112,9 @@ func (db *DB) checkInto(r *Report) {
 				r.add(err)
 			}
 		}
+		if _, err := readTotals(tx); err != nil {
+			r.add(err)
+		}
 		for _, name := range allBuckets {
 			b := tx.Bucket(name)
 			if b == nil {

@@ -255,6 +255,9 @@ func (db *DB) URLCount() (int, error) {
 // together with the mark that the task was folded.
 type Tx struct {
 	tx *bolt.Tx
+	// totals are the running totals AddTotals changed, written once
+	// before the commit (flushTotals).
+	totals *Totals
 }
 
 // Get returns the URL record (found=false if the URL is not known).
@@ -350,7 +353,11 @@ func (db *DB) Fold(taskID string, fn func(*Tx) error) (applied bool, err error) 
 		if folded.Get([]byte(taskID)) != nil {
 			return nil
 		}
-		if err := fn(&Tx{tx: tx}); err != nil {
+		t := &Tx{tx: tx}
+		if err := fn(t); err != nil {
+			return err
+		}
+		if err := t.flushTotals(); err != nil {
 			return err
 		}
 		applied = true
@@ -529,6 +536,9 @@ func (db *DB) FoldMany(ids []string, fn func(i int, tx *Tx) error) (applied []bo
 				return err
 			}
 			applied[i] = true
+		}
+		if err := t.flushTotals(); err != nil {
+			return err
 		}
 		return failpoint.Hit(failpoint.FoldBeforeCommit)
 	})

@@ -76,42 +76,94 @@ type jsonSeed struct {
 	Webhook  string             `json:"webhook"`
 }
 
-// MaxLine is the longest line accepted; a longer one is a bad line.
+// MaxLine is the longest line read; a longer one is a bad line, skipped
+// without being held in memory.
 const MaxLine = 1 << 20
 
+// maxURL is the longest URL stored (urlnorm.MaxLen), in its canonical
+// form; a longer one is a bad line.
+const maxURL = urlnorm.MaxLen
+
 func parse(p Parser, r io.Reader, file string, emit func(Seed) error, bad func(*LineError)) (good, bads int, err error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), MaxLine)
+	br := bufio.NewReaderSize(r, 64*1024)
+	var buf []byte
 	line := 0
-	for sc.Scan() {
+	for {
+		var long bool
+		var rerr error
+		buf, long, rerr = readLine(br, buf[:0])
+		if rerr != nil && rerr != io.EOF {
+			return good, bads, fmt.Errorf("read %s after line %d: %w", file, line, rerr)
+		}
+		if rerr == io.EOF && len(buf) == 0 && !long {
+			return good, bads, nil
+		}
 		line++
-		text := bytes.TrimSpace(sc.Bytes())
-		if line == 1 {
-			text = bytes.TrimPrefix(text, []byte("\xef\xbb\xbf"))
-		}
-		if len(text) == 0 || text[0] == '#' {
-			continue
-		}
-		s, perr := p.ParseLine(text)
-		if perr != nil {
+		s, perr := p.parseText(buf, line, long)
+		switch {
+		case perr == errSkip:
+		case perr != nil:
 			bads++
 			if bad != nil {
 				bad(&LineError{File: file, Line: line, Err: perr})
 			}
+		default:
+			if err := emit(s); err != nil {
+				return good, bads, fmt.Errorf("%s:%d: %w", file, line, err)
+			}
+			good++
+		}
+		if rerr == io.EOF {
+			return good, bads, nil
+		}
+	}
+}
+
+// errSkip marks a blank or comment line.
+var errSkip = errors.New("skip")
+
+// parseText parses one line as read: errSkip for a blank line or a
+// comment, an error for a line too long to read.
+func (p Parser) parseText(text []byte, line int, long bool) (Seed, error) {
+	if long {
+		return Seed{}, fmt.Errorf("line longer than %d bytes: skipped", MaxLine)
+	}
+	text = bytes.TrimSpace(text)
+	if line == 1 {
+		text = bytes.TrimPrefix(text, []byte("\xef\xbb\xbf"))
+	}
+	if len(text) == 0 || text[0] == '#' {
+		return Seed{}, errSkip
+	}
+	return p.ParseLine(text)
+}
+
+// readLine appends the next line of br, without its end of line, to buf.
+// A line longer than MaxLine is read to its end but not kept: long is
+// true and buf is left empty. err is io.EOF when the input ends: with
+// this line if it has no newline, else with an empty line to ignore.
+func readLine(br *bufio.Reader, buf []byte) (_ []byte, long bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !long {
+			buf = append(buf, chunk...)
+			// One byte of slack for a "\r" before the newline.
+			if len(bytes.TrimSuffix(buf, []byte("\n"))) > MaxLine+1 {
+				long, buf = true, buf[:0]
+			}
+		}
+		if err == bufio.ErrBufferFull {
 			continue
 		}
-		if err := emit(s); err != nil {
-			return good, bads, fmt.Errorf("%s:%d: %w", file, line, err)
+		if !long {
+			buf = bytes.TrimSuffix(buf, []byte("\n"))
+			buf = bytes.TrimSuffix(buf, []byte("\r"))
+			if len(buf) > MaxLine {
+				long, buf = true, buf[:0]
+			}
 		}
-		good++
+		return buf, long, err
 	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return good, bads, fmt.Errorf("%s:%d: line longer than %d bytes", file, line+1, MaxLine)
-		}
-		return good, bads, fmt.Errorf("read %s: %w", file, err)
-	}
-	return good, bads, nil
 }
 
 // Parser reads seed lines under rules that depend on the crawler's

@@ -201,3 +201,52 @@ func TestWebhookPrivateAddress(t *testing.T) {
 		}
 	}
 }
+
+// A URL too long for the store and a line too long to read are bad lines
+// with their line numbers; the lines around them are read.
+func TestParseLongLines(t *testing.T) {
+	longURL := "http://example.com/" + strings.Repeat("a", 9<<10)
+	huge := "http://example.com/" + strings.Repeat("b", 2<<20)
+	in := strings.Join([]string{
+		"http://example.com/1",
+		longURL,
+		"http://example.com/3",
+		huge,
+		"http://example.com/5",
+		huge, // the last line, with no newline after it
+	}, "\n")
+	var got []string
+	var bad []string
+	good, bads, err := Parser{}.Parse(strings.NewReader(in), "long.txt", func(s Seed) error {
+		got = append(got, s.URL)
+		return nil
+	}, func(e *LineError) { bad = append(bad, e.Error()) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"http://example.com/1", "http://example.com/3", "http://example.com/5"}
+	if good != 3 || bads != 3 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("good %d %v, bad %d; want %v and 3 bad", good, got, bads, want)
+	}
+	for i, w := range []string{"long.txt:2: URL", "long.txt:4: line longer than", "long.txt:6: line longer than"} {
+		if !strings.HasPrefix(bad[i], w) || len(bad[i]) > 200 {
+			t.Errorf("bad line %d reported as %.300q; want it to start %q, in a line", i, bad[i], w)
+		}
+	}
+	if !strings.Contains(bad[0], "over the limit of 8192") {
+		t.Errorf("long URL reported as %.300q; want the limit named", bad[0])
+	}
+
+	// Lines at the limits are read whole, with either end of line.
+	atLimit := "http://example.com/" + strings.Repeat("c", maxURL-len("http://example.com/"))
+	line := `{"url":"` + atLimit + `"}` + strings.Repeat(" ", MaxLine-len(atLimit)-len(`{"url":""}`))
+	good, bads, err = Parser{}.Parse(strings.NewReader(line+"\r\n"+line+"\n"), "limit.txt", func(s Seed) error {
+		if s.URL != atLimit {
+			t.Errorf("got %.60q…, want the URL at the limit", s.URL)
+		}
+		return nil
+	}, func(e *LineError) { t.Errorf("%.200s", e) })
+	if err != nil || good != 2 || bads != 0 {
+		t.Errorf("lines at the limits: %d good, %d bad, %v", good, bads, err)
+	}
+}

@@ -143,9 +143,8 @@ func classOf(mt string) Class {
 	return Binary
 }
 
-// toUTF8 converts an HTML or text body to valid UTF-8. HTML follows the
-// WHATWG sniffing order (BOM, Content-Type charset, <meta> prescan, UTF-8
-// detection, windows-1252). Other text skips the <meta> prescan, which
+// toUTF8 converts an HTML or text body to valid UTF-8. HTML is read as a
+// browser reads it (htmlEncoding). Other text skips the <meta> search, which
 // means nothing outside HTML, and defaults to UTF-8 when the bytes are valid
 // UTF-8. Invalid sequences become U+FFFD, and a leading BOM is dropped, so
 // the text hashes the same however it was served.
@@ -153,7 +152,7 @@ func toUTF8(body []byte, contentType string, class Class) []byte {
 	var enc encoding.Encoding
 	if class == HTML {
 		var name string
-		enc, name, _ = charset.DetermineEncoding(body, contentType)
+		enc, name = htmlEncoding(body, contentType)
 		if name == "utf-8" && utf8.Valid(body) {
 			// Decoding valid UTF-8 as UTF-8 changes nothing; skipping the
 			// decoder saves a copy of every page.

@@ -295,6 +295,7 @@ func TestCharset(t *testing.T) {
 		{"text-undeclared-invalid", "text/plain", latin1Text, "café", Text},
 		{"json-utf8", "application/json", []byte(`{"a":"ü"}`), `{"a":"ü"}`, Text},
 		{"invalid-utf8-declared", "text/plain; charset=utf-8", []byte("a\xffb"), "a\uFFFDb", Text},
+		{"euc-kr-late-meta", "text/html", lateMetaPage(t), koreanText, HTML},
 	}
 	ts := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		for _, c := range cases {

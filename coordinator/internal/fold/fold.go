@@ -94,7 +94,10 @@ func (f *Folder) Fold(in []Input) ([]Outcome, error) {
 		out[i].At = fetchedAt(&in[i].Result)
 	}
 	applied, err := f.db.FoldMany(ids, func(i int, tx *store.Tx) error {
-		return f.one(tx, &in[i], &out[i])
+		if err := f.one(tx, &in[i], &out[i]); err != nil {
+			return err
+		}
+		return tx.AddTotals(totalsOf(&in[i].Result, &out[i]))
 	})
 	if err != nil {
 		return nil, err
@@ -103,6 +106,18 @@ func (f *Folder) Fold(in []Input) ([]Outcome, error) {
 		out[i].Applied = applied[i]
 	}
 	return out, nil
+}
+
+// totalsOf is what one folded result adds to the crawl's totals.
+func totalsOf(r *proto.Result, o *Outcome) store.Totals {
+	d := store.Totals{Fetches: 1}
+	if o.Changed {
+		d.Changes = 1
+	}
+	if r.ErrKind != proto.ErrNone {
+		d.Errors = map[string]int64{string(r.ErrKind): 1}
+	}
+	return d
 }
 
 // observation is what a result says regardless of the record.
@@ -406,6 +421,9 @@ func (f *Folder) items(tx *store.Tx, r *proto.Result, at time.Time, src *source.
 // It reports whether the record changed.
 func (f *Folder) Failed(task proto.Task, why string) (bool, error) {
 	applied, err := f.db.Fold(task.ID, func(tx *store.Tx) error {
+		if err := tx.AddTotals(store.Totals{Failed: 1, Errors: map[string]int64{string(proto.ErrFailed): 1}}); err != nil {
+			return err
+		}
 		u, found, err := tx.Get(task.URL)
 		if err != nil || !found {
 			return err
