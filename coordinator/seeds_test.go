@@ -135,7 +135,9 @@ func TestSeedsAPILongLines(t *testing.T) {
 		"http://127.0.0.2:9/5",
 	}, "\n")
 	rec := httptest.NewRecorder()
-	c.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/seeds?name=batch", strings.NewReader(body)))
+	req := httptest.NewRequest(http.MethodPost, "/api/seeds?name=batch", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	c.Handler().ServeHTTP(rec, req)
 	var sum SeedSummary
 	if err := json.Unmarshal(rec.Body.Bytes(), &sum); err != nil || rec.Code != http.StatusOK {
 		t.Fatalf("POST /api/seeds: %d %.300s (%v)", rec.Code, rec.Body.String(), err)

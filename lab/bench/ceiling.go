@@ -401,7 +401,6 @@ func runPipelineCeiling(ctx context.Context, o CeilingOptions) (PipelineCeiling,
 	}
 	n.Stop()
 	stopped = true
-	p.Persisted.Folded = n.Coordinator.Status().Fetches
 	if err := readStoreBack(dir, &p.Persisted); err != nil {
 		return p, err
 	}

@@ -138,7 +138,6 @@ func RunScaleOut(ctx context.Context, o ScaleOutOptions) (ScaleOutResult, error)
 	}
 	n.Stop()
 	stopped = true
-	res.Persisted.Folded = n.Coordinator.Status().Fetches
 	if err := readStoreBack(dir, &res.Persisted); err != nil {
 		return res, err
 	}

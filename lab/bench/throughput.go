@@ -138,9 +138,9 @@ type RunStats struct {
 
 // Persistence is the proof that every counted fetch reached bbolt.
 type Persistence struct {
-	// Folded is the coordinator's count of results folded into the store
-	// over the whole run, InStore the sum of the stored URL records'
-	// fetch counters read back after shutdown; they must be equal.
+	// Folded is the store's total of results folded (kept by each fold
+	// with its results), InStore the sum of the stored URL records' fetch
+	// counters, both read back after shutdown; they must be equal.
 	Folded  int64 `json:"folded"`
 	InStore int64 `json:"in_store"`
 	// Contents counts URLs with a stored extracted text, Changes the
@@ -355,8 +355,6 @@ func runFreshcrawl(ctx context.Context, o ThroughputOptions, pages []string) (Ru
 
 	n.Stop()
 	stopped = true
-	final := n.Coordinator.Status()
-	per.Folded = final.Fetches
 	for _, w := range n.Workers {
 		per.Processed += w.Processed()
 	}
@@ -387,6 +385,11 @@ func readStoreBack(dir string, per *Persistence) error {
 		return fmt.Errorf("throughput: reopen store: %w", err)
 	}
 	defer db.Close()
+	tot, err := db.Totals()
+	if err != nil {
+		return fmt.Errorf("throughput: read the store's totals: %w", err)
+	}
+	per.Folded = tot.Fetches
 	err = db.ForEach(func(u store.URL) error {
 		per.InStore += u.Fetches
 		if u.Hash != "" {
