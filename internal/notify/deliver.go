@@ -166,15 +166,28 @@ func (d *Deliverer) Run(ctx context.Context) error {
 	d.mu.Unlock()
 	defer d.client.CloseIdleConnections()
 	defer d.lanesWG.Wait()
-	queued, err := d.db.QueuedEndpoints()
-	if err != nil {
-		return err
-	}
-	for ep := range queued {
-		d.kick(ep)
-	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	// A store that fails now may recover (a full disk freed): like the
+	// routing below, the queues left by the last run are read again every
+	// second rather than stopping the coordinator over it.
+	var unreadable logx.Condition[string]
+	for {
+		queued, err := d.db.QueuedEndpoints()
+		if err == nil {
+			unreadable.End(ctx, d.o.Log, "webhook queues read again")
+			for ep := range queued {
+				d.kick(ep)
+			}
+			break
+		}
+		unreadable.Hold(ctx, d.o.Log, slog.LevelWarn, err.Error(), "reading the webhook queues failed; retrying every second", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
 	failing := false
 	for {
 		eps, more, err := d.db.RouteChanges(routeCursor, routeBatch, d.route)
