@@ -211,7 +211,10 @@ func (e *env) startCoordinator(ctx context.Context, faultPoint string) error {
 	args := []string{"coordinator", "--nats", e.natsURL, "--replicas", "3", "--data", e.data,
 		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--budget", strconv.Itoa(budget) + "/s", "--host-rate", "10/s",
 		"--policy", "uniform", "--max-in-flight", "32", "--ack-wait", ackWait.String(), "--max-deliver", "5",
-		"--replan", "5s", "--log-level", "info"}
+		"--replan", "5s",
+		// Debug: the check reads every task whose publish failed from
+		// the log (publishFailed).
+		"--log-level", "debug"}
 	var env []string
 	if faultPoint != "" {
 		env = append(env, failpoint.Env+"="+faultPoint+"=1*pause")

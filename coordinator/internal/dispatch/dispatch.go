@@ -299,6 +299,9 @@ func (d *Dispatcher) publishAll(ctx context.Context, tasks []proto.Task, now tim
 			d.o.Log.Warn("task dropped as a duplicate; will retry", "url", t.URL, "err", err)
 			d.Release(t.ID, now, now.Add(d.o.RetryAfter))
 		default:
+			// Each task at debug, for whoever must account for every
+			// task (the fault suite); the condition once at warn.
+			d.o.Log.Debug("publish task failed", "url", t.URL, "err", err)
 			d.publishing.Hold(ctx, d.o.Log, slog.LevelWarn, errors.Unwrap(err).Error(), "publishing tasks fails; they will be retried", "url", t.URL, "err", err)
 			d.Release(t.ID, now, now.Add(d.o.RetryAfter))
 			failed = true
