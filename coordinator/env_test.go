@@ -86,22 +86,7 @@ func (e *env) coordinator(tb testing.TB, set func(o *Options)) *Coordinator {
 // waits for Run to return and fails the test on its error.
 func run(tb testing.TB, c *Coordinator) (stop func()) {
 	tb.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			tb.Errorf("coordinator: %v", err)
-		}
-	}
-	tb.Cleanup(stop)
-	return stop
+	return testutil.Run(tb, "coordinator", c.Run)
 }
 
 // takeTask is a worker's pull of one task from the task stream: the task

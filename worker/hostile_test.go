@@ -254,16 +254,9 @@ func startRig(t *testing.T, ignoreRobots bool, ackWait, timeout time.Duration) *
 		// public servers listen on.
 		o.Fetch.Refuse = func(ip netip.Addr) bool { return ip != public && fetch.IsBlockedIP(ip) }
 	}))
-	runCtx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(runCtx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("worker: %v", err)
-		}
-		nc.Close()
-	})
+	// Cleanups run last first: the worker stops before its connection.
+	t.Cleanup(nc.Close)
+	testutil.Run(t, "worker", w.Run)
 	tasks, err := js.Consumer(ctx, proto.TaskStream, proto.TaskConsumer)
 	if err != nil {
 		t.Fatal(err)

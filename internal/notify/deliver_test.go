@@ -94,19 +94,10 @@ func (rc *receiver) problems() []string {
 	return append([]string(nil), rc.bad...)
 }
 
-// run starts d until the test ends.
-func run(t *testing.T, d *Deliverer) context.CancelFunc {
+// run starts d until the returned stop is called or the test ends.
+func run(t *testing.T, d *Deliverer) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	return cancel
+	return testutil.Run(t, "Run", d.Run)
 }
 
 // TestWebhookReceiverDown30s takes the receiver down for 30 s while

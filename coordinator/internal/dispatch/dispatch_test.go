@@ -231,15 +231,7 @@ func published(t *testing.T, js jetstream.JetStream) []proto.Task {
 
 func runDispatcher(t *testing.T, d *Dispatcher) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("dispatcher: %v", err)
-		}
-	})
+	testutil.Run(t, "dispatcher", d.Run)
 }
 
 // Run publishes due URLs as tasks, prepared, never faster than the budget
