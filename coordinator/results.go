@@ -206,10 +206,10 @@ func (c *Coordinator) fold(_ context.Context, results []proto.Result) ([]fold.Ou
 			urls[i] = r.URL
 		}
 	}
-	ivs := c.disp.Intervals(urls)
+	ivs, hinted := c.disp.Intervals(urls), c.disp.Hinted(urls)
 	c.probes.Lock()
 	for i := range in {
-		in[i].Interval = ivs[i]
+		in[i].Interval, in[i].Hinted = ivs[i], hinted[i]
 		if results[i].Kind != proto.KindProbe {
 			continue
 		}

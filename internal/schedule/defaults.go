@@ -46,6 +46,7 @@ func DefaultSchedulerOptions() SchedulerOptions {
 		HalfLife:      90 * 24 * time.Hour,
 		Replan:        30 * time.Second,
 		DisallowRetry: time.Hour,
+		CoChange:      true,
 	}
 }
 

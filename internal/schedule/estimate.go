@@ -243,6 +243,14 @@ type Observation struct {
 	// (Crawl-delay; Retry-After or backoff), as Feedback has them.
 	HostGap       time.Duration
 	HostNotBefore time.Time
+	// Content is a fingerprint of the content the fetch got (0: none),
+	// passed on to Feedback.Content.
+	Content uint64
+	// Hinted: the fetch was made because a URL tied to this one changed
+	// (Scheduler.Hinted). A fetch chosen for a likely change is not a
+	// draw of the URL's change process, so no rate is learnt from it;
+	// the interval after it is learnt as any other.
+	Hinted bool
 }
 
 // Learn is the one step from a fetch outcome to the schedule: a
@@ -265,8 +273,9 @@ func (e Estimator) Learn(st *EstimateState, rate float64, o Observation) Feedbac
 	fb := Feedback{
 		Start: o.Start, End: o.End, OK: o.OK, Changed: o.Changed, NotModified: o.NotModified, Disallowed: o.Disallowed,
 		LastModified: o.LastModified, HostGap: o.HostGap, HostNotBefore: o.HostNotBefore, First: o.OK && o.First,
+		Content: o.Content,
 	}
-	if o.OK && st != nil {
+	if o.OK && st != nil && !o.Hinted {
 		f := fetchObs{At: o.Start, Prev: o.Prev, Changed: o.Changed, LastModified: o.LastModified}
 		if o.First {
 			f.Prev = time.Time{}

@@ -42,6 +42,11 @@ type SchedulerOptions struct {
 	// CaptureUniform keeps capture URLs on uniform polls at fixed phases
 	// (k·T/N), never learning: the baseline of Ashish, Kulkarni & Wang.
 	CaptureUniform bool
+	// CoChange learns which URLs change together (the same content, the
+	// same trusted Last-Modified on one host) and refetches a URL at once
+	// when a change seen at a URL tied to it makes that worth a fetch at
+	// the plan's margin (docs/design.md §3.8).
+	CoChange bool
 	// URLs, when set, spells URLs by their store ids (URLInfo.ID): the
 	// scheduler then holds a fingerprint and the id of each URL instead
 	// of the URL (a coordinator, whose store holds the URLs). Nil: the
@@ -116,6 +121,9 @@ type Feedback struct {
 	// ChangePoint: the estimator found the URL's rate had changed
 	// (estimate.State's change points).
 	ChangePoint bool
+	// Content is a fingerprint of the URL's content after the fetch (0:
+	// none known), which ties mirrors together (§3.8).
+	Content uint64
 	// First: this fetch saw the URL's content for the first time.
 	First bool
 	// Dated: the URL's Last-Modified has earned the estimator's trust and

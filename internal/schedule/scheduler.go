@@ -106,6 +106,7 @@ type Scheduler struct {
 	sinceRefit            int
 	resumFrom             int // where the next re-summary batch starts
 	life                  lifecycle
+	co                    *coChange // SchedulerOptions.CoChange; nil when off
 }
 
 // lifecycle is the scheduler's state for live operations on URLs: pause,
@@ -148,7 +149,11 @@ func NewScheduler(o SchedulerOptions) (*Scheduler, error) {
 	if o.URLs != nil {
 		front.urls.src = newSourceIndex(o.URLs)
 	}
-	return &Scheduler{o: o, front: front, captures: map[uint32]*captureState{}, rechecks: map[uint32]time.Duration{}, priors: o.Priors, tmpls: map[string]uint32{}, adaptive: adaptive}, nil
+	s := &Scheduler{o: o, front: front, captures: map[uint32]*captureState{}, rechecks: map[uint32]time.Duration{}, priors: o.Priors, tmpls: map[string]uint32{}, adaptive: adaptive}
+	if o.CoChange {
+		s.co = newCoChange()
+	}
+	return s, nil
 }
 
 // Add adds a URL, or for a known one updates its weight and mode only (it
@@ -320,6 +325,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		return
 	}
 	s.record(e, fb)
+	s.coLearn(e, fb)
 	if e.is(flagDisallowed) != fb.Disallowed {
 		s.setDisallowed(e, fb.Disallowed)
 		s.moved++
@@ -517,6 +523,9 @@ func (s *Scheduler) Remove(urls []string) int {
 		}
 		s.front.urls.remove(e)
 		s.front.fixHost(h)
+		if s.co != nil {
+			s.co.forget(e.id)
+		}
 		gone[e.id] = true
 	}
 	if len(gone) == 0 {

@@ -455,6 +455,21 @@ func (d *Dispatcher) Intervals(urls []string) []time.Duration {
 	return out
 }
 
+// Hinted reports, for each URL, whether its fetch was made for a
+// co-change hint (schedule.Scheduler.Hinted), for the fold to learn no
+// rate from it.
+func (d *Dispatcher) Hinted(urls []string) []bool {
+	out := make([]bool, len(urls))
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, u := range urls {
+		if u != "" {
+			out[i] = d.sched.Hinted(u)
+		}
+	}
+	return out
+}
+
 // Version is a capture version a fold stored: it appeared in (After,
 // Before], or exactly at Before when Exact.
 type Version struct {

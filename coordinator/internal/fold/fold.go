@@ -12,6 +12,7 @@ package fold
 
 import (
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"net/http"
 	"time"
@@ -54,6 +55,9 @@ type Input struct {
 	// Source is the keyword-search source of a probe result (nil: not a
 	// probe, or one no longer planned: its items are not folded).
 	Source *source.Source
+	// Hinted: the fetch was made because a URL tied to this one changed
+	// (schedule.Scheduler.Hinted): no rate is learnt from it.
+	Hinted bool
 }
 
 // Outcome is what folding one result did.
@@ -135,6 +139,17 @@ func observation(r *proto.Result, at time.Time, host store.Host) schedule.Observ
 		}
 	}
 	return o
+}
+
+// contentKey is the fingerprint of a content hash the scheduler ties
+// mirrors by (0: no content).
+func contentKey(hash string) uint64 {
+	if hash == "" {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(hash))
+	return max(h.Sum64(), 1)
 }
 
 // one folds one result; it reads and writes only through tx.
@@ -221,6 +236,7 @@ func (f *Folder) one(tx *store.Tx, in *Input, o *Outcome) error {
 	obs := observation(r, at, host)
 	obs.URL, obs.Host = u.URL, u.Host
 	obs.First, obs.Prev, obs.Changed = first, prevOK, o.Changed
+	obs.Content, obs.Hinted = contentKey(u.Hash), in.Hinted
 	// The estimator's state travels with the record: learnt here, in the
 	// fold's transaction, and applied to the live schedule after commit.
 	var st *schedule.EstimateState
