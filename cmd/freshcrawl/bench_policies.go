@@ -46,20 +46,29 @@ NATS, coordinator, workers, HTTP) against an in-process sim, one policy after
 another with the same seed, budget and duration, for --days × --sim-day of
 real time each.
 
+Each table also gives the signal oracle: a crawler told of every change as it
+happens, refetching the changed pages as the budget allows, the slowest-changing
+first. For the workloads whose pages' rates change (bursty, webhist, ...), the
+oracle's true rate of a page is its mean rate over the measured window.
+
+--every 30,140,500 runs every workload and policy at each budget given as
+"every page once in D simulated days on average" (budget = pages / D).
+
 Rates and durations are in simulated days. Writes results.csv, series.csv and
-one SVG plot of freshness over time per workload into --out.`
+one SVG plot of freshness over time per workload and budget into --out.`
 
 // benchPoliciesFlags holds the flags of bench policies.
 type benchPoliciesFlags struct {
 	o                                          bench.Options
 	lo                                         bench.LiveOptions
 	mode, workloads, policies, out, cpuProfile string
+	every                                      []float64
 }
 
 // register adds the flags to fs, with b.o's values as the defaults.
 func (b *benchPoliciesFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&b.mode, "mode", "virtual", "virtual (discrete-event, virtual clock) or live (the real system against the sim)")
-	fs.StringVar(&b.workloads, "workload", "all", "comma-separated workloads: table6, heavytail, weighted, drift, hostbound, nolm, lm-mixed, coldstart (virtual only)")
+	fs.StringVar(&b.workloads, "workload", "all", "comma-separated workloads: table6, heavytail, weighted, drift, hostbound, nolm, lm-mixed, coldstart (virtual only), bursty, clustered, groups, webhist, mixed-hist")
 	fs.StringVar(&b.policies, "policy", "all", "comma-separated policies: optimal, uniform, proportional, nutch, stormcrawler, binarylambdacrawl, lambdacrawl")
 	fs.StringVar(&b.out, "out", "bench-out", "directory for results.csv, series.csv and the SVG plots")
 	fs.IntVar(&b.o.Pages, "pages", b.o.Pages, "simulated pages")
@@ -68,6 +77,7 @@ func (b *benchPoliciesFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&b.o.Days, "days", b.o.Days, "length of each run in simulated days")
 	fs.Float64Var(&b.o.Warmup, "warmup", b.o.Warmup, "simulated days left out of the figures")
 	fs.Float64Var(&b.o.Budget, "budget", b.o.Budget, "fetches per simulated day (0: pages/30, every page once a month as in Cho & Garcia-Molina Table 6)")
+	fs.Float64SliceVar(&b.every, "every", nil, "comma-separated budgets as every page once in D simulated days (budget = pages/D), one run each; instead of --budget")
 	fs.Float64Var(&b.o.HostRate, "host-rate", b.o.HostRate, "most fetches per simulated day of one host (0: 10x a host's uniform share)")
 	fs.Float64Var(&b.o.PriorRate, "prior-rate", b.o.PriorRate, "coordinator option: changes per simulated day assumed for a URL never observed")
 	fs.Float64Var(&b.o.HalfLifeDays, "half-life", b.o.HalfLifeDays, "coordinator option: estimator half-life in simulated days")
@@ -126,38 +136,63 @@ func benchPolicies(cmd *cobra.Command, b *benchPoliciesFlags) error {
 			fmt.Fprintf(w, "\n== %s: virtual mode only, skipped\n", name)
 			continue
 		}
-		rs, err := b.workload(cmd.Context(), w, name, wl, pols)
-		if err != nil {
+		if st, ok, err := bench.WorkloadHistory(wl, b.o); err != nil {
 			return err
+		} else if ok {
+			fmt.Fprintf(w, "\n%s ", name)
+			if err := bench.WriteHistoryStats(w, st); err != nil {
+				return err
+			}
 		}
-		all = append(all, rs...)
-		// Write as we go, so a long live run leaves its figures.
-		if err := bench.WriteCSV(b.out, all); err != nil {
-			return err
+		for _, every := range b.budgets() {
+			o := b.o
+			o.Every = every
+			rs, err := b.workload(cmd.Context(), w, name, wl, pols, o)
+			if err != nil {
+				return err
+			}
+			all = append(all, rs...)
+			// Write as we go, so a long live run leaves its figures.
+			if err := bench.WriteCSV(b.out, all); err != nil {
+				return err
+			}
 		}
 	}
 	fmt.Fprintf(w, "\nwrote %s\n", filepath.Join(b.out, "results.csv"))
 	return nil
 }
 
-// workload runs every policy of pols on the workload wl, named name,
-// prints its table and deciles to w and writes its plot.
-func (b *benchPoliciesFlags) workload(ctx context.Context, w io.Writer, name string, wl bench.Workload, pols []string) ([]bench.Result, error) {
-	fmt.Fprintf(w, "\n== %s (%s mode): %s\n", name, b.mode, wl.Description)
+// budgets are the --every values, or one run at --budget.
+func (b *benchPoliciesFlags) budgets() []float64 {
+	if len(b.every) == 0 {
+		return []float64{0}
+	}
+	return b.every
+}
+
+// workload runs every policy of pols on the workload wl, named name, with
+// the options o, prints its table and deciles to w and writes its plot.
+func (b *benchPoliciesFlags) workload(ctx context.Context, w io.Writer, name string, wl bench.Workload, pols []string, o bench.Options) ([]bench.Result, error) {
+	at := ""
+	if o.Every > 0 {
+		at = fmt.Sprintf(", every page once in %g days", o.Every)
+	}
+	fmt.Fprintf(w, "\n== %s (%s mode%s): %s\n", name, b.mode, at, wl.Description)
 	var rs []bench.Result
 	for _, p := range pols {
 		var r bench.Result
 		var err error
 		if b.mode == "virtual" {
-			r, err = bench.RunVirtual(ctx, wl, p, b.o)
+			r, err = bench.RunVirtual(ctx, wl, p, o)
 		} else {
-			r, err = bench.RunLive(ctx, wl, p, b.o, b.lo)
+			r, err = bench.RunLive(ctx, wl, p, o, b.lo)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s on %s: %w", p, name, err)
 		}
 		rs = append(rs, r)
 	}
+	bench.AddUniformRatios(rs)
 	if err := bench.WriteTable(w, rs); err != nil {
 		return nil, err
 	}
@@ -166,8 +201,12 @@ func (b *benchPoliciesFlags) workload(ctx context.Context, w io.Writer, name str
 			return nil, err
 		}
 	}
-	title := fmt.Sprintf("%s, %s mode: %d pages, %d hosts, %.0f fetches/day, seed %d", name, b.mode, rs[0].Pages, rs[0].Hosts, rs[0].FetchesPerDay, b.o.Seed)
-	if err := bench.WriteSVGFile(filepath.Join(b.out, b.mode+"-"+name+".svg"), title, rs, b.o.Warmup); err != nil {
+	title := fmt.Sprintf("%s, %s mode: %d pages, %d hosts, %.0f fetches/day, seed %d", name, b.mode, rs[0].Pages, rs[0].Hosts, rs[0].FetchesPerDay, o.Seed)
+	file := b.mode + "-" + name
+	if o.Every > 0 {
+		file += fmt.Sprintf("-every%g", o.Every)
+	}
+	if err := bench.WriteSVGFile(filepath.Join(b.out, file+".svg"), title, rs, o.Warmup); err != nil {
 		return nil, err
 	}
 	return rs, nil

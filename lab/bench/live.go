@@ -112,7 +112,9 @@ func startLiveSim(ctx context.Context, w Workload, o Options, day time.Duration)
 			robots[h] = sim.DefaultRobots + fmt.Sprintf("Crawl-delay: %g\n", d*daySec)
 		}
 	}
-	s, err := sim.New(sim.Config{Hosts: o.Hosts, Pages: o.Pages, Mix: w.Mix, Day: day, Seed: o.Seed, Robots: robots, LastModified: w.LastModified})
+	cfg := w.simConfig(o, day)
+	cfg.Robots = robots
+	s, err := sim.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("bench: workload %s: %w", w.Name, err)
 	}
@@ -199,6 +201,19 @@ func waitLive(ctx context.Context, n *node.Node, start time.Time, o Options, day
 	}
 }
 
+// liveChanges are the change offsets of every page of s from its epoch
+// up to end.
+func liveChanges(s *sim.Sim, end time.Time) [][]time.Duration {
+	ep := s.Epoch()
+	out := make([][]time.Duration, len(s.Pages()))
+	for i := range out {
+		for _, t := range s.ChangeTimes(i, ep, end) {
+			out[i] = append(out[i], t.Sub(ep))
+		}
+	}
+	return out
+}
+
 // liveResult measures a live run that crawled from start to end against
 // the sim's truth and the oracle.
 func liveResult(s *sim.Sim, w Workload, policy string, o Options, day time.Duration, start, end time.Time, model modelMean) (Result, error) {
@@ -226,6 +241,14 @@ func liveResult(s *sim.Sim, w Workload, policy string, o Options, day time.Durat
 	res.FetchesPerDay = float64(tr.Fetches) / windowDays
 	in := SimOracleInput(s.Pages(), day)
 	in.Weights, in.HostCaps, in.Fetches = w.Weights, hostCapsPerDay(w, o), res.FetchesPerDay
+	changes := liveChanges(s, end)
+	if w.hist != nil {
+		// No single true rate: each page's mean rate over the window.
+		lo, hi := from.Sub(s.Epoch()), end.Sub(s.Epoch())
+		for i, ch := range changes {
+			in.Segments[0].Rates[i] = float64(len(window(ch, lo, hi))) / windowDays
+		}
+	}
 	orc, err := SolveOracle(in)
 	if err != nil {
 		return res, fmt.Errorf("bench: workload %s: %w", w.Name, err)
@@ -242,6 +265,19 @@ func liveResult(s *sim.Sim, w Workload, policy string, o Options, day time.Durat
 	res.FullOracle = fullOrc.Freshness
 	if res.FullOracle > 0 {
 		res.FullRatio = res.Freshness / res.FullOracle
+	}
+	res.Budget, res.EveryDays = o.Budget, float64(o.Pages)/o.Budget
+	keys := signalKeys{key: make([]float64, o.Pages)}
+	hosts := make([]int, o.Pages)
+	for i, p := range s.Pages() {
+		keys.key[i], hosts[i] = in.Segments[0].Rates[i]/w.weight(i), p.HostIndex
+	}
+	ep := s.Epoch()
+	if res.Signal, err = runSignalOracle(w, o, day, changes, hosts, []signalKeys{keys}, start.Sub(ep), from.Sub(ep), end.Sub(ep)); err != nil {
+		return res, fmt.Errorf("bench: workload %s: %w", w.Name, err)
+	}
+	if res.Signal.Freshness > 0 {
+		res.SignalRatio = res.Freshness / res.Signal.Freshness
 	}
 	if tr.Disallowed > 0 {
 		return res, errors.New("bench: the crawler requested pages robots.txt disallows")

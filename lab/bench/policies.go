@@ -89,6 +89,19 @@ type Result struct {
 	// the fetches achieved, and FullRatio = Freshness / FullOracle: a
 	// policy that spends less than its budget loses by it here.
 	FullOracle, FullRatio float64
+	// Budget is the configured budget in fetches a simulated day, and
+	// EveryDays the same as the days in which it fetches every page once
+	// on average (Pages / Budget).
+	Budget, EveryDays float64
+	// Signal is the signal oracle at the configured budget and host caps
+	// (signal.go): the freshness of a crawler told of every change as it
+	// happens; SignalRatio = Freshness / Signal.Freshness.
+	Signal      SignalOracle
+	SignalRatio float64
+	// UniformRatio is Freshness over the freshness of the uniform policy
+	// on the same workload at the same budget, in the same mode (0: the
+	// uniform policy was not run; AddUniformRatios fills it in).
+	UniformRatio float64
 	// ModelFreshness is the crawler's own model of its freshness
 	// (schedule.Scheduler.ModelFreshness), time-averaged over the same
 	// window as Freshness; it should match the truth.

@@ -10,19 +10,25 @@ import (
 	"text/tabwriter"
 )
 
-// WriteTable prints one workload's results as an aligned table: each
-// policy's truth and its oracle (freshness, and age in days) at the fetch
-// rate it achieved.
+// WriteTable prints the results of one workload at one budget as an
+// aligned table: each policy's truth and its oracle (freshness, and age in
+// days) at the fetch rate it achieved, the oracle and the signal oracle at
+// the budget, and the ratio to uniform where uniform ran.
 func WriteTable(out io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tfreshness\tmodel\tage (days)\tfetches\tfetches/day\tbytes\t304 share\toracle@fetches\toracle age\tratio\toracle@budget\tratio@budget\tfirst pass (days)\tplan errors\t")
+	fmt.Fprintln(tw, "policy\tfreshness\tmodel\tage (days)\tfetches\tfetches/day\tbytes\t304 share\toracle@fetches\toracle age\tratio\toracle@budget\tratio@budget\tsignal oracle\tsignal fetches/day\tratio@signal\tx uniform\tfirst pass (days)\tplan errors\t")
 	for _, r := range rs {
 		fp := "-"
 		if r.FirstPassDays >= 0 {
 			fp = fmt.Sprintf("%.1f", r.FirstPassDays)
 		}
-		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%.2f\t%d\t%.1f\t%d\t%.3f\t%.4f\t%.2f\t%.4f\t%.4f\t%.4f\t%s\t%d\t\n",
-			r.Policy, r.Freshness, r.ModelFreshness, r.AgeDays, r.Fetches, r.FetchesPerDay, r.Bytes, r.notModifiedShare(), r.Oracle, r.OracleAgeDays, r.Ratio, r.FullOracle, r.FullRatio, fp, r.PlanErrors)
+		xu := "-"
+		if r.UniformRatio > 0 {
+			xu = fmt.Sprintf("%.4f", r.UniformRatio)
+		}
+		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%.2f\t%d\t%.1f\t%d\t%.3f\t%.4f\t%.2f\t%.4f\t%.4f\t%.4f\t%.4f\t%.1f\t%.4f\t%s\t%s\t%d\t\n",
+			r.Policy, r.Freshness, r.ModelFreshness, r.AgeDays, r.Fetches, r.FetchesPerDay, r.Bytes, r.notModifiedShare(), r.Oracle, r.OracleAgeDays, r.Ratio, r.FullOracle, r.FullRatio,
+			r.Signal.Freshness, r.Signal.FetchesPerDay, r.SignalRatio, xu, fp, r.PlanErrors)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -37,22 +43,46 @@ func WriteTable(out io.Writer, rs []Result) error {
 	return nil
 }
 
-// WriteCSV writes results.csv (one row per policy and workload) and
-// series.csv (freshness over time per policy and workload) into dir.
+// AddUniformRatios sets the UniformRatio of every result for which a
+// result of the uniform policy on the same workload, budget and mode is
+// among rs.
+func AddUniformRatios(rs []Result) {
+	type key struct {
+		mode, workload string
+		budget         float64
+	}
+	uniform := map[key]float64{}
+	for _, r := range rs {
+		if r.Policy == "uniform" {
+			uniform[key{r.Mode, r.Workload, r.Budget}] = r.Freshness
+		}
+	}
+	for i := range rs {
+		if u := uniform[key{rs[i].Mode, rs[i].Workload, rs[i].Budget}]; u > 0 {
+			rs[i].UniformRatio = rs[i].Freshness / u
+		}
+	}
+}
+
+// WriteCSV writes results.csv (one row per policy, workload and budget) and
+// series.csv (freshness over time per policy, workload and budget) into
+// dir.
 func WriteCSV(dir string, rs []Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("bench: output directory: %w", err)
 	}
-	rows := [][]string{{"mode", "workload", "policy", "freshness", "age_days", "fetches", "fetches_per_day", "bytes", "not_modified", "not_modified_share", "oracle_freshness", "oracle_age_days", "ratio", "full_budget_oracle", "full_budget_ratio", "model_freshness", "first_pass_days", "freshness_after_first_pass", "model_after_first_pass", "plan_errors", "wall_seconds"}}
-	series := [][]string{{"mode", "workload", "policy", "day", "freshness"}}
+	rows := [][]string{{"mode", "workload", "policy", "freshness", "age_days", "fetches", "fetches_per_day", "bytes", "not_modified", "not_modified_share", "oracle_freshness", "oracle_age_days", "ratio", "full_budget_oracle", "full_budget_ratio", "model_freshness", "first_pass_days", "freshness_after_first_pass", "model_after_first_pass", "plan_errors", "wall_seconds",
+		"budget_per_day", "every_days", "signal_oracle_freshness", "signal_oracle_fetches_per_day", "signal_ratio", "uniform_ratio"}}
+	series := [][]string{{"mode", "workload", "policy", "day", "freshness", "every_days"}}
 	g := func(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
 	for _, r := range rs {
 		rows = append(rows, []string{r.Mode, r.Workload, r.Policy, g(r.Freshness), g(r.AgeDays), strconv.Itoa(r.Fetches), g(r.FetchesPerDay),
 			strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.NotModified), g(r.notModifiedShare()), g(r.Oracle), g(r.OracleAgeDays), g(r.Ratio),
 			g(r.FullOracle), g(r.FullRatio), g(r.ModelFreshness), g(r.FirstPassDays), g(r.FreshAfterFirstPass), g(r.ModelAfterFirstPass),
-			strconv.Itoa(r.PlanErrors), g(r.Wall.Seconds())})
+			strconv.Itoa(r.PlanErrors), g(r.Wall.Seconds()),
+			g(r.Budget), g(r.EveryDays), g(r.Signal.Freshness), g(r.Signal.FetchesPerDay), g(r.SignalRatio), g(r.UniformRatio)})
 		for _, p := range r.Series {
-			series = append(series, []string{r.Mode, r.Workload, r.Policy, g(p.Day), g(p.Freshness)})
+			series = append(series, []string{r.Mode, r.Workload, r.Policy, g(p.Day), g(p.Freshness), g(r.EveryDays)})
 		}
 	}
 	if err := writeCSVFile(filepath.Join(dir, "results.csv"), rows); err != nil {

@@ -26,6 +26,10 @@ type Options struct {
 	// Budget is the total fetches per simulated day (0: Pages/30, every
 	// page once a month on average as in Cho & Garcia-Molina Table 6).
 	Budget float64
+	// Every, when > 0, sets the budget to every page once in Every
+	// simulated days on average (Pages / Every, the run's pages): one of
+	// Budget and Every may be set.
+	Every float64
 	// HostRate is the most fetches per simulated day of one host
 	// (0: 10 × the uniform share of a host).
 	HostRate float64
@@ -77,7 +81,7 @@ func (o Options) withDefaults() (Options, error) {
 		name string
 		v    float64
 	}{
-		{"days", o.Days}, {"warm-up", o.Warmup}, {"budget", o.Budget}, {"host rate", o.HostRate},
+		{"days", o.Days}, {"warm-up", o.Warmup}, {"budget", o.Budget}, {"every", o.Every}, {"host rate", o.HostRate},
 		{"prior rate", o.PriorRate}, {"half-life", o.HalfLifeDays}, {"explore share", o.Explore}, {"replan", o.ReplanDays},
 	} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
@@ -97,7 +101,12 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Warmup < 0 || o.Warmup >= o.Days {
 		return o, fmt.Errorf("bench: warm-up %v days must be in [0, %v)", o.Warmup, o.Days)
 	}
-	if o.Budget <= 0 {
+	switch {
+	case o.Every > 0 && o.Budget > 0:
+		return o, fmt.Errorf("bench: a budget of %v a day and every page once in %v days: set one", o.Budget, o.Every)
+	case o.Every > 0:
+		o.Budget = float64(o.Pages) / o.Every
+	case o.Budget <= 0:
 		o.Budget = float64(o.Pages) / 30
 	}
 	if o.HostRate <= 0 {
@@ -147,7 +156,9 @@ func scaleDay(d, day time.Duration) time.Duration {
 func virtualEpoch() time.Time { return time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC) }
 
 // pageTruth is what the bench knows of one simulated page: its change
-// offsets since the epoch, and its true rate (per second) in each segment.
+// offsets since the epoch, and its true rate (per second) in each segment:
+// for a page whose change times are generated (Workload.hist), which has
+// no single true rate, its mean rate over the measured window.
 type pageTruth struct {
 	changes []time.Duration
 	rates   []float64 // per segment
@@ -169,23 +180,20 @@ type truthSet struct {
 // buildTruth generates the change times of every page from the sim (the
 // same generator the live mode serves), over [0, end).
 func buildTruth(w Workload, o Options, day time.Duration, end time.Duration) (*truthSet, error) {
-	mk := func(mix []sim.RateClass, seed uint64) (*sim.Sim, error) {
-		s, err := sim.New(sim.Config{Hosts: o.Hosts, Pages: o.Pages, Mix: mix, Day: day, Seed: seed, LastModified: w.LastModified, Now: func() time.Time { return virtualEpoch() }})
-		if err != nil {
-			return nil, fmt.Errorf("bench: workload %s: %w", w.Name, err)
-		}
-		return s, nil
-	}
-	a, err := mk(w.Mix, o.Seed)
+	base := w.simConfig(o, day)
+	base.Now = virtualEpoch
+	a, err := sim.New(base)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("bench: workload %s: %w", w.Name, err)
 	}
 	if w.After == nil {
 		return newTruthSet(a, nil, 0, end), nil
 	}
-	b, err := mk(w.After, o.Seed+1)
+	after := base
+	after.Mix, after.Seed = w.After, o.Seed+1
+	b, err := sim.New(after)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("bench: workload %s: %w", w.Name, err)
 	}
 	return newTruthSet(a, b, w.DriftAt, end), nil
 }
@@ -571,6 +579,13 @@ func measure(w Workload, ts *truthSet, pages []vpage, o Options, end time.Durati
 	res.FullOracle = full.Freshness
 	if res.FullOracle > 0 {
 		res.FullRatio = res.Freshness / res.FullOracle
+	}
+	res.Budget, res.EveryDays = o.Budget, float64(len(pages))/o.Budget
+	if res.Signal, err = signalOracle(w, ts, o, from, end); err != nil {
+		return res, fmt.Errorf("bench: workload %s: %w", w.Name, err)
+	}
+	if res.Signal.Freshness > 0 {
+		res.SignalRatio = res.Freshness / res.Signal.Freshness
 	}
 	// The first full pass: when the last page was fetched for the first
 	// time, and the truth from then on.

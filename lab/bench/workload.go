@@ -24,7 +24,8 @@ const (
 
 // workloadNames lists every workload name.
 func workloadNames() []string {
-	return []string{workloadTable6, workloadHeavyTail, workloadWeighted, workloadDrift, workloadHostBound, workloadNoLM, workloadLMMixed, workloadColdStart}
+	return []string{workloadTable6, workloadHeavyTail, workloadWeighted, workloadDrift, workloadHostBound, workloadNoLM, workloadLMMixed, workloadColdStart,
+		workloadBursty, workloadClustered, workloadGroups, workloadWebHist, workloadMixedHist}
 }
 
 // coldStartPages is the size of the coldstart workload's seed list.
@@ -60,6 +61,9 @@ type Workload struct {
 	FromStart bool
 	// VirtualOnly workloads are refused by the live mode.
 	VirtualOnly bool
+	// hist, when set, generates every page's change times (history.go)
+	// in place of Mix: the workloads that look like real histories.
+	hist *histModel
 }
 
 // NewWorkload builds the named workload for pages pages on hosts hosts.
@@ -70,7 +74,10 @@ func NewWorkload(name string, pages, hosts int, seed uint64) (Workload, error) {
 		return Workload{}, fmt.Errorf("workload %s: %d pages on %d hosts", name, pages, hosts)
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x776f726b6c6f6164)) // "workload"
-	w := Workload{Name: name, Mix: sim.Table6Mix()}
+	w := Workload{Name: name, Mix: sim.Table6Mix(), hist: newHistModel(name)}
+	if w.hist != nil {
+		w.Mix = nil
+	}
 	switch name {
 	case workloadTable6:
 		w.Description = "Cho & Garcia-Molina Table 6: 23% daily, 15% weekly, 16% monthly, 16% quarterly, 30% yearly"
@@ -120,6 +127,16 @@ func NewWorkload(name string, pages, hosts int, seed uint64) (Workload, error) {
 		// the workload does not see here: the description names the flag.
 		w.Description = fmt.Sprintf("Table 6 rates, every URL seeded at once (--coldstart-pages, default %d), measured from the start", coldStartPages)
 		w.Pages, w.Days, w.FromStart, w.VirtualOnly = coldStartPages, 150, true, true
+	case workloadBursty:
+		w.Description = "non-stationary: busy phases of weeks to months at a change every few days, quiet years between; a fifth of the pages and of the hosts go quiet for good"
+	case workloadClustered:
+		w.Description = "stationary, clustered: renewal processes with log-normal intervals (sigma 1.7), mean rates as Table 6"
+	case workloadGroups:
+		w.Description = "groups of pages on one host changing at the same moments (2/3 of the pages in groups of 2 or more, 3 in 10 groups mirrors), Poisson with Table 6 rates by group"
+	case workloadWebHist:
+		w.Description = "like real histories: groups changing together, bursty and clustered (intervals median ~10 days, mean ~55), ETag only"
+	case workloadMixedHist:
+		w.Description = "half webhist pages (ETag only), half Table 6 Poisson pages (Last-Modified true)"
 	default:
 		return Workload{}, fmt.Errorf("unknown workload %q: want one of %s", name, strings.Join(workloadNames(), ", "))
 	}

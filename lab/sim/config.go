@@ -86,6 +86,10 @@ type Config struct {
 	// permutation independent of the change classes). Empty: every page
 	// sends the time of its last change. The shares must sum to 1.
 	LastModified []LastModifiedClass
+	// Scripted, when set, gives every page's change times instead of
+	// drawing them (see Scripted); Mix and Periodic must then be empty,
+	// and Pages is len(Scripted.Changes).
+	Scripted *Scripted
 }
 
 // LastModifiedMode is how a page's server fills the Last-Modified header.
@@ -174,10 +178,13 @@ func (cfg Config) withDefaults() Config {
 	if cfg.Hosts == 0 {
 		cfg.Hosts = defaultHosts
 	}
+	if cfg.Pages == 0 && cfg.Scripted != nil {
+		cfg.Pages = len(cfg.Scripted.Changes)
+	}
 	if cfg.Pages == 0 {
 		cfg.Pages = defaultPages
 	}
-	if len(cfg.Mix) == 0 && len(cfg.Periodic) == 0 {
+	if len(cfg.Mix) == 0 && len(cfg.Periodic) == 0 && cfg.Scripted == nil {
 		cfg.Mix = Table6Mix()
 	}
 	if cfg.Day == 0 {
@@ -217,6 +224,11 @@ func (cfg Config) validate() error {
 			return err
 		}
 	}
+	if cfg.Scripted != nil {
+		if err := cfg.validateScripted(); err != nil {
+			return err
+		}
+	}
 	sum := 0.0
 	for i, c := range cfg.Mix {
 		if !finiteNonNeg(c.Share) || c.Share > 1 {
@@ -233,7 +245,7 @@ func (cfg Config) validate() error {
 		}
 		sum += c.Share
 	}
-	if math.Abs(sum-1) > shareSlack {
+	if cfg.Scripted == nil && math.Abs(sum-1) > shareSlack {
 		return fmt.Errorf("sim: Config.Mix and Config.Periodic shares sum to %v: must sum to 1", sum)
 	}
 	if len(cfg.LastModified) > 0 {
@@ -299,6 +311,9 @@ func finiteNonNeg(x float64) bool { return x >= 0 && !math.IsInf(x, 0) && !math.
 // remainder, so the realised mix is as close to the requested one as n allows
 // (100 pages with the Table 6 mix give exactly 23/15/16/16/30).
 func classCounts(shares []float64, n int) []int {
+	if len(shares) == 0 {
+		return nil // scripted pages: no classes
+	}
 	counts := make([]int, len(shares))
 	type rem struct {
 		i int

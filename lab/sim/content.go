@@ -75,7 +75,7 @@ func render(seed uint64, vocab []string, page, version, hosts, pages int) []byte
 // at the given version (a 200 to a GET): what a crawler downloads when its
 // copy is out of date.
 func (s *Sim) BodySize(i, version int) int {
-	return len(render(s.cfg.Seed, s.vocab, i, version, s.cfg.Hosts, len(s.pages)))
+	return len(render(s.cfg.Seed, s.vocab, s.pages[i].bodyOf, version, s.cfg.Hosts, len(s.pages)))
 }
 
 // renderIndex lists the pages of one host, so a crawler can also start from

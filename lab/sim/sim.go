@@ -64,8 +64,11 @@ type Sim struct {
 type page struct {
 	index int
 	host  int
-	kind  string // "poisson" or "periodic"
+	kind  string // "poisson", "periodic" or "scripted"
 	info  PageInfo
+	// bodyOf is the page whose content this one serves: itself, or the
+	// source of a scripted mirror.
+	bodyOf int
 
 	mu        sync.Mutex // guards sched and the render cache
 	sched     *schedule
@@ -81,7 +84,7 @@ type PageInfo struct {
 	URL       string `json:"url"`
 	Host      string `json:"host"` // IP address of the host
 	HostIndex int    `json:"host_index"`
-	Kind      string `json:"kind"` // "poisson" or "periodic"
+	Kind      string `json:"kind"` // "poisson", "periodic" or "scripted"
 	// Rate is the true mean number of changes per real second; for a
 	// periodic page, len(Phases)/Period.
 	Rate float64 `json:"rate_per_second"`
@@ -205,8 +208,12 @@ func New(cfg Config) (*Sim, error) {
 	daySec := cfg.Day.Seconds()
 	s.pages = make([]*page, cfg.Pages)
 	for i := range s.pages {
+		if cfg.Scripted != nil {
+			s.pages[i] = scriptedPage(cfg, i, lmMode[i])
+			continue
+		}
 		ci := class[perm[i]]
-		p := &page{index: i, host: i % cfg.Hosts, cacheVer: -1}
+		p := &page{index: i, host: i % cfg.Hosts, cacheVer: -1, bodyOf: i}
 		p.info = PageInfo{Index: i, Host: hostIP(p.host), HostIndex: p.host, LastModified: lmMode[i]}
 		if ci < len(cfg.Mix) {
 			rate := cfg.Mix[ci].Rate / daySec
@@ -550,9 +557,9 @@ func (s *Sim) servePage(w http.ResponseWriter, r *http.Request, now time.Time, i
 		if p.info.Feed != "" {
 			p.cacheBody = renderFeed(p.info.Feed, s.cfg.Seed, s.vocab, i, s.epoch, p.sched.times[:ver])
 		} else {
-			p.cacheBody = render(s.cfg.Seed, s.vocab, i, ver, s.cfg.Hosts, len(s.pages))
+			p.cacheBody = render(s.cfg.Seed, s.vocab, p.bodyOf, ver, s.cfg.Hosts, len(s.pages))
 		}
-		p.cacheETag = etagFor(s.cfg.Seed, i, ver)
+		p.cacheETag = etagFor(s.cfg.Seed, p.bodyOf, ver)
 	}
 	body, etag := p.cacheBody, p.cacheETag
 	p.mu.Unlock()
