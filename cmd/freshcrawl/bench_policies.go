@@ -81,6 +81,7 @@ func (b *benchPoliciesFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&b.o.HostRate, "host-rate", b.o.HostRate, "most fetches per simulated day of one host (0: 10x a host's uniform share)")
 	fs.Float64Var(&b.o.PriorRate, "prior-rate", b.o.PriorRate, "coordinator option: changes per simulated day assumed for a URL never observed")
 	fs.Float64Var(&b.o.HalfLifeDays, "half-life", b.o.HalfLifeDays, "coordinator option: estimator half-life in simulated days")
+	fs.BoolVar(&b.o.NoCoChange, "no-co-change", false, "diagnostic (virtual mode): turn off the scheduler's ties between pages that change together")
 	fs.BoolVar(&b.o.TrueRates, "true-rates", false, "diagnostic (virtual mode): feed the scheduler the true rates instead of its estimates")
 	fs.BoolVar(&b.o.Deciles, "deciles", false, "diagnostic (virtual mode): print each policy's fetches and freshness by decile of the true rate against the full-budget oracle's")
 	fs.Float64Var(&b.o.Explore, "explore", b.o.Explore, "coordinator option: exploration share for URLs the optimum gives up on")

@@ -147,6 +147,118 @@ func (r *coRing) holders(key uint64, skip uint32, limit int, fn func(id uint32))
 	return true
 }
 
+// maxCoGroup bounds a group of URLs tied together: past it, more URLs
+// holding the same key are more likely a template than one source.
+const maxCoGroup = maxCoCandidates
+
+// coGroups are the URLs tied together, a group each: a URL that once
+// held the same key as another (the same content, the same dated last
+// change) stays tied to it, whatever keys they hold later, until its
+// hints stop being confirmed. Each URL names its group's root and the
+// next member of a circular list of the group (8 bytes a URL); groups
+// are small (maxCoGroup), so a union relabels the smaller one.
+type coGroups struct {
+	root, next []uint32 // by entry id; root 0: in no group
+	size       map[uint32]int
+	tie        map[uint32]coTie // by root: the tie that formed the group
+}
+
+// grow makes room for entry id.
+func (g *coGroups) grow(id uint32) {
+	if int(id) < len(g.root) {
+		return
+	}
+	n := max(int(id)+1, 2*len(g.root), 64)
+	g.root = append(g.root, make([]uint32, n-len(g.root))...)
+	g.next = append(g.next, make([]uint32, n-len(g.next))...)
+}
+
+// rootOf is id's group (0: none).
+func (g *coGroups) rootOf(id uint32) uint32 {
+	if int(id) >= len(g.root) {
+		return 0
+	}
+	return g.root[id]
+}
+
+// union ties a and b by tie t, unless the group would grow past
+// maxCoGroup.
+func (g *coGroups) union(a, b uint32, t coTie) {
+	if a == b {
+		return
+	}
+	g.grow(max(a, b))
+	if g.size == nil {
+		g.size, g.tie = map[uint32]int{}, map[uint32]coTie{}
+	}
+	for _, id := range []uint32{a, b} {
+		if g.root[id] == 0 {
+			g.root[id], g.next[id], g.size[id], g.tie[id] = id, id, 1, t
+		}
+	}
+	ra, rb := g.root[a], g.root[b]
+	if ra == rb || g.size[ra]+g.size[rb] > maxCoGroup {
+		return
+	}
+	if g.size[ra] < g.size[rb] {
+		ra, rb, a, b = rb, ra, b, a
+	}
+	for id := rb; ; {
+		g.root[id] = ra
+		if id = g.next[id]; id == rb {
+			break
+		}
+	}
+	g.next[a], g.next[b] = g.next[b], g.next[a] // splice the two cycles
+	g.size[ra] += g.size[rb]
+	delete(g.size, rb)
+	delete(g.tie, rb)
+}
+
+// members calls fn for every member of id's group but id.
+func (g *coGroups) members(id uint32, fn func(uint32)) {
+	if g.rootOf(id) == 0 {
+		return
+	}
+	for m := g.next[id]; m != id; m = g.next[m] {
+		fn(m)
+	}
+}
+
+// remove takes id out of its group.
+func (g *coGroups) remove(id uint32) {
+	r := g.rootOf(id)
+	if r == 0 {
+		return
+	}
+	prev := id
+	for g.next[prev] != id {
+		prev = g.next[prev]
+	}
+	n := g.next[id]
+	g.next[prev] = n
+	g.root[id], g.next[id] = 0, 0
+	size, tie := g.size[r]-1, g.tie[r]
+	delete(g.size, r)
+	delete(g.tie, r)
+	if size <= 1 {
+		if size == 1 {
+			g.root[n], g.next[n] = 0, 0
+		}
+		return
+	}
+	if r == id {
+		for m := n; ; {
+			g.root[m] = n
+			if m = g.next[m]; m == n {
+				break
+			}
+		}
+		r = n
+	}
+	g.size[r], g.tie[r] = size, tie
+}
+
 // coTrust counts a host's hints of one tie that a fetch confirmed (the
 // URL had changed) and refuted.
 type coTrust struct{ hits, misses float32 }
@@ -160,7 +272,8 @@ func (t coTrust) precision() float64 {
 // coChange is the scheduler's record of which URLs change together
 // (SchedulerOptions.CoChange).
 type coChange struct {
-	rings [coTies]coRing
+	rings  [coTies]coRing
+	groups coGroups
 	// trust by host (frontier.hostList index) and tie.
 	trust map[uint32]*[coTies]coTrust
 	// hinted are the URLs (entry ids) refetched for a hint and not yet
@@ -179,6 +292,7 @@ func (c *coChange) forget(id uint32) {
 	for t := range c.rings {
 		c.rings[t].unlink(id)
 	}
+	c.groups.remove(id)
 	delete(c.hinted, id)
 }
 
@@ -245,23 +359,44 @@ func (s *Scheduler) coLearn(e *entry, fb Feedback) {
 	if !fb.OK {
 		return
 	}
-	if fb.Content != 0 {
-		old := c.rings[tieContent].set(e.id, fb.Content)
-		if fb.Changed && old != 0 && old != fb.Content {
-			c.rings[tieContent].holders(old, e.id, maxCoCandidates, func(id uint32) {
-				s.coHint(s.front.entry(id), tieContent, fb.Start, fb.Start)
-			})
+	// Tie e to the URLs that hold the key it holds now: they share its
+	// content, or its dated last change, so they changed together at
+	// least once.
+	join := func(t coTie, key uint64) {
+		if key == 0 || c.rings[t].set(e.id, key) == key {
+			return
 		}
+		c.rings[t].holders(key, e.id, maxCoCandidates, func(id uint32) { c.groups.union(e.id, id, t) })
 	}
-	if fb.Dated && !fb.LastModified.IsZero() {
-		k := dateKey(e.host, fb.LastModified)
-		old := c.rings[tieDate].set(e.id, k)
-		if old != 0 && old != k {
-			c.rings[tieDate].holders(old, e.id, maxCoCandidates, func(id uint32) {
-				s.coHint(s.front.entry(id), tieDate, fb.LastModified, fb.Start)
-			})
-		}
+	join(tieContent, fb.Content)
+	dated := fb.Dated && !fb.LastModified.IsZero()
+	if dated {
+		join(tieDate, dateKey(e.host, fb.LastModified))
 	}
+	if !fb.Changed || c.groups.rootOf(e.id) == 0 {
+		return
+	}
+	t := c.groups.tie[c.groups.rootOf(e.id)]
+	if t == tieContent && fb.Content != 0 {
+		// Mirrors: a peer whose content is not the new one is stale.
+		c.groups.members(e.id, func(id uint32) {
+			if c.rings[tieContent].keyOf(id) != fb.Content {
+				s.coHint(s.front.entry(id), t, fb.Start, fb.Start)
+			}
+		})
+		return
+	}
+	// Pages dated together: the change is after the last change dated,
+	// else after the fetch before this one, and a peer last fetched
+	// before then has missed it.
+	since := fromNanos(s.prevOK(e.pos))
+	if dated {
+		since = fb.LastModified
+	}
+	if since.IsZero() {
+		return
+	}
+	c.groups.members(e.id, func(id uint32) { s.coHint(s.front.entry(id), t, since, fb.Start) })
 }
 
 // coHint refetches e at once if a change after since, hinted by tie t, is

@@ -158,12 +158,6 @@ func (j *PlanJob) Solve() error {
 		ej = j.restricted(keep)
 	}
 	var freq []float64
-	// The cap bounds what a wrong model may cost; where the plan gives
-	// up more than that share of the collection, rechecking them is
-	// what a wrong model needs (docs/design.md §3.7).
-	if n := len(out.Freq); n > 0 && float64(out.GivenUp)/float64(n) > ej.explore {
-		ej.explore = float64(out.GivenUp) / float64(n)
-	}
 	if out.Mu > 0 && !math.IsInf(out.Mu, 1) {
 		freq, out, err = ej.exploreByValue(in, out)
 		if err != nil {

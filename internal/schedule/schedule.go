@@ -18,9 +18,7 @@ type SchedulerOptions struct {
 	Policy Policy
 	// ExploreShare is the largest share of the budget (and of each host's
 	// cap) exploration may take (docs/design.md §3.7): probes of URLs
-	// whose rate is not resolved and checks of URLs given up. A plan that
-	// gives up a larger share of the collection lets exploration take
-	// that share. Policies
+	// whose rate is not resolved and checks of URLs given up. Policies
 	// with no multiplier (uniform, proportional, the LambdaCrawl peers)
 	// keep URLs the plan gives up on at ExploreShare × budget/URLs.
 	ExploreShare float64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"sort"
 	"strconv"
 	"time"
@@ -43,6 +44,10 @@ type Options struct {
 	// estimates: a diagnostic that separates the loss due to estimation
 	// from the loss due to scheduling and dispatch.
 	TrueRates bool
+	// NoCoChange turns off the scheduler's ties between pages that change
+	// together (schedule.SchedulerOptions.CoChange): the same policy
+	// without them, to measure what they gain.
+	NoCoChange bool
 	// Deciles adds to the result the run's fetches and freshness by
 	// decile of the true rate against the full-budget oracle's (virtual
 	// mode): a diagnostic of where a policy loses.
@@ -329,6 +334,7 @@ func newVirtualRun(w Workload, o Options, ts *truthSet, pol schedule.Policy) (*v
 	so.Budget, so.HostRate, so.Policy = budget, o.HostRate/daySec, pol
 	so.ExploreShare, so.Replan = o.Explore, time.Duration(o.ReplanDays*float64(o.Day))
 	so.Priors, so.PriorRate, so.HalfLife = est.Priors, o.PriorRate/daySec, halfLife
+	so.CoChange = !o.NoCoChange
 	sched, err := schedule.NewScheduler(so)
 	if err != nil {
 		return nil, err
@@ -463,6 +469,7 @@ func (r *virtualRun) complete(c completion) {
 	fb := r.est.Learn(&p.est, p.rate, schedule.Observation{
 		URL: p.url, Host: p.host, Start: c.start, End: c.end, OK: true, First: first, Prev: p.lastOK, Changed: changed, NotModified: notModified,
 		LastModified: lm, HostGap: r.gaps[r.ts.hosts[c.page]],
+		Content: contentKey(r.ts.site.BodyOf(c.page), ver), Hinted: r.sched.Hinted(p.url),
 	})
 	if r.o.TrueRates {
 		fb.Rate = r.ts.rateAt(c.page, off)
@@ -472,12 +479,22 @@ func (r *virtualRun) complete(c completion) {
 	r.sched.Done(p.url, fb)
 }
 
+// contentKey is the fingerprint of the body page body serves at version
+// ver, as the fold takes it from the worker's hash: mirrors (one body
+// under several names) share it.
+func contentKey(body, ver int) uint64 {
+	return max(uint64(body)<<32^uint64(ver)*0x9e3779b97f4a7c15, 1)
+}
+
 // result measures the run against the truth and adds the model's figures
 // and the plan errors.
 func (r *virtualRun) result(w Workload, policy string, end time.Duration) (Result, error) {
 	o := r.o
 	res, err := measure(w, r.ts, r.pages, o, end)
 	res.Mode, res.Workload, res.Policy = "virtual", w.Name, policy
+	if os.Getenv("FC_DEBUG_HINTS") != "" {
+		fmt.Fprintf(os.Stderr, "hints %s %s: %+v\n", w.Name, policy, r.sched.CoChange())
+	}
 	res.Pages, res.Hosts = o.Pages, o.Hosts
 	if o.Deciles && err == nil {
 		res.Deciles, err = deciles(w, r.ts, r.pages, o, time.Duration(o.Warmup*float64(o.Day)), end)

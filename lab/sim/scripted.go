@@ -129,3 +129,8 @@ func scriptedPage(cfg Config, i int, lm LastModifiedMode) *page {
 	p.info = PageInfo{Index: i, Host: hostIP(p.host), HostIndex: p.host, Kind: kindScripted, LastModified: lm, Rate: perDay / daySec, RatePerDay: perDay}
 	return p
 }
+
+// BodyOf is the page whose content page i serves: itself, or for a mirror
+// the page it mirrors (Scripted.BodyOf). Two pages with the same BodyOf
+// serve the same body at the same version.
+func (s *Sim) BodyOf(i int) int { return s.pages[i].bodyOf }
