@@ -214,3 +214,27 @@ func TestMeasureOracleError(t *testing.T) {
 		t.Errorf("result beside the error: oracle %v, %d fetches, freshness %v", res.Oracle, res.Fetches, res.Freshness)
 	}
 }
+
+// Random crawls over HTTP of a generated web (groups: pages changing at
+// the same moments, mirrors among them), served by the sim from the
+// script the virtual mode reads: the two computations agree.
+func TestMeasureAgreesWithReportGenerated(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	const days, pages, hosts = 40, 30, 2
+	w, err := NewWorkload(workloadGroups, pages, hosts, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultOptions()
+	o.Pages, o.Hosts, o.Days, o.Warmup = pages, hosts, days, 10
+	var script []scriptedFetch
+	for range 200 {
+		script = append(script, scriptedFetch{page: rng.IntN(pages), at: time.Duration(rng.Float64() * days * float64(virtualDay))})
+	}
+	s, vp := crawlSim(t, w.simConfig(o, virtualDay), script)
+	res, rep, full := measureAndReport(t, s, vp, days, 10, 8)
+	if res.Fetches == 0 || res.NotModified == 0 || res.Freshness == 0 {
+		t.Fatalf("a crawl that says nothing: %+v", res)
+	}
+	agree(t, res, rep, full)
+}
