@@ -86,6 +86,11 @@ type Config struct {
 	// permutation independent of the change classes). Empty: every page
 	// sends the time of its last change. The shares must sum to 1.
 	LastModified []LastModifiedClass
+	// Signals is what every host publishes about its changes (sitemap,
+	// feed, Cache-Control; sitemap.go), and HostSignals what the hosts it
+	// names publish instead. The zero value publishes nothing.
+	Signals     Signals
+	HostSignals map[int]Signals
 }
 
 // LastModifiedMode is how a page's server fills the Last-Modified header.
@@ -216,6 +221,9 @@ func (cfg Config) validate() error {
 		if err := cfg.Search.validate(cfg.Hosts); err != nil {
 			return err
 		}
+	}
+	if err := cfg.validateSignals(); err != nil {
+		return err
 	}
 	sum := 0.0
 	for i, c := range cfg.Mix {
