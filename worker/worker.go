@@ -3,7 +3,8 @@
 // of interest and, when its hash differs from the previous version's (the
 // task carries only the hash), ask the coordinator for that version and
 // diff against it; then publish the result and only then acknowledge the
-// task. Probe tasks instead read the items off a keyword-search page.
+// task. Probe tasks instead read the items off a keyword-search page, and
+// sitemap and feed tasks the entries a site publishes (signal.go).
 // Everything a worker knows comes with the task, from the shared robots
 // bucket or from the coordinator's content service, so a worker can be
 // killed at any moment and another takes over (docs/design.md §2.3).
