@@ -58,8 +58,8 @@ func newSignalMetrics(reg prometheus.Registerer) signalMetrics {
 // where the scheduler's use of the evidence plugs in. Delivery is at
 // least once, and a redelivered task's chunks may arrive from two
 // attempts (proto.SignalResult), so what it feeds must take a repeat as
-// the same evidence; a sitemap or feed task's last chunk (Signal.Last,
-// or any failed result) ends that task.
+// the same evidence; a sitemap or feed task's chunk with Signal.Last
+// ends that task (a failed one is a single such chunk).
 func (c *Coordinator) onSignal(_ context.Context, r *proto.Result) {
 	s := r.Signal
 	if r.Kind.IsSignal() {

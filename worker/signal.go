@@ -86,11 +86,12 @@ func (w *Worker) fetchSignal(ctx context.Context, task proto.Task, res *proto.Re
 		}
 		// Nothing parsed is reported: a failed fetch says nothing of
 		// the file.
-		sig.Format, sig.Entries, sig.Sitemaps, sig.Skipped, sig.Ignored, sig.Truncated, sig.Updated = "", nil, nil, nil, nil, "", time.Time{}
+		sig.Format, sig.Entries, sig.Sitemaps, sig.Skipped, sig.Ignored, sig.Truncated, sig.Updated, sig.Cache = "", nil, nil, nil, nil, "", time.Time{}, nil
 		return
 	}
 	if resp.NotModified {
-		res.NotModified = true
+		// The file the coordinator has is current, as a page's 304.
+		res.NotModified, res.Hash = true, task.PrevHash
 		return
 	}
 	sig.Total = len(sig.Entries) + len(sig.Sitemaps)
@@ -195,6 +196,11 @@ func (w *Worker) resultMessages(task proto.Task, res proto.Result) ([]resultMsg,
 	if !task.Kind.IsSignal() {
 		b, err := proto.Encode(res)
 		return []resultMsg{{id: "r-" + task.ID, data: b}}, err
+	}
+	if res.Signal == nil {
+		// A task that ended before its fetch (a refused host) still
+		// says its result is whole.
+		res.Signal = &proto.SignalResult{}
 	}
 	limit := signalChunkBytes
 	if w.nc != nil {

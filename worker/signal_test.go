@@ -291,3 +291,38 @@ func TestNewValidatesSignal(t *testing.T) {
 		t.Errorf("New = %v", err)
 	}
 }
+
+// A page's result is one message under the task's id; a sitemap's is its
+// chunks, each under an id of its attempt and sequence, the last marked,
+// even when the task ended before its fetch and carries no entries.
+func TestResultMessages(t *testing.T) {
+	w := newTestWorker(t)
+	page := task("http://127.0.0.1/p", proto.Result{}, proto.IgnoreRules{}, "")
+	msgs, err := w.resultMessages(page, proto.Result{V: proto.Version, TaskID: page.ID, URL: page.URL, Text: "x"})
+	if err != nil || len(msgs) != 1 || msgs[0].id != "r-"+page.ID {
+		t.Fatalf("page: %+v, %v", msgs, err)
+	}
+	sm := signalTask(proto.KindSitemap, "http://127.0.0.1/sitemap.xml", "")
+	refused := proto.Result{V: proto.Version, TaskID: sm.ID, Kind: sm.Kind, URL: sm.URL, Attempt: 2, ErrKind: proto.ErrBlocked}
+	msgs, err = w.resultMessages(sm, refused)
+	if err != nil || len(msgs) != 1 || msgs[0].id != "r-"+sm.ID+"/2/0" {
+		t.Fatalf("refused sitemap: %+v, %v", msgs, err)
+	}
+	if r, err := proto.DecodeResult(msgs[0].data); err != nil || r.Signal == nil || !r.Signal.Last || r.Signal.Seq != 0 {
+		t.Errorf("refused sitemap's result: %+v, %v", r.Signal, err)
+	}
+	big := refused
+	big.ErrKind, big.Signal = "", &proto.SignalResult{Format: "urlset"}
+	for i := range 20_000 {
+		big.Signal.Entries = append(big.Signal.Entries, proto.SignalEntry{URL: fmt.Sprintf("http://127.0.0.1/%s/%d", strings.Repeat("p", 40), i), Priority: -1})
+	}
+	msgs, err = w.resultMessages(sm, big)
+	if err != nil || len(msgs) < 2 {
+		t.Fatalf("big sitemap: %d messages, %v", len(msgs), err)
+	}
+	for i, m := range msgs {
+		if m.id != fmt.Sprintf("r-%s/2/%d", sm.ID, i) || len(m.data) > signalChunkBytes {
+			t.Errorf("chunk %d: id %s, %d bytes", i, m.id, len(m.data))
+		}
+	}
+}
