@@ -56,9 +56,9 @@ func newSignalMetrics(reg prometheus.Registerer) signalMetrics {
 // and, after its fold, a page result whose robots.txt check found the
 // host's Sitemap: lines. It stores nothing: it counts and logs, and is
 // where the scheduler's use of the evidence plugs in. Delivery is at
-// least once, and a redelivered task's chunks may arrive from two
-// attempts (proto.SignalResult), so what it feeds must take a repeat as
-// the same evidence; a sitemap or feed task's chunk with Signal.Last
+// least once, and a task fetched twice (redelivered, handed back) sends
+// two sequences of chunks, told apart by StartedAt (proto.SignalResult),
+// so what it feeds must take a repeat as the same evidence; a sitemap or feed task's chunk with Signal.Last
 // ends that task (a failed one is a single such chunk).
 func (c *Coordinator) onSignal(_ context.Context, r *proto.Result) {
 	s := r.Signal
@@ -86,7 +86,7 @@ func (c *Coordinator) onSignal(_ context.Context, r *proto.Result) {
 		c.log.Debug("signal result without signal", "kind", r.Kind, "url", r.URL, "task", r.TaskID, "err_kind", r.ErrKind, "err", r.Err)
 		return
 	}
-	c.log.Debug("signal", "kind", r.Kind, "url", r.URL, "task", r.TaskID, "attempt", r.Attempt, "format", s.Format,
+	c.log.Debug("signal", "kind", r.Kind, "url", r.URL, "task", r.TaskID, "started", r.StartedAt, "format", s.Format,
 		"seq", s.Seq, "last", s.Last, "total", s.Total, "entries", len(s.Entries), "sitemaps", len(s.Sitemaps),
 		"robots", len(s.Robots), "skipped", s.Skipped, "truncated", s.Truncated, "not_modified", r.NotModified,
 		"err_kind", r.ErrKind, "err", r.Err)

@@ -37,11 +37,12 @@ func (k Kind) IsSignal() bool { return k == KindSitemap || k == KindFeed }
 // travel on chunk 0 only. Chunking rather than filtering by a time lets
 // a first fetch, and every fetch of a file whose entries have no
 // lastmod, deliver the whole list, which a receiver needs to tell URLs
-// that left the file. Each chunk is published with its own message id
-// (worker: r-<task id>/<attempt>/<seq>), so a receiver may see a
-// redelivered task's chunks twice, from two attempts (Result.Attempt):
-// the entries are the same evidence, and a receiver that assembles the
-// whole list groups chunks by task id and attempt.
+// that left the file. Each chunk is published with a message id of its
+// fetch and sequence (worker: r-<task id>/<fetch start>/<seq>), so a
+// receiver may see a task fetched twice (redelivered, or handed back by
+// a stopping worker) as two sequences of chunks, which may list other
+// entries: a receiver assembling the whole list groups chunks by task id
+// and StartedAt, which every chunk of one fetch shares.
 //
 // A page task's result carries a SignalResult too when its robots.txt
 // check fetched the host's robots.txt: then only Robots is set, and Last.

@@ -189,9 +189,11 @@ type resultMsg struct {
 
 // resultMessages encodes res as the messages to publish: one for a page
 // (id r-<task id>, de-duplicated across redeliveries), the chunks of
-// proto.SplitSignal for a sitemap or feed (ids r-<task id>/<attempt>/<seq>:
-// a redelivered task's fetch may list other entries, and its chunks must
-// not be dropped as repeats of the first attempt's).
+// proto.SplitSignal for a sitemap or feed (ids r-<task id>/<fetch
+// start>/<seq>: a second fetch of the task, after a redelivery or a
+// hand-back, which restarts the delivery count, may list other entries,
+// and its chunks must not be dropped as repeats of the first's, while a
+// publish repeated within one fetch still is).
 func (w *Worker) resultMessages(task proto.Task, res proto.Result) ([]resultMsg, error) {
 	if !task.Kind.IsSignal() {
 		b, err := proto.Encode(res)
@@ -215,7 +217,7 @@ func (w *Worker) resultMessages(task proto.Task, res proto.Result) ([]resultMsg,
 		if err != nil {
 			return nil, err
 		}
-		out[i] = resultMsg{id: "r-" + task.ID + "/" + strconv.Itoa(res.Attempt) + "/" + strconv.Itoa(i), data: b}
+		out[i] = resultMsg{id: "r-" + task.ID + "/" + strconv.FormatInt(res.StartedAt.UnixNano(), 36) + "/" + strconv.Itoa(i), data: b}
 	}
 	return out, nil
 }

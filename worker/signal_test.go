@@ -293,8 +293,9 @@ func TestNewValidatesSignal(t *testing.T) {
 }
 
 // A page's result is one message under the task's id; a sitemap's is its
-// chunks, each under an id of its attempt and sequence, the last marked,
-// even when the task ended before its fetch and carries no entries.
+// chunks, each under an id of its fetch's start and its sequence, the
+// last marked, even when the task ended before its fetch and carries no
+// entries.
 func TestResultMessages(t *testing.T) {
 	w := newTestWorker(t)
 	page := task("http://127.0.0.1/p", proto.Result{}, proto.IgnoreRules{}, "")
@@ -303,9 +304,10 @@ func TestResultMessages(t *testing.T) {
 		t.Fatalf("page: %+v, %v", msgs, err)
 	}
 	sm := signalTask(proto.KindSitemap, "http://127.0.0.1/sitemap.xml", "")
-	refused := proto.Result{V: proto.Version, TaskID: sm.ID, Kind: sm.Kind, URL: sm.URL, Attempt: 2, ErrKind: proto.ErrBlocked}
+	start := time.Unix(0, 36*36+5)
+	refused := proto.Result{V: proto.Version, TaskID: sm.ID, Kind: sm.Kind, URL: sm.URL, Attempt: 2, StartedAt: start, ErrKind: proto.ErrBlocked}
 	msgs, err = w.resultMessages(sm, refused)
-	if err != nil || len(msgs) != 1 || msgs[0].id != "r-"+sm.ID+"/2/0" {
+	if err != nil || len(msgs) != 1 || msgs[0].id != "r-"+sm.ID+"/105/0" {
 		t.Fatalf("refused sitemap: %+v, %v", msgs, err)
 	}
 	if r, err := proto.DecodeResult(msgs[0].data); err != nil || r.Signal == nil || !r.Signal.Last || r.Signal.Seq != 0 {
@@ -321,7 +323,7 @@ func TestResultMessages(t *testing.T) {
 		t.Fatalf("big sitemap: %d messages, %v", len(msgs), err)
 	}
 	for i, m := range msgs {
-		if m.id != fmt.Sprintf("r-%s/2/%d", sm.ID, i) || len(m.data) > signalChunkBytes {
+		if m.id != fmt.Sprintf("r-%s/105/%d", sm.ID, i) || len(m.data) > signalChunkBytes {
 			t.Errorf("chunk %d: id %s, %d bytes", i, m.id, len(m.data))
 		}
 	}
