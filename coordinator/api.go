@@ -72,6 +72,10 @@ type Status struct {
 	// Probes are the keyword-search sources and their last round.
 	Probes []schedule.ProbeStatus `json:"probes,omitempty"`
 
+	// Signals counts the sitemap and feed fetches since this
+	// coordinator started, and the entries they listed.
+	Signals SignalStatus `json:"signals"`
+
 	// Webhooks are the webhook queues and the first dead letters.
 	Webhooks *notify.Status `json:"webhooks,omitempty"`
 	// Role is "active": this coordinator holds the lease (a standby
@@ -112,6 +116,7 @@ func (c *Coordinator) Status() Status {
 		caps = sc.CaptureStatus(math.MaxInt)
 	})
 	s.Probes = c.probeStatus()
+	s.Signals = c.sigc.status()
 	c.workers.Lock()
 	for id, at := range c.workers.seen {
 		if now.Sub(at) <= time.Minute {

@@ -244,6 +244,9 @@ type Coordinator struct {
 
 	fetchWin window
 	chgWin   window
+	// sigc and sigm count the sitemap and feed results (signals.go).
+	sigc signalCounts
+	sigm signalMetrics
 }
 
 // New builds a coordinator on an open store and NATS connection. Streams
@@ -271,6 +274,7 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 	c.folder, c.est = fold.New(db, est, c.log), est
 	c.prune.pruner = store.NewPruner(db, opts.Retention)
 	c.m = newMetrics(c.disp)
+	c.sigm = newSignalMetrics(c.m.reg)
 	c.workers.seen = map[string]time.Time{}
 	c.probes.reqs = map[string]schedule.ProbeRequest{}
 	c.probes.seen = map[string][]probeSeen{}

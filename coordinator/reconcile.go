@@ -111,6 +111,8 @@ func (c *Coordinator) foldLeftResults(ctx context.Context) error {
 		}
 		if r, err := proto.DecodeResult(m.Data); err != nil {
 			c.log.Error("bad result, dropping", "seq", m.Sequence, "err", err)
+		} else if r.Kind.IsSignal() {
+			c.onSignal(ctx, &r)
 		} else {
 			batch = append(batch, r)
 		}

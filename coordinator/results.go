@@ -155,8 +155,17 @@ func (c *Coordinator) foldMsgs(ctx context.Context, msgs []jetstream.Msg) error 
 			_ = m.Term()
 			continue
 		}
+		if r.Kind.IsSignal() {
+			// Evidence about other URLs, not a page to fold.
+			c.onSignal(ctx, &r)
+			_ = m.Ack()
+			continue
+		}
 		results = append(results, r)
 		keep = append(keep, m)
+	}
+	if len(results) == 0 {
+		return nil
 	}
 	out, err := c.fold(ctx, results)
 	if err != nil {
@@ -292,6 +301,9 @@ func (c *Coordinator) afterFold(results []proto.Result, out []fold.Outcome) {
 			c.m.fetches.WithLabelValues("ok").Inc()
 		}
 		c.m.bytes.Add(float64(r.Bytes))
+		if r.Signal != nil {
+			c.onSignal(context.Background(), r)
+		}
 		fetches++
 		if o.Changed {
 			c.m.changes.Inc()

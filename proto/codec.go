@@ -298,6 +298,9 @@ func encodeResult(r *Result) []byte {
 		})
 	}
 	e.int(rfTotal, int64(r.Total))
+	if r.Signal != nil {
+		encodeSignal(&e, r.Signal)
+	}
 	return e.b
 }
 
@@ -613,6 +616,10 @@ func decodeBinaryResult(b []byte) (Result, error) {
 			d.done(num, m)
 		case rfTotal:
 			r.Total = d.int(num, typ)
+		case rfSignal:
+			m := d.nested(num, typ)
+			r.Signal = decodeSignal(m)
+			d.done(num, m)
 		default:
 			d.skip(num, typ)
 		}

@@ -71,7 +71,7 @@ const (
 // valid reports whether k is a kind this version understands.
 func (k Kind) valid() bool {
 	switch k {
-	case KindFetch, KindCapture, KindProbe:
+	case KindFetch, KindCapture, KindProbe, KindSitemap, KindFeed:
 		return true
 	}
 	return false
@@ -256,6 +256,9 @@ type Result struct {
 	Items []ProbeItem `json:"items,omitempty"`
 	// Total is the result count a probe's first page showed, or -1.
 	Total int `json:"total,omitempty"`
+
+	// Signal is what a sitemap or feed task found (signal.go).
+	Signal *SignalResult `json:"signal,omitempty"`
 }
 
 // OK reports whether the fetch succeeded (including 304).

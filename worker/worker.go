@@ -3,7 +3,8 @@
 // of interest and, when its hash differs from the previous version's (the
 // task carries only the hash), ask the coordinator for that version and
 // diff against it; then publish the result and only then acknowledge the
-// task. Probe tasks instead read the items off a keyword-search page.
+// task. Probe tasks instead read the items off a keyword-search page, and
+// sitemap and feed tasks the entries a site publishes (signal.go).
 // Everything a worker knows comes with the task, from the shared robots
 // bucket or from the coordinator's content service, so a worker can be
 // killed at any moment and another takes over (docs/design.md §2.3).
@@ -31,6 +32,7 @@ import (
 	"github.com/freshcrawl/freshcrawl/worker/fetch"
 	"github.com/freshcrawl/freshcrawl/worker/probeparse"
 	"github.com/freshcrawl/freshcrawl/worker/robots"
+	"github.com/freshcrawl/freshcrawl/worker/signal"
 )
 
 // Options configure a worker. Start from DefaultOptions: every field is
@@ -50,6 +52,8 @@ type Options struct {
 	Heartbeat time.Duration
 	// Robots configures the robots.txt cache.
 	Robots robots.Options
+	// Signal bounds the sitemaps and feeds read (the protocol's limits).
+	Signal signal.Options
 	// IgnoreRobots skips robots.txt (only for benchmarks against own pages).
 	IgnoreRobots bool
 	// Grace is how long a stopping worker lets the tasks it holds finish
@@ -71,6 +75,7 @@ func DefaultOptions() Options {
 		Concurrency: 8,
 		Fetch:       fetch.DefaultOptions(),
 		Robots:      robots.DefaultOptions(),
+		Signal:      signal.DefaultOptions(),
 		Heartbeat:   5 * time.Second,
 		Grace:       10 * time.Second,
 		MaxRaw:      256 << 10,
@@ -85,6 +90,7 @@ func (o Options) Validate() error {
 	}
 	errs.Check("Fetch", o.Fetch.Validate())
 	errs.Check("Robots", o.Robots.Validate())
+	errs.Check("Signal", o.Signal.Validate())
 	if o.Heartbeat <= 0 {
 		errs.Check("Heartbeat", fmt.Errorf("must be > 0, got %s", o.Heartbeat))
 	}
@@ -106,6 +112,7 @@ type Worker struct {
 	// extractor recycles the extraction buffers across tasks.
 	extractor *extract.Extractor
 	robots    *robots.Checker
+	signals   *signal.Parser
 	log       *slog.Logger
 	active    atomic.Int64
 	done      atomic.Int64
@@ -150,6 +157,9 @@ func New(nc *nats.Conn, js jetstream.JetStream, robotsStore robots.Store, opts O
 		return nil, err
 	}
 	w := &Worker{opts: opts, nc: nc, js: js, fetcher: f, extractor: extract.NewExtractor(), log: opts.Log.With("worker", opts.ID), lastHost: map[string]time.Time{}, parsers: map[string]*probeparse.Parser{}}
+	if w.signals, err = signal.NewParser(opts.Signal); err != nil {
+		return nil, err
+	}
 	w.pulls.cond = sync.NewCond(&w.pulls.Mutex)
 	w.robots, err = robots.NewChecker(robotsStore, func(ctx context.Context, robotsURL string) (int, []byte, error) {
 		r := f.Get(ctx, robotsURL)
@@ -405,7 +415,7 @@ func (w *Worker) handle(stop, work context.Context, msg jetstream.Msg) {
 	}
 	w.opts.Metrics.result(&res)
 	res.Attempt = attempt
-	b, err := proto.Encode(res)
+	msgs, err := w.resultMessages(task, res)
 	if err != nil {
 		w.log.Error("encode result", "task", task.ID, "err", err)
 		_ = msg.Term()
@@ -413,7 +423,7 @@ func (w *Worker) handle(stop, work context.Context, msg jetstream.Msg) {
 	}
 	// The result is stored in JetStream before the task is acknowledged;
 	// the result's id de-duplicates a republish after a redelivery.
-	if err := w.publishResult(work, task, b); err != nil {
+	if err := w.publishAll(work, task, msgs); err != nil {
 		if work.Err() != nil {
 			// Stopping, and out of grace: the fetch was made, its result
 			// is dropped.
@@ -435,14 +445,14 @@ func (w *Worker) handle(stop, work context.Context, msg jetstream.Msg) {
 // a stream leader is being elected, for up to half the AckWait (the task
 // is touched meanwhile): the result carries the work done, and its id
 // makes a repeat harmless.
-func (w *Worker) publishResult(ctx context.Context, task proto.Task, b []byte) error {
+func (w *Worker) publishResult(ctx context.Context, task proto.Task, b []byte, id string) error {
 	limit := max(w.ackWait/2, 5*time.Second)
 	deadline := time.Now().Add(limit)
 	for attempt := 0; ; attempt++ {
 		// One attempt sent to a stream leader that died gets no answer:
 		// give up on it soon and send it again.
 		pctx, cancel := context.WithTimeout(ctx, min(3*time.Second, limit))
-		_, err := w.js.Publish(pctx, proto.ResultSubject(task.Kind), b, jetstream.WithMsgID("r-"+task.ID))
+		_, err := w.js.Publish(pctx, proto.ResultSubject(task.Kind), b, jetstream.WithMsgID(id))
 		cancel()
 		if err == nil {
 			return nil
@@ -644,6 +654,7 @@ func (w *Worker) work(ctx context.Context, stop <-chan struct{}, task proto.Task
 			return res, finished
 		}
 		w.opts.Metrics.robots(dec.Fetched)
+		noteRobots(task, &res, dec)
 		res.CrawlDelay = dec.CrawlDelay
 		if !dec.Allowed {
 			res.ErrKind, res.Err, res.Disallowed = proto.ErrRobots, "disallowed by robots.txt: "+dec.Reason, true
@@ -665,6 +676,8 @@ func (w *Worker) work(ctx context.Context, stop <-chan struct{}, task proto.Task
 		w.fetchPage(ctx, task, &res)
 	case proto.KindProbe:
 		w.probePage(ctx, task, &res)
+	case proto.KindSitemap, proto.KindFeed:
+		w.fetchSignal(ctx, task, &res)
 	default:
 		res.ErrKind, res.Err = proto.ErrOther, fmt.Sprintf("task kind %q not supported by this worker", task.Kind)
 	}

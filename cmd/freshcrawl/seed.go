@@ -261,6 +261,9 @@ func printStatus(w io.Writer, s coordinator.Status) {
 	}
 	fmt.Fprintf(w, "policy         %s, budget %s, in use %s, unabsorbed %s\n", s.Policy, config.Rate(round3(s.Budget)), config.Rate(round3(s.BudgetInUse)), config.Rate(round3(s.Unabsorbed)))
 	fmt.Fprintf(w, "model          freshness %.3f now (plan %.3f, 90%%: %.3f – %.3f), age %s, given up %d, hosts at cap %d\n", s.ModelFreshness, s.PlanFreshness, s.ModelFreshnessLo, s.ModelFreshnessHi, time.Duration(s.ModelAge*float64(time.Second)).Round(time.Millisecond), s.GivenUp, s.CappedHosts)
+	if g := s.Signals; g != (coordinator.SignalStatus{}) {
+		fmt.Fprintf(w, "signals        sitemaps %d fetches, %d entries; feeds %d fetches, %d entries (since the coordinator started)\n", g.SitemapFetches, g.SitemapEntries, g.FeedFetches, g.FeedEntries)
+	}
 	for _, p := range s.Probes {
 		l := p.Last
 		fmt.Fprintf(w, "source         %s (%s): %d rounds; last: %d items, %d queries, %d requests (%d by id), coverage %.3f, speedup %.2f, model content freshness %.3g\n",

@@ -90,6 +90,11 @@ type Config struct {
 	// drawing them (see Scripted); Mix and Periodic must then be empty,
 	// and Pages is len(Scripted.Changes).
 	Scripted *Scripted
+	// Signals is what every host publishes about its changes (sitemap,
+	// feed, Cache-Control; sitemap.go), and HostSignals what the hosts it
+	// names publish instead. The zero value publishes nothing.
+	Signals     Signals
+	HostSignals map[int]Signals
 }
 
 // LastModifiedMode is how a page's server fills the Last-Modified header.
@@ -228,6 +233,9 @@ func (cfg Config) validate() error {
 		if err := cfg.validateScripted(); err != nil {
 			return err
 		}
+	}
+	if err := cfg.validateSignals(); err != nil {
+		return err
 	}
 	sum := 0.0
 	for i, c := range cfg.Mix {

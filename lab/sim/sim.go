@@ -452,7 +452,8 @@ func (s *Sim) Close() error {
 // hostHandler serves host h: /robots.txt, / (an index of the host's pages),
 // /p/N for the pages of this host, and /private/... (disallowed by the
 // default robots.txt), plus /search and /item/{id} on the search host when
-// Config.Search is set. Every request is logged.
+// Config.Search is set, and the sitemap and feed Config.Signals publishes
+// (sitemap.go). Every request is logged.
 func (s *Sim) hostHandler(h int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.serveHost(h, w, r)
@@ -494,7 +495,7 @@ func (s *Sim) serveHost(h int, w http.ResponseWriter, r *http.Request) {
 	switch {
 	case path == "/robots.txt":
 		hdr.Set("Content-Type", "text/plain; charset=utf-8")
-		body = []byte(s.robotsTx[h])
+		body = []byte(s.robotsBody(h))
 	case path == "/":
 		hdr.Set("Content-Type", "text/html; charset=utf-8")
 		body = renderIndex(h, s.cfg.Hosts, len(s.pages))
@@ -503,6 +504,9 @@ func (s *Sim) serveHost(h int, w http.ResponseWriter, r *http.Request) {
 		body = []byte(privateBody)
 	case s.search != nil && h == s.search.cfg.Host && (path == "/search" || strings.HasPrefix(path, "/item/")):
 		s.serveSearch(w, r, &rec)
+		return
+	case isSignalPath(path):
+		s.serveSignal(h, w, r, now, &rec)
 		return
 	case strings.HasPrefix(path, "/p/"):
 		i, err := strconv.Atoi(path[len("/p/"):])
@@ -569,6 +573,7 @@ func (s *Sim) servePage(w http.ResponseWriter, r *http.Request, now time.Time, i
 	hdr := w.Header()
 	hdr.Set("Content-Type", feedContentType(p.info.Feed))
 	hdr.Set("ETag", etag)
+	s.setCacheHeaders(hdr, i)
 	if hasLM {
 		hdr.Set("Last-Modified", lastMod.Format(http.TimeFormat))
 	}

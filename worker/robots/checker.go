@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -79,7 +80,16 @@ type Decision struct {
 	CrawlDelay time.Duration // from the applicable group; 0 if none
 	Fetched    bool          // this call made a robots.txt request
 	Reason     string        // human-readable, for logs and results
+	// Sitemaps are the file's Sitemap: lines (RFC 9309 §2.2.4), in order,
+	// at most maxSitemaps: how a crawler learns a host's sitemaps. The
+	// slice is the cache's own: read it, do not modify it.
+	Sitemaps []string
 }
+
+// maxSitemaps bounds the Sitemap: lines kept of one robots.txt: real
+// files list a few, and a file of nothing else would otherwise put
+// thousands on every result that reports them.
+const maxSitemaps = 1000
 
 // Checker decides whether URLs may be crawled. It fetches robots.txt at most
 // once per origin per TTL in this process (concurrent Checks for one origin
@@ -108,6 +118,9 @@ type origin struct {
 	expires time.Time
 	verdict verdict
 	group   ruleSet
+	// sitemaps are the Sitemap: lines of a 2xx file, whichever group
+	// applies: they belong to no group (RFC 9309 §2.2.4).
+	sitemaps []string
 }
 
 type verdict int
@@ -178,7 +191,7 @@ func (c *Checker) Check(ctx context.Context, pageURL string) (Decision, error) {
 	if err != nil {
 		return Decision{}, fmt.Errorf("robots: check %q: %w", pageURL, err)
 	}
-	d := Decision{Fetched: fetched}
+	d := Decision{Fetched: fetched, Sitemaps: o.sitemaps}
 	switch o.verdict {
 	case allowAll:
 		d.Allowed = true
@@ -313,7 +326,13 @@ func (c *Checker) newOrigin(key string, e Entry) *origin {
 		o.verdict = disallowAll
 	case e.Status >= 200 && e.Status < 300: // §2.3.1.1
 		o.verdict = useRules
-		o.group = parse(e.Body).forAgent(c.token)
+		f := parse(e.Body)
+		o.group = f.forAgent(c.token)
+		if sm := f.sitemapURLs(); len(sm) > 0 {
+			// Clipped, so that a caller's append cannot write into
+			// the cache.
+			o.sitemaps = slices.Clip(sm[:min(len(sm), maxSitemaps)])
+		}
 	case e.Status == http.StatusTooManyRequests:
 		// A 4xx, but it says the server is overloaded: like 5xx, back off
 		// (as Google does) rather than read it as "no robots.txt".
