@@ -312,6 +312,15 @@ func (r recheckStretch) of(f float64, h int32) float64 {
 	return f * (1 - 1e-9) // rounding: the stretched rechecks fill the cap exactly
 }
 
+// maxPairSpan bounds, in probe intervals, the planned interval of a URL
+// whose fetches come in pairs. Two fetches τ apart inside an interval many
+// times τ bet that the URL's changes are memoryless at the scale τ; real
+// changes cluster (right after one change another is likely), so such a
+// probe reads the cluster rather than the rate, and the pair's uneven
+// spacing costs freshness for a wrong answer. Within 4τ a pair is near
+// even spacing and costs little (docs/design.md §3.7, "Pairs").
+const maxPairSpan = 4
+
 // fillPlanned gives every URL exploration did not take the plan's
 // frequency (none if blocked), and reports which of them have their
 // fetches in pairs (their pair's interval into p.tau).
@@ -340,7 +349,7 @@ func (j *PlanJob) fillPlanned(in PlanInput, plan PlanOutput, p *placement) (pair
 			// its planned fetches dates the last change, which teaches
 			// at a long interval at least what a fetch at the probe
 			// interval would.
-			if t := p.pairTau[i]; t > 0 && p.freq[i] > 0 && 1/p.freq[i] > 2*t && !j.dated.has(i) && p.pairValue[i] > pairLoss(&j.posts[i], in.Weights[i], p.freq[i], t) {
+			if t := p.pairTau[i]; t > 0 && p.freq[i] > 0 && 1/p.freq[i] > 2*t && 1/p.freq[i] <= maxPairSpan*t && !j.dated.has(i) && p.pairValue[i] > pairLoss(&j.posts[i], in.Weights[i], p.freq[i], t) {
 				p.tau[i], paired[i] = t, true
 			}
 		}

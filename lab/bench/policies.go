@@ -121,6 +121,10 @@ type Result struct {
 	LastPlanError error
 	// Wall is how long the run took.
 	Wall time.Duration
+	// Hints are the fetches the scheduler made because a page tied to
+	// the fetched one changed (schedule.Scheduler.CoChange), and
+	// HintsConfirmed those that found a change (virtual mode).
+	Hints, HintsConfirmed int
 	// Deciles are the run against the full-budget oracle by decile of the
 	// true rate (Options.Deciles; virtual mode).
 	Deciles []Decile

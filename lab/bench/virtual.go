@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"sort"
 	"strconv"
 	"time"
@@ -492,8 +491,8 @@ func (r *virtualRun) result(w Workload, policy string, end time.Duration) (Resul
 	o := r.o
 	res, err := measure(w, r.ts, r.pages, o, end)
 	res.Mode, res.Workload, res.Policy = "virtual", w.Name, policy
-	if os.Getenv("FC_DEBUG_HINTS") != "" {
-		fmt.Fprintf(os.Stderr, "hints %s %s: %+v\n", w.Name, policy, r.sched.CoChange())
+	for _, h := range r.sched.CoChange() {
+		res.Hints, res.HintsConfirmed = res.Hints+h.Sent, res.HintsConfirmed+h.Confirmed
 	}
 	res.Pages, res.Hosts = o.Pages, o.Hosts
 	if o.Deciles && err == nil {
