@@ -69,6 +69,8 @@ type Config struct {
 	ProbePolicy string `key:"probe-policy"`
 	// CaptureUniform is the paper-002 baseline for benchmarks.
 	CaptureUniform bool `key:"capture-uniform"`
+	// CoChange ties URLs that change together (coordinator.Options.CoChange).
+	CoChange bool `key:"co-change"`
 	// Standby: a coordinator that finds another holding the lease waits
 	// to take over; false makes it refuse to start.
 	Standby bool `key:"standby"`
@@ -156,7 +158,7 @@ func Default() Config {
 		Data: defaultData, NATSListen: broker.DefaultListen, Listen: defaultListen, LogLevel: defaultLogLevel, LogFormat: defaultLogFormat,
 		Budget: Rate(co.Budget), HostRate: Rate(co.HostRate), MaxInFlight: co.MaxInFlight,
 		Policy: schedule.DefaultPolicy, Objective: schedule.DefaultObjective, ProbePolicy: co.ProbePolicy,
-		Replan: co.Replan, PriorRate: Rate(co.PriorRate), HalfLife: co.HalfLife, Explore: co.ExploreShare, LMSkew: co.LMSkew,
+		Replan: co.Replan, PriorRate: Rate(co.PriorRate), HalfLife: co.HalfLife, Explore: co.ExploreShare, LMSkew: co.LMSkew, CoChange: co.CoChange,
 		KeepVersions: co.Retention.Versions, KeepVersionsFor: co.Retention.VersionsAge, KeepChanges: co.Retention.Changes,
 		KeepChangesFor: co.Retention.ChangesAge, KeepFoldMarks: co.Retention.FoldMarksAge,
 		Standby: true, LeaseTTL: broker.DefaultLeaseOptions().TTL, StopGrace: wo.Grace,
@@ -202,6 +204,7 @@ var keyDocs = []Key{
 	{"probe-policy", "how tracked items of keyword-search sources are refreshed: greedy (keyword probes), naive1 or naive2 (fetch by id; baselines)"},
 	{"lm-skew", "clock skew tolerated when deciding whether a server's Last-Modified can be trusted as the time of the last change"},
 	{"capture-uniform", "poll capture URLs uniformly instead of at learnt phases (a baseline for comparison)"},
+	{"co-change", "learn which URLs change together (the same content, the same dated last change) and refetch a URL's peers when a change seen at it makes that worth a fetch"},
 	{"standby", "when another coordinator holds the lease, wait as a hot standby and take over when it stops (false: refuse to start)"},
 	{"lease-ttl", "how long a coordinator that stopped renewing its lease keeps it; a standby takes over after this"},
 	{"adopt-crawl", "take over a crawl whose last coordinator wrote another store (a new or unrelated store: its history is not in this one)"},
@@ -298,6 +301,7 @@ func (c *Config) Register(fs *pflag.FlagSet, keys ...string) {
 	add("probe-policy", func(u string) { fs.StringVar(&c.ProbePolicy, "probe-policy", c.ProbePolicy, u) })
 	add("lm-skew", func(u string) { fs.DurationVar(&c.LMSkew, "lm-skew", c.LMSkew, u) })
 	add("capture-uniform", func(u string) { fs.BoolVar(&c.CaptureUniform, "capture-uniform", c.CaptureUniform, u) })
+	add("co-change", func(u string) { fs.BoolVar(&c.CoChange, "co-change", c.CoChange, u) })
 	add("standby", func(u string) { fs.BoolVar(&c.Standby, "standby", c.Standby, u) })
 	add("lease-ttl", func(u string) { fs.DurationVar(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, u) })
 	add("adopt-crawl", func(u string) { fs.BoolVar(&c.AdoptCrawl, "adopt-crawl", c.AdoptCrawl, u) })
@@ -549,7 +553,7 @@ func keyErrors(keys map[string]string, err error) []keyError {
 // coordinatorKeys are the keys of the fields of CoordinatorOptions.
 var coordinatorKeys = map[string]string{
 	"Budget": "budget", "HostRate": "host-rate", "MaxInFlight": "max-in-flight", "Policy": "policy", "Objective": "objective",
-	"Replan": "replan", "PriorRate": "prior-rate", "HalfLife": "half-life", "ExploreShare": "explore", "LMSkew": "lm-skew",
+	"Replan": "replan", "PriorRate": "prior-rate", "HalfLife": "half-life", "ExploreShare": "explore", "LMSkew": "lm-skew", "CoChange": "co-change",
 	"ProbePolicy": "probe-policy", "AckWait": "ack-wait", "MaxDeliver": "max-deliver",
 	"Retention.Versions": "keep-versions", "Retention.VersionsAge": "keep-versions-for", "Retention.Changes": "keep-changes",
 	"Retention.ChangesAge": "keep-changes-for", "Retention.FoldMarksAge": "keep-fold-marks-for",
@@ -582,6 +586,7 @@ func (c *Config) coordinatorOptions() (coordinator.Options, error) {
 	o.Budget, o.HostRate, o.MaxInFlight = c.Budget.PerSecond(), c.HostRate.PerSecond(), c.MaxInFlight
 	o.Replan, o.PriorRate, o.HalfLife, o.ExploreShare = c.Replan, c.PriorRate.PerSecond(), c.HalfLife, c.Explore
 	o.LMSkew, o.ProbePolicy, o.CaptureUniform, o.DefaultIgnore = c.LMSkew, c.ProbePolicy, c.CaptureUniform, c.defaultIgnore()
+	o.CoChange = c.CoChange
 	o.AckWait, o.MaxDeliver, o.Retention = c.AckWait, c.MaxDeliver, c.retention()
 	o.Webhooks.Secret, o.Webhooks.Attempts, o.Webhooks.Timeout = c.WebhookSecret, c.WebhookAttempts, c.WebhookTimeout
 	o.Webhooks.Backoff, o.Webhooks.MaxBackoff, o.Webhooks.AllowPrivate = c.WebhookBackoff, c.WebhookMaxBackoff, c.AllowPrivateWebhooks

@@ -72,6 +72,10 @@ type Options struct {
 	ProbePolicy string
 	// CaptureUniform keeps capture URLs on uniform polls (a baseline).
 	CaptureUniform bool
+	// CoChange refetches the URLs tied to a URL seen changed (the same
+	// content, the same dated last change) when that is worth a fetch
+	// (schedule.SchedulerOptions.CoChange).
+	CoChange bool
 	// DefaultIgnore are the noise rules every URL gets; a seed's own rules
 	// add to them.
 	DefaultIgnore proto.IgnoreRules
@@ -107,7 +111,7 @@ func DefaultOptions() Options {
 	return Options{
 		Budget: sched.Budget, HostRate: sched.HostRate, MaxInFlight: dispatch.DefaultOptions().MaxInFlight,
 		Policy: sched.Policy, Replan: sched.Replan, PriorRate: sched.PriorRate, HalfLife: sched.HalfLife,
-		LMSkew: schedule.DefaultLMSkew, ExploreShare: sched.ExploreShare, ProbePolicy: schedule.DefaultProbePolicy,
+		LMSkew: schedule.DefaultLMSkew, ExploreShare: sched.ExploreShare, ProbePolicy: schedule.DefaultProbePolicy, CoChange: sched.CoChange,
 		Retention: store.DefaultRetention(), AckWait: nats.AckWait, MaxDeliver: nats.MaxDeliver,
 		ConsoleEvery: 5 * time.Second, Webhooks: notify.DefaultOptions(),
 	}
@@ -436,6 +440,7 @@ func newSchedule(opts Options, db *store.DB, log *slog.Logger) (schedule.Estimat
 func (o Options) schedulerOptions(priors *schedule.PriorSet, urls schedule.URLSource) schedule.SchedulerOptions {
 	s := schedule.DefaultSchedulerOptions()
 	s.Budget, s.HostRate, s.Policy, s.ExploreShare, s.Replan, s.CaptureUniform = o.Budget, o.HostRate, o.Policy, o.ExploreShare, o.Replan, o.CaptureUniform
+	s.CoChange = o.CoChange
 	s.PriorRate, s.HalfLife, s.Priors, s.URLs = o.PriorRate, o.HalfLife, priors, urls
 	return s
 }
