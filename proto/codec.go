@@ -104,6 +104,7 @@ const (
 	rfRawTruncated = 30
 	rfItems        = 31
 	rfTotal        = 32
+	rfNoArchive    = 33
 )
 
 // DiffSummary field numbers.
@@ -298,6 +299,7 @@ func encodeResult(r *Result) []byte {
 		})
 	}
 	e.int(rfTotal, int64(r.Total))
+	e.bool(rfNoArchive, r.NoArchive)
 	return e.b
 }
 
@@ -613,6 +615,8 @@ func decodeBinaryResult(b []byte) (Result, error) {
 			d.done(num, m)
 		case rfTotal:
 			r.Total = d.int(num, typ)
+		case rfNoArchive:
+			r.NoArchive = d.bool(num, typ)
 		default:
 			d.skip(num, typ)
 		}
