@@ -95,30 +95,32 @@ func metaOf(v []byte) recMeta {
 	return m
 }
 
+// stateFlags are the flags of u's yes/no fields (and of its failures,
+// which follow the record only when flagged).
+func stateFlags(u *URL) uint64 {
+	var flags uint64
+	for _, f := range [...]struct {
+		on   bool
+		flag uint64
+	}{
+		{u.KeepRaw, flagKeepRaw}, {u.Paused, flagPaused}, {u.Disallowed, flagDisallowed},
+		{u.Gone, flagGone}, {u.Truncated, flagTruncated}, {u.NoArchive, flagNoArchive},
+		{u.ErrStreak != 0 || !u.NotFoundSince.IsZero(), flagFailing},
+	} {
+		if f.on {
+			flags |= f.flag
+		}
+	}
+	return flags
+}
+
 // appendURL appends the binary record of u (without its URL, the key).
 func appendURL(b []byte, u *URL, m recMeta) []byte { return appendURLPacked(b, u, m, true) }
 
 // appendURLPacked is appendURL, with the estimator state zero-packed
 // when pack is set (an older binary wrote it unpacked: still read).
 func appendURLPacked(b []byte, u *URL, m recMeta, pack bool) []byte {
-	var flags uint64
-	if u.KeepRaw {
-		flags |= flagKeepRaw
-	}
-	if u.Paused {
-		flags |= flagPaused
-	}
-	if u.Disallowed {
-		flags |= flagDisallowed
-	}
-	for _, f := range [...]struct {
-		on   bool
-		flag uint64
-	}{{u.Gone, flagGone}, {u.Truncated, flagTruncated}, {u.NoArchive, flagNoArchive}, {u.ErrStreak != 0 || !u.NotFoundSince.IsZero(), flagFailing}} {
-		if f.on {
-			flags |= f.flag
-		}
-	}
+	flags := stateFlags(u)
 	if u.Host == hostPart(u.URL) {
 		flags |= flagHostOfURL
 	}
