@@ -5,16 +5,16 @@ import (
 	"time"
 )
 
-// A host's rate is halved at most maxHostSlowdown times (its gap
+// MaxHostSlowdown is the most times a host's rate is halved (its gap
 // multiplied by 2^10 = 1024): a host that keeps answering 429 still gets
 // a request now and then, the one that can see it recover.
-const maxHostSlowdown = 10
+const MaxHostSlowdown = 10
 
 // hostGap is a host's gap after a fetch: the base gap (1/host rate) or its
 // Crawl-delay, whichever is longer, doubled for each halving of its rate
 // (Feedback.HostSlowdown).
 func (s *Scheduler) hostGap(crawlDelay time.Duration, slowdown int) time.Duration {
-	return max(s.baseGap(), crawlDelay) << min(max(slowdown, 0), maxHostSlowdown)
+	return max(s.baseGap(), crawlDelay) << min(max(slowdown, 0), MaxHostSlowdown)
 }
 
 // afterFailure is the due time of e after the fetch fb, whose schedule

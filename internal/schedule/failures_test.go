@@ -128,7 +128,7 @@ func TestHostSlowdownDoublesGap(t *testing.T) {
 	for _, c := range []struct {
 		slowdown int
 		want     time.Duration
-	}{{0, base}, {1, 2 * base}, {3, 8 * base}, {maxHostSlowdown + 5, base << maxHostSlowdown}} {
+	}{{0, base}, {1, 2 * base}, {3, 8 * base}, {MaxHostSlowdown + 5, base << MaxHostSlowdown}} {
 		var d Dispatch
 		now := t0
 		for ok := false; !ok; now = now.Add(10 * time.Millisecond) {
