@@ -1,9 +1,13 @@
 package coordinator
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/freshcrawl/freshcrawl/internal/api"
 	"github.com/freshcrawl/freshcrawl/internal/broker"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
 	"github.com/freshcrawl/freshcrawl/internal/testutil"
@@ -108,5 +112,73 @@ func TestHostPolitenessSurvivesRestart(t *testing.T) {
 	}
 	if want := 2 * time.Second / 20; view.Gap != want {
 		t.Errorf("host gap %s after the restart, want %s (its rate halved once by the 503)", view.Gap, want)
+	}
+	// The hosts view of the API says so.
+	srv := httptest.NewServer(c2.Handler())
+	defer srv.Close()
+	var hosts []struct {
+		Host        string        `json:"host"`
+		Gap         time.Duration `json:"gap"`
+		Slowdown    int           `json:"slowdown"`
+		BackoffTill time.Time     `json:"backoff_till"`
+	}
+	getJSON(t, srv.URL+"/api/hosts", &hosts)
+	if len(hosts) != 1 || hosts[0].Slowdown != 1 || !hosts[0].BackoffTill.Equal(until) || hosts[0].Gap != view.Gap {
+		t.Errorf("/api/hosts: %+v, want the host's rate halved once and held until %v", hosts, until)
+	}
+}
+
+// A gone URL is not fetched again until it is resumed, or seeded again:
+// either brings it back at once.
+func TestGoneURLComesBackWhenResumedOrSeeded(t *testing.T) {
+	e := newEnv(t, testSettings())
+	c := e.coordinator(t, func(o *Options) { o.Budget, o.HostRate = 50, 20 })
+	addSeeds(t, c, testURL)
+	run(t, c)
+	srv := httptest.NewServer(c.Handler())
+	defer srv.Close()
+	retire := func(why string) {
+		t.Helper()
+		task, m := e.takeTask(t, 10*time.Second)
+		_ = m.Ack()
+		r := ok(task, "")
+		r.Status, r.ErrKind, r.Err, r.Changed, r.Diff, r.Text = 410, proto.ErrNotFound, "http status 410", false, nil, ""
+		before := c.fetches()
+		e.sendResult(t, r)
+		testutil.WaitFor(t, 10*time.Second, "the 410 folded", func() bool { return c.fetches() > before })
+		var gone api.ListPage
+		getJSON(t, srv.URL+"/api/urls?state=gone", &gone)
+		if len(gone.URLs) != 1 || c.Status().Gone != 1 {
+			t.Fatalf("%s: gone listing %+v, status counts %d; want the URL", why, gone.URLs, c.Status().Gone)
+		}
+		var inFlight int
+		c.disp.Do(func(s *schedule.Scheduler) {
+			if v, _ := s.View(testURL, time.Now()); !v.Gone || v.Due {
+				t.Errorf("%s: the schedule's view %+v, want it gone and not due", why, v)
+			}
+			inFlight = len(s.URLsIn(schedule.StateDue, time.Now()))
+		})
+		if inFlight != 0 {
+			t.Errorf("%s: %d URLs due while the only one is gone", why, inFlight)
+		}
+	}
+	retire("first 410")
+	resp, err := http.Post(srv.URL+"/api/url/resume", "application/json", strings.NewReader(`{"urls":["`+testURL+`"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("resume: %s", resp.Status)
+	}
+	retire("410 after the resume") // it was dispatched again, and is gone again
+	addSeeds(t, c, testURL)
+	task, m := e.takeTask(t, 10*time.Second)
+	_ = m.Ack()
+	if task.URL != testURL {
+		t.Fatalf("after seeding it again: task for %s", task.URL)
+	}
+	if u, err := e.db.Get(testURL); err != nil || u.Gone || u.ErrStreak != 0 {
+		t.Errorf("record after seeding it again: gone %v streak %d (%v)", u.Gone, u.ErrStreak, err)
 	}
 }
