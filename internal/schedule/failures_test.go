@@ -59,7 +59,7 @@ func TestBackoffHoldsURLUntilRetryAt(t *testing.T) {
 	if !after.NextDue.Equal(before.NextDue) {
 		t.Errorf("a plan moved the backoff's end from %v to %v", before.NextDue, after.NextDue)
 	}
-	if got["http://h0/2"] == nil || len(got["http://h0/2"]) < 10 {
+	if len(got["http://h0/2"]) < 10 {
 		t.Errorf("the healthy URL of the same host was fetched %d times in 10 s", len(got["http://h0/2"]))
 	}
 	// Healthy again: back on the plan's interval.
