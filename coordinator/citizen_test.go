@@ -95,6 +95,8 @@ func TestHostPolitenessSurvivesRestart(t *testing.T) {
 
 	c2 := e.coordinator(t, opts)
 	run(t, c2)
+	// Started: its first plan follows the restart's reconciliation.
+	testutil.WaitFor(t, 10*time.Second, "the restarted coordinator's first plan", func() bool { return !c2.Status().PlannedAt.IsZero() })
 	var view schedule.HostView
 	testutil.WaitFor(t, 10*time.Second, "the host in the restarted schedule", func() bool {
 		c2.disp.Do(func(s *schedule.Scheduler) {

@@ -182,7 +182,8 @@ type HostView struct {
 	// Disallowed counts the host's URLs robots.txt disallows (or all, while
 	// robots.txt is unreachable).
 	Disallowed int `json:"disallowed"`
-	// Planned is the fetch rate the URLs' intervals add up to.
+	// Planned is the fetch rate the intervals of the URLs not held or
+	// backing off add up to.
 	Planned float64 `json:"planned_per_s"`
 }
 
@@ -221,7 +222,7 @@ func (s *Scheduler) TallyHosts(t *HostTally, n int) (done bool) {
 			c.gone++
 		case e.is(flagDisallowed):
 			c.disallowed++
-		case e.interval > 0:
+		case e.interval > 0 && !e.is(flagBackoff):
 			c.planned += float64(time.Second) / float64(e.interval)
 		}
 	}
