@@ -337,15 +337,17 @@ func TestFoldsCompleteDuringReplan(t *testing.T) {
 		e.sendResult(t, r)
 	}
 	testutil.WaitFor(t, 20*time.Second, "five results folded during the re-plan", func() bool { return c.fetches() == 5 })
-	if c.disp.InFlight() != 0 {
-		t.Errorf("%d tasks in flight after their results were folded", c.disp.InFlight())
-	}
-	var rate float64
-	c.disp.Do(func(s *schedule.Scheduler) { rate = s.Rate(testURL) })
 	rec, err := e.db.Get(testURL)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The totals commit with the fold; the schedule learns of it just
+	// after (Finish): wait for that too.
+	var rate float64
+	testutil.WaitFor(t, 20*time.Second, "the schedule to learn the folds", func() bool {
+		c.disp.Do(func(s *schedule.Scheduler) { rate = s.Rate(testURL) })
+		return rate == rec.Rate && c.disp.InFlight() == 0
+	})
 	if rec.Fetches != 5 || rate != rec.Rate {
 		t.Errorf("record has %d fetches and rate %v, schedule rate %v: want 5 and the schedule updated", rec.Fetches, rec.Rate, rate)
 	}
