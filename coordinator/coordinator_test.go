@@ -80,8 +80,12 @@ func TestDuplicateResultAppliedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The schedule learns of a fold just after its commit (Finish).
 	var rateBefore float64
-	c.disp.Do(func(s *schedule.Scheduler) { rateBefore = s.Rate(testURL) })
+	testutil.WaitFor(t, 10*time.Second, "the schedule to learn the second result", func() bool {
+		c.disp.Do(func(s *schedule.Scheduler) { rateBefore = s.Rate(testURL) })
+		return rateBefore == before.Rate
+	})
 	if before.Fetches != 2 || before.Changes != 1 || len(before.Estimate) == 0 || before.Hash != "h2" {
 		t.Fatalf("after two results: %+v", before)
 	}
