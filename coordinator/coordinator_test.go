@@ -130,7 +130,10 @@ func TestWorkerListedFromItsResults(t *testing.T) {
 	r.WorkerID = "w-silent"
 	e.sendResult(t, r)
 	testutil.WaitFor(t, 10*time.Second, "the result folded", func() bool { return c.fetches() == 1 })
-	if got := c.Status().Workers; len(got) != 1 || got[0] != "w-silent" {
+	// The worker is noted just after the fold commits (afterFold).
+	var got []string
+	testutil.WaitFor(t, 10*time.Second, "the worker listed", func() bool { got = c.Status().Workers; return len(got) > 0 })
+	if len(got) != 1 || got[0] != "w-silent" {
 		t.Errorf("workers %q, want [w-silent]", got)
 	}
 }
