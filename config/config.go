@@ -85,6 +85,8 @@ type Config struct {
 	KeepChanges     int           `key:"keep-changes"`
 	KeepChangesFor  time.Duration `key:"keep-changes-for"`
 	KeepFoldMarks   time.Duration `key:"keep-fold-marks-for"`
+	// GoneAfter is how long a URL answers 404 before it is gone.
+	GoneAfter time.Duration `key:"gone-after"`
 
 	// NATS.
 	AckWait    time.Duration `key:"ack-wait"`
@@ -160,7 +162,7 @@ func Default() Config {
 		Policy: schedule.DefaultPolicy, Objective: schedule.DefaultObjective, ProbePolicy: co.ProbePolicy,
 		Replan: co.Replan, PriorRate: Rate(co.PriorRate), HalfLife: co.HalfLife, Explore: co.ExploreShare, LMSkew: co.LMSkew, CoChange: co.CoChange,
 		KeepVersions: co.Retention.Versions, KeepVersionsFor: co.Retention.VersionsAge, KeepChanges: co.Retention.Changes,
-		KeepChangesFor: co.Retention.ChangesAge, KeepFoldMarks: co.Retention.FoldMarksAge,
+		KeepChangesFor: co.Retention.ChangesAge, KeepFoldMarks: co.Retention.FoldMarksAge, GoneAfter: co.GoneAfter,
 		Standby: true, LeaseTTL: broker.DefaultLeaseOptions().TTL, StopGrace: wo.Grace,
 		AckWait: bs.AckWait, MaxDeliver: bs.MaxDeliver, Replicas: bs.Replicas,
 		ChangeMaxAge: bs.Changes.MaxAge, ChangeMaxBytes: bs.Changes.MaxBytes, ChangeMaxMsgs: bs.Changes.MaxMsgs,
@@ -213,6 +215,7 @@ var keyDocs = []Key{
 	{"keep-changes", "most change-log entries kept, the newest (0: all)"},
 	{"keep-changes-for", "change-log entries older than this are deleted (0: kept forever)"},
 	{"keep-fold-marks-for", "how long the record that a result was folded is kept, to recognise a redelivered result (at least 5m)"},
+	{"gone-after", "how long a URL may answer 404 before it is gone: no longer fetched until seeded again or resumed (a 410 is gone at once)"},
 	{"ack-wait", "time a worker may hold a task without acknowledging it"},
 	{"max-deliver", "deliveries of a task before it is recorded as failed"},
 	{"replicas", "replicas of each JetStream stream (3 on a 3-node cluster)"},
@@ -310,6 +313,7 @@ func (c *Config) Register(fs *pflag.FlagSet, keys ...string) {
 	add("keep-changes", func(u string) { fs.IntVar(&c.KeepChanges, "keep-changes", c.KeepChanges, u) })
 	add("keep-changes-for", func(u string) { fs.DurationVar(&c.KeepChangesFor, "keep-changes-for", c.KeepChangesFor, u) })
 	add("keep-fold-marks-for", func(u string) { fs.DurationVar(&c.KeepFoldMarks, "keep-fold-marks-for", c.KeepFoldMarks, u) })
+	add("gone-after", func(u string) { fs.DurationVar(&c.GoneAfter, "gone-after", c.GoneAfter, u) })
 	add("ack-wait", func(u string) { fs.DurationVar(&c.AckWait, "ack-wait", c.AckWait, u) })
 	add("max-deliver", func(u string) { fs.IntVar(&c.MaxDeliver, "max-deliver", c.MaxDeliver, u) })
 	add("replicas", func(u string) { fs.IntVar(&c.Replicas, "replicas", c.Replicas, u) })
@@ -556,7 +560,7 @@ var coordinatorKeys = map[string]string{
 	"Replan": "replan", "PriorRate": "prior-rate", "HalfLife": "half-life", "ExploreShare": "explore", "LMSkew": "lm-skew", "CoChange": "co-change",
 	"ProbePolicy": "probe-policy", "AckWait": "ack-wait", "MaxDeliver": "max-deliver",
 	"Retention.Versions": "keep-versions", "Retention.VersionsAge": "keep-versions-for", "Retention.Changes": "keep-changes",
-	"Retention.ChangesAge": "keep-changes-for", "Retention.FoldMarksAge": "keep-fold-marks-for",
+	"Retention.ChangesAge": "keep-changes-for", "Retention.FoldMarksAge": "keep-fold-marks-for", "GoneAfter": "gone-after",
 	"Webhooks.Attempts": "webhook-attempts", "Webhooks.Backoff": "webhook-backoff", "Webhooks.MaxBackoff": "webhook-max-backoff",
 	"Webhooks.Timeout":        "webhook-timeout",
 	"DefaultIgnore.Selectors": "ignore-selector", "DefaultIgnore.Patterns": "ignore-pattern", "DefaultIgnore.MinChange": "min-change",
@@ -587,7 +591,7 @@ func (c *Config) coordinatorOptions() (coordinator.Options, error) {
 	o.Replan, o.PriorRate, o.HalfLife, o.ExploreShare = c.Replan, c.PriorRate.PerSecond(), c.HalfLife, c.Explore
 	o.LMSkew, o.ProbePolicy, o.CaptureUniform, o.DefaultIgnore = c.LMSkew, c.ProbePolicy, c.CaptureUniform, c.defaultIgnore()
 	o.CoChange = c.CoChange
-	o.AckWait, o.MaxDeliver, o.Retention = c.AckWait, c.MaxDeliver, c.retention()
+	o.AckWait, o.MaxDeliver, o.Retention, o.GoneAfter = c.AckWait, c.MaxDeliver, c.retention(), c.GoneAfter
 	o.Webhooks.Secret, o.Webhooks.Attempts, o.Webhooks.Timeout = c.WebhookSecret, c.WebhookAttempts, c.WebhookTimeout
 	o.Webhooks.Backoff, o.Webhooks.MaxBackoff, o.Webhooks.AllowPrivate = c.WebhookBackoff, c.WebhookMaxBackoff, c.AllowPrivateWebhooks
 	policy, err := schedule.OperatorPolicy(c.Policy, c.Objective)

@@ -33,6 +33,7 @@ type Status struct {
 	URLs          int              `json:"urls"`
 	Hosts         int              `json:"hosts"`
 	Disallowed    int              `json:"disallowed"`
+	Gone          int              `json:"gone"`
 	Fetches       int64            `json:"fetches"`
 	Changes       int64            `json:"changes"`
 	Failed        int64            `json:"failed"`
@@ -109,7 +110,7 @@ func (c *Coordinator) Status() Status {
 	var caps []schedule.CaptureStatus
 	c.disp.Do(func(sc *schedule.Scheduler) {
 		plan, planAt, inUse := sc.Plan()
-		s.URLs, s.Hosts, s.Disallowed = sc.Len(), sc.Hosts(), sc.Disallowed()
+		s.URLs, s.Hosts, s.Disallowed, s.Gone = sc.Len(), sc.Hosts(), sc.Disallowed(), sc.Gone()
 		s.ModelFreshness, s.PlanFreshness, s.ModelAge, s.GivenUp, s.CappedHosts = plan.ModelFreshness, plan.Freshness, plan.Age, plan.GivenUp, plan.CappedHosts
 		s.Unabsorbed, s.PlannedAt, s.BudgetInUse = plan.Unabsorbed, planAt, inUse
 		_, s.ModelFreshnessLo, s.ModelFreshnessHi = sc.FreshnessBand()

@@ -29,7 +29,7 @@ func (k console) Store() *store.DB { return k.c.db }
 func (k console) Overview() api.Overview {
 	s := k.c.Status()
 	return api.Overview{Time: s.Time, Pending: int(s.Queue.Pending), AckPending: s.Queue.AckPending, Redelivered: s.Queue.Redelivered, Unfolded: int(s.Queue.Results),
-		InFlight: s.InFlight, MaxInFlight: s.MaxInFlight, URLs: s.URLs, Hosts: s.Hosts, Disallowed: s.Disallowed, GivenUp: s.GivenUp, Capped: s.CappedHosts,
+		InFlight: s.InFlight, MaxInFlight: s.MaxInFlight, URLs: s.URLs, Hosts: s.Hosts, Disallowed: s.Disallowed, Gone: s.Gone, GivenUp: s.GivenUp, Capped: s.CappedHosts,
 		Workers: nonNilStrings(s.Workers), Fetches: s.Fetches, Changes: s.Changes, Failed: s.Failed, Errors: s.Errors, Policy: s.Policy, Budget: s.Budget,
 		InUse: s.BudgetInUse, Unabsorbed: s.Unabsorbed, Freshness: s.ModelFreshness, FreshnessLo: s.ModelFreshnessLo, FreshnessHi: s.ModelFreshnessHi, Age: s.ModelAge}
 }

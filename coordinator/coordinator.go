@@ -86,6 +86,11 @@ type Options struct {
 	// is lost for good.
 	AckWait    time.Duration
 	MaxDeliver int
+	// MinBackoff and MaxBackoff bound a URL's error backoff: its n-th
+	// failure in a row puts its next fetch max(interval, MinBackoff)·2^n
+	// after the failure, at most MaxBackoff. GoneAfter is how long a URL
+	// answers 404 before it is gone (a 410 is gone at once).
+	MinBackoff, MaxBackoff, GoneAfter time.Duration
 	// Log receives structured logs (nil: slog.Default()).
 	Log *slog.Logger
 	// Link is the NATS connection, whose state status and /healthz show
@@ -107,14 +112,22 @@ type Options struct {
 // DefaultOptions hold the defaults of every setting, each taken from the
 // package that owns it; the config takes its defaults from here.
 func DefaultOptions() Options {
-	sched, nats := schedule.DefaultSchedulerOptions(), broker.DefaultSettings()
+	sched, nats, failures := schedule.DefaultSchedulerOptions(), broker.DefaultSettings(), fold.DefaultOptions()
 	return Options{
 		Budget: sched.Budget, HostRate: sched.HostRate, MaxInFlight: dispatch.DefaultOptions().MaxInFlight,
 		Policy: sched.Policy, Replan: sched.Replan, PriorRate: sched.PriorRate, HalfLife: sched.HalfLife,
 		LMSkew: schedule.DefaultLMSkew, ExploreShare: sched.ExploreShare, ProbePolicy: schedule.DefaultProbePolicy, CoChange: sched.CoChange,
 		Retention: store.DefaultRetention(), AckWait: nats.AckWait, MaxDeliver: nats.MaxDeliver,
+		MinBackoff: failures.MinBackoff, MaxBackoff: failures.MaxBackoff, GoneAfter: failures.GoneAfter,
 		ConsoleEvery: 5 * time.Second, Webhooks: notify.DefaultOptions(),
 	}
+}
+
+// failures are the fold's options of o.
+func (o Options) failures() fold.Options {
+	f := fold.DefaultOptions()
+	f.MinBackoff, f.MaxBackoff, f.GoneAfter = o.MinBackoff, o.MaxBackoff, o.GoneAfter
+	return f
 }
 
 // Validate reports every field New would refuse, each by its name (a
@@ -134,6 +147,7 @@ func (o Options) Validate() error {
 	}
 	errs.Check("ProbePolicy", schedule.CheckProbePolicy(o.ProbePolicy))
 	errs.Check("Retention", o.Retention.Validate())
+	errs.Check("", o.failures().Validate())
 	// AckWait and MaxDeliver mirror the task consumer, whatever created
 	// it: only what the coordinator computes with them is checked.
 	if o.AckWait <= 0 {
@@ -275,7 +289,10 @@ func New(db *store.DB, nc *nats.Conn, js jetstream.JetStream, opts Options) (*Co
 	if c.disp, err = dispatch.New(js, sched, do); err != nil {
 		return nil, err
 	}
-	c.folder, c.est = fold.New(db, est, c.log), est
+	if c.folder, err = fold.New(db, est, opts.failures(), c.log); err != nil {
+		return nil, err
+	}
+	c.est = est
 	c.prune.pruner = store.NewPruner(db, opts.Retention)
 	c.m = newMetrics(c.disp)
 	c.sigm = newSignalMetrics(c.m.reg)
@@ -372,6 +389,7 @@ func (c *Coordinator) loadInto(do func(func(*schedule.Scheduler))) (int, error) 
 		return n, fmt.Errorf("load schedule from store: %w", err)
 	}
 	c.restoreHazard(do)
+	c.restoreHosts(do)
 	return n, nil
 }
 
@@ -484,7 +502,7 @@ func (s storeURLs) Estimates(ids []uint64, fn func(i int, est []byte)) error {
 func info(u store.URL) schedule.URLInfo {
 	period, _ := time.ParseDuration(u.Period) // validated when seeded
 	return schedule.URLInfo{URL: u.URL, ID: u.ID, Host: u.Host, Weight: u.Weight, Capture: u.Mode == string(seed.ModeCapture), Rate: u.Rate, Interval: u.Interval, NextDue: u.NextDue, Disallowed: u.Disallowed,
-		Period: period, Polls: u.Polls, Paused: u.Paused, RateSE: u.RateSE, LastOK: u.LastOK, Estimate: u.Estimate}
+		Period: period, Polls: u.Polls, Paused: u.Paused, RateSE: u.RateSE, LastOK: u.LastOK, Estimate: u.Estimate, Gone: u.Gone, Backoff: u.ErrStreak > 0}
 }
 
 // SetLease records the lease the coordinator holds again after a
@@ -619,6 +637,11 @@ func (c *Coordinator) prepare(_ context.Context, t *proto.Task) error {
 	}
 	t.Selector, t.Ignore = rec.Selector, mergeIgnore(c.opts.DefaultIgnore, proto.IgnoreRules(rec.Ignore))
 	t.ETag, t.LastModified, t.PrevHash = rec.ETag, rec.LastMod, rec.Hash
+	if rec.NoArchive {
+		// No copy is kept of that version: should the page allow one
+		// now, the worker sends its text as a first version's.
+		t.PrevHash = ""
+	}
 	if t.KeepRaw = rec.KeepRaw; t.KeepRaw && !hasRaw {
 		// No raw body kept yet: ask for one, unconditionally, so a 304
 		// does not leave the URL without it.

@@ -80,8 +80,12 @@ func TestDuplicateResultAppliedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The schedule learns of a fold just after its commit (Finish).
 	var rateBefore float64
-	c.disp.Do(func(s *schedule.Scheduler) { rateBefore = s.Rate(testURL) })
+	testutil.WaitFor(t, 10*time.Second, "the schedule to learn the second result", func() bool {
+		c.disp.Do(func(s *schedule.Scheduler) { rateBefore = s.Rate(testURL) })
+		return rateBefore == before.Rate
+	})
 	if before.Fetches != 2 || before.Changes != 1 || len(before.Estimate) == 0 || before.Hash != "h2" {
 		t.Fatalf("after two results: %+v", before)
 	}
@@ -126,7 +130,10 @@ func TestWorkerListedFromItsResults(t *testing.T) {
 	r.WorkerID = "w-silent"
 	e.sendResult(t, r)
 	testutil.WaitFor(t, 10*time.Second, "the result folded", func() bool { return c.fetches() == 1 })
-	if got := c.Status().Workers; len(got) != 1 || got[0] != "w-silent" {
+	// The worker is noted just after the fold commits (afterFold).
+	var got []string
+	testutil.WaitFor(t, 10*time.Second, "the worker listed", func() bool { got = c.Status().Workers; return len(got) > 0 })
+	if len(got) != 1 || got[0] != "w-silent" {
 		t.Errorf("workers %q, want [w-silent]", got)
 	}
 }
@@ -337,15 +344,17 @@ func TestFoldsCompleteDuringReplan(t *testing.T) {
 		e.sendResult(t, r)
 	}
 	testutil.WaitFor(t, 20*time.Second, "five results folded during the re-plan", func() bool { return c.fetches() == 5 })
-	if c.disp.InFlight() != 0 {
-		t.Errorf("%d tasks in flight after their results were folded", c.disp.InFlight())
-	}
-	var rate float64
-	c.disp.Do(func(s *schedule.Scheduler) { rate = s.Rate(testURL) })
 	rec, err := e.db.Get(testURL)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The totals commit with the fold; the schedule learns of it just
+	// after (Finish): wait for that too.
+	var rate float64
+	testutil.WaitFor(t, 20*time.Second, "the schedule to learn the folds", func() bool {
+		c.disp.Do(func(s *schedule.Scheduler) { rate = s.Rate(testURL) })
+		return rate == rec.Rate && c.disp.InFlight() == 0
+	})
 	if rec.Fetches != 5 || rate != rec.Rate {
 		t.Errorf("record has %d fetches and rate %v, schedule rate %v: want 5 and the schedule updated", rec.Fetches, rec.Rate, rate)
 	}

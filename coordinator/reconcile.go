@@ -20,15 +20,30 @@ import (
 // know (removed since, or a one-off probe request of the previous run,
 // whose planner state is gone) would be fetched for nothing: it is
 // deleted, and said so.
+//
+// A task the consumer had delivered and not seen acknowledged may be with
+// a live worker, or may have died with one (a crash of the whole
+// process): it keeps its URL in flight, but not its host's slot, which
+// would otherwise stall the host until the task's AckWait runs out
+// (schedule.Scheduler.AdoptDelivered).
 func (c *Coordinator) reconcile(ctx context.Context) error {
 	st, err := c.js.Stream(ctx, proto.TaskStream)
 	if err != nil {
 		return fmt.Errorf("reconcile tasks: task stream: %w", err)
 	}
+	cons, err := c.js.Consumer(ctx, proto.TaskStream, proto.TaskConsumer)
+	if err != nil {
+		return fmt.Errorf("reconcile tasks: task consumer: %w", err)
+	}
+	ci, err := cons.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("reconcile tasks: task consumer: %w", err)
+	}
 	var (
-		tasks []proto.Task
-		seqs  = map[string][]uint64{} // task id → stream sequences
-		bad   []uint64
+		tasks     []proto.Task
+		delivered []bool
+		seqs      = map[string][]uint64{} // task id → stream sequences
+		bad       []uint64
 	)
 	for seq := uint64(1); ; {
 		m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(proto.TaskSubjectPrefix+">"))
@@ -43,11 +58,14 @@ func (c *Coordinator) reconcile(ctx context.Context) error {
 			bad = append(bad, m.Sequence)
 		} else {
 			tasks = append(tasks, t)
+			// Acknowledged tasks leave a work queue, so one at or
+			// before the consumer's last delivery is out, unacknowledged.
+			delivered = append(delivered, m.Sequence <= ci.Delivered.Stream)
 			seqs[t.ID] = append(seqs[t.ID], m.Sequence)
 		}
 		seq = m.Sequence + 1
 	}
-	unknown := c.disp.Adopt(tasks, time.Now())
+	unknown := c.disp.Adopt(tasks, delivered, time.Now())
 	for _, t := range unknown {
 		bad = append(bad, seqs[t.ID]...)
 	}
@@ -59,7 +77,13 @@ func (c *Coordinator) reconcile(ctx context.Context) error {
 			c.log.Warn("reconcile tasks: delete a task no URL of the store wants", "seq", seq, "err", err)
 		}
 	}
-	c.log.Info("tasks in the stream reconciled with the store", "found", len(tasks), "adopted", len(tasks)-len(unknown), "deleted", deleted)
+	out := 0
+	for _, d := range delivered {
+		if d {
+			out++
+		}
+	}
+	c.log.Info("tasks in the stream reconciled with the store", "found", len(tasks), "adopted", len(tasks)-len(unknown), "out_unacknowledged", out, "deleted", deleted)
 	return nil
 }
 

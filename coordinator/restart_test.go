@@ -304,7 +304,9 @@ func TestRestartKeepsHazardCounts(t *testing.T) {
 // there.
 func TestRestartKeepsStatusTotals(t *testing.T) {
 	e := newEnv(t, testSettings())
-	opts := func(o *Options) { o.Budget, o.HostRate = 1, 20 }
+	// The 503 backs the URL off by twice its interval (1 s): the test
+	// waits for its next task.
+	opts := func(o *Options) { o.Budget, o.HostRate, o.MinBackoff = 1, 20, time.Millisecond }
 	c1 := e.coordinator(t, opts)
 	addSeeds(t, c1, testURL)
 	stop := run(t, c1)
@@ -313,7 +315,7 @@ func TestRestartKeepsStatusTotals(t *testing.T) {
 		func(task proto.Task) proto.Result { return ok(task, "h2") },
 		func(task proto.Task) proto.Result {
 			r := ok(task, "")
-			r.Status, r.ErrKind, r.Err, r.Changed, r.Diff = 503, proto.ErrHTTPStatus, "503 Service Unavailable", false, nil
+			r.Status, r.ErrKind, r.Err, r.Changed, r.Diff = 503, proto.ErrServerError, "503 Service Unavailable", false, nil
 			return r
 		},
 	}
@@ -325,8 +327,8 @@ func TestRestartKeepsStatusTotals(t *testing.T) {
 	}
 	before := c1.Status()
 	stop()
-	if before.Fetches != 3 || before.Changes != 1 || before.Errors[string(proto.ErrHTTPStatus)] != 1 {
-		t.Fatalf("status before the restart: %d fetches, %d changes, errors %v; want 3, 1 and one http-status", before.Fetches, before.Changes, before.Errors)
+	if before.Fetches != 3 || before.Changes != 1 || before.Errors[string(proto.ErrServerError)] != 1 {
+		t.Fatalf("status before the restart: %d fetches, %d changes, errors %v; want 3, 1 and one server-error", before.Fetches, before.Changes, before.Errors)
 	}
 	if err := e.db.Close(); err != nil {
 		t.Fatal(err)

@@ -104,6 +104,7 @@ const (
 	rfRawTruncated = 30
 	rfItems        = 31
 	rfTotal        = 32
+	rfNoArchive    = 33
 )
 
 // DiffSummary field numbers.
@@ -301,6 +302,7 @@ func encodeResult(r *Result) []byte {
 	if r.Signal != nil {
 		encodeSignal(&e, r.Signal)
 	}
+	e.bool(rfNoArchive, r.NoArchive)
 	return e.b
 }
 
@@ -620,6 +622,8 @@ func decodeBinaryResult(b []byte) (Result, error) {
 			m := d.nested(num, typ)
 			r.Signal = decodeSignal(m)
 			d.done(num, m)
+		case rfNoArchive:
+			r.NoArchive = d.bool(num, typ)
 		default:
 			d.skip(num, typ)
 		}

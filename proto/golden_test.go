@@ -37,8 +37,8 @@ func goldenResult() Result {
 	return Result{
 		V: Version, TaskID: "t-000123", Kind: KindCapture, URL: "https://news.example/feed", Host: "news.example",
 		WorkerID: "w-3", Attempt: 2, StartedAt: goldenTime, FinishedAt: goldenTime.Add(40 * time.Millisecond), Duration: 40 * time.Millisecond,
-		Status: 503, ErrKind: ErrHTTPStatus, Err: "503 Service Unavailable", FinalURL: "https://news.example/feed.xml",
-		Bytes: 31000, Truncated: true, NotModified: true, ETag: `W/"e1"`, LastModified: "Sun, 01 Mar 2026 11:00:00 GMT",
+		Status: 503, ErrKind: ErrServerError, Err: "503 Service Unavailable", FinalURL: "https://news.example/feed.xml",
+		Bytes: 31000, Truncated: true, NoArchive: true, NotModified: true, ETag: `W/"e1"`, LastModified: "Sun, 01 Mar 2026 11:00:00 GMT",
 		ContentType: "application/atom+xml", Hash: "2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae",
 		Changed: true, Text: "héllo\nworld",
 		Diff:       &DiffSummary{LinesAdded: 3, LinesRemoved: 2, CharsChanged: 120, Magnitude: 0.25, Numeric: true, Preview: "+ new\n- old"},
@@ -110,6 +110,23 @@ func TestGoldenMessages(t *testing.T) {
 				t.Fatalf("decode %s: %v", path, err)
 			}
 			testutil.SameFields(t, got, c.want)
+		})
+	}
+}
+
+// TestGoldenResultBeforeNoArchive decodes the results written before
+// NoArchive existed (and before a 503 was a server-error): a result of
+// an older worker reads as one whose page allowed archiving.
+func TestGoldenResultBeforeNoArchive(t *testing.T) {
+	want := goldenResult()
+	want.NoArchive, want.ErrKind = false, ErrHTTPStatus
+	for _, file := range []string{"result_before_no_archive.bin", "result_before_no_archive.json"} {
+		t.Run(file, func(t *testing.T) {
+			got, err := DecodeResult(testutil.ReadGolden(t, filepath.Join("testdata", "golden", file)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			testutil.SameFields(t, got, want)
 		})
 	}
 }

@@ -169,26 +169,73 @@ type ProbeSpec struct {
 	Item   string          `json:"item,omitempty"` // fetch by id
 }
 
-// ErrorKind classifies why a fetch failed, for metrics and backoff.
+// ErrorKind classifies why a fetch failed, for metrics and backoff. Each
+// kind names what happened, so that an operator (and the coordinator's
+// backoff) can tell a page that is gone from a server that is overloaded
+// from a network that is down.
 type ErrorKind string
 
 // Error kinds. An empty ErrorKind means success.
 const (
-	ErrNone       ErrorKind = ""
-	ErrDNS        ErrorKind = "dns"
-	ErrConnect    ErrorKind = "connect"
-	ErrTimeout    ErrorKind = "timeout"
-	ErrTLS        ErrorKind = "tls"
+	ErrNone    ErrorKind = ""
+	ErrDNS     ErrorKind = "dns"     // the host name did not resolve
+	ErrConnect ErrorKind = "connect" // no TCP connection (refused, unreachable)
+	// ErrTimeout: the fetch did not complete within the worker's timeout,
+	// which bounds connect, TLS, headers and body together.
+	ErrTimeout ErrorKind = "timeout"
+	ErrTLS     ErrorKind = "tls" // the TLS handshake or certificate failed
+	// ErrNotFound is a 404 or 410: the page is not there. A 410, or a
+	// 404 that persists, retires the URL (its state becomes gone).
+	ErrNotFound ErrorKind = "not-found"
+	// ErrRateLimited is a 429: the host asks for fewer requests. It slows
+	// or pauses the host, not the URL.
+	ErrRateLimited ErrorKind = "rate-limited"
+	// ErrServerError is any 5xx: the server failed (a 503 with
+	// Retry-After also pauses the host).
+	ErrServerError ErrorKind = "server-error"
+	// ErrHTTPStatus is any other status of 400 or more (401, 403, 451, …).
 	ErrHTTPStatus ErrorKind = "http-status"
-	ErrTooLarge   ErrorKind = "too-large"
-	ErrRedirects  ErrorKind = "redirects"
-	ErrRobots     ErrorKind = "robots"
-	ErrBlocked    ErrorKind = "blocked-address"
-	ErrBadURL     ErrorKind = "bad-url"
-	ErrContent    ErrorKind = "content"
-	ErrFailed     ErrorKind = "failed" // gave up after MaxDeliver deliveries
-	ErrOther      ErrorKind = "other"
+	// ErrTooLarge: the response headers alone exceed the worker's cap. A
+	// body over max-body is not an error: its first max-body bytes are
+	// kept and the result is marked Truncated.
+	ErrTooLarge  ErrorKind = "too-large"
+	ErrRedirects ErrorKind = "redirects"
+	// ErrRobots: a rule of the host's robots.txt disallows the URL.
+	ErrRobots ErrorKind = "robots"
+	// ErrRobotsUnreachable: the host's robots.txt could not be fetched
+	// (no connection, a timeout, a 429 or 5xx). RFC 9309 §2.3.1.4 then
+	// has the whole host disallowed, as for ErrRobots, until robots.txt
+	// is fetched again; the kind keeps the two causes apart.
+	ErrRobotsUnreachable ErrorKind = "robots-unreachable"
+	ErrBlocked           ErrorKind = "blocked-address"
+	ErrBadURL            ErrorKind = "bad-url"
+	ErrContent           ErrorKind = "content"
+	ErrFailed            ErrorKind = "failed" // gave up after MaxDeliver deliveries
+	ErrOther             ErrorKind = "other"
 )
+
+// StatusKind is the error kind of an HTTP status of 400 or more.
+func StatusKind(status int) ErrorKind {
+	switch {
+	case status == 404 || status == 410:
+		return ErrNotFound
+	case status == 429:
+		return ErrRateLimited
+	case status >= 500:
+		return ErrServerError
+	}
+	return ErrHTTPStatus
+}
+
+// HTTP reports whether k is the kind of an HTTP status (StatusKind): the
+// server answered, so the response is complete.
+func (k ErrorKind) HTTP() bool {
+	switch k {
+	case ErrNotFound, ErrRateLimited, ErrServerError, ErrHTTPStatus:
+		return true
+	}
+	return false
+}
 
 // DiffSummary describes the difference between two versions.
 type DiffSummary struct {
@@ -218,12 +265,19 @@ type Result struct {
 	FinishedAt time.Time     `json:"finished_at"`
 	Duration   time.Duration `json:"duration"`
 
-	Status    int       `json:"status,omitempty"`
-	ErrKind   ErrorKind `json:"err_kind,omitempty"`
-	Err       string    `json:"err,omitempty"`
-	FinalURL  string    `json:"final_url,omitempty"`
-	Bytes     int64     `json:"bytes"`
-	Truncated bool      `json:"truncated,omitempty"`
+	Status   int       `json:"status,omitempty"`
+	ErrKind  ErrorKind `json:"err_kind,omitempty"`
+	Err      string    `json:"err,omitempty"`
+	FinalURL string    `json:"final_url,omitempty"`
+	Bytes    int64     `json:"bytes"`
+	// Truncated: the body was longer than the worker's max-body, and Hash,
+	// Text and Raw are those of its first max-body bytes.
+	Truncated bool `json:"truncated,omitempty"`
+	// NoArchive: an X-Robots-Tag header or a robots <meta> of the page
+	// says noarchive, noindex or none, for every crawler or for this
+	// one's product token. Hash and Changed are set as usual; Text, Raw
+	// and the Diff's Preview are not, and the coordinator keeps no copy.
+	NoArchive bool `json:"no_archive,omitempty"`
 
 	NotModified  bool   `json:"not_modified,omitempty"` // 304
 	ETag         string `json:"etag,omitempty"`

@@ -43,6 +43,10 @@ const (
 	flagWeightShort    = 1 << 8 // Weight, Rate, RateSE: stored short (appendFloatAs)
 	flagRateShort      = 1 << 9
 	flagRateSEShort    = 1 << 10
+	flagGone           = 1 << 11
+	flagTruncated      = 1 << 12
+	flagNoArchive      = 1 << 13
+	flagFailing        = 1 << 14 // ErrStreak and NotFoundSince follow NextDue
 )
 
 // modeCodes are the modes stored as one byte; any other mode is stored as
@@ -91,22 +95,32 @@ func metaOf(v []byte) recMeta {
 	return m
 }
 
+// stateFlags are the flags of u's yes/no fields (and of its failures,
+// which follow the record only when flagged).
+func stateFlags(u *URL) uint64 {
+	var flags uint64
+	for _, f := range [...]struct {
+		on   bool
+		flag uint64
+	}{
+		{u.KeepRaw, flagKeepRaw}, {u.Paused, flagPaused}, {u.Disallowed, flagDisallowed},
+		{u.Gone, flagGone}, {u.Truncated, flagTruncated}, {u.NoArchive, flagNoArchive},
+		{u.ErrStreak != 0 || !u.NotFoundSince.IsZero(), flagFailing},
+	} {
+		if f.on {
+			flags |= f.flag
+		}
+	}
+	return flags
+}
+
 // appendURL appends the binary record of u (without its URL, the key).
 func appendURL(b []byte, u *URL, m recMeta) []byte { return appendURLPacked(b, u, m, true) }
 
 // appendURLPacked is appendURL, with the estimator state zero-packed
 // when pack is set (an older binary wrote it unpacked: still read).
 func appendURLPacked(b []byte, u *URL, m recMeta, pack bool) []byte {
-	var flags uint64
-	if u.KeepRaw {
-		flags |= flagKeepRaw
-	}
-	if u.Paused {
-		flags |= flagPaused
-	}
-	if u.Disallowed {
-		flags |= flagDisallowed
-	}
+	flags := stateFlags(u)
 	if u.Host == hostPart(u.URL) {
 		flags |= flagHostOfURL
 	}
@@ -204,7 +218,14 @@ func appendURLPacked(b []byte, u *URL, m recMeta, pack bool) []byte {
 	b = appendFloatAs(b, u.Rate, flags&flagRateShort != 0)
 	b = appendFloatAs(b, u.RateSE, flags&flagRateSEShort != 0)
 	b = binary.AppendVarint(b, int64(u.Interval))
-	return appendTime(b, u.NextDue)
+	b = appendTime(b, u.NextDue)
+	if flags&flagFailing != 0 {
+		// At the end, behind a flag: a record without failures (every
+		// record a store held before they were kept) reads as before.
+		b = binary.AppendVarint(b, int64(u.ErrStreak))
+		b = appendTime(b, u.NotFoundSince)
+	}
+	return b
 }
 
 // decodeURL decodes a URL record, binary or JSON, stored under key.
@@ -245,6 +266,7 @@ func readURL(r *reader, u *URL, lean bool) error {
 		u.Host = r.string()
 	}
 	u.KeepRaw, u.Paused, u.Disallowed = flags&flagKeepRaw != 0, flags&flagPaused != 0, flags&flagDisallowed != 0
+	u.Gone, u.Truncated, u.NoArchive = flags&flagGone != 0, flags&flagTruncated != 0, flags&flagNoArchive != 0
 	u.Weight = r.floatAs(flags&flagWeightShort != 0)
 	u.Selector = r.stringIf(keep)
 	if c := r.byte(); c == 0 {
@@ -310,6 +332,10 @@ func readURL(r *reader, u *URL, lean bool) error {
 	u.Rate, u.RateSE = r.floatAs(flags&flagRateShort != 0), r.floatAs(flags&flagRateSEShort != 0)
 	u.Interval = time.Duration(r.varint())
 	u.NextDue = r.time()
+	if flags&flagFailing != 0 {
+		u.ErrStreak = int(r.varint())
+		u.NotFoundSince = r.time()
+	}
 	return r.done()
 }
 
@@ -322,7 +348,14 @@ func appendHost(b []byte, h *Host) []byte {
 	b = binary.AppendVarint(b, int64(h.ServerErrs))
 	b = appendTime(b, h.LastFetch)
 	b = binary.AppendVarint(b, h.Fetches)
-	return binary.AppendVarint(b, h.Errors)
+	b = binary.AppendVarint(b, h.Errors)
+	if h.Slowdown != 0 || h.OKStreak != 0 {
+		// Left out when zero, so that a host never slowed is written as
+		// before they were kept.
+		b = binary.AppendVarint(b, int64(h.Slowdown))
+		b = binary.AppendVarint(b, int64(h.OKStreak))
+	}
+	return b
 }
 
 // decodeHost decodes a host record, binary or JSON, stored under key.
@@ -339,6 +372,9 @@ func decodeHost(key, v []byte, h *Host) error {
 	h.ServerErrs = int(r.varint())
 	h.LastFetch = r.time()
 	h.Fetches, h.Errors = r.varint(), r.varint()
+	if len(r.b) > 0 {
+		h.Slowdown, h.OKStreak = int(r.varint()), int(r.varint())
+	}
 	return r.done()
 }
 

@@ -54,6 +54,8 @@ func randomStore(t *testing.T, db *DB, n int, rng *rand.Rand) {
 				u.Disallowed, u.LastErrKind = true, "robots"
 			case 2:
 				u.LastErrKind = "timeout"
+			case 3:
+				u.Gone, u.LastErrKind, u.ErrStreak = true, "not-found", 3
 			}
 			if err := tx.Put(u); err != nil {
 				return err
@@ -189,7 +191,7 @@ func TestListURLsMatchesBruteForce(t *testing.T) {
 			q.Mode = pick("freshness", "capture")
 		}
 		if rng.IntN(3) == 0 {
-			q.State = pick(StatePaused, StateDisallowed, StateFailed, StateActive)
+			q.State = pick(StatePaused, StateGone, StateDisallowed, StateFailed, StateActive)
 		}
 		if rng.IntN(5) == 0 {
 			q.Only = only
@@ -431,6 +433,68 @@ func TestPauseAndSetSeed(t *testing.T) {
 	}
 	if _, found, _ := db.Raw(urls[0], false); found {
 		t.Error("raw body kept after keep_raw was turned off")
+	}
+}
+
+// A gone URL is listed under its state (before disallowed and failed,
+// which it may also be), and comes back, its failures forgotten, when it
+// is seeded again or resumed.
+func TestGoneUntilSeededOrResumed(t *testing.T) {
+	db := open(t, t.TempDir())
+	defer db.Close()
+	urls := []string{"http://a.example/1", "http://a.example/2", "http://a.example/3"}
+	var recs []URL
+	for _, u := range urls {
+		recs = append(recs, URL{URL: u, Host: "a.example", Weight: 1, Mode: "freshness"})
+	}
+	if _, err := db.Upsert(recs); err != nil {
+		t.Fatal(err)
+	}
+	since := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := db.writeTx(func(tx *Tx) error {
+		for _, url := range urls[:2] {
+			u, _, _ := tx.Get(url)
+			u.Gone, u.LastErrKind, u.ErrStreak, u.NotFoundSince = true, "not-found", 5, since
+			if err := tx.Put(u); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	listed := func(state string) []string {
+		t.Helper()
+		p, err := db.ListURLs(Query{State: state})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, u := range p.URLs {
+			out = append(out, u.URL)
+		}
+		return out
+	}
+	if got := listed(StateGone); !slices.Equal(got, urls[:2]) {
+		t.Fatalf("gone: %v, want %v", got, urls[:2])
+	}
+	if got := listed(StateFailed); len(got) != 0 {
+		t.Errorf("failed: %v, want none (gone comes first)", got)
+	}
+	if _, err := db.Upsert(recs[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SetPaused(urls[1:2], false, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := listed(StateGone); len(got) != 0 {
+		t.Fatalf("gone after seeding and resuming: %v", got)
+	}
+	for _, url := range urls[:2] {
+		u, err := db.Get(url)
+		if err != nil || u.Gone || u.ErrStreak != 0 || !u.NotFoundSince.IsZero() {
+			t.Errorf("%s: gone %v streak %d not found since %v (%v): want it back with its failures forgotten", url, u.Gone, u.ErrStreak, u.NotFoundSince, err)
+		}
 	}
 }
 

@@ -67,6 +67,9 @@ func (t *Tx) SetRaw(url string, r Raw) error {
 	return t.tx.Bucket(bucketRaw).Put([]byte(url), b)
 }
 
+// DropRaw deletes the raw body stored for url, if any.
+func (t *Tx) DropRaw(url string) error { return t.tx.Bucket(bucketRaw).Delete([]byte(url)) }
+
 // HasRaw reports whether a raw body is stored for url.
 func (t *Tx) HasRaw(url string) bool { return t.tx.Bucket(bucketRaw).Get([]byte(url)) != nil }
 

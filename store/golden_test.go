@@ -32,7 +32,15 @@ func goldenURL() URL {
 		Hash: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", Disallowed: true,
 		Estimate: []byte{2, 0, 0, 0, 0, 0, 0, 0x20, 0x40, 0, 0, 0, 0, 0, 0, 0, 0x10, 0x40, 0, 0, 0x80, 0x3f, 0, 0, 0, 0, 7},
 		Rate:     0.5, RateSE: 0.25, Interval: 36 * time.Hour, NextDue: goldenAt.Add(36 * time.Hour),
+		Gone: true, Truncated: true, NoArchive: true, ErrStreak: 4, NotFoundSince: goldenAt.Add(-48 * time.Hour),
 	}
+}
+
+// beforeFailures is u as a record written before the failure fields
+// existed holds it.
+func beforeFailures(u URL) URL {
+	u.Gone, u.Truncated, u.NoArchive, u.ErrStreak, u.NotFoundSince = false, false, false, 0, time.Time{}
+	return u
 }
 
 // goldenPlainURL sets every field in the long forms, none of those flags:
@@ -54,7 +62,7 @@ func goldenPlainURL() URL {
 
 func goldenHost() Host {
 	return Host{Host: "www.example.com", CrawlDelay: 10 * time.Second, BackoffTill: goldenAt.Add(time.Minute), Backoff: 30 * time.Second,
-		ServerErrs: 2, LastFetch: goldenAt, Fetches: 120, Errors: 7}
+		ServerErrs: 2, LastFetch: goldenAt, Fetches: 120, Errors: 7, Slowdown: 3, OKStreak: 2}
 }
 
 func goldenChange() Change {
@@ -127,7 +135,8 @@ func TestGoldenRecords(t *testing.T) {
 		decode func([]byte) (any, error)
 	}{
 		{"url.bin", goldenURL(), nil, urlEnc, urlDec},
-		{"url_plain.bin", goldenPlainURL(), []string{"store.URL.KeepRaw", "store.URL.Paused", "store.URL.Disallowed"}, plainEnc, plainDec},
+		{"url_plain.bin", goldenPlainURL(), []string{"store.URL.KeepRaw", "store.URL.Paused", "store.URL.Disallowed",
+			"store.URL.Gone", "store.URL.Truncated", "store.URL.NoArchive", "store.URL.ErrStreak", "store.URL.NotFoundSince"}, plainEnc, plainDec},
 		{"url.json", legacyURL, []string{"store.URL.ID"}, jsonOf(legacyURL), record(legacyURL.URL, func() any { return new(URL) })},
 		{"host.bin", goldenHost(), nil, func() ([]byte, error) { return encodeRecord(goldenHost()) }, record(goldenHost().Host, func() any { return new(Host) })},
 		{"host.json", goldenHost(), nil, jsonOf(goldenHost()), record(goldenHost().Host, func() any { return new(Host) })},
@@ -172,4 +181,35 @@ func deref(p any) any {
 		return *v
 	}
 	return p
+}
+
+// TestGoldenRecordsBeforeFailures decodes URL and host records written
+// before a URL kept its failures (gone, truncated, noarchive, the error
+// streak) and a host its slowdown: a store of an earlier release reads as
+// one where none of them has happened.
+func TestGoldenRecordsBeforeFailures(t *testing.T) {
+	host := goldenHost()
+	host.Slowdown, host.OKStreak = 0, 0
+	legacyURL := beforeFailures(goldenURL())
+	legacyURL.ID = 0
+	for _, c := range []struct {
+		file string
+		key  string
+		want any
+		dst  func() any
+	}{
+		{"url.bin", goldenURL().URL, beforeFailures(goldenURL()), func() any { return new(URL) }},
+		{"url_plain.bin", goldenPlainURL().URL, goldenPlainURL(), func() any { return new(URL) }},
+		{"url.json", goldenURL().URL, legacyURL, func() any { return new(URL) }},
+		{"host.bin", host.Host, host, func() any { return new(Host) }},
+		{"host.json", host.Host, host, func() any { return new(Host) }},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			d := c.dst()
+			if err := decodeRecord([]byte(c.key), testutil.ReadGolden(t, filepath.Join("testdata", "golden", "before_failures_"+c.file)), d); err != nil {
+				t.Fatal(err)
+			}
+			testutil.SameFields(t, deref(d), c.want)
+		})
+	}
 }

@@ -20,19 +20,22 @@ import (
 // whether it is given up, due or scheduled (see the README's URL states).
 const (
 	StatePaused     = "paused"     // paused by the operator
+	StateGone       = "gone"       // 410, or 404 for gone-after: not fetched until seeded again or resumed
 	StateDisallowed = "disallowed" // robots.txt disallows it (or is unreachable)
 	StateFailed     = "failed"     // its last fetch attempt failed
 )
 
 // recordStates lists the record states.
-var recordStates = []string{StatePaused, StateDisallowed, StateFailed}
+var recordStates = []string{StatePaused, StateGone, StateDisallowed, StateFailed}
 
-// RecordState is the state the record gives u: paused, disallowed, failed
-// or "" (active).
+// RecordState is the state the record gives u: paused, gone, disallowed,
+// failed or "" (active).
 func RecordState(u *URL) string {
 	switch {
 	case u.Paused:
 		return StatePaused
+	case u.Gone:
+		return StateGone
 	case u.Disallowed:
 		return StateDisallowed
 	case u.LastErrKind != "":

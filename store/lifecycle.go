@@ -79,10 +79,13 @@ func (db *DB) updateURLs(urls []string, fn func(*bolt.Tx, *URL) (bool, error)) (
 }
 
 // SetPaused pauses (or resumes) the URLs that exist and returns the
-// records it changed.
+// records it changed. Resuming also brings back a gone URL, with its
+// failures forgotten: the operator says it is worth fetching again.
 func (db *DB) SetPaused(urls []string, paused bool, at time.Time) ([]URL, error) {
 	out, err := db.updateURLs(urls, func(_ *bolt.Tx, u *URL) (bool, error) {
-		if u.Paused == paused {
+		if !paused && u.Gone {
+			u.Gone, u.ErrStreak, u.NotFoundSince = false, 0, time.Time{}
+		} else if u.Paused == paused {
 			return false, nil
 		}
 		u.Paused = paused

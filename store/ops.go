@@ -57,6 +57,9 @@ func (db *DB) Upsert(recs []URL) (added int, err error) {
 				prev = &old
 				cur.Weight, cur.Selector, cur.Mode, cur.Ignore = r.Weight, r.Selector, r.Mode, r.Ignore
 				cur.Period, cur.Polls, cur.KeepRaw, cur.Webhook = r.Period, r.Polls, r.KeepRaw, r.Webhook
+				// Seeded again: a gone URL is wanted after all, and its
+				// failures start afresh.
+				cur.Gone, cur.ErrStreak, cur.NotFoundSince = false, 0, time.Time{}
 			}
 			if err := putURL(tx, prev, cur, false, iw); err != nil {
 				return err

@@ -32,6 +32,10 @@ type URL struct {
 	// DeletedAt is set only on the copy of a deleted URL's record kept
 	// with its history (DB.Deleted).
 	DeletedAt time.Time `json:"deleted_at,omitzero"`
+	// Gone URLs answered 410, or 404 for longer than the coordinator's
+	// gone-after: like paused ones they keep their record and history and
+	// are not fetched, until seeded again or resumed.
+	Gone bool `json:"gone,omitempty"`
 
 	// Counters.
 	Fetches     int64            `json:"fetches"`
@@ -53,6 +57,20 @@ type URL struct {
 	LastMod     string    `json:"last_modified,omitempty"`
 	Hash        string    `json:"hash,omitempty"`
 	Disallowed  bool      `json:"disallowed,omitempty"`
+	// Truncated: the latest version was longer than the worker's
+	// max-body; its text and hash are those of the part read.
+	Truncated bool `json:"truncated,omitempty"`
+	// NoArchive: the page forbids a kept copy (X-Robots-Tag or robots
+	// <meta>: noarchive, noindex, none). Its hash and change statistics
+	// are kept, its text and raw body are not.
+	NoArchive bool `json:"no_archive,omitempty"`
+	// ErrStreak counts the fetches that failed in a row with an error
+	// that backs the URL off (the coordinator's fold decides which),
+	// 0 after a success: it sets how far the next fetch is put off.
+	// NotFoundSince is the first 404 of the current run of them (zero:
+	// none), from which a 404 that persists marks the URL gone.
+	ErrStreak     int       `json:"err_streak,omitempty"`
+	NotFoundSince time.Time `json:"not_found_since,omitzero"`
 
 	// Estimate is the change-rate estimator's state, owned by the
 	// coordinator (opaque here so the store has no view on the maths).
@@ -95,19 +113,27 @@ type Change struct {
 	Diff     DiffSummary `json:"diff"`
 }
 
-// Host is the politeness state of one host.
+// Host is the politeness state of one host. The least time between two
+// of its fetches in force is max(1/host-rate, CrawlDelay) · 2^Slowdown,
+// and none is made before BackoffTill.
 type Host struct {
-	Host string `json:"host"`
-	// Interval is the least time between two fetches of the host now in
-	// force: max(1/host-rate, Crawl-delay, backoff).
-	CrawlDelay  time.Duration `json:"crawl_delay,omitempty"`
+	Host       string        `json:"host"`
+	CrawlDelay time.Duration `json:"crawl_delay,omitempty"`
+	// BackoffTill is when the host's last Retry-After (on a 429 or 503)
+	// ends, counted from when its answer was known; Backoff is the delay
+	// it asked for.
 	BackoffTill time.Time     `json:"backoff_till,omitzero"`
 	Backoff     time.Duration `json:"backoff,omitempty"`
-	ServerErrs  int           `json:"server_errs,omitempty"` // consecutive 5xx
+	ServerErrs  int           `json:"server_errs,omitempty"` // consecutive 5xx, 429, connect failures and timeouts
 	LastFetch   time.Time     `json:"last_fetch,omitzero"`
 	// Fetches and Errors count the results folded for the host.
 	Fetches int64 `json:"fetches,omitempty"`
 	Errors  int64 `json:"errors,omitempty"`
+	// Slowdown is how many times the host's rate is halved: each 429 or
+	// 503 without Retry-After adds one (up to the coordinator's cap),
+	// and each run of OKStreak successes takes one off.
+	Slowdown int `json:"slowdown,omitempty"`
+	OKStreak int `json:"ok_streak,omitempty"`
 }
 
 // Item is a tracked item of a keyword-search source.

@@ -164,18 +164,15 @@ func New(nc *nats.Conn, js jetstream.JetStream, robotsStore robots.Store, opts O
 	w.robots, err = robots.NewChecker(robotsStore, func(ctx context.Context, robotsURL string) (int, []byte, error) {
 		r := f.Get(ctx, robotsURL)
 		opts.Metrics.fetched(r.Elapsed, r.Bytes)
-		switch r.ErrKind {
-		case proto.ErrNone, proto.ErrHTTPStatus:
-		case proto.ErrBlocked:
+		switch {
+		case r.ErrKind == proto.ErrNone, r.ErrKind.HTTP():
+			// A response, whatever its status; a body cut at
+			// max-body is a prefix of the rules, which RFC 9309
+			// §2.5 lets a crawler parse when at least 500 KiB.
+		case r.ErrKind == proto.ErrBlocked:
 			// The host name resolves to an address we refuse: the
 			// page's fetch would be refused too, so say that.
 			return 0, nil, &refusedHost{msg: r.Err.Error()}
-		case proto.ErrTooLarge:
-			if r.Status == 0 {
-				return 0, nil, r.Err // headers too large: no response
-			}
-			// A body cut at max-body: RFC 9309 §2.5 lets a crawler
-			// parse a prefix of at least 500 KiB.
 		default:
 			// No response, or a body that broke off (a timeout, a
 			// reset, bad compression): the rules after the break are
@@ -656,7 +653,13 @@ func (w *Worker) work(ctx context.Context, stop <-chan struct{}, task proto.Task
 		w.opts.Metrics.robots(dec.Fetched)
 		noteRobots(task, &res, dec)
 		res.CrawlDelay = dec.CrawlDelay
-		if !dec.Allowed {
+		switch {
+		case !dec.Allowed && dec.Unreachable:
+			// As disallowed as a rule would have it (RFC 9309), but
+			// named for the outage it is.
+			res.ErrKind, res.Err, res.Disallowed = proto.ErrRobotsUnreachable, "robots.txt unreachable: "+dec.Reason, true
+			return res, finished
+		case !dec.Allowed:
 			res.ErrKind, res.Err, res.Disallowed = proto.ErrRobots, "disallowed by robots.txt: "+dec.Reason, true
 			return res, finished
 		}
@@ -733,6 +736,12 @@ func (w *Worker) fetchPage(ctx context.Context, task proto.Task, res *proto.Resu
 	if task.Kind == proto.KindCapture && resp.Class == fetch.Text {
 		// A feed dates its items: exact update times for capture.
 		res.FeedTimes, _ = extract.FeedTimes(resp.Body)
+	}
+	if archiveForbidden(resp.RobotsTags, resp.Body, resp.Class, w.robots.Token()) {
+		// Only the hash leaves the worker: the coordinator tells a
+		// change by it, and keeps no text, raw body or diff preview.
+		res.NoArchive = true
+		return
 	}
 	if hash == task.PrevHash {
 		w.attachRaw(task, res, resp.Body, task.NeedRaw)

@@ -20,7 +20,7 @@ var (
 	natsAuthKeys    = []string{"nats-user", "nats-password", "nats-token", "nats-nkey", "nats-creds", "nats-ca", "nats-cert", "nats-key"}
 	natsKeys        = slices.Concat([]string{"data", "nats"}, natsAuthKeys, []string{"nats-listen", "ack-wait", "max-deliver", "replicas", "sync-always", "log-level"})
 	coordinatorKeys = []string{"listen", "api-token", "api-read-token", "api-host", "tls-cert", "tls-key", "budget", "host-rate", "max-in-flight", "policy", "objective", "replan", "prior-rate", "half-life", "explore", "lm-skew", "capture-uniform", "co-change", "probe-policy", "ignore-selector", "ignore-pattern", "min-change",
-		"keep-versions", "keep-versions-for", "keep-changes", "keep-changes-for", "keep-fold-marks-for", "standby", "lease-ttl", "adopt-crawl",
+		"keep-versions", "keep-versions-for", "keep-changes", "keep-changes-for", "keep-fold-marks-for", "gone-after", "standby", "lease-ttl", "adopt-crawl",
 		"change-stream-max-age", "change-stream-max-bytes", "change-stream-max-msgs", "webhook-secret", "webhook-attempts", "webhook-backoff", "webhook-max-backoff", "webhook-timeout", "allow-private-webhooks"}
 	workerKeys = []string{"concurrency", "user-agent", "timeout", "max-body", "max-redirects", "allow-private", "worker-id", "stop-grace"}
 	// A worker keeps no data and never starts a NATS server of its own.

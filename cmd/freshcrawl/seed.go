@@ -241,7 +241,7 @@ func printStatus(w io.Writer, s coordinator.Status) {
 	fmt.Fprintf(w, "queue          pending %d, awaiting ack %d, redelivered %d, results to fold %d\n", s.Queue.Pending, s.Queue.AckPending, s.Queue.Redelivered, s.Queue.Results)
 	fmt.Fprintf(w, "in flight      %d of at most %d\n", s.InFlight, s.MaxInFlight)
 	fmt.Fprintf(w, "workers        %d seen in the last minute %v\n", len(s.Workers), s.Workers)
-	fmt.Fprintf(w, "urls           %d on %d hosts (%d disallowed by robots.txt)\n", s.URLs, s.Hosts, s.Disallowed)
+	fmt.Fprintf(w, "urls           %d on %d hosts (%d disallowed by robots.txt, %d gone)\n", s.URLs, s.Hosts, s.Disallowed, s.Gone)
 	fmt.Fprintf(w, "fetches        %d total, %d in the last minute\n", s.Fetches, s.FetchesPerMin)
 	fmt.Fprintf(w, "changes        %d total, %d in the last minute\n", s.Changes, s.ChangesPerMin)
 	fmt.Fprintf(w, "failed tasks   %d\n", s.Failed)

@@ -81,9 +81,11 @@ func urlsCmd() *cobra.Command {
 		Long: `List the crawl's URLs, a page at a time (--limit, default 50). The last line
 says how to get the next page (--after CURSOR); --all prints every page.
 
-States: paused (by the operator), disallowed (robots.txt), failed (the last
-fetch attempt failed), given up (the plan gives it no fetches; explored only),
-due (its next fetch time has passed) and scheduled (waiting for it). Sorts:
+States: paused (by the operator), gone (410, or 404 for --gone-after; back
+when seeded again or resumed), disallowed (robots.txt, or robots.txt
+unreachable), failed (the last fetch attempt failed), given up (the plan
+gives it no fetches; explored only), due (its next fetch time has passed)
+and scheduled (waiting for it). Sorts:
 url, host, rate, next_due, changes, last_change, errors, weight (--desc for
 largest first). Without a running coordinator the store is read directly;
 "given up" then cannot be told.`,

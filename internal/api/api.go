@@ -76,6 +76,7 @@ type Overview struct {
 	URLs       int      `json:"urls"`
 	Hosts      int      `json:"hosts"`
 	Disallowed int      `json:"disallowed"`
+	Gone       int      `json:"gone"`
 	GivenUp    int      `json:"given_up"`
 	Capped     int      `json:"hosts_at_cap"`
 	Workers    []string `json:"workers"`

@@ -24,6 +24,7 @@ import (
 // /api/urls?state= filter on and what the console shows.
 const (
 	statePaused     = store.StatePaused
+	stateGone       = store.StateGone
 	stateDisallowed = store.StateDisallowed
 	stateFailed     = store.StateFailed
 	stateGivenUp    = schedule.StateGivenUp
@@ -32,7 +33,7 @@ const (
 )
 
 // States lists every state a URL can be in.
-var States = []string{statePaused, stateDisallowed, stateFailed, stateGivenUp, stateDue, stateScheduled}
+var States = []string{statePaused, stateGone, stateDisallowed, stateFailed, stateGivenUp, stateDue, stateScheduled}
 
 // z90 is the normal quantile of a two-sided 90% interval.
 const z90 = 1.6448536269514722
@@ -543,12 +544,16 @@ func (s *Server) ServeHosts(w http.ResponseWriter, r *http.Request) {
 // hostRow joins the scheduler's and the store's view of a host.
 type hostRow struct {
 	schedule.HostView
-	CrawlDelay  time.Duration `json:"crawl_delay"`
-	BackoffTill time.Time     `json:"backoff_till,omitzero"`
-	ServerErrs  int           `json:"server_errs"`
-	LastFetch   time.Time     `json:"last_fetch,omitzero"`
-	Fetches     int64         `json:"fetches"`
-	Errors      int64         `json:"errors"`
+	CrawlDelay time.Duration `json:"crawl_delay"`
+	// BackoffTill is when the host's Retry-After ends: no request before.
+	BackoffTill time.Time `json:"backoff_till,omitzero"`
+	ServerErrs  int       `json:"server_errs"`
+	// Slowdown is how many times the host's rate is halved (429 or 503
+	// without Retry-After); its gap shows the result.
+	Slowdown  int       `json:"slowdown"`
+	LastFetch time.Time `json:"last_fetch,omitzero"`
+	Fetches   int64     `json:"fetches"`
+	Errors    int64     `json:"errors"`
 	// Robots is "ok", "some disallowed" or "all disallowed" (which is also
 	// what an unreachable robots.txt gives).
 	Robots string `json:"robots"`
@@ -567,9 +572,9 @@ func hostRows(db *store.DB, views []schedule.HostView) ([]hostRow, error) {
 	out := make([]hostRow, 0, len(views))
 	for _, v := range views {
 		h := byName[v.Host]
-		r := hostRow{HostView: v, CrawlDelay: h.CrawlDelay, BackoffTill: h.BackoffTill, ServerErrs: h.ServerErrs, LastFetch: h.LastFetch, Fetches: h.Fetches, Errors: h.Errors, Robots: "ok"}
+		r := hostRow{HostView: v, CrawlDelay: h.CrawlDelay, BackoffTill: h.BackoffTill, ServerErrs: h.ServerErrs, Slowdown: h.Slowdown, LastFetch: h.LastFetch, Fetches: h.Fetches, Errors: h.Errors, Robots: "ok"}
 		switch {
-		case v.Disallowed > 0 && v.Disallowed >= v.URLs-v.Paused:
+		case v.Disallowed > 0 && v.Disallowed >= v.URLs-v.Paused-v.Gone:
 			r.Robots = "all disallowed"
 		case v.Disallowed > 0:
 			r.Robots = "some disallowed"

@@ -81,7 +81,22 @@ const (
 	// flagRecheck: the URL has a recheck's probe interval in
 	// Scheduler.rechecks.
 	flagRecheck
+	// flagGone: the URL answered 410, or 404 for long enough: held like a
+	// paused URL until it is seeded again or resumed (failures.go).
+	flagGone
+	// flagBackoff: the URL's last fetch failed and its next one is put
+	// off (Feedback.RetryAt): queued strictly, never handed out before
+	// due, and out of the plan (failures.go).
+	flagBackoff
+	// flagFreeSlot: in flight without holding its host's slot: a task
+	// found delivered and unacknowledged when the coordinator started,
+	// whose worker may have died with it (Scheduler.AdoptDelivered).
+	flagFreeSlot
 )
+
+// held reports whether e is kept off the queue and out of the plan by
+// the operator (paused) or by its answers (gone).
+func (e *entry) held() bool { return e.is(flagPaused) || e.is(flagGone) }
 
 // entryChunkBits sets the size of a slab of entries: 4 096 entries, 256
 // KiB, large next to an entry and small next to a collection.
@@ -572,8 +587,10 @@ func (f *frontier) schedule(e *entry, due time.Time) {
 	if e.is(flagInFlight) {
 		return // requeued when its result comes back
 	}
-	strict := e.is(flagCapture)
-	off := e.interval <= 0 || e.is(flagPaused)
+	// A URL backing off is due when its backoff ends, not when a busy
+	// host has a free slot: queued with the strict polls.
+	strict := e.is(flagCapture) || e.is(flagBackoff)
+	off := e.interval <= 0 || e.held()
 	if e.index >= 0 && (e.is(flagStrict) != strict || off) {
 		heap.Remove(h.heap(e.is(flagStrict)), int(e.index))
 	}
@@ -672,7 +689,10 @@ func (f *frontier) release(e *entry, fetchedAt time.Time) {
 	h := f.hostOf(e)
 	if e.is(flagInFlight) {
 		e.set(flagInFlight, false)
-		h.inFlight--
+		if !e.is(flagFreeSlot) {
+			h.inFlight--
+		}
+		e.set(flagFreeSlot, false)
 	}
 	if nf := fetchedAt.Add(h.gap); nf.After(h.nextFree) {
 		h.nextFree = nf

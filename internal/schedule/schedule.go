@@ -81,6 +81,10 @@ type URLInfo struct {
 	// standard error of Rate.
 	Paused bool
 	RateSE float64
+	// Gone URLs are held like paused ones until seeded again or resumed
+	// (a known URL added with Gone false comes back); Backoff says
+	// NextDue is the end of an error backoff, which a plan must not move.
+	Gone, Backoff bool
 }
 
 // Dispatch is a URL the scheduler hands out.
@@ -108,6 +112,17 @@ type Feedback struct {
 	// backoff).
 	HostGap       time.Duration
 	HostNotBefore time.Time
+	// HostSlowdown halves the host's rate that many times (429 and 503
+	// without Retry-After): its gap is max(1/host rate, HostGap) ·
+	// 2^HostSlowdown.
+	HostSlowdown int
+	// RetryAt, when set, is the earliest next fetch of a URL whose fetch
+	// failed (the error backoff, counted from when the failure was
+	// known); Gone retires the URL (410, or 404 for long enough). The
+	// fold sets both; the change-rate estimate learns nothing from a
+	// failure either way.
+	RetryAt time.Time
+	Gone    bool
 	// Learnt is set when the fetch updated the URL's estimate: Posterior
 	// is then its posterior (computed under the priors of version
 	// PriorVersion) and State its estimator state.

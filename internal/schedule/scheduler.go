@@ -76,6 +76,7 @@ type Scheduler struct {
 	dated   bitset    // the newest fetch's Last-Modified was trusted (Feedback.Dated)
 
 	disallowed int                      // URLs disallowed now
+	gone       int                      // URLs gone now (flagGone)
 	captures   map[uint32]*captureState // capture URLs (entry ids): their capture state
 	// rechecks holds the probe interval of the URLs (entry ids) given
 	// up and rechecked (flagRecheck): each check is followed by a probe
@@ -168,6 +169,7 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 		}
 		e.set(flagCapture, u.Capture)
 		s.setCapture(e, u)
+		s.setGone(e, u.Gone, now)
 		s.mirror(e)
 		if e.index >= 0 && e.is(flagStrict) != e.is(flagCapture) {
 			s.front.schedule(e, fromNanos(e.nextDue)) // into the heap of its new mode
@@ -222,6 +224,8 @@ func (s *Scheduler) Add(u URLInfo, now time.Time) bool {
 	s.moved++
 	s.setDisallowed(e, u.Disallowed)
 	e.set(flagPaused, u.Paused)
+	e.set(flagBackoff, u.Backoff)
+	s.setGone(e, u.Gone, now)
 	if u.LastOK.IsZero() {
 		e.set(flagUnfetched, true)
 		s.unfetched++
@@ -307,8 +311,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 		return
 	}
 	h := s.front.hostOf(e)
-	gap := max(s.baseGap(), fb.HostGap)
-	s.front.setGap(h, gap, fb.HostNotBefore)
+	s.front.setGap(h, s.hostGap(fb.HostGap, fb.HostSlowdown), fb.HostNotBefore)
 	if !fb.End.IsZero() && !fb.Start.IsZero() {
 		h.took(fb.End.Sub(fb.Start))
 	}
@@ -333,7 +336,7 @@ func (s *Scheduler) Done(url string, fb Feedback) {
 	if e.interval <= 0 {
 		e.interval = s.uniformInterval()
 	}
-	due := s.nextDue(e, url, fb)
+	due := s.afterFailure(e, s.nextDue(e, url, fb), fb)
 	s.mirror(e)
 	s.front.done(e, end, due)
 }
@@ -482,10 +485,11 @@ func (s *Scheduler) Resume(urls []string, now time.Time) int {
 	n := 0
 	for _, url := range urls {
 		e, ok := s.front.urls.get(url)
-		if !ok || !e.is(flagPaused) {
+		if !ok || !e.held() {
 			continue
 		}
 		e.set(flagPaused, false)
+		s.setGone(e, false, now)
 		if e.interval <= 0 {
 			e.interval = s.uniformInterval()
 		}
@@ -515,7 +519,7 @@ func (s *Scheduler) Remove(urls []string) int {
 		if e.index >= 0 {
 			heap.Remove(h.heap(e.is(flagStrict)), int(e.index))
 		}
-		if e.is(flagInFlight) {
+		if e.is(flagInFlight) && !e.is(flagFreeSlot) {
 			if s.life.orphans == nil {
 				s.life.orphans = map[string]*hostQueue{}
 			}
@@ -574,6 +578,9 @@ func (s *Scheduler) Remove(urls []string) int {
 		e := s.front.entry(id)
 		if e.is(flagDisallowed) {
 			s.disallowed--
+		}
+		if e.is(flagGone) {
+			s.gone--
 		}
 		if e.observed() {
 			s.learnt--
@@ -792,9 +799,9 @@ func (s *Scheduler) applyExploration(j *PlanJob) {
 // frequency, and moves its next fetch by the change (replannedDue).
 func (s *Scheduler) applyInterval(j *PlanJob, i int, now time.Time) {
 	e := s.front.entry(j.list[i])
-	if e.pos < 0 || e.is(flagPaused) {
-		// Removed since the snapshot, or paused: a paused URL keeps
-		// its interval for when it is resumed.
+	if e.pos < 0 || e.held() {
+		// Removed since the snapshot, paused or gone: it keeps its
+		// interval for when it is resumed.
 		return
 	}
 	if e.is(flagDisallowed) {
@@ -826,7 +833,9 @@ func (s *Scheduler) applyInterval(j *PlanJob, i int, now time.Time) {
 	// would unschedule the URL), and is no time scale of its own.
 	iv := max(time.Duration(float64(time.Second)/f), time.Nanosecond)
 	e.interval = iv
-	if e.index >= 0 && old > 0 && e.nextDue != 0 && !e.is(flagCapture) && s.lastOK[e.pos] != 0 {
+	// A URL backing off keeps its due time: a plan must not bring it
+	// back before its backoff ends.
+	if e.index >= 0 && old > 0 && e.nextDue != 0 && !e.is(flagCapture) && !e.is(flagBackoff) && s.lastOK[e.pos] != 0 {
 		due := s.replannedDue(e, old, iv, now)
 		// A URL whose due time stays (its interval did not move,
 		// as for most URLs in a re-plan) is where it was in its
@@ -878,7 +887,7 @@ func (s *Scheduler) mirror(e *entry) {
 	if e.pos < 0 {
 		return
 	}
-	off := e.is(flagDisallowed) || e.is(flagPaused)
+	off := e.is(flagDisallowed) || e.held() || e.is(flagBackoff)
 	f, fx := 0.0, 0.0
 	if !off && e.interval > 0 {
 		f = float64(time.Second) / float64(e.interval)

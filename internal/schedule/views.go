@@ -44,6 +44,10 @@ func (s *Scheduler) ReplanDue(now time.Time) bool {
 // without its frequencies: the URLs' intervals hold them.
 func (s *Scheduler) Plan() (PlanOutput, time.Time, float64) { return s.plan, s.planAt, s.inUse }
 
+// Gone counts URLs gone (410, or 404 for long enough): held until they
+// are seeded again or resumed.
+func (s *Scheduler) Gone() int { return s.gone }
+
 // Disallowed counts URLs robots.txt disallows (rechecked every
 // DisallowRetry, with no share of the budget).
 func (s *Scheduler) Disallowed() int { return s.disallowed }
@@ -68,17 +72,21 @@ const (
 
 // URLView is what the scheduler knows of one URL now.
 type URLView struct {
-	Interval   time.Duration `json:"interval"`
-	NextDue    time.Time     `json:"next_due,omitzero"`
-	InFlight   bool          `json:"in_flight,omitempty"`
-	Paused     bool          `json:"paused,omitempty"`
-	Disallowed bool          `json:"disallowed,omitempty"`
-	GivenUp    bool          `json:"given_up,omitempty"`
-	Due        bool          `json:"due,omitempty"`
-	Weight     float64       `json:"weight"`
-	Capture    bool          `json:"capture,omitempty"`
-	Rate       float64       `json:"rate"`
-	RateSE     float64       `json:"rate_se,omitempty"`
+	Interval time.Duration `json:"interval"`
+	NextDue  time.Time     `json:"next_due,omitzero"`
+	InFlight bool          `json:"in_flight,omitempty"`
+	Paused   bool          `json:"paused,omitempty"`
+	Gone     bool          `json:"gone,omitempty"`
+	// Backoff: the last fetch failed and the next is put off (NextDue is
+	// when the backoff ends).
+	Backoff    bool    `json:"backoff,omitempty"`
+	Disallowed bool    `json:"disallowed,omitempty"`
+	GivenUp    bool    `json:"given_up,omitempty"`
+	Due        bool    `json:"due,omitempty"`
+	Weight     float64 `json:"weight"`
+	Capture    bool    `json:"capture,omitempty"`
+	Rate       float64 `json:"rate"`
+	RateSE     float64 `json:"rate_se,omitempty"`
 	// State is the scheduler's own state: given up, due or scheduled.
 	State string `json:"state"`
 }
@@ -89,7 +97,7 @@ func (s *Scheduler) View(url string, now time.Time) (URLView, bool) {
 	if !ok || e.is(flagOneShot) {
 		return URLView{}, false
 	}
-	v := URLView{Interval: e.interval, NextDue: fromNanos(e.nextDue), InFlight: e.is(flagInFlight), Paused: e.is(flagPaused), Disallowed: e.is(flagDisallowed),
+	v := URLView{Interval: e.interval, NextDue: fromNanos(e.nextDue), InFlight: e.is(flagInFlight), Paused: e.is(flagPaused), Gone: e.is(flagGone), Backoff: e.is(flagBackoff), Disallowed: e.is(flagDisallowed),
 		Weight: s.weights[e.pos], Capture: e.is(flagCapture), Rate: s.rates[e.pos], RateSE: float64(s.rateSEs[e.pos])}
 	v.GivenUp = s.givenUpSet(e)
 	v.Due = s.due(e, now)
@@ -105,12 +113,12 @@ func (s *Scheduler) View(url string, now time.Time) (URLView, bool) {
 }
 
 func (s *Scheduler) due(e *entry, now time.Time) bool {
-	return e.index >= 0 && !e.is(flagInFlight) && !e.is(flagPaused) && e.nextDue <= nanos(now)
+	return e.index >= 0 && !e.is(flagInFlight) && !e.held() && e.nextDue <= nanos(now)
 }
 
 // givenUpSet reports whether the current plan gives e f = 0.
 func (s *Scheduler) givenUpSet(e *entry) bool {
-	if e.is(flagPaused) || e.is(flagDisallowed) {
+	if e.held() || e.is(flagDisallowed) || e.is(flagBackoff) {
 		return false
 	}
 	return s.life.givenUp.has(int(e.id)) && s.weights[e.pos] > 0
@@ -118,13 +126,13 @@ func (s *Scheduler) givenUpSet(e *entry) bool {
 
 // URLsIn returns the known URLs in a scheduler state (StateGivenUp,
 // StateDue or StateScheduled), in no particular order: a caller that
-// shares the Scheduler under a lock sorts them after releasing it. Paused
-// and disallowed URLs are in none.
+// shares the Scheduler under a lock sorts them after releasing it. Paused,
+// gone and disallowed URLs are in none.
 func (s *Scheduler) URLsIn(state string, now time.Time) []string {
 	var in []*entry
 	for _, id := range s.list {
 		e := s.front.entry(id)
-		if e.is(flagPaused) || e.is(flagDisallowed) {
+		if e.held() || e.is(flagDisallowed) {
 			continue
 		}
 		var st string
@@ -170,10 +178,12 @@ type HostView struct {
 	URLs      int           `json:"urls"`
 	Queued    int           `json:"queued"`
 	Paused    int           `json:"paused"`
+	Gone      int           `json:"gone"`
 	// Disallowed counts the host's URLs robots.txt disallows (or all, while
 	// robots.txt is unreachable).
 	Disallowed int `json:"disallowed"`
-	// Planned is the fetch rate the URLs' intervals add up to.
+	// Planned is the fetch rate the intervals of the URLs not held or
+	// backing off add up to.
 	Planned float64 `json:"planned_per_s"`
 }
 
@@ -190,8 +200,8 @@ type HostTally struct {
 }
 
 type hostCounts struct {
-	urls, paused, disallowed int
-	planned                  float64
+	urls, paused, gone, disallowed int
+	planned                        float64
 }
 
 // TallyHosts counts up to n more URLs into t and reports whether the walk
@@ -208,9 +218,11 @@ func (s *Scheduler) TallyHosts(t *HostTally, n int) (done bool) {
 		switch {
 		case e.is(flagPaused):
 			c.paused++
+		case e.is(flagGone):
+			c.gone++
 		case e.is(flagDisallowed):
 			c.disallowed++
-		case e.interval > 0:
+		case e.interval > 0 && !e.is(flagBackoff):
 			c.planned += float64(time.Second) / float64(e.interval)
 		}
 	}
@@ -231,7 +243,7 @@ func (s *Scheduler) HostViews(t *HostTally) []HostView {
 		v := HostView{Host: name, Cap: h.capacity(), Gap: h.gap, Busy: h.busy, NextFree: h.nextFree, InFlight: h.inFlight, Saturated: h.saturated, Queued: h.queued()}
 		if int(h.id) < len(t.counts) {
 			c := t.counts[h.id]
-			v.URLs, v.Paused, v.Disallowed, v.Planned = c.urls, c.paused, c.disallowed, c.planned
+			v.URLs, v.Paused, v.Gone, v.Disallowed, v.Planned = c.urls, c.paused, c.gone, c.disallowed, c.planned
 		}
 		out = append(out, v)
 	}

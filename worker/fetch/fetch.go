@@ -2,9 +2,10 @@
 // construction: it refuses private and metadata addresses on every
 // connection it makes (so neither a redirect nor a DNS rebinding reaches the
 // worker's own network), caps the decompressed body (so a gzip bomb is cut,
-// not unpacked), bounds every phase with a timeout, sends conditional
-// requests so unchanged pages cost a 304, and classifies every failure into a
-// proto.ErrorKind the coordinator can back off on.
+// not unpacked), bounds the whole fetch (connect, TLS, headers and body)
+// with one timeout, sends conditional requests so unchanged pages cost a
+// 304, and classifies every failure into a proto.ErrorKind the coordinator
+// can back off on.
 //
 // A Fetcher keeps no state between calls other than its http.Client's
 // connection pool; it is safe for concurrent use. Per-host rate limiting is
@@ -85,13 +86,13 @@ type Options struct {
 	// UserAgent is sent with every request. Sites identify and contact
 	// crawler operators through it, so it should name the operator.
 	UserAgent string
-	// Timeout bounds a whole fetch, redirects and body included.
+	// Timeout bounds a whole fetch: name resolution, connect, TLS,
+	// redirects, the wait for headers and the body. It is the one time
+	// limit of a fetch, so that an operator's --timeout is what a slow or
+	// hanging server costs a worker's slot, whichever phase it stalls.
 	Timeout time.Duration
-	// ConnectTimeout bounds one TCP connect, TLSTimeout one TLS handshake,
-	// HeaderTimeout the wait for response headers after the request is sent.
-	ConnectTimeout, TLSTimeout, HeaderTimeout time.Duration
-	// MaxBody caps the decompressed body; a longer body is cut there and
-	// reported as proto.ErrTooLarge with Truncated set.
+	// MaxBody caps the decompressed body; a longer body is cut there: the
+	// fetch succeeds with its first MaxBody bytes and Truncated set.
 	MaxBody int64
 	// MaxRedirects is how many redirects are followed (0: none).
 	// Revisiting a URL already seen in the chain is an error whatever
@@ -114,16 +115,13 @@ type Options struct {
 
 // DefaultOptions are the defaults of the user-agent, timeout, max-body
 // and max-redirects settings everywhere (the config takes them from
-// here), and of the timeouts of each phase.
+// here).
 func DefaultOptions() Options {
 	return Options{
-		UserAgent:      defaultUserAgent,
-		Timeout:        30 * time.Second,
-		ConnectTimeout: 10 * time.Second,
-		TLSTimeout:     10 * time.Second,
-		HeaderTimeout:  15 * time.Second,
-		MaxBody:        4 << 20,
-		MaxRedirects:   5,
+		UserAgent:    defaultUserAgent,
+		Timeout:      30 * time.Second,
+		MaxBody:      4 << 20,
+		MaxRedirects: 5,
 	}
 }
 
@@ -132,9 +130,6 @@ func (o Options) Validate() error {
 	var errs optcheck.Errors
 	errs.Check("UserAgent", checkUserAgent(o.UserAgent))
 	errs.Check("Timeout", checkTimeout(o.Timeout))
-	errs.Check("ConnectTimeout", checkTimeout(o.ConnectTimeout))
-	errs.Check("TLSTimeout", checkTimeout(o.TLSTimeout))
-	errs.Check("HeaderTimeout", checkTimeout(o.HeaderTimeout))
 	if o.MaxBody <= 0 {
 		errs.Check("MaxBody", fmt.Errorf("must be > 0, got %d", o.MaxBody))
 	}
@@ -194,9 +189,14 @@ type Response struct {
 	// RetryAfter is the server's Retry-After on a 429 or 503, capped at a
 	// day.
 	RetryAfter time.Duration
+	// RobotsTags are the values of the response's X-Robots-Tag headers,
+	// as sent (the caller reads the directives for its product token).
+	RobotsTags []string
 
-	Bytes     int64 // decompressed body bytes read, before charset conversion
-	Truncated bool  // the body was longer than MaxBody
+	Bytes int64 // decompressed body bytes read, before charset conversion
+	// Truncated: the body was longer than MaxBody; Body holds its first
+	// MaxBody bytes and the fetch is a success.
+	Truncated bool
 
 	ErrKind proto.ErrorKind
 	Err     error
@@ -256,7 +256,10 @@ func New(o Options) (*Fetcher, error) {
 		f.blocked = func(ap netip.AddrPort) bool { return IsBlockedIP(ap.Addr()) }
 	}
 	dialer := &net.Dialer{
-		Timeout:   o.ConnectTimeout,
+		// A dial outlives the request that started it (net/http keeps it
+		// for the pool when the request gives up), so it is bounded on
+		// its own, by the same timeout as the fetch.
+		Timeout:   o.Timeout,
 		KeepAlive: 30 * time.Second,
 		// Control runs after name resolution for every address actually
 		// dialled, so the check sees the IP the socket connects to: a
@@ -279,8 +282,7 @@ func New(o Options) (*Fetcher, error) {
 		MaxIdleConns:           256,
 		MaxIdleConnsPerHost:    4,
 		IdleConnTimeout:        90 * time.Second,
-		TLSHandshakeTimeout:    o.TLSTimeout,
-		ResponseHeaderTimeout:  o.HeaderTimeout,
+		TLSHandshakeTimeout:    o.Timeout,
 		ExpectContinueTimeout:  time.Second,
 		MaxResponseHeaderBytes: maxHeaderBytes,
 		// We decompress ourselves, to count decompressed bytes and cut at
@@ -291,8 +293,9 @@ func New(o Options) (*Fetcher, error) {
 	f.client = &http.Client{
 		Transport:     f.transport,
 		CheckRedirect: f.checkRedirect,
-		// No Client.Timeout: the per-fetch context bounds the whole fetch,
-		// body included, and keeps the deadline error classifiable.
+		// No Client.Timeout and no header timeout: the per-fetch context
+		// bounds the whole fetch, body included, and keeps the deadline
+		// error classifiable.
 	}
 	return f, nil
 }
@@ -401,6 +404,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (resp Response) {
 	resp.Status = hresp.StatusCode
 	resp.FinalURL = hresp.Request.URL.String()
 	resp.ETag = hresp.Header.Get("ETag")
+	resp.RobotsTags = hresp.Header.Values("X-Robots-Tag")
 	resp.LastModified = hresp.Header.Get("Last-Modified")
 	ctHeader := hresp.Header.Get("Content-Type")
 	resp.ContentType = mediaType(ctHeader)
@@ -420,7 +424,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (resp Response) {
 		if hresp.StatusCode == http.StatusTooManyRequests || hresp.StatusCode == http.StatusServiceUnavailable {
 			resp.RetryAfter = parseRetryAfter(hresp.Header.Get("Retry-After"), hresp.Header.Get("Date"), time.Now())
 		}
-		resp.fail(proto.ErrHTTPStatus, fmt.Errorf("fetch %s: http status %d", resp.FinalURL, hresp.StatusCode))
+		resp.fail(proto.StatusKind(hresp.StatusCode), fmt.Errorf("fetch %s: http status %d", resp.FinalURL, hresp.StatusCode))
 		drain(hresp.Body)
 		return resp
 	}
@@ -445,11 +449,11 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (resp Response) {
 	if resp.Class != Binary {
 		body = toUTF8(body, ctHeader, resp.Class)
 	}
-	resp.Body = body
-	if truncated {
-		resp.Truncated = true
-		resp.fail(proto.ErrTooLarge, fmt.Errorf("fetch %s: body exceeds %d bytes after decompression", resp.FinalURL, f.opts.MaxBody))
-	}
+	// A body cut at MaxBody is kept: its first MaxBody bytes are the page
+	// as far as the crawler reads it, the same prefix on every fetch, so
+	// its hash tells a change as well as the whole page's would (within
+	// the prefix) and no refetch can read more.
+	resp.Body, resp.Truncated = body, truncated
 	return resp
 }
 

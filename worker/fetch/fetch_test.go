@@ -13,12 +13,14 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/freshcrawl/freshcrawl/internal/testutil"
 	"github.com/freshcrawl/freshcrawl/proto"
 )
 
@@ -201,7 +203,7 @@ func TestBadContentEncoding(t *testing.T) {
 	}
 }
 
-func TestTooLarge(t *testing.T) {
+func TestBodyCutAtMaxBody(t *testing.T) {
 	const max = 256 << 10
 	// 16x the cap in zeros: ~2 KiB on the wire. Kept small because gzip
 	// under -race is slow; the cut works the same at any ratio.
@@ -219,9 +221,11 @@ func TestTooLarge(t *testing.T) {
 		}
 	})
 	f := newFetcher(t, allowPrivate, func(o *Options) { o.MaxBody = max })
+	// A body over the cap is kept up to it: the fetch succeeds, marked
+	// truncated.
 	for _, p := range []string{"/bomb", "/big"} {
 		r := f.Get(context.Background(), ts.URL+p)
-		wantKind(t, r, proto.ErrTooLarge)
+		wantKind(t, r, proto.ErrNone)
 		if !r.Truncated || r.Bytes != max || len(r.Body) != max {
 			t.Fatalf("%s: Truncated=%v Bytes=%d len=%d", p, r.Truncated, r.Bytes, len(r.Body))
 		}
@@ -251,7 +255,7 @@ func TestHugeBodyIsStreamed(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	r := f.Get(context.Background(), ts.URL)
 	runtime.ReadMemStats(&after)
-	wantKind(t, r, proto.ErrTooLarge)
+	wantKind(t, r, proto.ErrNone)
 	if r.Bytes != max || !r.Truncated {
 		t.Fatalf("Bytes=%d Truncated=%v, want the body cut at %d", r.Bytes, r.Truncated, max)
 	}
@@ -394,10 +398,31 @@ func TestTimeouts(t *testing.T) {
 		f := newFetcher(t, allowPrivate, func(o *Options) { o.Timeout = 200 * time.Millisecond })
 		wantKind(t, getBefore(t, ctx, f, ts.URL, hangGuard), proto.ErrTimeout)
 	})
-	t.Run("headers", func(t *testing.T) {
-		ts := blockUntilDone(t, "")
-		f := newFetcher(t, allowPrivate, func(o *Options) { o.HeaderTimeout = 200 * time.Millisecond })
-		wantKind(t, getBefore(t, ctx, f, ts.URL, hangGuard), proto.ErrTimeout)
+	t.Run("tls-handshake", func(t *testing.T) {
+		// A listener that accepts and never answers the TLS handshake:
+		// the fetch's one timeout bounds the connection's set-up too.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			var held []net.Conn
+			defer func() {
+				for _, c := range held {
+					c.Close()
+				}
+			}()
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				held = append(held, c)
+			}
+		}()
+		f := newFetcher(t, allowPrivate, func(o *Options) { o.Timeout = 300 * time.Millisecond })
+		wantKind(t, getBefore(t, ctx, f, "https://"+ln.Addr().String()+"/", hangGuard), proto.ErrTimeout)
 	})
 	t.Run("body", func(t *testing.T) {
 		ts := blockUntilDone(t, "<html>partial")
@@ -433,7 +458,7 @@ func TestConnectRefused(t *testing.T) {
 func TestDNSFailure(t *testing.T) {
 	// An empty label is rejected by the resolver before any query is sent,
 	// so this needs no network.
-	f := newFetcher(t, func(o *Options) { o.ConnectTimeout = 2 * time.Second })
+	f := newFetcher(t, func(o *Options) { o.Timeout = 2 * time.Second })
 	wantKind(t, f.Get(context.Background(), "http://nonexistent..invalid/"), proto.ErrDNS)
 }
 
@@ -455,9 +480,14 @@ func TestHTTPStatus(t *testing.T) {
 	for _, c := range []struct {
 		code  int
 		retry time.Duration
-	}{{404, 0}, {500, 0}, {429, 2 * time.Minute}, {503, 90 * time.Second}, {410, 0}} {
+		kind  proto.ErrorKind
+	}{
+		{404, 0, proto.ErrNotFound}, {410, 0, proto.ErrNotFound}, {500, 0, proto.ErrServerError},
+		{429, 2 * time.Minute, proto.ErrRateLimited}, {503, 90 * time.Second, proto.ErrServerError},
+		{403, 0, proto.ErrHTTPStatus}, {451, 0, proto.ErrHTTPStatus},
+	} {
 		r := f.Get(context.Background(), fmt.Sprintf("%s/%d", ts.URL, c.code))
-		wantKind(t, r, proto.ErrHTTPStatus)
+		wantKind(t, r, c.kind)
 		if r.Status != c.code || r.RetryAfter != c.retry {
 			t.Errorf("%d: status %d RetryAfter %v, want %v", c.code, r.Status, r.RetryAfter, c.retry)
 		}
@@ -701,9 +731,6 @@ func TestNewValidates(t *testing.T) {
 		{"UserAgent", func(o *Options) { o.UserAgent = "bot\r\nX-Evil: 1" }},
 		{"UserAgent", func(o *Options) { o.UserAgent = "/1.0" }},
 		{"Timeout", func(o *Options) { o.Timeout = 0 }},
-		{"ConnectTimeout", func(o *Options) { o.ConnectTimeout = -time.Second }},
-		{"TLSTimeout", func(o *Options) { o.TLSTimeout = 0 }},
-		{"HeaderTimeout", func(o *Options) { o.HeaderTimeout = 0 }},
 		{"MaxBody", func(o *Options) { o.MaxBody = 0 }},
 		{"MaxRedirects", func(o *Options) { o.MaxRedirects = -1 }},
 	} {
@@ -717,5 +744,42 @@ func TestNewValidates(t *testing.T) {
 	o.MaxRedirects = 0
 	if err := o.Validate(); err != nil {
 		t.Errorf("MaxRedirects 0 (none) refused: %v", err)
+	}
+}
+
+// The fetch's Timeout is its only time limit: headers that come after
+// longer than any fixed limit of a phase (a header timeout of 15 s
+// once) still arrive within Timeout, and the fetch succeeds. Slow: it
+// waits the 16 s.
+func TestTimeoutIsTheOnlyLimit(t *testing.T) {
+	testutil.Slow(t)
+	const late = 16 * time.Second
+	ts := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(late):
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprint(w, "<p>late but whole</p>")
+	})
+	f := newFetcher(t, allowPrivate, func(o *Options) { o.Timeout = late + 4*time.Second })
+	r := f.Get(context.Background(), ts.URL)
+	wantKind(t, r, proto.ErrNone)
+	if r.Elapsed < late {
+		t.Fatalf("answered after %s, before the server's %s", r.Elapsed, late)
+	}
+}
+
+// Every X-Robots-Tag header of a response is passed on as sent.
+func TestRobotsTagsPassedOn(t *testing.T) {
+	ts := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add("X-Robots-Tag", "noarchive")
+		w.Header().Add("X-Robots-Tag", "freshcrawl: noindex, nofollow")
+		fmt.Fprint(w, "<p>x</p>")
+	})
+	r := newFetcher(t, allowPrivate).Get(context.Background(), ts.URL)
+	wantKind(t, r, proto.ErrNone)
+	if want := []string{"noarchive", "freshcrawl: noindex, nofollow"}; !slices.Equal(r.RobotsTags, want) {
+		t.Fatalf("RobotsTags = %q, want %q", r.RobotsTags, want)
 	}
 }

@@ -79,7 +79,11 @@ type Decision struct {
 	Allowed    bool
 	CrawlDelay time.Duration // from the applicable group; 0 if none
 	Fetched    bool          // this call made a robots.txt request
-	Reason     string        // human-readable, for logs and results
+	// Unreachable: the URL is disallowed because robots.txt could not be
+	// read (no response, a 429 or a 5xx: RFC 9309 §2.3.1.4), not by a
+	// rule. It lets the caller tell an outage from an exclusion.
+	Unreachable bool
+	Reason      string // human-readable, for logs and results
 	// Sitemaps are the file's Sitemap: lines (RFC 9309 §2.2.4), in order,
 	// at most maxSitemaps: how a crawler learns a host's sitemaps. The
 	// slice is the cache's own: read it, do not modify it.
@@ -170,6 +174,11 @@ func NewChecker(store Store, fetch FetchFunc, userAgent string, opts Options) (*
 	return c, nil
 }
 
+// Token is the product token the checker selects robots.txt groups by:
+// the same token names the crawler in X-Robots-Tag headers and robots
+// <meta> elements.
+func (c *Checker) Token() string { return c.token }
+
 // Check decides whether pageURL may be fetched, fetching the origin's
 // robots.txt if no fresh copy is cached. An error means no decision could
 // be made (invalid URL, cancelled context); a failed robots.txt fetch is
@@ -197,6 +206,7 @@ func (c *Checker) Check(ctx context.Context, pageURL string) (Decision, error) {
 		d.Allowed = true
 		d.Reason = fmt.Sprintf("%s/robots.txt status %d: allow all (RFC 9309 §2.3.1.3)", key, o.entry.Status)
 	case disallowAll:
+		d.Unreachable = true
 		cause := "unreachable"
 		if !o.entry.Unreachable {
 			cause = fmt.Sprintf("status %d", o.entry.Status)

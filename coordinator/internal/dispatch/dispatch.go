@@ -407,17 +407,25 @@ func (d *Dispatcher) Release(taskID string, fetchedAt, due time.Time) bool {
 // previous coordinator, or by this one's predecessor before a takeover)
 // into the in-flight table, as if this dispatcher had published them at
 // now: their URLs are not dispatched again until they come back, and they
-// are released as lost if they never do. It returns the tasks whose URL
-// the schedule does not know (removed since, or a one-off request of the
+// are released as lost if they never do. A task delivered[i] was out with
+// a worker, unacknowledged: it leaves its host's slot free
+// (schedule.Scheduler.AdoptDelivered). It returns the tasks whose URL the
+// schedule does not know (removed since, or a one-off request of the
 // previous run), which the caller may delete.
-func (d *Dispatcher) Adopt(tasks []proto.Task, now time.Time) (unknown []proto.Task) {
+func (d *Dispatcher) Adopt(tasks []proto.Task, delivered []bool, now time.Time) (unknown []proto.Task) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, t := range tasks {
+	for i, t := range tasks {
 		if _, dup := d.inflight[t.ID]; dup {
 			continue
 		}
-		if !d.sched.Adopt(t.URL) {
+		known := false
+		if i < len(delivered) && delivered[i] {
+			known = d.sched.AdoptDelivered(t.URL, now)
+		} else {
+			known = d.sched.Adopt(t.URL)
+		}
+		if !known {
 			unknown = append(unknown, t)
 			continue
 		}

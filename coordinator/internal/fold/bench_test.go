@@ -33,7 +33,10 @@ func BenchmarkFold(b *testing.B) {
 			if _, err := db.Upsert(recs); err != nil {
 				b.Fatal(err)
 			}
-			f := New(db, schedule.NewEstimator(90*24*time.Hour, 0.25/86400), testutil.QuietLogger(b))
+			f, err := New(db, schedule.NewEstimator(90*24*time.Hour, 0.25/86400), DefaultOptions(), testutil.QuietLogger(b))
+			if err != nil {
+				b.Fatal(err)
+			}
 			text := strings.Repeat("A paragraph of the page, long enough to look like one.\n", 360)
 			at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			in := make([]Input, batch)

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/freshcrawl/freshcrawl/internal/optcheck"
 	"github.com/freshcrawl/freshcrawl/internal/schedule"
 	"github.com/freshcrawl/freshcrawl/internal/seed"
 	"github.com/freshcrawl/freshcrawl/internal/source"
@@ -28,16 +29,76 @@ import (
 type Folder struct {
 	db   *store.DB
 	est  schedule.Estimator
+	o    Options
 	log  *slog.Logger
 	skew time.Duration // clock skew allowed to feed item dates
 }
 
-// New returns a folder into db that learns change rates with est.
-func New(db *store.DB, est schedule.Estimator, log *slog.Logger) *Folder {
+// Options say how a folded failure backs its URL and its host off
+// (docs/design.md §2.9). Start from DefaultOptions: every field is taken
+// as it is, and New refuses what Validate refuses.
+type Options struct {
+	// MinBackoff and MaxBackoff bound a URL's error backoff. The n-th
+	// failure in a row puts its next fetch base·2^n after the failure was
+	// known, base being the URL's interval or MinBackoff if that is
+	// longer, and never more than MaxBackoff.
+	MinBackoff, MaxBackoff time.Duration
+	// GoneAfter is how long a URL answers 404 (from the first 404 of a
+	// run with no success) before it is gone; a 410 is gone at once.
+	GoneAfter time.Duration
+	// RecoverAfter is how many successes in a row at a host whose rate
+	// was halved double it back, one halving at a time.
+	RecoverAfter int
+}
+
+// DefaultOptions are the defaults of the coordinator's failure settings
+// (the config takes them from the coordinator, which takes them from
+// here).
+func DefaultOptions() Options {
+	return Options{MinBackoff: time.Minute, MaxBackoff: 30 * 24 * time.Hour, GoneAfter: 7 * 24 * time.Hour, RecoverAfter: 4}
+}
+
+// Validate reports every field New would refuse, each by its name.
+func (o Options) Validate() error {
+	var errs optcheck.Errors
+	if o.MinBackoff <= 0 {
+		errs.Check("MinBackoff", fmt.Errorf("must be > 0, got %s", o.MinBackoff))
+	}
+	if o.MaxBackoff < o.MinBackoff {
+		errs.Check("MaxBackoff", fmt.Errorf("must be ≥ MinBackoff %s, got %s", o.MinBackoff, o.MaxBackoff))
+	}
+	if o.GoneAfter <= 0 {
+		errs.Check("GoneAfter", fmt.Errorf("must be > 0, got %s", o.GoneAfter))
+	}
+	if o.RecoverAfter < 1 {
+		errs.Check("RecoverAfter", fmt.Errorf("must be ≥ 1, got %d", o.RecoverAfter))
+	}
+	return errs.Err()
+}
+
+// backoff is how far the n-th failure in a row (n ≥ 1) of a URL whose
+// interval is interval puts its next fetch off.
+func (o Options) backoff(n int, interval time.Duration) time.Duration {
+	d := max(interval, o.MinBackoff)
+	for range n {
+		if d >= o.MaxBackoff/2 {
+			return o.MaxBackoff
+		}
+		d *= 2
+	}
+	return d
+}
+
+// New returns a folder into db that learns change rates with est and
+// backs failures off by o, or Validate's error.
+func New(db *store.DB, est schedule.Estimator, o Options, log *slog.Logger) (*Folder, error) {
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("fold options: %w", err)
+	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Folder{db: db, est: est, log: log, skew: FeedSkew}
+	return &Folder{db: db, est: est, o: o, log: log, skew: FeedSkew}, nil
 }
 
 // FeedSkew is how far after a poll a feed item's date may lie and still be
@@ -191,45 +252,11 @@ func (f *Folder) one(tx *store.Tx, in *Input, o *Outcome) error {
 		if r.NotModified {
 			u.NotModified++
 		}
-		first = u.Hash == "" && r.Hash != ""
-		switch {
-		case first:
-			u.Hash = r.Hash
-			if err := tx.SetContent(u.URL, r.Text); err != nil {
-				return err
-			}
-			if u.Mode == string(seed.ModeCapture) {
-				if _, err := addVersion(tx, &u, r, prevOK, at, nil); err != nil {
-					return err
-				}
-			}
-		case r.Changed && r.Hash != u.Hash:
-			ch := store.Change{URL: u.URL, Host: u.Host, At: at, TaskID: r.TaskID, Hash: r.Hash, PrevHash: u.Hash}
-			if r.Diff != nil {
-				ch.Diff = store.DiffSummary(*r.Diff)
-			}
-			if _, err := tx.AddChange(ch); err != nil {
-				return err
-			}
-			o.Event = &proto.ChangeEvent{V: proto.Version, URL: u.URL, Host: u.Host, TaskID: r.TaskID, At: at, Hash: r.Hash, PrevHash: u.Hash, Diff: proto.DiffSummary(ch.Diff)}
-			u.Hash = r.Hash
-			u.Changes++
-			u.LastChange = at
-			o.Changed = true
-			if err := tx.SetContent(u.URL, r.Text); err != nil {
-				return err
-			}
-			if u.Mode == string(seed.ModeCapture) {
-				o.UpdateTimes = feedTimes(r.FeedTimes, prevOK, at, f.skew)
-				v, err := addVersion(tx, &u, r, prevOK, at, o.UpdateTimes)
-				if err != nil {
-					return err
-				}
-				o.Version = &v
-			}
+		if first, err = f.content(tx, &u, r, o, prevOK, at); err != nil {
+			return err
 		}
 	}
-	host, err := foldHost(tx, r, u.Host, at)
+	host, err := f.foldHost(tx, r, u.Host, at)
 	if err != nil {
 		return err
 	}
@@ -239,6 +266,8 @@ func (f *Folder) one(tx *store.Tx, in *Input, o *Outcome) error {
 	obs.Content, obs.Hinted = contentKey(u.Hash), in.Hinted
 	// The estimator's state travels with the record: learnt here, in the
 	// fold's transaction, and applied to the live schedule after commit.
+	// A failed fetch says nothing of how often the page changes: it
+	// leaves the state alone (its backoff is failure's business).
 	var st *schedule.EstimateState
 	if r.OK() {
 		st = &schedule.EstimateState{}
@@ -250,11 +279,12 @@ func (f *Folder) one(tx *store.Tx, in *Input, o *Outcome) error {
 		}
 	}
 	o.Feedback = f.est.Learn(st, u.Rate, obs)
+	o.Feedback.HostSlowdown = host.Slowdown
 	if st != nil {
 		u.Rate, u.RateSE = o.Feedback.Rate, o.Feedback.RateSE
 		u.Estimate, _ = st.MarshalBinary()
 	}
-	if r.OK() && len(r.Raw) > 0 && u.KeepRaw {
+	if r.OK() && len(r.Raw) > 0 && u.KeepRaw && !u.NoArchive {
 		raw := store.Raw{ContentType: r.ContentType, FetchedAt: at, Hash: r.Hash, Size: max(r.Bytes, int64(len(r.Raw))), Truncated: r.RawTruncated || r.Truncated, Body: r.Raw}
 		if err := tx.SetRaw(u.URL, raw); err != nil {
 			return err
@@ -270,13 +300,80 @@ func (f *Folder) one(tx *store.Tx, in *Input, o *Outcome) error {
 	if u.Interval > 0 && !u.Disallowed {
 		u.NextDue = at.Add(u.Interval)
 	}
+	f.failure(&u, r, at, &o.Feedback)
 	return tx.PutOver(&stored, u)
 }
 
-// foldHost applies a fetch's politeness signals to its host: Crawl-delay,
-// Retry-After, and exponential backoff on repeated server errors, reset by
-// the first success.
-func foldHost(tx *store.Tx, r *proto.Result, name string, at time.Time) (store.Host, error) {
+// content applies a successful fetch's content to u: the first version,
+// a change (logged, announced, kept as a capture version), the copy kept
+// or, for a page that forbids one (Result.NoArchive), dropped. It reports
+// whether this was the URL's first version.
+func (f *Folder) content(tx *store.Tx, u *store.URL, r *proto.Result, o *Outcome, prevOK, at time.Time) (first bool, err error) {
+	if r.NotModified {
+		return false, nil
+	}
+	// withheld: no copy is kept of the stored hash's version, so the
+	// worker sent this one's text as a first version (prepare asks it
+	// to), or none at all: the change is told by the hashes alone.
+	withheld := u.NoArchive
+	u.Truncated, u.NoArchive = r.Truncated, r.NoArchive
+	first = u.Hash == "" && r.Hash != ""
+	changed := !first && r.Hash != "" && r.Hash != u.Hash && (r.Changed || r.NoArchive || withheld)
+	text := r.Text
+	if r.NoArchive {
+		text = ""
+		if err := tx.DropRaw(u.URL); err != nil {
+			return first, err
+		}
+	}
+	if !first && !changed {
+		if withheld != r.NoArchive {
+			// The page forbids a copy now, or allows one again: the
+			// stored text follows.
+			return first, tx.SetContent(u.URL, text)
+		}
+		return first, nil
+	}
+	if changed {
+		ch := store.Change{URL: u.URL, Host: u.Host, At: at, TaskID: r.TaskID, Hash: r.Hash, PrevHash: u.Hash}
+		if r.Diff != nil && !r.NoArchive {
+			ch.Diff = store.DiffSummary(*r.Diff)
+		}
+		if _, err := tx.AddChange(ch); err != nil {
+			return first, err
+		}
+		o.Event = &proto.ChangeEvent{V: proto.Version, URL: u.URL, Host: u.Host, TaskID: r.TaskID, At: at, Hash: r.Hash, PrevHash: u.Hash, Diff: proto.DiffSummary(ch.Diff)}
+		u.Changes++
+		u.LastChange = at
+		o.Changed = true
+	}
+	u.Hash = r.Hash
+	if err := tx.SetContent(u.URL, text); err != nil {
+		return first, err
+	}
+	if u.Mode != string(seed.ModeCapture) {
+		return first, nil
+	}
+	if first {
+		_, err := addVersion(tx, u, r, text, prevOK, at, nil)
+		return first, err
+	}
+	o.UpdateTimes = feedTimes(r.FeedTimes, prevOK, at, f.skew)
+	v, err := addVersion(tx, u, r, text, prevOK, at, o.UpdateTimes)
+	if err != nil {
+		return first, err
+	}
+	o.Version = &v
+	return first, nil
+}
+
+// foldHost applies a fetch's politeness signals to its host: its
+// Crawl-delay; a 429 or 503 with Retry-After holds the host until then
+// (counted from when the answer was known); one without halves its rate
+// (Slowdown), and every RecoverAfter successes in a row double it back.
+// Other failures are the URL's business (failure), so that one broken page
+// does not slow its healthy neighbours, nor their successes hide it.
+func (f *Folder) foldHost(tx *store.Tx, r *proto.Result, name string, at time.Time) (store.Host, error) {
 	host, _, err := tx.GetHost(name)
 	if err != nil {
 		return host, err
@@ -297,18 +394,76 @@ func foldHost(tx *store.Tx, r *proto.Result, name string, at time.Time) (store.H
 	if r.ErrKind != proto.ErrRobots || r.Disallowed {
 		host.CrawlDelay = r.CrawlDelay
 	}
+	overload := r.Status == http.StatusTooManyRequests || r.Status == http.StatusServiceUnavailable
 	switch {
 	case r.RetryAfter > 0:
-		host.BackoffTill = at.Add(min(r.RetryAfter, 6*time.Hour))
-	case host.ServerErrs > 1:
-		// Repeated 5xx: back off exponentially, up to an hour.
-		b := time.Duration(1<<min(host.ServerErrs-1, 12)) * time.Second
-		host.Backoff = min(b, time.Hour)
-		host.BackoffTill = at.Add(host.Backoff)
-	case host.ServerErrs == 0:
-		host.Backoff = 0
+		host.Backoff = min(r.RetryAfter, maxRetryAfter)
+		host.BackoffTill = knownAt(r, at).Add(host.Backoff)
+		host.OKStreak = 0
+	case overload:
+		host.Slowdown = min(host.Slowdown+1, schedule.MaxHostSlowdown)
+		host.OKStreak = 0
+	case r.OK() && host.Slowdown > 0:
+		if host.OKStreak++; host.OKStreak >= f.o.RecoverAfter {
+			host.Slowdown--
+			host.OKStreak = 0
+		}
 	}
 	return host, tx.PutHost(host)
+}
+
+// maxRetryAfter caps the hold of a host's Retry-After: a server cannot
+// park its host for longer, whatever it asks.
+const maxRetryAfter = 6 * time.Hour
+
+// knownAt is when a result's outcome was known: when its fetch finished,
+// else when it started.
+func knownAt(r *proto.Result, at time.Time) time.Time {
+	if r.FinishedAt.After(at) {
+		return r.FinishedAt
+	}
+	return at
+}
+
+// backsOff reports whether a failure of kind k puts its URL's next fetch
+// off. Not those that say nothing against the URL: a 429 (the host's rate
+// is at fault, and the host is slowed), a robots.txt refusal or outage
+// (rechecked every DisallowRetry), or a failure on the crawler's side
+// (other, a task out of deliveries).
+func backsOff(k proto.ErrorKind) bool {
+	switch k {
+	case proto.ErrNone, proto.ErrRateLimited, proto.ErrRobots, proto.ErrRobotsUnreachable, proto.ErrOther, proto.ErrFailed:
+		return false
+	}
+	return true
+}
+
+// failure applies a fetch's outcome to u's error streak, its run of 404s
+// and its gone state: a success ends them; a failure that backs off puts
+// the next fetch off by the backoff of its streak, counted from when the
+// failure was known, and says so in fb (RetryAt); a 410, or a 404 that
+// has lasted GoneAfter, retires the URL (fb.Gone).
+func (f *Folder) failure(u *store.URL, r *proto.Result, at time.Time, fb *schedule.Feedback) {
+	switch {
+	case r.OK():
+		u.ErrStreak, u.NotFoundSince = 0, time.Time{}
+		return
+	case !backsOff(r.ErrKind):
+		return
+	}
+	known := knownAt(r, at)
+	u.ErrStreak++
+	if r.ErrKind == proto.ErrNotFound {
+		if u.NotFoundSince.IsZero() {
+			u.NotFoundSince = known
+		}
+		if r.Status == http.StatusGone || known.Sub(u.NotFoundSince) >= f.o.GoneAfter {
+			u.Gone, fb.Gone = true, true
+			return
+		}
+	}
+	fb.RetryAt = known.Add(f.o.backoff(u.ErrStreak, u.Interval))
+	u.NextDue = fb.RetryAt
 }
 
 // fetchOf is a result as the URL's fetch history keeps it.
@@ -329,8 +484,8 @@ func fetchOf(r *proto.Result, at time.Time, changed bool) store.Fetch {
 // (previous poll, this poll], or exactly the newest of its feed's item
 // dates in that interval, else its Last-Modified when that is plausible
 // (not after this poll, after the previous one).
-func addVersion(tx *store.Tx, u *store.URL, r *proto.Result, prevOK, at time.Time, dated []time.Time) (store.Version, error) {
-	v := store.Version{URL: u.URL, CapturedAt: at, After: prevOK, Before: at, Hash: r.Hash, Text: r.Text, TaskID: r.TaskID}
+func addVersion(tx *store.Tx, u *store.URL, r *proto.Result, text string, prevOK, at time.Time, dated []time.Time) (store.Version, error) {
+	v := store.Version{URL: u.URL, CapturedAt: at, After: prevOK, Before: at, Hash: r.Hash, Text: text, TaskID: r.TaskID}
 	if len(dated) > 0 {
 		v.Before, v.Exact = dated[0], true
 	} else if lm, err := http.ParseTime(r.LastModified); err == nil && !lm.After(at) && (prevOK.IsZero() || lm.After(prevOK)) {
@@ -370,11 +525,12 @@ func feedTimes(times []time.Time, prev, at time.Time, skew time.Duration) []time
 // politeness, and the tracked items on the page.
 func (f *Folder) probeResult(tx *store.Tx, in *Input, o *Outcome) error {
 	r := &in.Result
-	host, err := foldHost(tx, r, r.Host, o.At)
+	host, err := f.foldHost(tx, r, r.Host, o.At)
 	if err != nil {
 		return err
 	}
 	o.Feedback = f.est.Learn(nil, 0, observation(r, o.At, host))
+	o.Feedback.HostSlowdown = host.Slowdown
 	if in.Source == nil || !r.OK() {
 		return nil
 	}

@@ -26,7 +26,11 @@ func newFolder(t *testing.T, recs ...store.URL) (*Folder, *store.DB) {
 		}
 	}
 	est := schedule.NewEstimator(90*24*time.Hour, 0.25/86400)
-	return New(db, est, testutil.QuietLogger(t)), db
+	f, err := New(db, est, DefaultOptions(), testutil.QuietLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, db
 }
 
 func result(id, url string, at time.Time, hash string) proto.Result {
@@ -81,46 +85,6 @@ func TestFoldFetches(t *testing.T) {
 	changes, _ := db.Changes(0, 10)
 	if after.Fetches != 2 || after.Rate != rec.Rate || string(after.Estimate) != string(rec.Estimate) || len(changes) != 1 {
 		t.Errorf("redelivery changed the record (%+v) or the log (%d changes)", after, len(changes))
-	}
-}
-
-// Server errors back the host off exponentially and Retry-After holds it;
-// a failed fetch keeps the rate and does not touch the estimate.
-func TestFoldHostPoliteness(t *testing.T) {
-	const u = "http://a.example/p"
-	f, db := newFolder(t, store.URL{URL: u, Host: "a.example", Weight: 1, Mode: "freshness", Rate: 1e-5})
-	var last Outcome
-	for i := range 3 {
-		r := result("e"+string(rune('0'+i)), u, t0.Add(time.Duration(i)*time.Minute), "")
-		r.Status, r.ErrKind, r.Changed, r.CrawlDelay = 503, proto.ErrHTTPStatus, false, 3*time.Second
-		last = fold(t, f, Input{Result: r})[0]
-	}
-	hosts, err := db.Hosts()
-	if err != nil || len(hosts) != 1 {
-		t.Fatalf("hosts %+v, %v", hosts, err)
-	}
-	h := hosts[0]
-	if h.ServerErrs != 3 || h.Backoff != 4*time.Second || !h.BackoffTill.Equal(t0.Add(2*time.Minute+4*time.Second)) || h.CrawlDelay != 3*time.Second {
-		t.Errorf("host after three 503s: %+v", h)
-	}
-	if fb := last.Feedback; fb.OK || fb.Rate != 1e-5 || fb.HostGap != 3*time.Second || !fb.HostNotBefore.Equal(h.BackoffTill) {
-		t.Errorf("feedback %+v, want the stored rate and the host's politeness", fb)
-	}
-	rec, _ := db.Get(u)
-	if rec.Errors != 3 || rec.ErrorKinds[string(proto.ErrHTTPStatus)] != 3 || len(rec.Estimate) != 0 || rec.Rate != 1e-5 {
-		t.Errorf("record %+v", rec)
-	}
-	r := result("ok", u, t0.Add(time.Hour), "h1")
-	r.RetryAfter = 10 * time.Minute
-	fold(t, f, Input{Result: r})
-	hosts, _ = db.Hosts()
-	if h := hosts[0]; h.ServerErrs != 0 || !h.BackoffTill.Equal(t0.Add(70*time.Minute)) || h.CrawlDelay != 0 {
-		t.Errorf("host after a success with Retry-After: %+v", h)
-	}
-	fold(t, f, Input{Result: result("ok2", u, t0.Add(2*time.Hour), "h1")})
-	hosts, _ = db.Hosts()
-	if h := hosts[0]; h.Backoff != 0 {
-		t.Errorf("host after a plain success: %+v, want the backoff reset", h)
 	}
 }
 
@@ -246,7 +210,7 @@ func TestFoldConsoleRecords(t *testing.T) {
 	fold(t, f, Input{Result: withRaw(result("k1", keep, t0, "h1"))}, Input{Result: withRaw(result("p1", plain, t0, "h1"))})
 	changed := fold(t, f, Input{Result: withRaw(result("k2", keep, t0.Add(time.Hour), "h2"))})[0]
 	failed := result("k3", keep, t0.Add(2*time.Hour), "")
-	failed.Status, failed.ErrKind, failed.Err, failed.Changed = 503, proto.ErrHTTPStatus, "503", false
+	failed.Status, failed.ErrKind, failed.Err, failed.Changed = 503, proto.ErrServerError, "503", false
 	fold(t, f, Input{Result: failed})
 
 	rec, err := db.Get(keep)
@@ -300,7 +264,7 @@ func TestFoldMovesIndexKeys(t *testing.T) {
 		at = at.Add(time.Duration(1+i) * 7 * time.Minute)
 		r := result(fmt.Sprintf("t%d", id), urls[i], at, hash)
 		if fail {
-			r.Status, r.ErrKind, r.Err, r.Changed, r.Hash, r.Text = 503, proto.ErrHTTPStatus, "503", false, "", ""
+			r.Status, r.ErrKind, r.Err, r.Changed, r.Hash, r.Text = 503, proto.ErrServerError, "503", false, "", ""
 		}
 		return Input{Result: r, Interval: time.Duration(1+(id*5)%7) * time.Hour}
 	}

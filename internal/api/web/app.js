@@ -392,7 +392,7 @@ async function pageOverview() {
     for (const p of pts) for (const k of Object.keys(p.error_rates || {})) kinds.add(k);
     const errTotal = Object.values(o.errors || {}).reduce((a, b) => a + b, 0);
     const cards = el("div", { class: "cards" },
-      card("URLs", fmtNum(o.urls), `${o.hosts} hosts, ${o.disallowed} disallowed, ${o.given_up} given up`),
+      card("URLs", fmtNum(o.urls), `${o.hosts} hosts, ${o.disallowed} disallowed, ${o.gone} gone, ${o.given_up} given up`),
       card("Workers seen", String((o.workers || []).length), (o.workers || []).join(", ") || "none in the last minute"),
       card("Queue", `${o.pending} / ${o.ack_pending}`, `pending / awaiting ack; ${o.redelivered} redelivered, ${o.unfolded} unfolded`),
       card("In flight", `${o.in_flight}`, `of at most ${o.max_in_flight}`),
@@ -431,7 +431,7 @@ async function pageHosts() {
       { key: "cap_per_s", label: "cap", num: true, render: h => fmtRate(h.cap_per_s) },
       { key: "planned_per_s", label: "planned", num: true, render: h => fmtRate(h.planned_per_s) },
       { key: "crawl_delay", label: "Crawl-delay", num: true, render: h => fmtDur(h.crawl_delay) },
-      { key: "backoff_till", label: "backoff until", render: h => new Date(h.backoff_till) > new Date() ? fmtTime(h.backoff_till) : "—", sortValue: h => h.backoff_till || "" },
+      { key: "backoff_till", label: "paused until (Retry-After)", render: h => new Date(h.backoff_till) > new Date() ? fmtTime(h.backoff_till) : "—", sortValue: h => h.backoff_till || "" },
       { key: "robots", label: "robots", render: h => h.robots + (h.disallowed ? ` (${h.disallowed})` : "") },
       { key: "in_flight", label: "in flight", num: true },
       { key: "urls", label: "URLs", num: true },
@@ -441,6 +441,8 @@ async function pageHosts() {
       { key: "errors", label: "errors", num: true },
       { key: "request_time", label: "request time", num: true, render: h => fmtDur(h.request_time) },
       { key: "last_fetch", label: "last fetch", render: h => fmtTime(h.last_fetch), sortValue: h => h.last_fetch || "" },
+      { key: "slowdown", label: "rate halved", num: true, render: h => h.slowdown ? `×${h.slowdown} (gap ${fmtDur(h.gap)})` : "—" },
+      { key: "gone", label: "gone", num: true },
     ], hosts, { name: "hosts", sortKey: "host", empty: "no hosts yet" }));
   }
   await draw();
@@ -449,7 +451,7 @@ async function pageHosts() {
 }
 
 const SORTS = ["url", "host", "rate", "next_due", "changes", "last_change", "errors", "weight"];
-const STATES = ["paused", "disallowed", "failed", "given up", "due", "scheduled"];
+const STATES = ["paused", "gone", "disallowed", "failed", "given up", "due", "scheduled"];
 
 async function pageURLs(params) {
   const q = Object.fromEntries(params);
@@ -530,7 +532,7 @@ async function pageURL(params) {
   const actions = d.deleted ? el("div", { class: "actions" }, el("span", { class: "muted", text: "This URL was deleted; its history is kept." }),
     mayChange() ? el("button", { class: "danger", type: "button", "data-action": "purge", text: "Purge history", on: { click: () => askDelete(true) } }) : null, confirmBox) :
     !mayChange() ? el("p", { class: "muted", "data-readonly": "", text: "Signed in with a read-only token: pausing, deleting and re-weighting need an admin token." }) : el("div", { class: "actions" },
-      r.paused ? el("button", { type: "button", "data-action": "resume", text: "Resume", on: { click: () => post("resume") } })
+      r.paused || r.gone ? el("button", { type: "button", "data-action": "resume", text: "Resume", on: { click: () => post("resume") } })
         : el("button", { type: "button", "data-action": "pause", text: "Pause", on: { click: () => post("pause") } }),
       el("button", { class: "danger", type: "button", "data-action": "delete", text: "Delete", on: { click: () => askDelete(false) } }),
       el("button", { type: "button", "data-action": "delete-purge", text: "Delete and purge", on: { click: () => askDelete(true) } }),
@@ -557,9 +559,10 @@ async function pageURL(params) {
     ["next due", s && s.in_flight ? "being fetched" : fmtTime(s ? s.next_due : r.next_due)],
     ["fetches", `${r.fetches} (${r.not_modified} not modified, ${r.errors} errors)`],
     ["changes", `${r.changes}, last ${fmtTime(r.last_change)}`],
-    ["last fetch", `${fmtTime(r.last_fetch)}` + (r.last_status ? `, HTTP ${r.last_status}` : "") + (r.last_err ? `: ${r.last_err}` : "")],
+    ["last fetch", `${fmtTime(r.last_fetch)}` + (r.last_status ? `, HTTP ${r.last_status}` : "") + (r.last_err_kind ? ` (${r.last_err_kind})` : "") + (r.last_err ? `: ${r.last_err}` : "")],
+    ["failures", r.gone ? "gone: not fetched until seeded again or resumed" : r.err_streak ? `${r.err_streak} in a row; the next fetch is put off` + (r.not_found_since ? `; 404 since ${fmtTime(r.not_found_since)}` : "") : "none"],
     ["selector", r.selector || "whole visible text"],
-    ["stored copy", `${d.copy.text_length} characters of text`],
+    ["stored copy", r.no_archive ? "none: the page forbids a copy (noarchive, noindex or none); its hash and changes are kept" : `${d.copy.text_length} characters of text` + (r.truncated ? ", truncated: the page is longer than max-body" : "")],
     ["raw body", kept],
     ["added", fmtTime(r.added_at)],
   ]);
