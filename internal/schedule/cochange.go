@@ -9,17 +9,15 @@ import (
 // URL is evidence that the URLs tied to it changed too, and a URL known to
 // be stale is the best use of a fetch there is: refetched, its copy stays
 // fresh until its next change, where a blind fetch of it may find nothing
-// new. Two ties are learnt, both from what fetches already return:
+// new. Two keys tie URLs, both from what fetches already return: a
+// fingerprint of the extracted text (mirrors, one source published under
+// several names) and a trusted Last-Modified to the second on one host
+// (pages a site regenerates at once). A URL that comes to hold a key
+// another URL holds joins that URL's group and stays in it.
 //
-//   - the same content (a fingerprint of the extracted text): mirrors,
-//     one source published under several names. When a URL's content
-//     moves from A to B, every other URL still holding A is a candidate.
-//   - the same trusted Last-Modified, to the second, on one host: pages a
-//     site regenerates at once (a section and its articles). When a URL's
-//     dated last change moves from t₁ to t₂, every URL of its host last
-//     dated t₁ and not fetched since t₂ is a candidate.
-//
-// A candidate is refetched at once only if the expected freshness the
+// When a fetch finds a change, the members that missed it (a mirror whose
+// content is not the new one; a page dated together last fetched before
+// the change) are refetched at once only if the expected freshness the
 // fetch buys, p·w·E[(1 − e^{−λD})/λ] (p the tie's precision, D the time to
 // its next planned fetch, the expectation over its posterior), exceeds the
 // plan's marginal value of a fetch on its host, μ + ν_h: a hint is spent
@@ -45,9 +43,9 @@ func (t coTie) String() string {
 	return "content"
 }
 
-// maxCoCandidates bounds the URLs one change hints: a key shared by
-// thousands of URLs (a site-wide date) is more likely a template or a
-// deploy than a change of each, and a change must not flood the frontier.
+// maxCoCandidates bounds the URLs a key ties: a key shared by thousands
+// of URLs (a site-wide date) is more likely a template or a deploy than
+// one source, and a change must not flood the frontier.
 const maxCoCandidates = 256
 
 // coRing is, for one tie, the key each URL holds now and the URLs that
