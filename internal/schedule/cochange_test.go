@@ -170,3 +170,46 @@ func TestCoChangeMirrors(t *testing.T) {
 		t.Errorf("%d hinted fetches learnt a rate", learnt)
 	}
 }
+
+func TestCoGroups(t *testing.T) {
+	var g coGroups
+	members := func(id uint32) []uint32 {
+		out := []uint32{id}
+		g.members(id, func(m uint32) { out = append(out, m) })
+		slices.Sort(out)
+		return out
+	}
+	g.union(1, 2, tieContent)
+	g.union(3, 4, tieDate)
+	g.union(2, 3, tieContent)
+	if got := members(4); !slices.Equal(got, []uint32{1, 2, 3, 4}) {
+		t.Fatalf("group of 4: %v", got)
+	}
+	if r := g.rootOf(1); g.size[r] != 4 || g.rootOf(4) != r {
+		t.Errorf("root %d size %d, 4's root %d", r, g.size[r], g.rootOf(4))
+	}
+	g.remove(g.rootOf(1)) // the root leaves: the others keep a group
+	for _, id := range []uint32{1, 2, 3, 4} {
+		if g.rootOf(id) == 0 {
+			continue
+		}
+		if got := members(id); len(got) != 3 {
+			t.Errorf("after the root left, %d's group %v", id, got)
+		}
+	}
+	// A group never grows past maxCoGroup.
+	var big coGroups
+	for id := uint32(2); id <= maxCoGroup+10; id++ {
+		big.union(1, id, tieContent)
+	}
+	if n := big.size[big.rootOf(1)]; n != maxCoGroup {
+		t.Errorf("group of %d, want at most %d", n, maxCoGroup)
+	}
+	// The last two members: removing one leaves the other alone.
+	var two coGroups
+	two.union(5, 6, tieDate)
+	two.remove(5)
+	if two.rootOf(6) != 0 || len(two.size) != 0 {
+		t.Errorf("a group of one is kept: root %d, sizes %v", two.rootOf(6), two.size)
+	}
+}
