@@ -255,48 +255,6 @@ func TestDatedRecheckIsOneFetch(t *testing.T) {
 	}
 }
 
-// TestDatedNeverPaired: an unresolved URL the plan keeps may have its
-// fetches in pairs when only the changed bit tells about it, never when
-// its Last-Modified is trusted (each planned fetch then dates the last
-// change, at any interval). The same collection is planned with half its
-// URLs marked dated, as Done marks them after a fetch the estimator dated.
-func TestDatedNeverPaired(t *testing.T) {
-	day := 24 * time.Hour
-	est, s := exploreScheduler(t, 0.05)
-	now := time.Unix(1_700_000_000, 0).Add(200 * day)
-	n := 0
-	for h := range 4 {
-		host := fmt.Sprintf("h%d", h)
-		for i := range 30 {
-			// Fetched monthly, changing every 2 to 100 days: many are
-			// seen changed at every fetch, kept by the plan and not
-			// resolved.
-			url := fmt.Sprintf("http://%s/p%d", host, i)
-			var st EstimateState
-			change := []time.Duration{2 * day, 5 * day, 9 * day, 20 * day, 100 * day}[i%5]
-			fb := learnEvery(est, url, host, &st, now.Add(-150*day), 30*day, change, 6, false)
-			addLearnt(t, s, url, host, &st, fb, now, now.Add(day))
-			n++
-		}
-	}
-	for k := range s.list {
-		s.dated.set(k, k%2 == 0)
-	}
-	j := planTwice(t, s, now, n)
-	pairs := 0
-	for i, p := range j.paired {
-		switch {
-		case p && j.dated.has(i):
-			t.Errorf("URL %d: dated, and its fetches come in pairs", i)
-		case p:
-			pairs++
-		}
-	}
-	if pairs == 0 {
-		t.Fatal("no URL with only the changed bit is paired: the case is not tested")
-	}
-}
-
 // addLearnt adds url with the estimator state st left by fb, as a restart
 // loads it from the store, due at due.
 func addLearnt(t *testing.T, s *Scheduler, url, host string, st *EstimateState, fb Feedback, now, due time.Time) {

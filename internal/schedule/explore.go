@@ -240,23 +240,3 @@ func keptValue(prior *estimate.Summary, w, mu float64) (pKeep, vBar float64) {
 	}
 	return float64(n) / estimate.SummaryQuantiles, vBar / float64(n)
 }
-
-// pairLoss is the freshness a URL of weight w loses, per pair, when its
-// fetches at frequency f come in pairs tau apart (one pair every 2/f)
-// instead of evenly spaced, in expectation over the posterior s: with
-// period P = 2/f the copy is fresh for (1 − e^{−λτ} + 1 − e^{−λ(P−τ)})/λ
-// of each period, against 2·(1 − e^{−λ/f})/λ for even spacing. It is in
-// the unit of probeValue (value per unit time × time), so that a pair is
-// worth making when its probe's value exceeds it.
-func pairLoss(s *estimate.Summary, w, f, tau float64) float64 {
-	if !s.Valid() || !(f > 0) || !(tau > 0) {
-		return 0
-	}
-	period := 2 / f
-	loss := s.Expect(func(lam float64) float64 {
-		even := -2 * math.Expm1(-lam/f)
-		paired := -math.Expm1(-lam*tau) - math.Expm1(-lam*(period-tau))
-		return (even - paired) / lam
-	})
-	return w * math.Max(loss, 0)
-}

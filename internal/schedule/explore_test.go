@@ -210,14 +210,6 @@ func TestExplorationWithinShareAndCaps(t *testing.T) {
 	for i, f := range j.freq {
 		total += f
 		perHost[j.in.Hosts[i]] += f
-		if j.paired[i] {
-			// Kept by the plan and fetched in pairs: the plan's own
-			// frequency, nothing on top of it.
-			if f != j.out.Freq[i] || !(f > 0) {
-				t.Errorf("URL %d paired at %g/s, its plan's frequency is %g/s", i, f, j.out.Freq[i])
-			}
-			continue
-		}
 		if j.probe[i] || j.recheckTau[i] > 0 {
 			explored += f
 			explHost[j.in.Hosts[i]] += f
@@ -292,7 +284,7 @@ func TestGivenUpAfterProbesStaysResolved(t *testing.T) {
 		if len(items) != 1 {
 			t.Fatalf("%s: %d exploration items, want the recheck", tc.name, len(items))
 		}
-		if it := items[0]; it.score != 1 || it.tau != tau || it.pairOnly {
+		if it := items[0]; it.score != 1 || it.tau != tau {
 			t.Errorf("%s: item %+v, want a recheck (score 1) with its probe %gs after", tc.name, it, tau)
 		}
 	}
@@ -303,64 +295,6 @@ func TestGivenUpAfterProbesStaysResolved(t *testing.T) {
 	rho := -math.Expm1(-j.hazard * span)
 	if p := keepProbability(&fast, &pop, rho, w, mu); !(p > resolved) {
 		t.Fatalf("with eight years of memory P(keep) = %.3f: the case no longer tells the rules apart", p)
-	}
-}
-
-// TestPairLossBruteForce: the freshness a pair of fetches tau apart loses
-// against evenly spaced fetches at the same frequency, for a posterior of
-// a few random rates, equals a numerical integration of the probability
-// that the copy is fresh over one period of each schedule; it vanishes
-// when the pair is evenly spaced (tau = 1/f) and grows as tau shrinks.
-func TestPairLossBruteForce(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	// freshTime integrates e^{−λ(t − last fetch)} over [0, period) for
-	// fetches at the given offsets (the first at 0), by the midpoint rule.
-	freshTime := func(lam, period float64, at []float64) float64 {
-		const steps = 200_000
-		dt := period / steps
-		sum := 0.0
-		for k := range steps {
-			x := (float64(k) + 0.5) * dt
-			last := 0.0
-			for _, a := range at {
-				if a <= x {
-					last = a
-				}
-			}
-			sum += math.Exp(-lam*(x-last)) * dt
-		}
-		return sum
-	}
-	for c := range 6 {
-		var s estimate.Summary
-		lo := -14 + 4*rng.Float64()
-		for j := range s.Q {
-			lo += rng.Float64()
-			s.Q[j] = float32(lo)
-		}
-		s.Mean = s.Expect(func(l float64) float64 { return l })
-		s.Harmonic = 1 / s.Expect(func(l float64) float64 { return 1 / l })
-		f := 1 / (86400 * (5 + 60*rng.Float64()))
-		w := 0.5 + rng.Float64()
-		period := 2 / f
-		prev := math.Inf(1)
-		for _, share := range []float64{0.02, 0.1, 0.3, 0.5} {
-			tau := share * period
-			got := pairLoss(&s, w, f, tau)
-			want := s.Expect(func(l float64) float64 {
-				return freshTime(l, period, []float64{0, 1 / f}) - freshTime(l, period, []float64{0, tau})
-			}) * w
-			if math.Abs(got-want) > 1e-4*math.Max(math.Abs(want), period*1e-3) {
-				t.Errorf("case %d, tau = %.2f of the period: pairLoss %v, integrated %v", c, share, got, want)
-			}
-			if share == 0.5 && math.Abs(got) > 1e-9*period {
-				t.Errorf("case %d: an evenly spaced pair loses %v, want 0", c, got)
-			}
-			if got > prev {
-				t.Errorf("case %d: loss %v at tau = %.2f of the period exceeds %v at a shorter tau", c, got, share, prev)
-			}
-			prev = got
-		}
 	}
 }
 

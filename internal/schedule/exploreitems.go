@@ -20,15 +20,6 @@ type exploreItem struct {
 	// when the probe finds no room: without it the URL would wait for the
 	// longest recheck (f 0: none).
 	fallback exploreItem0
-	// pairTau is the probe interval of a URL whose rate is not resolved
-	// (0: resolved): if it gets no probe of its own, its planned fetches
-	// may come in pairs that far apart (planAround). pairOnly: a URL not
-	// worth a probe of its own, listed only for its pairs. pairValue is
-	// the value of what one probe teaches (probeValue), which a pair
-	// must be worth (pairLoss).
-	pairTau   float64
-	pairOnly  bool
-	pairValue float64
 	// rank and key order the items (exploreItems).
 	rank int
 	key  float64
@@ -78,9 +69,8 @@ func multiplier(mult PlanOutput, h int32) float64 {
 }
 
 // itemOf is what exploration wants of element i, of weight w at the
-// multiplier mu, which the plan keeps (planned) or gives up: a probe, a
-// recheck, or pairs of its planned fetches; false if none (the plan's
-// frequency is all it gets). It ends the probe session of a URL now
+// multiplier mu, which the plan keeps (planned) or gives up: a probe or
+// a recheck; false if none (the plan's frequency is all it gets). It ends the probe session of a URL now
 // resolved (sessionsOver).
 func (j *PlanJob) itemOf(vals *itemValues, i int, w, mu float64, planned bool) (exploreItem, bool) {
 	post := &j.posts[i]
@@ -117,28 +107,22 @@ func (j *PlanJob) itemOf(vals *itemValues, i int, w, mu float64, planned bool) (
 		// plan gives it up.
 		return recheckItem, !planned
 	case pKeep > resolved && j.probes[i] >= maxProbes:
-		// As resolved as probes make it: the plan's frequency, its
-		// fetches in pairs that go on testing the threshold, or a
+		// As resolved as probes make it: the plan's frequency, or a
 		// recheck if the plan gives it up.
-		if !planned {
-			return recheckItem, true
-		}
-		return exploreItem{i: i, pairTau: tau, pairOnly: true, pairValue: vals.probeWorth(post, w, mu, tau, rho, dated)}, true
+		return recheckItem, !planned
 	case pKeep <= resolved:
 		return recheckItem, true
 	}
 	v := vals.probeWorth(post, w, mu, tau, rho, dated)
 	switch {
 	case v > mu:
-		it := exploreItem{i: i, f: 1 / tau, score: v / mu, sticky: j.probing.has(i), pairTau: tau, pairValue: v}
+		it := exploreItem{i: i, f: 1 / tau, score: v / mu, sticky: j.probing.has(i)}
 		if !planned {
 			it.fallback = exploreItem0{recheckItem.f, recheckItem.tau}
 		}
 		return it, true
-	case !planned:
-		return recheckItem, true
 	}
-	return exploreItem{i: i, pairTau: tau, pairOnly: true, pairValue: v}, true
+	return recheckItem, !planned
 }
 
 // itemValues memoises, for one list of items, the values exploreItems
@@ -204,8 +188,6 @@ func (v *itemValues) probeWorth(post *estimate.Summary, w, mu, tau, rho float64,
 func sortItems(items []exploreItem) {
 	rank := func(it exploreItem) int {
 		switch {
-		case it.pairOnly:
-			return 3
 		case it.isRecheck():
 			return 0
 		case it.sticky:

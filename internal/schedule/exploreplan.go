@@ -93,16 +93,16 @@ func (j *PlanJob) exploreByValue(in PlanInput, out PlanOutput) ([]float64, PlanO
 	// root is bracketed and found by bisection in ln μ; the upper end is
 	// used, so that exploration errs on the side of the plan.
 	type result struct {
-		freq, tau     []float64
-		plan          PlanOutput
-		probe, paired []bool
+		freq, tau []float64
+		plan      PlanOutput
+		probe     []bool
 	}
 	at := func(mu float64) (result, error) {
 		mult := out
 		mult.Mu = mu
 		items := j.exploreItems(in, mult, &pop)
-		freq, tau, plan, probe, paired, err := j.planAround(in, items)
-		return result{freq, tau, plan, probe, paired}, err
+		freq, tau, plan, probe, err := j.planAround(in, items)
+		return result{freq, tau, plan, probe}, err
 	}
 	valid := func(mu float64) bool { return mu > 0 && !math.IsInf(mu, 1) }
 	// Warm start: the previous plan's lift of the multiplier, a little
@@ -159,38 +159,34 @@ func (j *PlanJob) exploreByValue(in PlanInput, out PlanOutput) ([]float64, PlanO
 		j.lift = math.Sqrt(lo*hi) / out.Mu
 	}
 	freq, plan, probe := r.freq, r.plan, r.probe
-	j.probe, j.recheckTau, j.paired = probe, r.tau, r.paired
+	j.probe, j.recheckTau = probe, r.tau
 	return freq, plan, nil
 }
 
 // planAround gives the items their exploration within ExploreShare of the
 // budget and of each host's cap, and solves the plan over the other URLs
 // with what is left. It returns every URL's frequency, the probe interval
-// of those fetched in pairs (rechecks, and unresolved URLs that got no
-// probe of their own: see fillPlanned), the plan, and which URLs are
-// probed.
-func (j *PlanJob) planAround(in PlanInput, items []exploreItem) (freq, tauOf []float64, plan PlanOutput, probe, paired []bool, err error) {
+// of the rechecks, the plan, and which URLs are probed.
+func (j *PlanJob) planAround(in PlanInput, items []exploreItem) (freq, tauOf []float64, plan PlanOutput, probe []bool, err error) {
 	n := len(in.Rates)
 	// Scratch arrays, reused by the plan's next evaluation (each
-	// evaluation returns only freq, tauOf, probe and paired): at scale
+	// evaluation returns only freq, tauOf and probe): at scale
 	// they are megabytes each, fresh memory to fault in and collect.
 	sc := &j.around
 	p := placement{
-		freq:      make([]float64, n),
-		tau:       make([]float64, n),
-		probe:     make([]bool, n),
-		pairTau:   reuse(&sc.pairTau, n),
-		pairValue: reuse(&sc.pairValue, n),
-		weights:   append(reuse(&sc.weights, n)[:0], in.Weights...),
+		freq:    make([]float64, n),
+		tau:     make([]float64, n),
+		probe:   make([]bool, n),
+		weights: append(reuse(&sc.weights, n)[:0], in.Weights...),
 	}
 	again := j.place(in, items, &p)
 	plan, err = j.policy.Plan(again)
 	if err != nil {
-		return nil, nil, PlanOutput{}, nil, nil, err
+		return nil, nil, PlanOutput{}, nil, err
 	}
-	paired = j.fillPlanned(in, plan, &p)
+	j.fillPlanned(plan, &p)
 	plan.GivenUp = givenUp(p.freq, in.Weights)
-	return p.freq, p.tau, plan, p.probe, paired, nil
+	return p.freq, p.tau, plan, p.probe, nil
 }
 
 // placement is what planAround's placement of the items sets, per
@@ -199,9 +195,6 @@ type placement struct {
 	freq  []float64 // the exploration's frequency (0: none)
 	tau   []float64 // a recheck's probe interval, seconds (0: none)
 	probe []bool    // probed for what it teaches
-	// pairTau and pairValue are those of an unresolved URL that got no
-	// probe of its own (exploreItem), for fillPlanned.
-	pairTau, pairValue []float64
 	// weights is the plan's input weights, 0 for a URL explored: it is
 	// out of the plan.
 	weights []float64
@@ -231,10 +224,6 @@ func (j *PlanJob) place(in PlanInput, items []exploreItem, p *placement) PlanInp
 	}
 	for _, it := range items {
 		h := in.Hosts[it.i]
-		if it.pairOnly {
-			p.pairTau[it.i], p.pairValue[it.i] = it.pairTau, it.pairValue
-			continue
-		}
 		f, tau := it.f, it.tau
 		isProbe := !it.isRecheck()
 		if !isProbe {
@@ -250,9 +239,8 @@ func (j *PlanJob) place(in PlanInput, items []exploreItem, p *placement) PlanInp
 			// A probe at a longer interval than its own would not test
 			// the threshold; it waits for room in a later plan. Its URL,
 			// if the plan gives it up, is rechecked meanwhile; if the
-			// plan keeps it, its planned fetches come in pairs.
+			// plan keeps it, it is fetched at the plan's frequency.
 			if fb <= 0 || fb > capAll-spent || fb > hostLeft[h] {
-				p.pairTau[it.i], p.pairValue[it.i] = it.pairTau, it.pairValue
 				continue
 			}
 			f, tau, isProbe = fb, it.fallback.tau, false
@@ -312,47 +300,15 @@ func (r recheckStretch) of(f float64, h int32) float64 {
 	return f * (1 - 1e-9) // rounding: the stretched rechecks fill the cap exactly
 }
 
-// maxPairSpan bounds, in probe intervals, the planned interval of a URL
-// whose fetches come in pairs. Two fetches τ apart inside an interval many
-// times τ bet that the URL's changes are memoryless at the scale τ; real
-// changes cluster (right after one change another is likely), so such a
-// probe reads the cluster rather than the rate, and the pair's uneven
-// spacing costs freshness for a wrong answer. Within 4τ a pair is near
-// even spacing and costs little (docs/design.md §3.7, "Pairs").
-const maxPairSpan = 4
-
 // fillPlanned gives every URL exploration did not take the plan's
-// frequency (none if blocked), and reports which of them have their
-// fetches in pairs (their pair's interval into p.tau).
-func (j *PlanJob) fillPlanned(in PlanInput, plan PlanOutput, p *placement) (paired []bool) {
-	paired = make([]bool, len(p.freq))
+// frequency (none if blocked).
+func (j *PlanJob) fillPlanned(plan PlanOutput, p *placement) {
 	for i := range p.freq {
-		if j.blocked.has(i) {
+		switch {
+		case j.blocked.has(i):
 			p.freq[i] = 0
-			continue
-		}
-		if p.freq[i] == 0 {
+		case p.freq[i] == 0:
 			p.freq[i] = plan.Freq[i]
-			// An unresolved URL the plan keeps, with no probe of its
-			// own (the exploration share is spent, or probing it is
-			// worth less than it costs): its fetches may come in
-			// pairs, the second pairTau after the first, at the planned
-			// rate. Each pair is an observation at the interval that
-			// tests the threshold (kept at a long interval, a URL that
-			// changes at every fetch teaches only that its rate is not
-			// small), but a pair is not free: two fetches close together
-			// keep the copy fresh for less of the period than two spread
-			// evenly, which near the threshold halves the URL's
-			// freshness. A pair is made only where what its probe
-			// teaches is worth more than the freshness it costs, and
-			// never for a URL whose Last-Modified is trusted: each of
-			// its planned fetches dates the last change, which teaches
-			// at a long interval at least what a fetch at the probe
-			// interval would.
-			if t := p.pairTau[i]; t > 0 && p.freq[i] > 0 && 1/p.freq[i] > 2*t && 1/p.freq[i] <= maxPairSpan*t && !j.dated.has(i) && p.pairValue[i] > pairLoss(&j.posts[i], in.Weights[i], p.freq[i], t) {
-				p.tau[i], paired[i] = t, true
-			}
 		}
 	}
-	return paired
 }

@@ -67,8 +67,7 @@ type PlanJob struct {
 	out          PlanOutput
 	band         freshnessBand
 	freq         []float64 // per element, exploration included
-	recheckTau   []float64 // per element: a recheck's probe interval, or a pair's (0: none)
-	paired       []bool    // per element: kept by the plan, fetched in pairs (planAround)
+	recheckTau   []float64 // per element: a recheck's probe interval (0: none)
 	probe        []bool    // per element: probed for what it teaches
 	sessionsOver []int     // elements whose probe session ended: resolved
 	sat          []bool    // per host: the plan gives it all it can take
@@ -86,7 +85,7 @@ type PlanJob struct {
 
 // aroundScratch holds planAround's per-element scratch arrays between the
 // evaluations of one plan.
-type aroundScratch struct{ pairTau, pairValue, weights []float64 }
+type aroundScratch struct{ weights []float64 }
 
 // reuse returns *buf as n zeros, reallocating it only when it is too short.
 func reuse(buf *[]float64, n int) []float64 {
@@ -243,7 +242,7 @@ func withinHostCaps(in PlanInput, freq []float64) []float64 {
 // the elements keep lists (restricted), set back onto all of j's
 // elements: the frequencies freq and the plan's planFreq, where the
 // planned elements were, the capture URLs at their own rate, and the
-// exploration's probes, pairs and rechecks.
+// exploration's probes and rechecks.
 func (j *PlanJob) unrestrict(ej *PlanJob, keep []int, freq, planFreq []float64) (all, allPlan []float64) {
 	n := len(j.fixed)
 	all = make([]float64, n)
@@ -261,12 +260,6 @@ func (j *PlanJob) unrestrict(ej *PlanJob, keep []int, freq, planFreq []float64) 
 		j.probe = make([]bool, n)
 		for k, p := range ej.probe {
 			j.probe[keep[k]] = p
-		}
-	}
-	if ej.paired != nil {
-		j.paired = make([]bool, n)
-		for k, p := range ej.paired {
-			j.paired[keep[k]] = p
 		}
 	}
 	for _, k := range ej.sessionsOver {
@@ -377,7 +370,7 @@ func (j *PlanJob) restricted(keep []int) *PlanJob {
 		r.posts[k], r.lastOK[k] = j.posts[i], j.lastOK[i]
 		r.probes[k], r.lastIv[k] = j.probes[i], j.lastIv[i]
 	}
-	r.recheckTau, r.probe, r.paired, r.sessionsOver = nil, nil, nil, nil
+	r.recheckTau, r.probe, r.sessionsOver = nil, nil, nil
 	return &r
 }
 
