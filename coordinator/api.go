@@ -76,6 +76,10 @@ type Status struct {
 	// Signals counts the sitemap and feed fetches since this
 	// coordinator started, and the entries they listed.
 	Signals SignalStatus `json:"signals"`
+	// Hints are the fetches made because a URL tied to the fetched one
+	// changed, or a sitemap said it had, by what said so, with how many
+	// found a change (docs/design.md §3.8).
+	Hints []schedule.CoChangeStats `json:"hints,omitempty"`
 
 	// Webhooks are the webhook queues and the first dead letters.
 	Webhooks *notify.Status `json:"webhooks,omitempty"`
@@ -115,6 +119,7 @@ func (c *Coordinator) Status() Status {
 		s.Unabsorbed, s.PlannedAt, s.BudgetInUse = plan.Unabsorbed, planAt, inUse
 		_, s.ModelFreshnessLo, s.ModelFreshnessHi = sc.FreshnessBand()
 		caps = sc.CaptureStatus(math.MaxInt)
+		s.Hints = sc.CoChange()
 	})
 	s.Probes = c.probeStatus()
 	s.Signals = c.sigc.status()

@@ -265,6 +265,8 @@ type Coordinator struct {
 	// sigc and sigm count the sitemap and feed results (signals.go).
 	sigc signalCounts
 	sigm signalMetrics
+	// smaps are the sitemaps the coordinator fetches (sitemaps.go).
+	smaps sitemaps
 }
 
 // New builds a coordinator on an open store and NATS connection. Streams
@@ -618,6 +620,9 @@ func decodeHeartbeat(b []byte) (proto.Heartbeat, error) {
 // find the page unchanged, and a worker that finds it changed asks for it
 // (ContentSubject).
 func (c *Coordinator) prepare(_ context.Context, t *proto.Task) error {
+	if c.sitemapTask(t) {
+		return nil
+	}
 	c.probeTask(t)
 	var rec store.URL
 	hasRaw := false

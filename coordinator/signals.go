@@ -54,8 +54,10 @@ func newSignalMetrics(reg prometheus.Registerer) signalMetrics {
 // about its changes: each chunk of a sitemap or feed task's result
 // (instead of a fold: such a result describes other URLs, not its own),
 // and, after its fold, a page result whose robots.txt check found the
-// host's Sitemap: lines. It stores nothing: it counts and logs, and is
-// where the scheduler's use of the evidence plugs in. Delivery is at
+// host's Sitemap: lines. It counts and logs them; a sitemap's result
+// feeds the scheduler its entries' lastmods as signals and ends its
+// one-off request, and robots.txt's Sitemap: lines are learnt
+// (sitemaps.go). Delivery is at
 // least once, and a task fetched twice (redelivered, handed back) sends
 // two sequences of chunks, told apart by StartedAt (proto.SignalResult),
 // so what it feeds must take a repeat as the same evidence; a sitemap or feed task's chunk with Signal.Last
@@ -83,8 +85,18 @@ func (c *Coordinator) onSignal(_ context.Context, r *proto.Result) {
 		entries.Add(int64(n))
 	}
 	if s == nil {
+		if r.Kind == proto.KindSitemap {
+			c.sitemapResult(r, time.Now())
+		}
 		c.log.Debug("signal result without signal", "kind", r.Kind, "url", r.URL, "task", r.TaskID, "err_kind", r.ErrKind, "err", r.Err)
 		return
+	}
+	now := time.Now()
+	switch {
+	case r.Kind == proto.KindSitemap:
+		c.sitemapResult(r, now)
+	case len(s.Robots) > 0:
+		c.learnSitemaps(s.Robots, now)
 	}
 	c.log.Debug("signal", "kind", r.Kind, "url", r.URL, "task", r.TaskID, "started", r.StartedAt, "format", s.Format,
 		"seq", s.Seq, "last", s.Last, "total", s.Total, "entries", len(s.Entries), "sitemaps", len(s.Sitemaps),

@@ -32,15 +32,14 @@ type coTie uint8
 const (
 	tieContent coTie = iota // the same content fingerprint
 	tieDate                 // the same trusted Last-Modified on one host
+	tieSitemap              // a sitemap's <lastmod> (Scheduler.Signal)
+	tieFeed                 // a feed entry's updated time (Scheduler.Signal)
 	coTies
 )
 
 // String names the tie as the views show it.
 func (t coTie) String() string {
-	if t == tieDate {
-		return "date"
-	}
-	return "content"
+	return [...]string{"content", "date", "sitemap", "feed"}[t]
 }
 
 // maxCoCandidates bounds the URLs a key ties: a key shared by thousands
@@ -422,7 +421,7 @@ func (s *Scheduler) coHint(e *entry, t coTie, since, now time.Time) {
 		d = math.Max(0, float64(e.nextDue-nanos(now))/1e9)
 	}
 	p := s.co.trustOf(e.host)[t].precision()
-	if p*s.weights[e.pos]*staleGain(s.posts[e.pos], d) <= mu {
+	if p < minPrecision || p*s.weights[e.pos]*staleGain(s.posts[e.pos], d) <= mu {
 		return
 	}
 	s.co.hinted[e.id] = t
@@ -451,6 +450,36 @@ func staleGain(p postSummary, d float64) float64 {
 		return -math.Expm1(-l*d) / l
 	})
 }
+
+// Signal is what a site said of url: a sitemap's <lastmod> or a feed
+// entry's updated time (kind "sitemap" or "feed"), that it changed at or
+// after changedAt. If its copy is older, it is refetched at once when that
+// is worth a fetch at the plan's margin, weighed by how often the host's
+// signals of that kind have proven true (docs/design.md §3.8); a signal
+// that lies soon costs nothing. It reports whether url is known.
+func (s *Scheduler) Signal(url, kind string, changedAt, now time.Time) bool {
+	e, ok := s.front.urls.get(url)
+	if !ok || e.is(flagOneShot) {
+		return false
+	}
+	if s.co == nil || changedAt.IsZero() {
+		return true
+	}
+	t := tieSitemap
+	if kind == "feed" {
+		t = tieFeed
+	}
+	s.coHint(e, t, changedAt, now)
+	return true
+}
+
+// minPrecision is the least share of a host's hints of one kind that must
+// have proven true for the next to be acted on: where fetches are cheap
+// (a loose budget, a small μ) even a rare truth would pass the value
+// test, and a signal wrong three times in four is noise, not evidence.
+// From the uniform prior it stops a kind after three refutations without
+// a confirmation.
+const minPrecision = 0.25
 
 // CoChangeStats are the hints the co-change ties gave, by tie: how many
 // were sent, and how many of those that came back found a change.
