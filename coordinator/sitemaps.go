@@ -13,11 +13,14 @@ import (
 // The sitemaps a coordinator learns of (a host's robots.txt Sitemap: lines,
 // a sitemap index's children) are fetched as one-off requests of the
 // schedule, under the host's politeness and out of the budget like any
-// fetch, each once in the collection's uniform interval N/B: a sitemap
-// tells about every URL of its host, so it is worth at least an average
-// URL's fetch. What its entries say goes to the scheduler as signals
-// (schedule.Scheduler.Signal), believed as far as the host's sitemaps
-// have proven true (docs/design.md §3.8).
+// fetch. A sitemap starts at the shortest interval, at which all of them
+// together take a tenth of the budget (S/(B/10) for S sitemaps); each
+// fetch that refetches nothing doubles its interval, up to the
+// collection's uniform interval N/B, and each that does halves it: a
+// sitemap is fetched as often as what it tells is worth. What its entries
+// say goes to the scheduler as signals (schedule.Scheduler.Signal),
+// believed as far as the host's sitemaps have proven true
+// (docs/design.md §3.8).
 
 // Limits on what the coordinator keeps of sitemaps: a host or a crawl
 // cannot make it hold more than this many, whatever its robots.txt or
@@ -36,6 +39,28 @@ type sitemapSource struct {
 	// the newest whose last chunk ended the request: a repeated chunk
 	// (delivery is at least once) changes neither.
 	lastStart, lastDone time.Time
+	// every is the interval to the next fetch, and useful whether the
+	// fetch under way has refetched a page.
+	every  time.Duration
+	useful bool
+}
+
+// sitemapShare is the share of the budget all sitemaps together take at
+// their shortest interval.
+const sitemapShare = 0.1
+
+// nextSitemapInterval is a sitemap's interval after a fetch: halved if
+// the fetch refetched a page, doubled if not, within [shortest, longest].
+func nextSitemapInterval(every, shortest, longest time.Duration, useful bool) time.Duration {
+	switch {
+	case every <= 0:
+		every = shortest
+	case useful:
+		every /= 2
+	default:
+		every *= 2
+	}
+	return min(max(every, shortest), max(longest, shortest))
 }
 
 // sitemaps is the coordinator's record of the sitemaps it fetches.
@@ -124,7 +149,7 @@ func (c *Coordinator) sitemapResult(r *proto.Result, now time.Time) {
 	c.smaps.Lock()
 	src, ok := c.smaps.byURL[r.URL]
 	if ok && s != nil && s.Seq == 0 && r.StartedAt.After(src.lastStart) {
-		src.lastStart = r.StartedAt
+		src.lastStart, src.useful = r.StartedAt, false
 		src.fetches++
 		if r.OK() {
 			if r.NotModified {
@@ -150,10 +175,21 @@ func (c *Coordinator) sitemapResult(r *proto.Result, now time.Time) {
 		c.learnSitemaps(children, now)
 		if len(s.Entries) > 0 {
 			c.disp.Do(func(sc *schedule.Scheduler) {
+				// A lastmod within the clock skew of the response is the
+				// response time, not a change, as a Last-Modified is
+				// (docs/design.md §3.3): a sitemap that stamps every page
+				// "now" says nothing.
+				stamped := r.StartedAt.Add(-c.opts.LMSkew)
+				useful := false
 				for _, e := range s.Entries {
-					if !e.LastMod.IsZero() {
-						sc.Signal(e.URL, string(proto.KindSitemap), e.LastMod, now)
+					if !e.LastMod.IsZero() && e.LastMod.Before(stamped) && sc.Signal(e.URL, string(proto.KindSitemap), e.LastMod, now) {
+						useful = true
 					}
+				}
+				if useful {
+					c.smaps.Lock()
+					src.useful = true
+					c.smaps.Unlock()
 				}
 			})
 		}
@@ -170,12 +206,17 @@ func (c *Coordinator) sitemapResult(r *proto.Result, now time.Time) {
 	}
 	c.disp.Finish([]dispatch.Finished{{TaskID: r.TaskID, URL: r.URL, At: start, Applied: true,
 		Feedback: schedule.Feedback{Start: start, End: end, OK: r.OK()}}})
+	c.smaps.Lock()
+	n := len(c.smaps.byURL)
+	c.smaps.Unlock()
 	c.disp.Do(func(sc *schedule.Scheduler) {
-		every := time.Hour
-		if b := c.opts.Budget; b > 0 {
-			every = time.Duration(float64(sc.Len()) / b * float64(time.Second))
-		}
-		every = max(every, time.Second)
+		b := c.opts.Budget // validated > 0
+		shortest := time.Duration(float64(n) / (sitemapShare * b) * float64(time.Second))
+		longest := time.Duration(float64(sc.Len()) / b * float64(time.Second))
+		c.smaps.Lock()
+		src.every = nextSitemapInterval(src.every, shortest, longest, src.useful)
+		every := src.every
+		c.smaps.Unlock()
 		sc.Enqueue(r.URL, src.host, end.Add(every))
 	})
 	c.disp.Poke()

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/freshcrawl/freshcrawl/lab/bench"
+	"github.com/freshcrawl/freshcrawl/lab/sim"
 )
 
 // benchPoliciesCmd is `freshcrawl bench policies`: freshcrawl's revisit
@@ -59,10 +60,10 @@ one SVG plot of freshness over time per workload and budget into --out.`
 
 // benchPoliciesFlags holds the flags of bench policies.
 type benchPoliciesFlags struct {
-	o                                          bench.Options
-	lo                                         bench.LiveOptions
-	mode, workloads, policies, out, cpuProfile string
-	every                                      []float64
+	o                                                   bench.Options
+	lo                                                  bench.LiveOptions
+	mode, workloads, policies, out, cpuProfile, sitemap string
+	every                                               []float64
 }
 
 // register adds the flags to fs, with b.o's values as the defaults.
@@ -81,6 +82,7 @@ func (b *benchPoliciesFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&b.o.HostRate, "host-rate", b.o.HostRate, "most fetches per simulated day of one host (0: 10x a host's uniform share)")
 	fs.Float64Var(&b.o.PriorRate, "prior-rate", b.o.PriorRate, "coordinator option: changes per simulated day assumed for a URL never observed")
 	fs.Float64Var(&b.o.HalfLifeDays, "half-life", b.o.HalfLifeDays, "coordinator option: estimator half-life in simulated days")
+	fs.StringVar(&b.sitemap, "sitemap", "absent", "virtual mode: what every host's sitemap says of its pages, fetched once in pages/budget: absent, accurate, late, partial, lying-now or stale")
 	fs.BoolVar(&b.o.NoCoChange, "no-co-change", false, "diagnostic (virtual mode): turn off the scheduler's ties between pages that change together")
 	fs.BoolVar(&b.o.TrueRates, "true-rates", false, "diagnostic (virtual mode): feed the scheduler the true rates instead of its estimates")
 	fs.BoolVar(&b.o.Deciles, "deciles", false, "diagnostic (virtual mode): print each policy's fetches and freshness by decile of the true rate against the full-budget oracle's")
@@ -97,6 +99,11 @@ func (b *benchPoliciesFlags) register(fs *pflag.FlagSet) {
 // benchPolicies runs every policy the flags name on every workload they
 // name, printing each workload's table and writing the figures as it goes.
 func benchPolicies(cmd *cobra.Command, b *benchPoliciesFlags) error {
+	sm, err := sim.ParseSitemapMode(b.sitemap)
+	if err != nil {
+		return fmt.Errorf("--sitemap: %w", err)
+	}
+	b.o.Sitemap = sm
 	wls, err := bench.ParseWorkloads(b.workloads)
 	if err != nil {
 		return err

@@ -83,6 +83,9 @@ func crawlSitemapSite(t *testing.T, ctx context.Context, site *sitemapSite, n in
 	site.mu.Unlock()
 	cfg := testConfig(t, t.TempDir())
 	cfg.Policy = "optimal"
+	// A lastmod within the skew of the sitemap's response is taken for
+	// the response time; the site's changes come seconds before it.
+	cfg.LMSkew = time.Second
 	cfg.Budget, cfg.HostRate = config.Rate(float64(n)/3), config.Rate(float64(n)/3)
 	nd, err := node.Start(ctx, node.Options{Config: cfg, Roles: node.Roles{Coordinator: true, Workers: 1}, Log: testutil.QuietLogger(t)})
 	if err != nil {
@@ -144,31 +147,17 @@ func TestSitemapLastmodRefetches(t *testing.T) {
 	}
 }
 
-// A sitemap whose every lastmod is the time of the request is refuted by
-// the fetches it asks for, and then asks for none: the hints stop while
-// the sitemap is still fetched.
+// A sitemap whose every lastmod is the time of the request says nothing:
+// no page is refetched for it, and it is fetched ever more rarely.
 func TestLyingSitemapStopsCosting(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	site := &sitemapSite{lying: true}
 	nd := crawlSitemapSite(t, ctx, site, 30)
-	testutil.WaitFor(t, 40*time.Second, "the sitemap's hints refuted", func() bool {
-		return sitemapHints(nd).Refuted >= 3
+	testutil.WaitFor(t, 40*time.Second, "four sitemap fetches", func() bool {
+		return nd.Coordinator.Status().Signals.SitemapFetches >= 4
 	})
-	settled := nd.Coordinator.Status().Signals.SitemapFetches + 2
-	testutil.WaitFor(t, 60*time.Second, "two more sitemap fetches", func() bool {
-		return nd.Coordinator.Status().Signals.SitemapFetches >= settled
-	})
-	before := sitemapHints(nd)
-	after := settled + 3
-	testutil.WaitFor(t, 60*time.Second, "three more sitemap fetches", func() bool {
-		return nd.Coordinator.Status().Signals.SitemapFetches >= after
-	})
-	h := sitemapHints(nd)
-	if h.Confirmed != 0 {
-		t.Errorf("a lying sitemap's hints confirmed %d times", h.Confirmed)
-	}
-	if h.Sent != before.Sent {
-		t.Errorf("hints went on after the sitemap was refuted: %d, then %d after three more fetches of it", before.Sent, h.Sent)
+	if h := sitemapHints(nd); h.Sent != 0 {
+		t.Errorf("a lying sitemap refetched pages: %+v", h)
 	}
 }

@@ -18,13 +18,14 @@ import (
 // When a fetch finds a change, the members that missed it (a mirror whose
 // content is not the new one; a page dated together last fetched before
 // the change) are refetched at once only if the expected freshness the
-// fetch buys, p·w·E[(1 − e^{−λD})/λ] (p the tie's precision, D the time to
-// its next planned fetch, the expectation over its posterior), exceeds the
-// plan's marginal value of a fetch on its host, μ + ν_h: a hint is spent
-// exactly where the plan would spend its last fetch less well. p is
-// learnt per host and tie from the hints' outcomes (a hinted fetch that
-// finds a change confirms it), starting at ½, so a tie that does not hold
-// soon costs nothing.
+// fetch buys, P(stale | hint)·w·E[(1 − e^{−λD})/λ] (D the time to its next
+// planned fetch, the expectation over its posterior), exceeds the plan's
+// marginal value of a fetch on its host, μ + ν_h: a hint is spent exactly
+// where the plan would spend its last fetch less well. What a kind of
+// hint is worth is learnt per host from the hinted fetches: how often
+// they find the page unchanged, against how often its posterior expected
+// that anyway (coTrust), so a tie or a sitemap that tells nothing soon
+// costs nothing.
 
 // coTie names what ties URLs that change together.
 type coTie uint8
@@ -256,14 +257,27 @@ func (g *coGroups) remove(id uint32) {
 	g.size[r], g.tie[r] = size, tie
 }
 
-// coTrust counts a host's hints of one tie that a fetch confirmed (the
-// URL had changed) and refuted.
-type coTrust struct{ hits, misses float32 }
+// coTrust is what a host's hints of one kind have proven: the hinted
+// fetches that found no change (misses), and how many the URLs' own
+// posteriors expected to find none anyway (expected, the sum over the
+// hinted fetches of P(unchanged since the copy)). A signal is worth
+// believing only as far as it finds fewer unchanged pages than the model
+// expects without it: a sitemap whose lastmod is always "now" points at
+// every page, and finds as many unchanged as fetching at random would; a
+// mirror whose twin changed is never found unchanged.
+type coTrust struct{ misses, expected float32 }
 
-// precision is the posterior mean of the share of hints confirmed, from a
-// uniform prior.
-func (t coTrust) precision() float64 {
-	return (float64(t.hits) + 1) / (float64(t.hits) + float64(t.misses) + 2)
+// Pseudo-counts of coTrust: a kind starts as worth trying (half the
+// misses the model expects), and a few hints outweigh the start.
+const (
+	trustMisses0   = 1
+	trustExpected0 = 2
+)
+
+// freshRatio is P(unchanged | hint) / P(unchanged), as the hints have
+// shown it: 0 for a signal never wrong, 1 for one that tells nothing.
+func (t coTrust) freshRatio() float64 {
+	return math.Min(1, (float64(t.misses)+trustMisses0)/(float64(t.expected)+trustExpected0))
 }
 
 // coChange is the scheduler's record of which URLs change together
@@ -274,14 +288,22 @@ type coChange struct {
 	// trust by host (frontier.hostList index) and tie.
 	trust map[uint32]*[coTies]coTrust
 	// hinted are the URLs (entry ids) refetched for a hint and not yet
-	// back, with the tie that hinted them.
-	hinted map[uint32]coTie
+	// back, with the tie that hinted them and the change the URL's
+	// posterior expected without it.
+	hinted map[uint32]coHinted
 	// Counts for the views: hints acted on, and their outcomes.
 	sent, confirmed, refuted [coTies]int
 }
 
+// coHinted is a hint under way: its tie, and P(unchanged since the
+// copy) under the URL's posterior when it was sent.
+type coHinted struct {
+	tie   coTie
+	fresh float32
+}
+
 func newCoChange() *coChange {
-	return &coChange{trust: map[uint32]*[coTies]coTrust{}, hinted: map[uint32]coTie{}}
+	return &coChange{trust: map[uint32]*[coTies]coTrust{}, hinted: map[uint32]coHinted{}}
 }
 
 // forget drops a removed URL.
@@ -342,15 +364,15 @@ func (s *Scheduler) coLearn(e *entry, fb Feedback) {
 	if c == nil || e.pos < 0 {
 		return
 	}
-	if t, ok := c.hinted[e.id]; ok && fb.OK {
+	if h, ok := c.hinted[e.id]; ok && fb.OK {
 		delete(c.hinted, e.id)
-		tr := &c.trustOf(e.host)[t]
+		tr := &c.trustOf(e.host)[h.tie]
+		tr.expected += h.fresh
 		if fb.Changed {
-			tr.hits++
-			c.confirmed[t]++
+			c.confirmed[h.tie]++
 		} else {
 			tr.misses++
-			c.refuted[t]++
+			c.refuted[h.tie]++
 		}
 	}
 	if !fb.OK {
@@ -397,34 +419,39 @@ func (s *Scheduler) coLearn(e *entry, fb Feedback) {
 }
 
 // coHint refetches e at once if a change after since, hinted by tie t, is
-// worth a fetch at the plan's margin.
-func (s *Scheduler) coHint(e *entry, t coTie, since, now time.Time) {
+// worth a fetch at the plan's margin, and reports whether it did.
+func (s *Scheduler) coHint(e *entry, t coTie, since, now time.Time) bool {
 	if e.pos < 0 || e.is(flagInFlight|flagPaused|flagDisallowed|flagCapture|flagOneShot) {
-		return
+		return false
 	}
 	last := s.lastOK[e.pos]
 	if last == 0 || last >= nanos(since) {
-		return // never fetched (due anyway), or fetched after the change
+		return false // never fetched (due anyway), or fetched after the change
 	}
 	if _, ok := s.co.hinted[e.id]; ok {
-		return
+		return false
 	}
 	mu := s.plan.Mu
 	if h := s.front.hostOf(e).plan; h >= 0 && int(h) < len(s.plan.HostNu) {
 		mu += s.plan.HostNu[h]
 	}
 	if !(mu > 0) || math.IsInf(mu, 0) {
-		return // a policy with no multiplier: no margin to weigh a hint against
+		return false // a policy with no multiplier: no margin to weigh a hint against
 	}
 	d := math.Inf(1) // given up: no planned fetch
 	if e.interval > 0 && e.index >= 0 {
 		d = math.Max(0, float64(e.nextDue-nanos(now))/1e9)
 	}
-	p := s.co.trustOf(e.host)[t].precision()
-	if p < minPrecision || p*s.weights[e.pos]*staleGain(s.posts[e.pos], d) <= mu {
-		return
+	r := s.co.trustOf(e.host)[t].freshRatio()
+	post := s.posts[e.pos].summary()
+	fresh := 0.5
+	if post.Valid() {
+		fresh = post.ExpectFresh(float64(nanos(now)-last) / 1e9)
 	}
-	s.co.hinted[e.id] = t
+	if r > maxFreshRatio || (1-fresh*r)*s.weights[e.pos]*staleGain(s.posts[e.pos], d) <= mu {
+		return false
+	}
+	s.co.hinted[e.id] = coHinted{tie: t, fresh: float32(fresh)}
 	s.co.sent[t]++
 	if e.interval <= 0 {
 		// Queued for this fetch only: the next plan gives it its
@@ -432,6 +459,7 @@ func (s *Scheduler) coHint(e *entry, t coTie, since, now time.Time) {
 		e.interval = s.uniformInterval()
 	}
 	s.front.schedule(e, now)
+	return true
 }
 
 // staleGain is the expected time (seconds) a copy refetched now stays
@@ -456,30 +484,26 @@ func staleGain(p postSummary, d float64) float64 {
 // after changedAt. If its copy is older, it is refetched at once when that
 // is worth a fetch at the plan's margin, weighed by how often the host's
 // signals of that kind have proven true (docs/design.md §3.8); a signal
-// that lies soon costs nothing. It reports whether url is known.
+// that lies soon costs nothing. It reports whether it queued a fetch:
+// what the signal was worth.
 func (s *Scheduler) Signal(url, kind string, changedAt, now time.Time) bool {
 	e, ok := s.front.urls.get(url)
-	if !ok || e.is(flagOneShot) {
+	if !ok || e.is(flagOneShot) || s.co == nil || changedAt.IsZero() {
 		return false
-	}
-	if s.co == nil || changedAt.IsZero() {
-		return true
 	}
 	t := tieSitemap
 	if kind == "feed" {
 		t = tieFeed
 	}
-	s.coHint(e, t, changedAt, now)
-	return true
+	return s.coHint(e, t, changedAt, now)
 }
 
-// minPrecision is the least share of a host's hints of one kind that must
-// have proven true for the next to be acted on: where fetches are cheap
-// (a loose budget, a small μ) even a rare truth would pass the value
-// test, and a signal wrong three times in four is noise, not evidence.
-// From the uniform prior it stops a kind after three refutations without
-// a confirmation.
-const minPrecision = 0.25
+// maxFreshRatio is the most a host's hints of one kind may find pages
+// unchanged, as a share of what the model expects, for the next to be
+// acted on: where fetches are cheap (a loose budget, a small μ) even an
+// uninformative signal would pass the value test, and a signal wrong
+// nearly as often as a guess is noise, not evidence.
+const maxFreshRatio = 0.8
 
 // CoChangeStats are the hints the co-change ties gave, by tie: how many
 // were sent, and how many of those that came back found a change.

@@ -400,7 +400,8 @@ func (h history) scripted(from, to float64) *sim.Scripted {
 // generates up to a tenth past the run (a live run starts a little after
 // the sim), each page reporting its mean rate over the measured window.
 func (w Workload) simConfig(o Options, day time.Duration) sim.Config {
-	cfg := sim.Config{Hosts: o.Hosts, Pages: o.Pages, Mix: w.Mix, Day: day, Seed: o.Seed, LastModified: w.LastModified}
+	cfg := sim.Config{Hosts: o.Hosts, Pages: o.Pages, Mix: w.Mix, Day: day, Seed: o.Seed, LastModified: w.LastModified,
+		Signals: sim.Signals{Sitemap: o.Sitemap}}
 	if w.hist != nil {
 		h := w.hist.generate(o.Pages, o.Hosts, 1.1*o.Days+10, o.Seed)
 		cfg.Mix, cfg.Scripted = nil, h.scripted(o.Warmup, o.Days)

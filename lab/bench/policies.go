@@ -125,6 +125,9 @@ type Result struct {
 	// the fetched one changed (schedule.Scheduler.CoChange), and
 	// HintsConfirmed those that found a change (virtual mode).
 	Hints, HintsConfirmed int
+	// SitemapFetches are the fetches of the hosts' sitemaps in the window
+	// (Options.Sitemap), on top of Fetches, which counts pages only.
+	SitemapFetches int
 	// Deciles are the run against the full-budget oracle by decile of the
 	// true rate (Options.Deciles; virtual mode).
 	Deciles []Decile

@@ -39,8 +39,11 @@ func WriteTable(out io.Writer, rs []Result) error {
 		if r.FirstPassDays >= 0 && r.ModelAfterFirstPass >= 0 {
 			fmt.Fprintf(out, "%s: after the first full pass (day %.1f): freshness %.4f, model %.4f\n", r.Policy, r.FirstPassDays, r.FreshAfterFirstPass, r.ModelAfterFirstPass)
 		}
+		if r.SitemapFetches > 0 {
+			fmt.Fprintf(out, "%s: %d sitemap fetches besides the %d page fetches\n", r.Policy, r.SitemapFetches, r.Fetches)
+		}
 		if r.Hints > 0 {
-			fmt.Fprintf(out, "%s: %d fetches for pages that change together, %d found a change\n", r.Policy, r.Hints, r.HintsConfirmed)
+			fmt.Fprintf(out, "%s: %d fetches for a hint (a tied page changed, a sitemap dated a change), %d found a change\n", r.Policy, r.Hints, r.HintsConfirmed)
 		}
 	}
 	return nil

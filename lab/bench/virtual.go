@@ -43,6 +43,11 @@ type Options struct {
 	// estimates: a diagnostic that separates the loss due to estimation
 	// from the loss due to scheduling and dispatch.
 	TrueRates bool
+	// Sitemap is what every host's sitemap says of its pages (virtual
+	// mode; sim.SitemapAbsent: none). The crawler fetches each host's
+	// sitemap as the coordinator does, once in N/B, and its lastmods are
+	// signals to the scheduler (schedule.Scheduler.Signal).
+	Sitemap sim.SitemapMode
 	// NoCoChange turns off the scheduler's ties between pages that change
 	// together (schedule.SchedulerOptions.CoChange): the same policy
 	// without them, to measure what they gain.
@@ -315,6 +320,10 @@ type virtualRun struct {
 	modelSamples []modelSample
 	planErrs     int
 	lastErr      error
+	// sitemapFetches counts the sitemap fetches after warm-up, and
+	// sitemapEvery is each host's sitemap interval.
+	sitemapFetches int
+	sitemapEvery   []time.Duration
 }
 
 // newVirtualRun sets up the scheduler and estimator the coordinator would
@@ -352,10 +361,21 @@ func newVirtualRun(w Workload, o Options, ts *truthSet, pol schedule.Policy) (*v
 		index[pages[i].url] = i
 		sched.Add(schedule.URLInfo{URL: pages[i].url, Host: pages[i].host, Weight: w.weight(i), Rate: pages[i].rate}, virtualEpoch())
 	}
-	return &virtualRun{
+	r := &virtualRun{
 		o: o, ts: ts, budget: budget, est: est, sched: sched, gaps: gaps, pages: pages, index: index,
 		nextSample: virtualEpoch().Add(time.Duration(o.Warmup * float64(o.Day))),
-	}, nil
+	}
+	if o.Sitemap != sim.SitemapAbsent {
+		r.sitemapEvery = make([]time.Duration, o.Hosts)
+		// A sitemap is a page index −1−h of no page: complete tells it
+		// apart by its sign.
+		for h := range o.Hosts {
+			u := "http://h" + strconv.Itoa(h) + "/sitemap.xml"
+			index[u] = -1 - h
+			sched.Enqueue(u, "h"+strconv.Itoa(h), virtualEpoch())
+		}
+	}
+	return r, nil
 }
 
 // run advances the virtual clock from the epoch to end: it samples the
@@ -445,6 +465,10 @@ func (r *virtualRun) foldUntil(t time.Time) {
 // was at when the fetch started decides changed or 304, and the estimator
 // learns from it.
 func (r *virtualRun) complete(c completion) {
+	if c.page < 0 {
+		r.sitemapFetched(-1-c.page, c)
+		return
+	}
 	p := &r.pages[c.page]
 	tr := &r.ts.pages[c.page]
 	off := c.start.Sub(virtualEpoch())
@@ -478,6 +502,45 @@ func (r *virtualRun) complete(c completion) {
 	r.sched.Done(p.url, fb)
 }
 
+// sitemapFetched folds a fetch of host h's sitemap as the coordinator
+// does: every lastmod is a signal about its page, and the sitemap is
+// fetched again one uniform interval (N/B) later.
+func (r *virtualRun) sitemapFetched(h int, c completion) {
+	useful := false
+	for i, ph := range r.ts.hosts {
+		if ph != h {
+			continue
+		}
+		// As the coordinator does: a lastmod within the clock skew of
+		// the response is the response time, not a change.
+		if lm, ok := r.ts.site.SitemapLastMod(i, c.start); ok && lm.Before(c.start.Add(-scaleDay(schedule.DefaultLMSkew, r.o.Day))) {
+			if r.sched.Signal(r.pages[i].url, "sitemap", lm, c.end) {
+				useful = true
+			}
+		}
+	}
+	if c.start.Sub(virtualEpoch()) >= time.Duration(r.o.Warmup*float64(r.o.Day)) {
+		r.sitemapFetches++
+	}
+	u, host := "http://h"+strconv.Itoa(h)+"/sitemap.xml", "h"+strconv.Itoa(h)
+	r.sched.Done(u, schedule.Feedback{Start: c.start, End: c.end, OK: true})
+	// The coordinator's schedule of a sitemap (coordinator.nextSitemapInterval).
+	shortest := time.Duration(float64(r.o.Hosts) / (0.1 * r.budget) * float64(time.Second))
+	longest := time.Duration(float64(r.sched.Len()) / r.budget * float64(time.Second))
+	every := r.sitemapEvery[h]
+	switch {
+	case every <= 0:
+		every = shortest
+	case useful:
+		every /= 2
+	default:
+		every *= 2
+	}
+	every = min(max(every, shortest), max(longest, shortest))
+	r.sitemapEvery[h] = every
+	r.sched.Enqueue(u, host, c.end.Add(every))
+}
+
 // contentKey is the fingerprint of the body page body serves at version
 // ver, as the fold takes it from the worker's hash: mirrors (one body
 // under several names) share it.
@@ -491,6 +554,7 @@ func (r *virtualRun) result(w Workload, policy string, end time.Duration) (Resul
 	o := r.o
 	res, err := measure(w, r.ts, r.pages, o, end)
 	res.Mode, res.Workload, res.Policy = "virtual", w.Name, policy
+	res.SitemapFetches = r.sitemapFetches
 	for _, h := range r.sched.CoChange() {
 		res.Hints, res.HintsConfirmed = res.Hints+h.Sent, res.HintsConfirmed+h.Confirmed
 	}

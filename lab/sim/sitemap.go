@@ -45,6 +45,16 @@ const (
 	SitemapStale
 )
 
+// ParseSitemapMode is the mode String names.
+func ParseSitemapMode(s string) (SitemapMode, error) {
+	for m := SitemapAbsent; m <= SitemapStale; m++ {
+		if m.String() == s {
+			return m, nil
+		}
+	}
+	return SitemapAbsent, fmt.Errorf("sitemap mode %q: want absent, accurate, late, partial, lying-now or stale", s)
+}
+
 // String is the mode's name as the bench and tests print it.
 func (m SitemapMode) String() string {
 	switch m {
