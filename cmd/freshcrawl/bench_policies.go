@@ -82,7 +82,7 @@ func (b *benchPoliciesFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&b.o.HostRate, "host-rate", b.o.HostRate, "most fetches per simulated day of one host (0: 10x a host's uniform share)")
 	fs.Float64Var(&b.o.PriorRate, "prior-rate", b.o.PriorRate, "coordinator option: changes per simulated day assumed for a URL never observed")
 	fs.Float64Var(&b.o.HalfLifeDays, "half-life", b.o.HalfLifeDays, "coordinator option: estimator half-life in simulated days")
-	fs.StringVar(&b.sitemap, "sitemap", "absent", "virtual mode: what every host's sitemap says of its pages, fetched once in pages/budget: absent, accurate, late, partial, lying-now or stale")
+	fs.StringVar(&b.sitemap, "sitemap", "absent", "virtual mode: what every host's sitemap says of its pages, fetched as the coordinator fetches sitemaps: absent, accurate, late, partial, lying-now or stale")
 	fs.BoolVar(&b.o.NoCoChange, "no-co-change", false, "diagnostic (virtual mode): turn off the scheduler's ties between pages that change together")
 	fs.BoolVar(&b.o.TrueRates, "true-rates", false, "diagnostic (virtual mode): feed the scheduler the true rates instead of its estimates")
 	fs.BoolVar(&b.o.Deciles, "deciles", false, "diagnostic (virtual mode): print each policy's fetches and freshness by decile of the true rate against the full-budget oracle's")
