@@ -341,6 +341,44 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
+// defaultAccept is what a fetch accepts unless its caller says otherwise.
+const defaultAccept = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+
+// get sends the conditional GET of u for req (accept: the Accept header,
+// "" for defaultAccept) through the fetcher's client, so with its address
+// screening and redirect policy. On failure it fills resp and reports
+// false; on success the caller closes the body.
+func (f *Fetcher) get(ctx context.Context, u *url.URL, req Request, accept string, resp *Response) (*http.Response, bool) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		resp.fail(proto.ErrBadURL, fmt.Errorf("fetch %s: %w", req.URL, err))
+		return nil, false
+	}
+	if accept == "" {
+		accept = defaultAccept
+	}
+	h := hreq.Header
+	h.Set("User-Agent", f.opts.UserAgent)
+	h.Set("Accept", accept)
+	h.Set("Accept-Encoding", "gzip, deflate")
+	if req.ETag != "" {
+		h.Set("If-None-Match", req.ETag)
+	}
+	if req.LastModified != "" {
+		h.Set("If-Modified-Since", req.LastModified)
+	}
+	hresp, err := f.client.Do(hreq)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) && ue.URL != "" {
+			resp.FinalURL = ue.URL
+		}
+		resp.fail(classifyCtx(ctx, err), fmt.Errorf("fetch: %w", err))
+		return nil, false
+	}
+	return hresp, true
+}
+
 // Get is a plain GET under the same safety rules, e.g. for robots.txt.
 func (f *Fetcher) Get(ctx context.Context, rawURL string) Response {
 	return f.Fetch(ctx, Request{URL: rawURL})
@@ -374,29 +412,8 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (resp Response) {
 	ctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
 	defer cancel()
 
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		resp.fail(proto.ErrBadURL, fmt.Errorf("fetch %s: %w", req.URL, err))
-		return resp
-	}
-	h := hreq.Header
-	h.Set("User-Agent", f.opts.UserAgent)
-	h.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
-	h.Set("Accept-Encoding", "gzip, deflate")
-	if req.ETag != "" {
-		h.Set("If-None-Match", req.ETag)
-	}
-	if req.LastModified != "" {
-		h.Set("If-Modified-Since", req.LastModified)
-	}
-
-	hresp, err := f.client.Do(hreq)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) && ue.URL != "" {
-			resp.FinalURL = ue.URL
-		}
-		resp.fail(classifyCtx(ctx, err), fmt.Errorf("fetch: %w", err))
+	hresp, ok := f.get(ctx, u, req, "", &resp)
+	if !ok {
 		return resp
 	}
 	defer hresp.Body.Close()

@@ -2,11 +2,9 @@ package fetch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/freshcrawl/freshcrawl/proto"
@@ -60,31 +58,8 @@ func (f *Fetcher) Stream(ctx context.Context, req StreamRequest, read func(Body)
 	resp.FinalURL = u.String()
 	ctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
 	defer cancel()
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		resp.fail(proto.ErrBadURL, fmt.Errorf("fetch %s: %w", req.URL, err))
-		return resp
-	}
-	h := hreq.Header
-	h.Set("User-Agent", f.opts.UserAgent)
-	h.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
-	if req.Accept != "" {
-		h.Set("Accept", req.Accept)
-	}
-	h.Set("Accept-Encoding", "gzip, deflate")
-	if req.ETag != "" {
-		h.Set("If-None-Match", req.ETag)
-	}
-	if req.LastModified != "" {
-		h.Set("If-Modified-Since", req.LastModified)
-	}
-	hresp, err := f.client.Do(hreq)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) && ue.URL != "" {
-			resp.FinalURL = ue.URL
-		}
-		resp.fail(classifyCtx(ctx, err), fmt.Errorf("fetch: %w", err))
+	hresp, ok := f.get(ctx, u, req.Request, req.Accept, &resp)
+	if !ok {
 		return resp
 	}
 	defer hresp.Body.Close()
